@@ -1,0 +1,166 @@
+"""Creation ops (full, arange, constant), externs (matmul, conv2d, embedding) and random ops.
+
+Externs are boundaries for fusion: backends call a library (BLAS, PyTorch) for them.
+Random ops have effects: they are never removed, merged or folded.  Spec:
+spec/ops.md, "Creation", "Extern", "Random".
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ir.ops import rules
+from ir.ops.registry import CREATION, EXTERN, RANDOM, defop
+from ir.types import TensorType, f32, i64, result_type
+
+
+def _dtype(d):
+    from ir.types import dtype_from_short
+
+    return dtype_from_short(d) if isinstance(d, str) else d
+
+
+def _static(dims):
+    return tuple(int(d) for d in dims)
+
+
+# --- creation ---------------------------------------------------------------------------
+defop("full", CREATION, operands=(),
+      attrs={"value": "scalar", "shape": ("dims", ()), "dtype": ("dtype", f32),
+             "device": ("str", "cpu")},
+      infer=lambda types, value, shape, dtype, device: TensorType(_dtype(dtype), shape, device),
+      ref=lambda value, shape, dtype, device: np.full(_static(shape), value, _dtype(dtype).np),
+      doc="a tensor of shape filled with value (a rank-0 full is a scalar constant)")
+
+
+def _arange_len(start, end, step):
+    if step == 0:
+        raise TypeError("arange step must be nonzero")
+    return max(0, -(-(end - start) // step)) if step > 0 else max(0, -(-(start - end) // -step))
+
+
+defop("arange", CREATION, operands=(),
+      attrs={"start": ("int", 0), "end": "int", "step": ("int", 1), "dtype": ("dtype", i64),
+             "device": ("str", "cpu")},
+      infer=lambda types, start, end, step, dtype, device: TensorType(
+          _dtype(dtype), (_arange_len(start, end, step),), device),
+      ref=lambda start, end, step, dtype, device: np.arange(start, end, step).astype(
+          _dtype(dtype).np),
+      doc="start, start+step, ... < end (integer bounds: the iota of codegen)")
+
+
+def _constant_infer(types, data, dtype, device="cpu"):
+    return TensorType(_dtype(dtype), np.shape(data), device)
+
+
+defop("constant", CREATION, operands=(),
+      attrs={"data": "tensor", "dtype": "dtype", "device": ("str", "cpu")},
+      infer=_constant_infer,
+      ref=lambda data, dtype, device="cpu": np.array(data, dtype=_dtype(dtype).np),
+      doc="a literal tensor (printed as nested lists)")
+
+
+# --- extern -----------------------------------------------------------------------------
+def _matmul_infer(types):
+    a, b = types
+    if a.rank < 1 or b.rank < 1:
+        raise TypeError("matmul operands must have rank >= 1")
+    if a.rank != b.rank or a.rank == 1:
+        if not (a.rank in (1, 2) and b.rank in (1, 2)):
+            raise TypeError(f"batched matmul needs equal ranks (expand first): {a}, {b}")
+    k_a = a.shape[-1]
+    k_b = b.shape[-2] if b.rank > 1 else b.shape[0]
+    if k_a != k_b:
+        raise TypeError(f"matmul contraction sizes differ: {a} @ {b}")
+    if a.rank > 2 and a.shape[:-2] != b.shape[:-2]:
+        raise TypeError(f"matmul batch dims differ: {a} @ {b}")
+    dtype = result_type(a.dtype, b.dtype)
+    if a.dtype != b.dtype:
+        raise TypeError(f"matmul operands must share a dtype: {a} @ {b}")
+    shape = list(a.shape[:-1]) + (list(b.shape[-1:]) if b.rank > 1 else [])
+    if a.rank == 1:
+        shape = list(b.shape[:-2]) + list(b.shape[-1:]) if b.rank > 1 else []
+    return TensorType(dtype, tuple(shape), rules.same_device(types))
+
+
+defop("matmul", EXTERN, operands=("a", "b"), infer=_matmul_infer,
+      ref=lambda a, b: np.matmul(a, b),
+      vjp=lambda b, g, out, x, y: (
+          b.matmul(g, b.transpose(y, -1, -2)), b.matmul(b.transpose(x, -1, -2), g)),
+      doc="a @ b; rank 2 or batched with equal batch dims (the builder broadcasts)")
+
+
+def _conv_out(size, k, stride, pad, dil):
+    return (size + 2 * pad - dil * (k - 1) - 1) // stride + 1
+
+
+def _conv2d_infer(types, stride=(1, 1), padding=(0, 0), dilation=(1, 1), groups=1):
+    x, w = types
+    if x.rank != 4 or w.rank != 4:
+        raise TypeError(f"conv2d takes NCHW input and OIHW weight, got {x}, {w}")
+    if x.shape[1] != w.shape[1] * groups:
+        raise TypeError(f"conv2d channels: input {x} vs weight {w} with groups={groups}")
+    h = _conv_out(x.shape[2], w.shape[2], stride[0], padding[0], dilation[0])
+    wd = _conv_out(x.shape[3], w.shape[3], stride[1], padding[1], dilation[1])
+    return TensorType(x.dtype, (x.shape[0], w.shape[0], h, wd), rules.same_device(types))
+
+
+def _conv2d_ref(x, w, stride=(1, 1), padding=(0, 0), dilation=(1, 1), groups=1):
+    n, c, _, _ = x.shape
+    o, cg, kh, kw = w.shape
+    xp = np.pad(x, ((0, 0), (0, 0), (padding[0],) * 2, (padding[1],) * 2))
+    oh = _conv_out(x.shape[2], kh, stride[0], padding[0], dilation[0])
+    ow = _conv_out(x.shape[3], kw, stride[1], padding[1], dilation[1])
+    acc = np.float64 if x.dtype == np.float64 else np.float32
+    out = np.zeros((n, o, oh, ow), acc)
+    og = o // groups
+    for g in range(groups):
+        xs = xp[:, g * cg:(g + 1) * cg].astype(acc)
+        ws = w[g * og:(g + 1) * og].astype(acc)
+        for i in range(kh):
+            for j in range(kw):
+                r0, c0 = i * dilation[0], j * dilation[1]
+                patch = xs[:, :, r0:r0 + stride[0] * oh:stride[0], c0:c0 + stride[1] * ow:stride[1]]
+                out[:, g * og:(g + 1) * og] += np.einsum("nchw,oc->nohw", patch, ws[:, :, i, j])
+    return out.astype(x.dtype)
+
+
+defop("conv2d", EXTERN, operands=("x", "w"),
+      attrs={"stride": ("ints", (1, 1)), "padding": ("ints", (0, 0)),
+             "dilation": ("ints", (1, 1)), "groups": ("int", 1)},
+      infer=_conv2d_infer, ref=_conv2d_ref,
+      doc="2-D cross-correlation, NCHW x OIHW (bias is a separate add)")
+
+
+def _embedding_infer(types):
+    weight, indices = types
+    rules.index_dtype_check(indices, "embedding indices")
+    if weight.rank != 2:
+        raise TypeError(f"embedding weight must be rank 2, got {weight}")
+    return weight.with_shape(tuple(indices.shape) + (weight.shape[1],))
+
+
+defop("embedding", EXTERN, operands=("weight", "indices"), infer=_embedding_infer,
+      ref=lambda weight, indices: weight[indices.astype(np.int64)],
+      doc="rows of weight selected by indices")
+
+
+# --- random -----------------------------------------------------------------------------
+def _random_infer(types, shape, dtype=f32, device="cpu"):
+    d = _dtype(dtype)
+    if not d.is_float:
+        raise TypeError(f"random ops produce floats, not {d}")
+    return TensorType(d, shape, device)
+
+
+_RANDOM_ATTRS = {"shape": "dims", "dtype": ("dtype", f32), "device": ("str", "cpu")}
+
+defop("rand", RANDOM, operands=(), attrs=_RANDOM_ATTRS, infer=_random_infer, effects=True,
+      ref=lambda shape, dtype=f32, device="cpu", rng=None: (
+          rng or np.random.default_rng()).random(_static(shape)).astype(_dtype(dtype).np),
+      doc="uniform on [0, 1); draws from the interpreter's generator")
+defop("randn", RANDOM, operands=(), attrs=_RANDOM_ATTRS, infer=_random_infer, effects=True,
+      ref=lambda shape, dtype=f32, device="cpu", rng=None: (
+          rng or np.random.default_rng()).standard_normal(_static(shape)).astype(
+              _dtype(dtype).np),
+      doc="standard normal; draws from the interpreter's generator")

@@ -1,0 +1,224 @@
+"""Layout ops: reshape, permute, slice, squeeze/unsqueeze, expand, cat, pad, gathers.
+
+Fusion turns reshape/permute/slice/expand into index maps of loads instead of
+copies.  Spec: spec/ops.md, "Layout".
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ir.ops import rules
+from ir.ops.registry import LAYOUT, defop
+from ir.types import TensorType, simplify_dim
+
+
+def _static(dims):
+    return tuple(int(d) for d in dims)
+
+
+# --- reshape ----------------------------------------------------------------------------
+def _reshape_infer(types, shape):
+    (x,) = types
+    out = x.with_shape(shape)
+    if simplify_dim(out.numel() - x.numel()) != 0:
+        raise TypeError(f"cannot reshape {x} to [{','.join(map(str, shape))}]:"
+                        " element counts differ")
+    return out
+
+
+defop("reshape", LAYOUT, operands=("x",), attrs={"shape": "dims"},
+      infer=_reshape_infer, ref=lambda x, shape: np.reshape(x, _static(shape)),
+      vjp=lambda b, g, out, x, shape: (b.reshape(g, shape=list(x.type.shape)),),
+      doc="same elements in row-major order, new shape")
+
+
+# --- permute ----------------------------------------------------------------------------
+def _permute_infer(types, perm):
+    (x,) = types
+    if sorted(perm) != list(range(x.rank)):
+        raise TypeError(f"perm {list(perm)} is not a permutation of range({x.rank})")
+    return x.with_shape([x.shape[p] for p in perm])
+
+
+def _inverse(perm):
+    inv = [0] * len(perm)
+    for i, p in enumerate(perm):
+        inv[p] = i
+    return inv
+
+
+defop("permute", LAYOUT, operands=("x",), attrs={"perm": "ints"},
+      infer=_permute_infer, ref=lambda x, perm: np.transpose(x, perm),
+      vjp=lambda b, g, out, x, perm: (b.permute(g, perm=_inverse(perm)),),
+      doc="out[i...] = x[i[perm]...]: dim k of the result is dim perm[k] of x")
+
+
+# --- slice ------------------------------------------------------------------------------
+def _slice_bounds(size, start, stop, step):
+    """Clamp start/stop like Python slicing on a non-negative step (torch forbids < 1)."""
+    if step < 1:
+        raise TypeError(f"slice step must be positive, got {step}")
+    if isinstance(size, int):
+        start, stop, _ = slice(start, stop, step).indices(size)
+        stop = max(stop, start)
+    return start, stop
+
+
+def _slice_infer(types, dim, start, stop, step=1):
+    (x,) = types
+    d = rules.normalize_dim(dim, x.rank)
+    start, stop = _slice_bounds(x.shape[d], start, stop, step)
+    length = simplify_dim((stop - start + step - 1) // step) if isinstance(stop, int) else \
+        (stop - start + step - 1) // step
+    shape = list(x.shape)
+    shape[d] = length
+    return x.with_shape(shape)
+
+
+def _slice_ref(x, dim, start, stop, step=1):
+    index = [slice(None)] * x.ndim
+    index[rules.normalize_dim(dim, x.ndim)] = slice(start, stop, step)
+    return x[tuple(index)]
+
+
+defop("slice", LAYOUT, operands=("x",),
+      attrs={"dim": "int", "start": "int", "stop": "int", "step": ("int", 1)},
+      infer=_slice_infer, ref=_slice_ref,
+      doc="x[..., start:stop:step, ...] along dim (Python clamping, step >= 1)")
+
+
+# --- squeeze / unsqueeze / expand ---------------------------------------------------------
+def _squeeze_infer(types, dims):
+    (x,) = types
+    axes = rules.normalize_dims(dims, x.rank) if dims else \
+        tuple(i for i, d in enumerate(x.shape) if d == 1)
+    return x.with_shape([d for i, d in enumerate(x.shape) if not (i in axes and d == 1)])
+
+
+def _squeeze_ref(x, dims):
+    axes = rules.normalize_dims(dims, x.ndim) if dims else None
+    if axes is None:
+        return np.squeeze(x)
+    return np.squeeze(x, axis=tuple(a for a in axes if x.shape[a] == 1))
+
+
+defop("squeeze", LAYOUT, operands=("x",), attrs={"dims": ("ints", ())},
+      infer=_squeeze_infer, ref=_squeeze_ref,
+      doc="drop the listed size-1 dims (others are kept, as in torch); [] = every size-1 dim")
+
+
+def _unsqueeze_infer(types, dim):
+    (x,) = types
+    d = rules.normalize_dim(dim, x.rank + 1)
+    shape = list(x.shape)
+    shape.insert(d, 1)
+    return x.with_shape(shape)
+
+
+defop("unsqueeze", LAYOUT, operands=("x",), attrs={"dim": "int"},
+      infer=_unsqueeze_infer,
+      ref=lambda x, dim: np.expand_dims(x, rules.normalize_dim(dim, x.ndim + 1)),
+      doc="insert a size-1 dim at position dim")
+
+
+def _expand_infer(types, shape):
+    (x,) = types
+    if len(shape) != x.rank:
+        raise TypeError(f"expand keeps the rank: {x} to rank {len(shape)}; reshape first")
+    for old, new in zip(x.shape, shape):
+        if old != 1 and simplify_dim(old - new) != 0:
+            raise TypeError(f"cannot expand {x} to [{','.join(map(str, shape))}]:"
+                            " only size-1 dims grow")
+    return x.with_shape(shape)
+
+
+defop("expand", LAYOUT, operands=("x",), attrs={"shape": "dims"},
+      infer=_expand_infer, ref=lambda x, shape: np.broadcast_to(x, _static(shape)).copy(),
+      doc="broadcast size-1 dims to shape (same rank; the element is repeated, not copied)")
+
+
+# --- cat / pad --------------------------------------------------------------------------
+def _cat_infer(types, dim):
+    if not types:
+        raise TypeError("cat needs at least one tensor")
+    first = types[0]
+    d = rules.normalize_dim(dim, first.rank)
+    total = 0
+    for t in types:
+        if t.rank != first.rank or any(
+                simplify_dim(a - b) != 0 for i, (a, b) in enumerate(zip(t.shape, first.shape))
+                if i != d):
+            raise TypeError(f"cat operands differ outside dim {d}: {first} vs {t}")
+        total = total + t.shape[d]
+    if len({t.dtype for t in types}) != 1:
+        raise TypeError("cat operands must share a dtype; cast first")
+    shape = list(first.shape)
+    shape[d] = total
+    return TensorType(first.dtype, tuple(shape), rules.same_device(types))
+
+
+defop("cat", LAYOUT, operands=("xs",), attrs={"dim": "int"}, variadic=True,
+      infer=_cat_infer,
+      ref=lambda *xs, dim: np.concatenate(xs, axis=rules.normalize_dim(dim, xs[0].ndim)),
+      doc="concatenate along dim")
+
+
+def _pad_infer(types, pads, value=0.0):
+    (x,) = types
+    if len(pads) % 2 or len(pads) // 2 > x.rank:
+        raise TypeError(f"pads {list(pads)} must be pairs for at most {x.rank} dims")
+    shape = list(x.shape)
+    # torch.nn.functional.pad order: last dim first, (before, after) per dim.
+    for k in range(len(pads) // 2):
+        d = x.rank - 1 - k
+        shape[d] = shape[d] + pads[2 * k] + pads[2 * k + 1]
+    return x.with_shape(shape)
+
+
+def _pad_ref(x, pads, value=0.0):
+    widths = [(0, 0)] * x.ndim
+    for k in range(len(pads) // 2):
+        widths[x.ndim - 1 - k] = (pads[2 * k], pads[2 * k + 1])
+    if any(a < 0 or b < 0 for a, b in widths):
+        raise ValueError("negative padding is a slice; use slice")
+    return np.pad(x, widths, constant_values=np.asarray(value).astype(x.dtype))
+
+
+defop("pad", LAYOUT, operands=("x",), attrs={"pads": "ints", "value": ("scalar", 0.0)},
+      infer=_pad_infer, ref=_pad_ref,
+      doc="constant padding, pads = (last_before, last_after, prev_before, ...) like F.pad")
+
+
+# --- gathers ----------------------------------------------------------------------------
+def _index_select_infer(types, dim):
+    x, index = types
+    rules.index_dtype_check(index, "index_select's index")
+    if index.rank != 1:
+        raise TypeError(f"index_select's index must be rank 1, got {index}")
+    d = rules.normalize_dim(dim, x.rank)
+    shape = list(x.shape)
+    shape[d] = index.shape[0]
+    return x.with_shape(shape)
+
+
+defop("index_select", LAYOUT, operands=("x", "index"), attrs={"dim": "int"},
+      infer=_index_select_infer,
+      ref=lambda x, index, dim: np.take(x, index, axis=rules.normalize_dim(dim, x.ndim)),
+      doc="out = x.index_select(dim, index)")
+
+
+def _gather_infer(types, dim):
+    x, index = types
+    rules.index_dtype_check(index, "gather's index")
+    if index.rank != x.rank:
+        raise TypeError(f"gather's index must have the rank of x: {x} vs {index}")
+    rules.normalize_dim(dim, x.rank)
+    return x.with_shape(index.shape)
+
+
+defop("gather", LAYOUT, operands=("x", "index"), attrs={"dim": "int"},
+      infer=_gather_infer,
+      ref=lambda x, index, dim: np.take_along_axis(
+          x, index.astype(np.int64), axis=rules.normalize_dim(dim, x.ndim)),
+      doc="out[i][j] = x[index[i][j]][j] for dim=0 (torch.gather)")

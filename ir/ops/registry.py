@@ -1,0 +1,160 @@
+"""The op registry: `OpDef`, `defop`, categories, lookup by name.
+
+Owns: the data shape of an op and the table of all ops.  Holds no op definitions
+(those live in ir/ops/<category>.py).  Spec: spec/ir.md, "Ops".
+
+An op is one registry entry (see STYLE.md section 2): its operands and attributes,
+its type rule (`infer`), its reference semantics on numpy (`ref`), its
+vector-Jacobian product (`vjp`, written with the IR builder), its scalar form
+(`scalar`, pointwise ops only, lowered by every backend through ScalarOps) and a
+category that fusion and codegen dispatch on.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable, Optional
+
+POINTWISE = "pointwise"
+REDUCTION = "reduction"
+LAYOUT = "layout"
+CREATION = "creation"
+EXTERN = "extern"
+RANDOM = "random"
+COMPOSITE = "composite"
+FUSED = "fused"
+CATEGORIES = (POINTWISE, REDUCTION, LAYOUT, CREATION, EXTERN, RANDOM, COMPOSITE, FUSED)
+
+# Attribute kinds, checked by the verifier and understood by the parser.
+# int, float, bool, str; ints: list of int; dims: list of int|sympy; dtype: a DType;
+# scalar: int|float|bool|None; optint: int|None; tensor: nested lists (constant data).
+ATTR_KINDS = ("int", "float", "bool", "str", "ints", "dims", "dtype", "scalar", "optint",
+              "tensor")
+
+REQUIRED = object()
+
+
+@dataclass(frozen=True)
+class AttrSpec:
+    kind: str
+    default: Any = REQUIRED
+
+    @property
+    def required(self) -> bool:
+        return self.default is REQUIRED
+
+
+@dataclass(frozen=True)
+class OpDef:
+    """Everything refcomp knows about one op, in one place."""
+
+    name: str
+    category: str
+    operands: tuple[str, ...]
+    infer: Callable  # infer(types, **attrs) -> TensorType | tuple[TensorType, ...]
+    ref: Callable  # ref(*arrays, **attrs) -> ndarray | tuple[ndarray, ...]
+    attrs: dict = field(default_factory=dict)  # name -> AttrSpec
+    vjp: Optional[Callable] = None  # vjp(b, grads, outs, *inputs, **attrs) -> input grads
+    scalar: Optional[Callable] = None  # scalar(s, *operand_scalars, **attrs)
+    effects: bool = False  # never removed, never merged (random draws, externs with effects)
+    variadic: bool = False  # operands is one name bound to a list (cat)
+    doc: str = ""
+
+    def __repr__(self) -> str:
+        return f"OpDef({self.name})"
+
+    def normalize_attrs(self, attrs: dict) -> dict:
+        """Fill defaults and reject unknown or missing attributes."""
+        unknown = set(attrs) - set(self.attrs)
+        if unknown:
+            valid = ", ".join(self.attrs) or "none"
+            raise ValueError(
+                f"op {self.name!r} has no attribute(s) {sorted(unknown)}; valid: {valid}"
+            )
+        out = {}
+        for name, spec in self.attrs.items():
+            if name in attrs:
+                out[name] = canonical_attr(attrs[name], spec.kind)
+            elif spec.required:
+                raise ValueError(f"op {self.name!r} requires attribute {name!r}")
+            else:
+                out[name] = spec.default
+        return out
+
+
+def canonical_attr(value, kind: str):
+    """One representation per attribute value, so equal graphs compare and print equal."""
+    if value is None:
+        return None
+    if kind in ("ints", "dims"):
+        from ir.types import simplify_dim
+
+        return tuple(simplify_dim(v) for v in value)
+    if kind == "dtype" and isinstance(value, str):
+        from ir.types import dtype_from_short
+
+        return dtype_from_short(value)
+    if kind == "tensor" and hasattr(value, "tolist"):
+        return value.tolist()
+    if hasattr(value, "item") and not hasattr(value, "__len__"):  # numpy scalar
+        return value.item()
+    if kind == "float" and isinstance(value, int) and not isinstance(value, bool):
+        return float(value)
+    return value
+
+
+_REGISTRY: dict[str, OpDef] = {}
+
+
+def defop(
+    name: str,
+    category: str,
+    *,
+    operands: tuple[str, ...],
+    infer: Callable,
+    ref: Callable,
+    attrs: Optional[dict] = None,
+    vjp: Optional[Callable] = None,
+    scalar: Optional[Callable] = None,
+    effects: bool = False,
+    variadic: bool = False,
+    doc: str = "",
+) -> OpDef:
+    """Define and register an op.  `attrs` maps name -> kind or (kind, default)."""
+    if category not in CATEGORIES:
+        raise ValueError(f"unknown category {category!r}; valid: {CATEGORIES}")
+    if name in _REGISTRY:
+        raise ValueError(f"op {name!r} is defined twice")
+    specs = {}
+    for attr_name, spec in (attrs or {}).items():
+        kind, default = (spec, REQUIRED) if isinstance(spec, str) else spec
+        if kind not in ATTR_KINDS:
+            raise ValueError(f"op {name!r}: attribute kind {kind!r} not in {ATTR_KINDS}")
+        specs[attr_name] = AttrSpec(kind, default)
+    op = OpDef(name, category, tuple(operands), infer, ref, specs, vjp, scalar,
+               effects, variadic, doc)
+    _REGISTRY[name] = op
+    return op
+
+
+def lookup(name: str) -> OpDef:
+    _ensure_loaded()
+    try:
+        return _REGISTRY[name]
+    except KeyError:
+        raise KeyError(f"unknown op {name!r}") from None
+
+
+def all_ops() -> list[OpDef]:
+    _ensure_loaded()
+    return list(_REGISTRY.values())
+
+
+def has_op(name: str) -> bool:
+    _ensure_loaded()
+    return name in _REGISTRY
+
+
+def _ensure_loaded() -> None:
+    # Importing the package registers every category module.
+    import ir.ops  # noqa: F401

@@ -1,0 +1,117 @@
+"""The verifier: every violation of the IR's invariants, each quoting its IR line.
+
+Checks: values defined once and before use (a body sees only its own parameters);
+operand counts; attributes known and present; each node's result types equal its
+op's type rule (a fused node's: its body's signature); outputs defined; input names
+unique.  Spec: spec/ir.md, "Invariants".
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ir.graph import Graph, Node, Value
+from ir.ops.registry import FUSED
+from ir.printer import print_graph_with_lines
+
+
+@dataclass(frozen=True)
+class Diagnostic:
+    message: str
+    line: str  # the offending line of textual IR
+
+    def __str__(self) -> str:
+        return f"{self.message}\n    {self.line}"
+
+
+class VerificationError(ValueError):
+    def __init__(self, diagnostics: list[Diagnostic], context: str = ""):
+        self.diagnostics = diagnostics
+        head = f"{context}: " if context else ""
+        body = "\n".join(f"  {d}" for d in diagnostics)
+        super().__init__(f"{head}invalid IR ({len(diagnostics)} problem(s)):\n{body}")
+
+
+def verify(graph: Graph) -> list[Diagnostic]:
+    """All diagnostics for `graph` (an empty list means valid)."""
+    _, line_of = print_graph_with_lines(graph)
+    out: list[Diagnostic] = []
+    _verify_graph(graph, line_of, out, f"func @{graph.name}")
+    return out
+
+
+def check(graph: Graph, context: str = "") -> Graph:
+    """Raise VerificationError if `graph` is invalid; return it otherwise."""
+    diagnostics = verify(graph)
+    if diagnostics:
+        raise VerificationError(diagnostics, context)
+    return graph
+
+
+def _verify_graph(graph: Graph, line_of: dict, out: list, header: str) -> None:
+    defined: set[Value] = set()
+    names = [v.name for v in graph.inputs]
+    for name in {n for n in names if names.count(n) > 1}:
+        out.append(Diagnostic(f"input name %{name} is used twice", header))
+    defined.update(graph.inputs)
+    for node in graph.nodes:
+        line = line_of.get(node, node.op.name)
+        for value in node.inputs:
+            if value not in defined:
+                out.append(Diagnostic(f"operand {value!r} is not defined before use"
+                                      " in this scope", line))
+        _verify_node(node, line, out)
+        if node.body is not None:
+            _verify_graph(node.body, line_of, out, line)
+        for value in node.outputs:
+            if value in defined:
+                out.append(Diagnostic(f"value {value!r} is defined twice", line))
+            defined.add(value)
+    for value in graph.outputs:
+        if value not in defined:
+            out.append(Diagnostic(f"returned value {value!r} is not defined", header))
+
+
+def _verify_node(node: Node, line: str, out: list) -> None:
+    op = node.op
+    if not op.variadic and len(node.inputs) != len(op.operands):
+        out.append(Diagnostic(f"{op.name} takes {len(op.operands)} operand(s),"
+                              f" got {len(node.inputs)}", line))
+        return
+    try:
+        attrs = op.normalize_attrs(node.attrs)
+    except ValueError as e:
+        out.append(Diagnostic(str(e), line))
+        return
+    if op.category == FUSED:
+        _verify_fused(node, line, out)
+        return
+    if node.body is not None:
+        out.append(Diagnostic(f"{op.name} cannot have a body", line))
+    try:
+        inferred = op.infer([v.type for v in node.inputs], **attrs)
+    except (TypeError, ValueError) as e:
+        out.append(Diagnostic(f"{op.name}: {e}", line))
+        return
+    inferred = list(inferred) if isinstance(inferred, (list, tuple)) else [inferred]
+    declared = [v.type for v in node.outputs]
+    if inferred != declared:
+        out.append(Diagnostic(f"{op.name} produces {', '.join(map(str, inferred))}"
+                              f" but the IR declares {', '.join(map(str, declared))}", line))
+
+
+def _verify_fused(node: Node, line: str, out: list) -> None:
+    body = node.body
+    if body is None:
+        out.append(Diagnostic("a fused node needs a body", line))
+        return
+    params = [v.type for v in body.inputs]
+    operands = [v.type for v in node.inputs]
+    if params != operands:
+        out.append(Diagnostic(f"body parameters ({', '.join(map(str, params))}) differ from"
+                              f" operands ({', '.join(map(str, operands))})", line))
+    results = [v.type for v in body.outputs]
+    declared = [v.type for v in node.outputs]
+    if results != declared:
+        out.append(Diagnostic(f"body returns ({', '.join(map(str, results))}) but the node"
+                              f" declares ({', '.join(map(str, declared))})", line))

@@ -1,0 +1,25 @@
+"""Shared test configuration: hypothesis profiles.
+
+`ci` (default) keeps the whole suite within minutes on a 2-core machine;
+`thorough` runs many more examples: `REFCOMP_HYPOTHESIS=thorough python -m pytest`.
+"""
+
+import os
+import sys
+from pathlib import Path
+
+from hypothesis import HealthCheck, settings
+
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+settings.register_profile(
+    "ci", max_examples=30, deadline=None, derandomize=True,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+settings.register_profile(
+    "thorough", max_examples=500, deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+settings.load_profile(os.environ.get("REFCOMP_HYPOTHESIS", "ci"))
