@@ -1,0 +1,65 @@
+"""The backend registry: how refcomp.compile turns an optimized graph into a callable.
+
+A backend is a factory `compile_graph(graph, options) -> CompiledFn`, where
+`CompiledFn(*tensors) -> list[torch.Tensor]` takes the graph's inputs as tensors (in
+graph-input order) and returns its outputs.  `differentiable` says whether the
+compiled function records autograd; refcomp hands graphs that need gradients to a
+differentiable backend (see spec/runtime.md).  Spec: spec/codegen.md, "Backends".
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+from ir.graph import Graph
+
+CompiledFn = Callable[..., list]
+
+
+@dataclass(frozen=True)
+class Backend:
+    name: str
+    compile_graph: Callable[[Graph, dict], CompiledFn]
+    differentiable: bool = False
+    doc: str = ""
+
+
+_BACKENDS: dict[str, Backend] = {}
+
+
+def register_backend(backend: Backend) -> Backend:
+    if backend.name in _BACKENDS:
+        raise ValueError(f"backend {backend.name!r} is registered twice")
+    _BACKENDS[backend.name] = backend
+    return backend
+
+
+def get_backend(name: str) -> Backend:
+    _load_builtin()
+    try:
+        return _BACKENDS[name]
+    except KeyError:
+        valid = ", ".join(sorted(_BACKENDS))
+        raise ValueError(f"unknown backend {name!r}; valid backends: {valid}") from None
+
+
+def available_backends() -> list[str]:
+    _load_builtin()
+    return sorted(_BACKENDS)
+
+
+# Modules under codegen/ that register a backend when imported.
+BUILTIN_BACKEND_MODULES = ("codegen.interp", "codegen.eager", "codegen.llvm.backend",
+                           "codegen.triton.backend")
+
+
+def _load_builtin() -> None:
+    import importlib
+
+    for module in BUILTIN_BACKEND_MODULES:
+        try:
+            importlib.import_module(module)
+        except ModuleNotFoundError as e:
+            if not module.startswith(e.name or "\0"):
+                raise
