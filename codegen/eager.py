@@ -1,0 +1,463 @@
+"""The "eager" backend: execute the IR op by op with torch, recording autograd.
+
+Owns: `EAGER_OPS`, the table from every registered op name to a torch
+implementation with the semantics of the op's numpy `ref` (ir/ops/), and the
+plan that runs a graph through that table.  Must not know: the frontend.
+Spec: spec/codegen.md, "Backends".
+
+Compile time builds a plan: one step `(fn, operand slots, result slot)` per node,
+with attributes, dtype casts and dims already resolved, so a call is one tight
+loop over a list of slots.  Tensors stay on their device; nothing is detached
+and no input is written, so torch records autograd (differentiable=True).
+Random ops use torch's generator: under `torch.manual_seed` they draw exactly
+what eager torch.rand/randn would at the same point of the program.
+
+Note [Operand casts]: IR pointwise ops promote all operands with
+`promote_types`, rank-0 operands included, while torch lets a rank-0 tensor of a
+higher dtype lose to a ranked one.  Each step therefore casts its operands to
+the dtypes `ir.scalar.compute_dtypes` names (only where they differ, decided at
+compile time) before calling torch, so torch never promotes on its own.
+
+Outputs may be views of inputs or of each other (reshape, permute, slice,
+expand), exactly as eager torch returns views.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Callable
+
+import numpy as np
+import sympy
+import torch
+import torch.nn.functional as F
+
+from codegen.backends import Backend, register_backend
+from codegen.torch_bridge import torch_dtype
+from ir.graph import Graph, Node
+from ir.ops import rules
+from ir.ops.registry import all_ops
+from ir.scalar import compute_dtypes
+from ir.types import is_symbolic
+
+# An entry makes the step function for one node: make(node, attrs) -> fn(*tensors).
+# `attrs` are the node's attributes with symbolic dims already evaluated.
+Maker = Callable[[Node, dict], Callable]
+EAGER_OPS: dict[str, Maker] = {}
+
+
+def _in_types(node):
+    return [v.type for v in node.inputs]
+
+
+# --- pointwise --------------------------------------------------------------------------
+def _pointwise(torch_fn):
+    """A maker for a pointwise op: cast operands per Note [Operand casts], then call."""
+    def make(node, attrs):
+        fn = (lambda *xs: torch_fn(*xs, **attrs)) if attrs else torch_fn
+        have = [t.dtype for t in _in_types(node)]
+        want = compute_dtypes(node.op.name, have, node.outputs[0].type.dtype)
+        casts = [torch_dtype(w) if w != h else None for h, w in zip(have, want)]
+        if not any(casts):
+            return fn
+        return lambda *xs: fn(*[x if c is None else x.to(c) for x, c in zip(xs, casts)])
+    return make
+
+
+def _sign(x):
+    # numpy's sign keeps NaN; torch.sign maps it to 0.
+    s = torch.sign(x)
+    return torch.where(torch.isnan(x), x, s) if x.is_floating_point() else s
+
+
+def _round(x):
+    # torch.round rounds half to even, like np.round; ints are returned unchanged.
+    return torch.round(x) if x.is_floating_point() else x
+
+
+def _floor_like(fn):
+    return lambda x: fn(x) if x.is_floating_point() else x
+
+
+_POINTWISE = {
+    "neg": torch.neg, "abs": torch.abs, "relu": torch.relu, "sign": _sign,
+    "floor": _floor_like(torch.floor), "ceil": _floor_like(torch.ceil), "round": _round,
+    "trunc": _floor_like(torch.trunc),
+    "exp": torch.exp, "log": torch.log, "log1p": torch.log1p, "expm1": torch.expm1,
+    "sqrt": torch.sqrt, "rsqrt": torch.rsqrt, "sin": torch.sin, "cos": torch.cos,
+    "tanh": torch.tanh, "sigmoid": torch.sigmoid, "erf": torch.erf, "silu": F.silu,
+    "reciprocal": torch.reciprocal, "gelu": F.gelu,
+    "logical_not": torch.logical_not, "isnan": torch.isnan, "bitwise_not": torch.bitwise_not,
+    "add": torch.add, "sub": torch.sub, "mul": torch.mul, "div": torch.true_divide,
+    "floor_divide": torch.floor_divide, "remainder": torch.remainder, "fmod": torch.fmod,
+    "pow": torch.pow, "maximum": torch.maximum, "minimum": torch.minimum,
+    "atan2": torch.atan2,
+    "eq": torch.eq, "ne": torch.ne, "lt": torch.lt, "le": torch.le, "gt": torch.gt,
+    "ge": torch.ge,
+    "logical_and": torch.logical_and, "logical_or": torch.logical_or,
+    "logical_xor": torch.logical_xor,
+    "bitwise_and": torch.bitwise_and, "bitwise_or": torch.bitwise_or,
+    "bitwise_xor": torch.bitwise_xor,
+    "where": torch.where,
+}
+for _name, _fn in _POINTWISE.items():
+    EAGER_OPS[_name] = _pointwise(_fn)
+
+
+def _as_dtype_scalar(value, dtype):
+    """A Python scalar converted the way the ref's `np.asarray(v).astype(dtype)` does."""
+    return np.asarray(value).astype(dtype.np).item()
+
+
+def _make_clamp(node, attrs):
+    dtype = node.inputs[0].type.dtype
+    lo, hi = attrs["min"], attrs["max"]
+    lo = None if lo is None else _as_dtype_scalar(lo, dtype)
+    hi = None if hi is None else _as_dtype_scalar(hi, dtype)
+    if lo is None and hi is None:
+        return lambda x: x
+    return lambda x: torch.clamp(x, lo, hi)
+
+
+def _make_cast(node, attrs):
+    target = torch_dtype(attrs["dtype"])
+    # Tensor.to truncates float -> int toward zero and maps nonzero -> True, as the ref.
+    return lambda x: x.to(target)
+
+
+EAGER_OPS["clamp"] = _make_clamp
+EAGER_OPS["cast"] = _make_cast
+
+
+# --- reductions -------------------------------------------------------------------------
+def _axes(node, dims):
+    """Reduction axes; None when they are all the axes of a rank-0 tensor."""
+    axes = rules.normalize_dims(dims, node.inputs[0].type.rank)
+    return axes if axes else None
+
+
+def _accumulate_dtype(node):
+    # Sums and products of ints and bools accumulate in i64 (the type rule says so).
+    return torch_dtype(node.outputs[0].type.dtype)
+
+
+def _make_sum(node, attrs):
+    axes, keep, acc = _axes(node, attrs["dims"]), attrs["keepdim"], _accumulate_dtype(node)
+    return lambda x: torch.sum(x, dim=axes, keepdim=keep, dtype=acc)
+
+
+def _make_prod(node, attrs):
+    # torch.prod reduces one dim at a time: reduce each axis with keepdim, then squeeze.
+    axes, keep, acc = _axes(node, attrs["dims"]), attrs["keepdim"], _accumulate_dtype(node)
+    rank = node.inputs[0].type.rank
+    if axes is None or len(axes) == rank:
+        out_shape = (1,) * rank if keep else ()
+        return lambda x: torch.prod(x, dtype=acc).reshape(out_shape)
+
+    def prod(x):
+        for axis in reversed(axes):
+            x = torch.prod(x, axis, keepdim=True, dtype=acc)
+        return x if keep else x.squeeze(axes)
+    return prod
+
+
+def _reduction(torch_fn, to=None):
+    def make(node, attrs):
+        axes, keep = _axes(node, attrs["dims"]), attrs["keepdim"]
+        if to is None:
+            return lambda x: torch_fn(x, dim=axes, keepdim=keep)
+        return lambda x: torch_fn(x, dim=axes, keepdim=keep).to(to)
+    return make
+
+
+def _make_var(node, attrs):
+    axes, keep, corr = _axes(node, attrs["dims"]), attrs["keepdim"], attrs["correction"]
+    return lambda x: torch.var(x, dim=axes, keepdim=keep, correction=corr)
+
+
+def _make_arg(torch_fn):
+    # torch's argmax/argmin already return the first NaN's index, like the ref.
+    def make(node, attrs):
+        dim, keep = attrs["dim"], attrs["keepdim"]
+        if dim is None:
+            shape = (1,) * node.inputs[0].type.rank if keep else ()
+            return lambda x: torch_fn(x).reshape(shape)
+        return lambda x: torch_fn(x, dim=dim, keepdim=keep)
+    return make
+
+
+EAGER_OPS.update({
+    "sum": _make_sum, "prod": _make_prod,
+    "amax": _reduction(torch.amax), "amin": _reduction(torch.amin),
+    "mean": _reduction(torch.mean),
+    # torch.any/all on uint8 return uint8; the IR says bool.
+    "any": _reduction(torch.any, torch.bool), "all": _reduction(torch.all, torch.bool),
+    "var": _make_var, "argmax": _make_arg(torch.argmax), "argmin": _make_arg(torch.argmin),
+})
+
+
+# --- layout -----------------------------------------------------------------------------
+def _make_slice(node, attrs):
+    d = rules.normalize_dim(attrs["dim"], node.inputs[0].type.rank)
+    index = (slice(None),) * d + (slice(attrs["start"], attrs["stop"], attrs["step"]),)
+    # Tensor indexing clamps start/stop exactly as Python slicing does.
+    return lambda x: x[index]
+
+
+def _make_squeeze(node, attrs):
+    rank = node.inputs[0].type.rank
+    axes = rules.normalize_dims(attrs["dims"], rank) if attrs["dims"] else None
+    if axes is None:
+        return torch.squeeze
+    return lambda x: torch.squeeze(x, axes)  # torch keeps listed dims that are not size 1
+
+
+def _make_pad(node, attrs):
+    pads, value = tuple(attrs["pads"]), _as_dtype_scalar(attrs["value"],
+                                                         node.inputs[0].type.dtype)
+    if any(p < 0 for p in pads):
+        raise ValueError(f"pad {list(pads)}: negative padding is a slice; use slice")
+    return lambda x: F.pad(x, pads, value=value)
+
+
+def _wrap_index(index, size):
+    # numpy's take wraps negative indices once; torch's index_select and gather reject them.
+    return torch.where(index < 0, index + size, index).to(torch.int64)
+
+
+def _make_index_select(node, attrs):
+    d = rules.normalize_dim(attrs["dim"], node.inputs[0].type.rank)
+    return lambda x, index: torch.index_select(x, d, _wrap_index(index, x.shape[d]))
+
+
+def _make_gather(node, attrs):
+    d = rules.normalize_dim(attrs["dim"], node.inputs[0].type.rank)
+    return lambda x, index: torch.gather(x, d, _wrap_index(index, x.shape[d]))
+
+
+EAGER_OPS.update({
+    "reshape": lambda node, attrs: (lambda x: torch.reshape(x, attrs["shape"])),
+    "permute": lambda node, attrs: (lambda x: x.permute(attrs["perm"])),
+    "slice": _make_slice,
+    "squeeze": _make_squeeze,
+    "unsqueeze": lambda node, attrs: (lambda x: torch.unsqueeze(x, attrs["dim"])),
+    "expand": lambda node, attrs: (lambda x: x.expand(attrs["shape"])),
+    "cat": lambda node, attrs: (lambda *xs: torch.cat(xs, attrs["dim"])),
+    "pad": _make_pad,
+    "index_select": _make_index_select,
+    "gather": _make_gather,
+})
+
+
+# --- creation, extern, random -----------------------------------------------------------
+def _make_full(node, attrs):
+    shape, value = tuple(attrs["shape"]), attrs["value"]
+    dtype, device = torch_dtype(attrs["dtype"]), attrs["device"]
+    return lambda: torch.full(shape, value, dtype=dtype, device=device)
+
+
+def _make_arange(node, attrs):
+    start, end, step = attrs["start"], attrs["end"], attrs["step"]
+    dtype, device = torch_dtype(attrs["dtype"]), attrs["device"]
+    # The ref counts in integers and then casts, so arange in i64 and cast.
+    return lambda: torch.arange(start, end, step, dtype=torch.int64, device=device).to(dtype)
+
+
+def _make_constant(node, attrs):
+    data, dtype, device = attrs["data"], attrs["dtype"], attrs["device"]
+    # Through the ref's numpy array, so bf16 data rounds as the reference rounds it.
+    array = np.array(data, dtype=dtype.np)
+    return lambda: torch.from_numpy(array.copy()).to(device=device, dtype=torch_dtype(dtype))
+
+
+def _make_embedding(node, attrs):
+    # Advanced indexing wraps negative indices like the ref's weight[indices].
+    return lambda weight, indices: weight[indices.to(torch.int64)]
+
+
+def _make_conv2d(node, attrs):
+    stride, padding = tuple(attrs["stride"]), tuple(attrs["padding"])
+    dilation, groups = tuple(attrs["dilation"]), attrs["groups"]
+    return lambda x, w: F.conv2d(x, w, None, stride, padding, dilation, groups)
+
+
+def _random(torch_fn):
+    def make(node, attrs):
+        shape, dtype, device = tuple(attrs["shape"]), torch_dtype(attrs["dtype"]), \
+            attrs["device"]
+        return lambda: torch_fn(shape, dtype=dtype, device=device)
+    return make
+
+
+EAGER_OPS.update({
+    "full": _make_full, "arange": _make_arange, "constant": _make_constant,
+    "matmul": lambda node, attrs: torch.matmul,
+    "conv2d": _make_conv2d,
+    "embedding": _make_embedding,
+    "rand": _random(torch.rand), "randn": _random(torch.randn),
+})
+
+
+# --- composite --------------------------------------------------------------------------
+def _make_layer_norm(node, attrs):
+    x = node.inputs[0].type
+    n, eps = attrs["normalized_ndim"], attrs["eps"]
+    first = x.rank - n
+    return lambda x, w, b: F.layer_norm(x, x.shape[first:], w, b, eps)
+
+
+def _make_rms_norm(node, attrs):
+    x = node.inputs[0].type
+    n, eps = attrs["normalized_ndim"], attrs["eps"]
+    first = x.rank - n
+    return lambda x, w: F.rms_norm(x, x.shape[first:], w, eps)
+
+
+def _make_batch_norm(node, attrs):
+    eps = attrs["eps"]
+    return lambda x, mean, var, w, b: F.batch_norm(x, mean, var, w, b, False, 0.0, eps)
+
+
+EAGER_OPS.update({
+    "softmax": lambda node, attrs: (lambda x: torch.softmax(x, attrs["dim"])),
+    "log_softmax": lambda node, attrs: (lambda x: torch.log_softmax(x, attrs["dim"])),
+    "layer_norm": _make_layer_norm,
+    "rms_norm": _make_rms_norm,
+    "batch_norm": _make_batch_norm,
+})
+
+
+# --- the plan ---------------------------------------------------------------------------
+class EagerError(RuntimeError):
+    pass
+
+
+def missing_ops() -> list[str]:
+    """Registered ops with no eager implementation (a test keeps this empty)."""
+    return sorted(op.name for op in all_ops() if op.name not in EAGER_OPS and op.name != "fused")
+
+
+def _symbol_bindings(graph: Graph) -> list[tuple]:
+    """(symbol, input index, dim index) for each size symbol an input binds."""
+    seen, out = set(), []
+    for i, value in enumerate(graph.inputs):
+        for d, dim in enumerate(value.type.shape):
+            if is_symbolic(dim) and dim.is_Symbol and dim not in seen:
+                seen.add(dim)
+                out.append((dim, i, d))
+    return out
+
+
+def _symbolic_attr_names(node: Node) -> list[str]:
+    return [name for name, spec in node.op.attrs.items()
+            if spec.kind == "dims" and any(is_symbolic(d) for d in node.attrs[name])]
+
+
+def _dims_resolver(dims, symbols):
+    """A function from the tuple of symbol values to the concrete dims (no sympy per call)."""
+    fns = [sympy.lambdify(symbols, d, modules=[{"floor": math.floor, "ceiling": math.ceil},
+                                               "math"]) if is_symbolic(d) else d
+           for d in dims]
+    return lambda sizes: tuple(int(f(*sizes)) if callable(f) else f for f in fns)
+
+
+def _make_step(node: Node, symbols, options) -> Callable:
+    if node.body is not None:
+        body = compile_graph(node.body, options)
+        if len(node.outputs) == 1:
+            return lambda *xs: body(*xs)[0]
+        return body
+    try:
+        maker = EAGER_OPS[node.op.name]
+    except KeyError:
+        raise EagerError(f"the eager backend has no implementation of {node.op.name!r}")
+    dynamic = _symbolic_attr_names(node)
+    if not dynamic:
+        return maker(node, node.attrs)
+    resolvers = {name: _dims_resolver(node.attrs[name], symbols) for name in dynamic}
+
+    # Attributes with symbolic sizes: evaluate them from this call's sizes (the last
+    # operand, see `compile_graph`) and make the step then; a few microseconds.
+    def dynamic_step(*operands):
+        *xs, sizes = operands
+        attrs = dict(node.attrs)
+        for name, resolve in resolvers.items():
+            attrs[name] = resolve(sizes)
+        return maker(node, attrs)(*xs)
+    return dynamic_step
+
+
+def _checked(step, node: Node):
+    """Wrap a step so that each result's dtype and rank are checked against its type."""
+    expected = [(torch_dtype(v.type.dtype), v.type.shape) for v in node.outputs]
+
+    def check(*xs):
+        result = step(*xs)
+        results = result if isinstance(result, (list, tuple)) else [result]
+        for r, (dtype, shape) in zip(results, expected):
+            static = all(not is_symbolic(d) for d in shape)
+            if r.dtype != dtype or r.dim() != len(shape) or (static and
+                                                            tuple(r.shape) != tuple(shape)):
+                raise EagerError(f"{node.op.name} produced {r.dtype}{list(r.shape)}, its type"
+                                 f" is {dtype}{list(shape)}")
+        return result
+    return check
+
+
+def compile_graph(graph: Graph, options: dict) -> Callable:
+    """Plan `graph` and return `fn(*tensors) -> list[Tensor]`.
+
+    Options: `check` (bool, default False) checks every step's result dtype and
+    shape against the IR type, for tests.
+    """
+    unknown = set(options) - {"check"}
+    if unknown:
+        raise ValueError(f"the eager backend has no option(s) {sorted(unknown)}; valid: check")
+    check = bool(options.get("check", False))
+    bindings = _symbol_bindings(graph)
+    symbols = [s for s, _, _ in bindings]
+    n_inputs = len(graph.inputs)
+    # Slots: the inputs, then the per-call sizes tuple, then one per node result.
+    slot = {v: i for i, v in enumerate(graph.inputs)}
+    sizes_slot = n_inputs
+    n_slots = n_inputs + 1
+    steps = []  # (fn, operand slots, result slot or tuple of slots)
+    for node in graph.nodes:
+        fn = _make_step(node, symbols, options)
+        if check:
+            fn = _checked(fn, node)
+        operands = [slot[v] for v in node.inputs]
+        if _symbolic_attr_names(node) and node.body is None:
+            operands.append(sizes_slot)
+        outs = []
+        for value in node.outputs:
+            slot[value] = n_slots
+            outs.append(n_slots)
+            n_slots += 1
+        steps.append((fn, tuple(operands), outs[0] if len(outs) == 1 else tuple(outs)))
+    out_slots = [slot[v] for v in graph.outputs]
+    size_of = [(i, d) for _, i, d in bindings]
+    padding = [None] * (n_slots - n_inputs)
+
+    def eager_fn(*tensors) -> list:
+        if len(tensors) != n_inputs:
+            raise TypeError(f"@{graph.name} takes {n_inputs} tensors, got {len(tensors)}")
+        env = list(tensors) + padding
+        if size_of:
+            env[sizes_slot] = tuple(tensors[i].shape[d] for i, d in size_of)
+        for fn, operands, out in steps:
+            result = fn(*[env[i] for i in operands])
+            if type(out) is int:
+                env[out] = result
+            else:
+                for i, r in zip(out, result):
+                    env[i] = r
+        return [env[i] for i in out_slots]
+
+    return eager_fn
+
+
+EAGER = register_backend(Backend(
+    "eager", compile_graph, differentiable=True,
+    doc="each op executed with torch on the tensors' device; records autograd",
+))
