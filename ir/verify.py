@@ -51,7 +51,7 @@ def check(graph: Graph, context: str = "") -> Graph:
 def _verify_graph(graph: Graph, line_of: dict, out: list, header: str) -> None:
     defined: set[Value] = set()
     names = [v.name for v in graph.inputs]
-    for name in {n for n in names if names.count(n) > 1}:
+    for name in {n for n in names if n is not None and names.count(n) > 1}:
         out.append(Diagnostic(f"input name %{name} is used twice", header))
     defined.update(graph.inputs)
     for node in graph.nodes:

@@ -1,0 +1,443 @@
+"""The `fuse` pass: group pointwise and reduction nodes into kernel regions.
+
+Owns: the fusion rules (which nodes share a region), the region kinds
+("pointwise", "reduction", "rowwise") and the construction of `fused` nodes with
+their bodies.  Must not know: backends, memory planning.  Spec: spec/fusion.md.
+
+Vocabulary (See Note [Fusion model]):
+- a *work* node computes: pointwise and reduction ops.  Work nodes are grouped.
+- a *free* node is an index map or a constant: reshape, permute, slice, expand,
+  squeeze, unsqueeze and rank-0 `full`.  Free nodes are never grouped; they are
+  copied into every region that reads through them (copying an index map costs
+  no work) and stay at top level only where a non-region node or the caller
+  needs their value.
+- every other node (extern, random, cat, pad, gathers, other creation ops,
+  composite, fused) is a *boundary*: it stays a top-level node.
+
+Note [Fusion model]
+A region has a domain: a shape S and a set of reduced dims R (empty without
+reductions).  Each body value lives in a *space*: FULL (shape S, the inner loop),
+REDUCED (one value per row: S reduced over R, with or without keepdim) or SCALAR
+(rank 0, loop invariant).  A merge is legal when every value of the union has a
+shape that fits its space, all reductions reduce S over R, and a layout op on a
+value computed in the region is only a row broadcast (REDUCED/SCALAR -> FULL via
+reshape/squeeze/unsqueeze/expand).  Layout ops on FULL computed values end the
+region: the value is stored and its consumer reads it through the layout as an
+index map (a broadcast would otherwise recompute it once per copy).
+"""
+
+from __future__ import annotations
+
+import heapq
+import logging
+from dataclasses import dataclass, field
+from typing import Optional
+
+from ir.graph import Graph, Node, Value
+from ir.ops.registry import POINTWISE, REDUCTION, lookup
+from ir.ops.rules import normalize_dim, normalize_dims, reduced_shape
+from ir.passes.registry import register_pass
+
+log = logging.getLogger("ir.fuse")
+
+INDEX_MAPS = frozenset({"reshape", "permute", "slice", "expand", "squeeze", "unsqueeze"})
+ROW_BROADCASTS = frozenset({"reshape", "squeeze", "unsqueeze", "expand"})
+FULL, REDUCED, SCALAR = "full", "reduced", "scalar"
+
+
+class Refusal(Exception):
+    """Why two groups cannot share a region (the text of the log line)."""
+
+
+@dataclass
+class FusionResult:
+    """The fused graph and every refusal, as logged: `cannot fuse %a with %b: why`."""
+
+    graph: Graph
+    refusals: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class Domain:
+    kind: str  # "pointwise" | "reduction" | "rowwise"
+    shape: tuple  # S
+    dims: Optional[tuple]  # R (None without reductions)
+
+
+# --- classification ---------------------------------------------------------------------
+def is_work(node: Node) -> bool:
+    return node.body is None and node.op.category in (POINTWISE, REDUCTION)
+
+
+def is_free(node: Node) -> bool:
+    if node.op.name in INDEX_MAPS:
+        return True
+    return node.op.name == "full" and len(node.outputs[0].type.shape) == 0
+
+
+def reduce_domain(node: Node) -> tuple[tuple, tuple]:
+    """(S, R): the shape a reduction reads and the dims it reduces (normalized)."""
+    shape = node.inputs[0].type.shape
+    if "dim" in node.attrs:  # argmax/argmin: dim=None reduces every dim
+        dim = node.attrs["dim"]
+        dims = tuple(range(len(shape))) if dim is None else (normalize_dim(dim, len(shape)),)
+    else:
+        dims = normalize_dims(node.attrs.get("dims", ()), len(shape))
+    return tuple(shape), dims
+
+
+def trace(value: Value, producers: dict) -> tuple[Value, list[Node]]:
+    """Follow index maps back to the value they read: (root, maps from root to value)."""
+    chain: list[Node] = []
+    node = producers.get(value)
+    while node is not None and node.op.name in INDEX_MAPS:
+        chain.insert(0, node)
+        value = node.inputs[0]
+        node = producers.get(value)
+    return value, chain
+
+
+# --- the legality of one region ---------------------------------------------------------
+def region_domain(members: list[Node], producers: dict) -> Domain:
+    """The domain of a region made of `members` (work nodes, in order), or Refusal."""
+    member_set = set(members)
+    reductions = [n for n in members if n.op.category == REDUCTION]
+    if reductions:
+        shape, dims = reduce_domain(reductions[0])
+        for r in reductions[1:]:
+            if reduce_domain(r) != (shape, dims):
+                other = reduce_domain(r)
+                raise Refusal(f"reductions over different domains ({_dom(shape, dims)} vs"
+                              f" {_dom(*other)})")
+        reduced = {reduced_shape(shape, dims, True), reduced_shape(shape, dims, False)}
+    else:
+        shapes = {tuple(n.outputs[0].type.shape) for n in members
+                  if n.outputs[0].type.rank > 0}
+        if len(shapes) > 1:
+            listed = " vs ".join(_shape(s) for s in sorted(shapes, key=str))
+            raise Refusal(f"pointwise ops over different shapes ({listed})")
+        shape, dims = (shapes.pop() if shapes else ()), None
+        reduced = set()
+    space: dict[Value, str] = {}
+    after: dict[Value, bool] = {}  # computed from a reduction result (a later row pass)
+    rowwise = False
+    for node in members:
+        operand_spaces, operand_after = [], False
+        for v in node.inputs:
+            root, chain = trace(v, producers)
+            if producers.get(root) in member_set:
+                sp = _row_broadcast(space[root], chain, shape, reduced)
+                operand_after = operand_after or after[root]
+            else:
+                sp = _load_space(v, shape, reduced)
+            operand_spaces.append(sp)
+        out = node.outputs[0]
+        if node.op.category == REDUCTION:
+            rowwise = rowwise or operand_after
+            space[out], after[out] = REDUCED, True
+            continue
+        sp = FULL if FULL in operand_spaces else REDUCED if REDUCED in operand_spaces \
+            else SCALAR
+        _check_fits(out, sp, shape, reduced)
+        if sp == FULL and operand_after and tuple(out.type.shape) not in reduced:
+            rowwise = True
+        space[out], after[out] = sp, operand_after
+    kind = "pointwise" if not reductions else "rowwise" if rowwise else "reduction"
+    return Domain(kind, tuple(shape), dims)
+
+
+def _load_space(v: Value, shape, reduced) -> str:
+    s = tuple(v.type.shape)
+    if s == shape:
+        return FULL
+    if s in reduced:
+        return REDUCED
+    if s == ():
+        return SCALAR
+    raise Refusal(f"operand of shape {_shape(s)} is outside the region's domain {_shape(shape)}")
+
+
+def _row_broadcast(sp: str, chain: list[Node], shape, reduced) -> str:
+    """The space of a computed value read through `chain` inside its own region."""
+    for node in chain:
+        if sp == FULL:
+            raise Refusal(f"{node.op.name} of a computed value is an index map of a stored"
+                          " buffer, not fused")
+        if node.op.name not in ROW_BROADCASTS:
+            raise Refusal(f"{node.op.name} of a row value is not a row broadcast")
+        out = tuple(node.outputs[0].type.shape)
+        if node.op.name == "expand" and out == shape:
+            sp = FULL
+        elif out not in reduced and out != () and not all(d == 1 for d in out):
+            raise Refusal(f"{node.op.name} to {_shape(out)} leaves the region's domain"
+                          f" {_shape(shape)}")
+    return sp
+
+
+def _check_fits(out: Value, sp: str, shape, reduced) -> None:
+    s = tuple(out.type.shape)
+    ok = (s == shape) if sp == FULL else (s in reduced or s == ()) if sp == REDUCED \
+        else s == ()
+    if not ok:
+        raise Refusal(f"a {sp} value of shape {_shape(s)} does not fit the domain"
+                      f" {_shape(shape)}")
+
+
+def _shape(s) -> str:
+    return "[" + ",".join(str(d).replace(" ", "") for d in s) + "]"
+
+
+def _dom(shape, dims) -> str:
+    return f"{_shape(shape)} over dims {list(dims)}"
+
+
+# --- grouping -----------------------------------------------------------------------------
+class _Groups:
+    """Union-find over work nodes, with the legality checks of a merge."""
+
+    def __init__(self, graph: Graph, names: dict):
+        self.graph = graph
+        self.names = names
+        self.order = {node: i for i, node in enumerate(graph.nodes)}
+        self.producers = graph.producers()
+        uses = graph.uses()
+        self.succ = {n: [u for v in n.outputs for u in uses.get(v, [])] for n in graph.nodes}
+        self.parent = {n: n for n in graph.nodes if is_work(n)}
+        self.members = {n: [n] for n in self.parent}
+        self.refusals: list[str] = []
+
+    def find(self, n: Node) -> Node:
+        while self.parent[n] is not n:
+            self.parent[n] = self.parent[self.parent[n]]
+            n = self.parent[n]
+        return n
+
+    def try_merge(self, a: Node, b: Node, why_context: tuple[Node, Node]) -> bool:
+        ga, gb = self.find(a), self.find(b)
+        if ga is gb:
+            return True
+        union = sorted(self.members[ga] + self.members[gb], key=self.order.get)
+        try:
+            if self._creates_cycle(set(union)):
+                raise Refusal("another kernel runs between them (fusing would form a cycle)")
+            region_domain(union, self.producers)
+        except Refusal as why:
+            self.refuse(*why_context, str(why))
+            return False
+        self.parent[gb] = ga
+        self.members[ga] = union
+        del self.members[gb]
+        return True
+
+    def refuse(self, a: Node, b: Node, why: str) -> None:
+        message = f"cannot fuse {self.names[a.outputs[0]]} with {self.names[b.outputs[0]]}: {why}"
+        log.debug(message)
+        self.refusals.append(message)
+
+    def _creates_cycle(self, union: set) -> bool:
+        # A path leaving the union and re-entering it through a non-free node means the
+        # region would both feed and consume another kernel.  Paths made only of free
+        # nodes are copied into the body and are harmless.
+        stack = [(s, not is_free(s)) for m in union for s in self.succ[m] if s not in union]
+        seen = set()
+        while stack:
+            node, real = stack.pop()
+            if node in union:
+                if real:
+                    return True
+                continue
+            if (node, real) in seen:
+                continue
+            seen.add((node, real))
+            for s in self.succ[node]:
+                stack.append((s, real or (s not in union and not is_free(s))))
+        return False
+
+    def groups(self) -> list[list[Node]]:
+        return list(self.members.values())
+
+
+def _vertical(groups: _Groups) -> None:
+    """Producers into consumers, in program order (prologues, epilogues, rows, chains)."""
+    for node in groups.graph.nodes:
+        if not is_work(node):
+            continue
+        for v in node.inputs:
+            root, _ = trace(v, groups.producers)
+            producer = groups.producers.get(root)
+            if producer is None or (producer.op.name == "full" and is_free(producer)):
+                continue
+            if not is_work(producer):
+                groups.refuse(producer, node, f"{producer.op.name} is a {producer.op.category}"
+                              " op, a region boundary")
+                continue
+            groups.try_merge(producer, node, (producer, node))
+
+
+def _siblings(groups: _Groups) -> None:
+    """Reductions over one domain whose regions read a common input share a region."""
+    def loads(members):
+        inside = set(members)
+        roots = set()
+        for n in members:
+            for v in n.inputs:
+                root, _ = trace(v, groups.producers)
+                if groups.producers.get(root) not in inside:
+                    roots.add(root)
+        return roots
+
+    def domain(members):
+        reductions = [n for n in members if n.op.category == REDUCTION]
+        return reduce_domain(reductions[0]) if reductions else None
+
+    changed = True
+    while changed:
+        changed = False
+        heads = sorted(groups.members, key=groups.order.get)
+        for i, a in enumerate(heads):
+            for b in heads[i + 1:]:
+                ma, mb = groups.members.get(a), groups.members.get(b)
+                if ma is None or mb is None:
+                    continue
+                da = domain(ma)
+                if da is None or da != domain(mb) or not loads(ma) & loads(mb):
+                    continue
+                if groups.try_merge(a, b, (a, b)):
+                    changed = True
+
+
+# --- building the fused graph -------------------------------------------------------------
+@register_pass("fuse")
+def fuse(graph: Graph) -> Graph:
+    """Group pointwise and reduction nodes into `fused` regions (spec/fusion.md).
+
+    Rewrites: every pointwise/reduction node into exactly one region (never copied);
+    index maps and rank-0 constants are copied into the regions that read them.
+    Requires: a verified graph without composite ops (run `decompose` first).
+    Preserves: inputs, outputs and their order; interpreter results; the relative
+    order of effectful nodes.  Idempotent: regions are boundaries to a second run.
+    Refusals are logged to "ir.fuse" as `cannot fuse %a with %b: why`.
+    """
+    return fuse_with_report(graph).graph
+
+
+def fuse_with_report(graph: Graph) -> FusionResult:
+    """`fuse`, also returning every refusal."""
+    names = value_names(graph)
+    groups = _Groups(graph, names)
+    _vertical(groups)
+    _siblings(groups)
+    return FusionResult(_rebuild(graph, groups), groups.refusals)
+
+
+def _rebuild(graph: Graph, groups: _Groups) -> Graph:
+    producers = groups.producers
+    order = groups.order
+    # Free nodes stay at top level only when a boundary node or the caller reads them.
+    needed_top = set(graph.outputs)
+    kept: set[Node] = set()
+    for node in reversed(graph.nodes):
+        if is_work(node):
+            continue
+        if not is_free(node) or any(v in needed_top for v in node.outputs):
+            kept.add(node)
+            needed_top.update(node.inputs)
+    regions = [_Region(members, producers) for members in groups.groups()]
+    read_by_regions = {p for r in regions for p in r.param_roots}
+    for region in regions:
+        region.finish(lambda v: v in needed_top or v in read_by_regions)
+    regions = [r for r in regions if r.node is not None]  # all results unused: pure, dropped
+    units: list[tuple[int, Node, list[Value]]] = []
+    for node in kept:
+        units.append((order[node], node, list(node.inputs)))
+    for r in regions:
+        units.append((min(order[m] for m in r.members), r.node, r.param_roots))
+    return graph.with_nodes(_topological(units))
+
+
+def _topological(units) -> list[Node]:
+    """Kahn's order; among ready units the earliest original position goes first, which
+    keeps effectful nodes (no operands, always ready) in their original order."""
+    defined_by = {v: u[1] for u in units for v in u[1].outputs}
+    waiting = {u[1]: {defined_by[v] for v in u[2] if v in defined_by} for u in units}
+    users: dict[Node, list] = {}
+    for u in units:
+        for dep in waiting[u[1]]:
+            users.setdefault(dep, []).append(u)
+    ready = [(u[0], id(u[1]), u[1]) for u in units if not waiting[u[1]]]
+    heapq.heapify(ready)
+    out = []
+    while ready:
+        _, _, node = heapq.heappop(ready)
+        out.append(node)
+        for u in users.get(node, []):
+            waiting[u[1]].discard(node)
+            if not waiting[u[1]]:
+                heapq.heappush(ready, (u[0], id(u[1]), u[1]))
+    if len(out) != len(units):
+        raise AssertionError("fuse produced a cyclic region graph")  # _creates_cycle failed
+    return out
+
+
+class _Region:
+    """One group turned into a body graph; `finish` picks its results and builds the node."""
+
+    def __init__(self, members: list[Node], producers: dict):
+        self.members = members
+        self.domain = region_domain(members, producers)
+        self.producers = producers
+        inside = set(members)
+        self.env: dict[Value, Value] = {}
+        self.params: list[Value] = []
+        self.param_roots: list[Value] = []
+        self.nodes: list[Node] = []
+        for node in members:
+            inputs = [self._resolve(v, inside) for v in node.inputs]
+            outputs = [Value(v.type) for v in node.outputs]
+            self.nodes.append(Node(node.op, inputs, node.attrs, outputs))
+            self.env.update(zip(node.outputs, outputs))
+        self.node: Optional[Node] = None
+
+    def _resolve(self, v: Value, inside: set) -> Value:
+        if v in self.env:
+            return self.env[v]
+        node = self.producers.get(v)
+        if node is not None and node not in inside and is_free(node):
+            operands = [self._resolve(x, inside) for x in node.inputs]
+            out = Value(v.type)
+            self.nodes.append(Node(node.op, operands, node.attrs, [out]))
+            self.env[v] = out
+            return out
+        param = Value(v.type)
+        self.params.append(param)
+        self.param_roots.append(v)
+        self.env[v] = param
+        return param
+
+    def finish(self, needed) -> None:
+        results = [v for m in self.members for v in m.outputs if needed(v)]
+        if not results:
+            return
+        body = Graph("body", self.params, self.nodes, [self.env[v] for v in results])
+        self.node = Node(lookup("fused"), list(self.param_roots), {"kind": self.domain.kind},
+                         results, body)
+
+
+def value_names(graph: Graph) -> dict[Value, str]:
+    """The printed name (`%3`, `%x`) of every value, as `print_graph` numbers them."""
+    from ir.printer import Namer
+
+    namer = Namer()
+    for v in graph.inputs:
+        namer.define(v)
+
+    def walk(g: Graph) -> None:
+        for node in g.nodes:
+            for v in node.outputs:
+                namer.define(v)
+            if node.body is not None:
+                for v in node.body.inputs:
+                    namer.define(v)
+                walk(node.body)
+    walk(graph)
+    return {v: namer[v] for v in namer.names}
