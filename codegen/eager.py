@@ -38,7 +38,7 @@ from ir.graph import Graph, Node
 from ir.ops import rules
 from ir.ops.registry import all_ops
 from ir.scalar import compute_dtypes
-from ir.types import is_symbolic
+from ir.types import is_symbolic, u8
 
 # An entry makes the step function for one node: make(node, attrs) -> fn(*tensors).
 # `attrs` are the node's attributes with symbolic dims already evaluated.
@@ -64,12 +64,6 @@ def _pointwise(torch_fn):
     return make
 
 
-def _sign(x):
-    # numpy's sign keeps NaN; torch.sign maps it to 0.
-    s = torch.sign(x)
-    return torch.where(torch.isnan(x), x, s) if x.is_floating_point() else s
-
-
 def _round(x):
     # torch.round rounds half to even, like np.round; ints are returned unchanged.
     return torch.round(x) if x.is_floating_point() else x
@@ -80,7 +74,7 @@ def _floor_like(fn):
 
 
 _POINTWISE = {
-    "neg": torch.neg, "abs": torch.abs, "relu": torch.relu, "sign": _sign,
+    "neg": torch.neg, "abs": torch.abs, "relu": torch.relu, "sign": torch.sign,
     "floor": _floor_like(torch.floor), "ceil": _floor_like(torch.ceil), "round": _round,
     "trunc": _floor_like(torch.trunc),
     "exp": torch.exp, "log": torch.log, "log1p": torch.log1p, "expm1": torch.expm1,
@@ -98,6 +92,8 @@ _POINTWISE = {
     "logical_xor": torch.logical_xor,
     "bitwise_and": torch.bitwise_and, "bitwise_or": torch.bitwise_or,
     "bitwise_xor": torch.bitwise_xor,
+    "bitwise_left_shift": torch.bitwise_left_shift,
+    "bitwise_right_shift": torch.bitwise_right_shift,
     "where": torch.where,
 }
 for _name, _fn in _POINTWISE.items():
@@ -110,12 +106,16 @@ def _as_dtype_scalar(value, dtype):
 
 
 def _make_clamp(node, attrs):
-    dtype = node.inputs[0].type.dtype
+    # Bound in the result dtype (the type rule applies torch's weak scalar promotion).
+    dtype = node.outputs[0].type.dtype
     lo, hi = attrs["min"], attrs["max"]
     lo = None if lo is None else _as_dtype_scalar(lo, dtype)
     hi = None if hi is None else _as_dtype_scalar(hi, dtype)
     if lo is None and hi is None:
         return lambda x: x
+    if dtype != node.inputs[0].type.dtype:
+        target = torch_dtype(dtype)
+        return lambda x: torch.clamp(x.to(target), lo, hi)
     return lambda x: torch.clamp(x, lo, hi)
 
 
@@ -161,12 +161,22 @@ def _make_prod(node, attrs):
     return prod
 
 
-def _reduction(torch_fn, to=None):
+def _reduction(torch_fn):
     def make(node, attrs):
         axes, keep = _axes(node, attrs["dims"]), attrs["keepdim"]
-        if to is None:
+        return lambda x: torch_fn(x, dim=axes, keepdim=keep)
+    return make
+
+
+def _make_truth(torch_fn):
+    # torch.any/all return u8 for a u8 input and bool otherwise; cast if the IR says else.
+    def make(node, attrs):
+        axes, keep = _axes(node, attrs["dims"]), attrs["keepdim"]
+        x, out = node.inputs[0].type.dtype, node.outputs[0].type.dtype
+        if out == x or out.is_bool and x != u8:
             return lambda x: torch_fn(x, dim=axes, keepdim=keep)
-        return lambda x: torch_fn(x, dim=axes, keepdim=keep).to(to)
+        target = torch_dtype(out)
+        return lambda x: torch_fn(x, dim=axes, keepdim=keep).to(target)
     return make
 
 
@@ -175,14 +185,17 @@ def _make_var(node, attrs):
     return lambda x: torch.var(x, dim=axes, keepdim=keep, correction=corr)
 
 
-def _make_arg(torch_fn):
+def _make_arg(torch_arg):
     # torch's argmax/argmin already return the first NaN's index, like the ref.
     def make(node, attrs):
         dim, keep = attrs["dim"], attrs["keepdim"]
+        fn = torch_arg
+        if node.inputs[0].type.dtype.is_bool:  # torch rejects bool; u8 orders the same
+            fn = lambda x, **kw: torch_arg(x.to(torch.uint8), **kw)  # noqa: E731
         if dim is None:
             shape = (1,) * node.inputs[0].type.rank if keep else ()
-            return lambda x: torch_fn(x).reshape(shape)
-        return lambda x: torch_fn(x, dim=dim, keepdim=keep)
+            return lambda x: fn(x).reshape(shape)
+        return lambda x: fn(x, dim=dim, keepdim=keep)
     return make
 
 
@@ -190,8 +203,7 @@ EAGER_OPS.update({
     "sum": _make_sum, "prod": _make_prod,
     "amax": _reduction(torch.amax), "amin": _reduction(torch.amin),
     "mean": _reduction(torch.mean),
-    # torch.any/all on uint8 return uint8; the IR says bool.
-    "any": _reduction(torch.any, torch.bool), "all": _reduction(torch.all, torch.bool),
+    "any": _make_truth(torch.any), "all": _make_truth(torch.all),
     "var": _make_var, "argmax": _make_arg(torch.argmax), "argmin": _make_arg(torch.argmin),
 })
 

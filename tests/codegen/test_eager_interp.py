@@ -6,16 +6,17 @@ Spec: spec/codegen.md, "Backends".
 from __future__ import annotations
 
 import numpy as np
+import pytest
 import torch
-from hypothesis import given
+from hypothesis import assume, given
 from hypothesis import strategies as st
 
 from codegen.backends import get_backend
 from codegen.eager import EAGER_OPS, missing_ops
 from codegen.torch_bridge import from_numpy, to_numpy, torch_dtype
-from ir import run
+from ir import GraphBuilder, TensorType, run
 from ir.ops.registry import all_ops
-from ir.types import bf16, f16, f32, f64
+from ir.types import bf16, bool_, f16, f32, f64, i8, i16, i32, i64, round_to_dtype, u8
 from tests.strategies import graphs
 
 # Absolute and relative tolerance per result dtype; ints and bools compare exactly.
@@ -67,3 +68,388 @@ def test_backends_equal_interpreter(case, layout):
         assert len(got) == len(want)
         for i, (g, w, v) in enumerate(zip(got, want, graph.outputs)):
             assert_matches(g, w, v.type.dtype, f"{name} output {i}\n{graph}")
+
+
+# --- every op, one node at a time, over dtypes and edge values --------------------------
+ALL_DTYPES = (f32, f64, f16, bf16, i64, i32, i16, i8, u8, bool_)
+FLOATS = (f32, f64, f16, bf16)
+SPECIALS = (np.nan, 0.0, -0.0, 0.5, -0.5, 1.5, 2.5, -2.5, 1.0)
+
+
+def make_data(rng, dtype, shape, kind="any"):
+    """Inputs for one operand: `kind` is any, pos, finite, nonzero, expo, shift, idx<N>
+    (indices in [-N, N)) or bool."""
+    if kind == "bool" or dtype.is_bool:
+        return np.ones(shape, bool) if kind == "nonzero" else rng.random(shape) < 0.5
+    if kind == "shift":  # shift amounts, some outside [0, bits)
+        return rng.integers(0 if dtype == u8 else -2, dtype.bits + 3, shape).astype(dtype.np)
+    if kind.startswith("idx"):
+        n = int(kind[3:])
+        return rng.integers(-n, n, shape).astype(dtype.np)
+    if dtype.is_float:
+        if kind == "pos":
+            values = rng.uniform(0.1, 3.0, shape)
+        else:
+            values = rng.uniform(-3.0, 3.0, shape)
+            if kind == "any" and values.size:  # sprinkle the values rounding and NaN rules see
+                flat = values.reshape(-1)
+                flat[: len(SPECIALS)] = SPECIALS[: flat.size]
+                rng.shuffle(flat)
+        return round_to_dtype(values, dtype)
+    low = 0 if dtype == u8 or kind in ("pos", "expo") else -5
+    high = 4 if kind == "expo" else 10 if dtype == u8 else 6
+    values = rng.integers(low, high, shape)
+    if kind in ("nonzero", "pos"):
+        values[values == 0] = 1
+    return values.astype(dtype.np)
+
+
+def _unary(kind="any"):
+    return [([((3, 4), kind, None)], {}), ([((), kind, None)], {})]
+
+
+def _binary(kind_b="any"):
+    # Equal shapes; a rank-0 second operand; mixed dtypes either way (promotion).
+    return [([((3, 4), "any", None), ((3, 4), kind_b, None)], {}),
+            ([((2, 3), "any", None), ((), kind_b, None)], {}),
+            ([((2, 3), "any", None), ((), kind_b, f32)], {}),
+            ([((), "any", f64), ((2, 3), kind_b, None)], {}),
+            ([((2, 3), "any", i64), ((2, 3), kind_b, None)], {})]
+
+
+def _reduce(extra=None):
+    out = []
+    for dims in ([], [0], [1], [0, 1], [-1]):
+        for keepdim in (False, True):
+            out.append(([((3, 4), "any", None)], dict(dims=dims, keepdim=keepdim, **(extra or {}))))
+    out.append(([((), "any", None)], dict(dims=[], **(extra or {}))))
+    out.append(([((0, 3), "any", None)], dict(dims=[1], **(extra or {}))))
+    return out
+
+
+def _arg():
+    out = [([((3, 4), "any", None)], dict(dim=dim, keepdim=keep))
+           for dim in (None, 0, 1, -1) for keep in (False, True)]
+    return out + [([((), "any", None)], dict(dim=None)), ([((), "any", None)], dict(dim=0))]
+
+
+X = ((3, 4), "any", None)
+# op name -> (cases, dtypes).  A case is ([(shape, data kind, dtype or None = the
+# dtype under test)], attrs).  Dtypes the op's type rule rejects are skipped.
+SAMPLES = {
+    **{name: (_unary(), ALL_DTYPES) for name in (
+        "neg", "abs", "relu", "sign", "floor", "ceil", "round", "trunc", "exp", "log1p",
+        "expm1", "sin", "cos", "tanh", "sigmoid", "erf", "silu", "reciprocal", "logical_not",
+        "isnan", "bitwise_not")},
+    **{name: (_unary("pos"), ALL_DTYPES) for name in ("log", "sqrt", "rsqrt")},
+    "gelu": (_unary() + [([X], {"approximate": "tanh"})], FLOATS),
+    **{name: (_binary(), ALL_DTYPES) for name in (
+        "add", "sub", "mul", "div", "maximum", "minimum", "atan2", "eq", "ne", "lt", "le",
+        "gt", "ge", "logical_and", "logical_or", "logical_xor", "bitwise_and", "bitwise_or",
+        "bitwise_xor")},
+    # Integer division by zero raises in torch and gives 0 in numpy: divisors are nonzero.
+    **{name: (_binary("nonzero"), ALL_DTYPES) for name in ("floor_divide", "remainder",
+                                                             "fmod")},
+    "pow": (_binary("expo"), ALL_DTYPES),
+    **{name: (_binary("shift"), ALL_DTYPES) for name in ("bitwise_left_shift",
+                                                          "bitwise_right_shift")},
+    "where": ([([((3, 4), "bool", bool_), X, X], {}),
+               ([((3, 4), "bool", bool_), ((), "any", f32), X], {})], ALL_DTYPES),
+    "clamp": ([([X], {"min": -1.5, "max": 2.5}), ([X], {"min": 0}), ([X], {"max": 1})],
+              ALL_DTYPES),
+    "cast": ([([((3, 4), "finite", None)], {"dtype": d}) for d in ALL_DTYPES if d != u8]
+             + [([((3, 4), "pos", None)], {"dtype": u8})], ALL_DTYPES),
+    "sum": (_reduce(), ALL_DTYPES), "prod": (_reduce(), ALL_DTYPES),
+    "amax": (_reduce()[:-1], ALL_DTYPES), "amin": (_reduce()[:-1], ALL_DTYPES),
+    "mean": (_reduce(), FLOATS), "any": (_reduce(), ALL_DTYPES), "all": (_reduce(), ALL_DTYPES),
+    "var": (_reduce() + _reduce({"correction": 0})[:4] + _reduce({"correction": 2})[:4],
+            FLOATS),
+    "argmax": (_arg(), ALL_DTYPES), "argmin": (_arg(), ALL_DTYPES),
+    "reshape": ([([X], {"shape": [2, 6]}), ([X], {"shape": [12]}),
+                 ([((), "any", None)], {"shape": [1, 1]})], ALL_DTYPES),
+    "permute": ([([((2, 3, 4), "any", None)], {"perm": [2, 0, 1]})], ALL_DTYPES),
+    "slice": ([([X], dict(dim=d, start=a, stop=b, step=s))
+               for d, a, b, s in ((0, 0, 2, 1), (1, 1, 100, 2), (-1, -3, -1, 1), (0, 5, 9, 1),
+                                  (1, 3, 1, 1), (1, -100, 3, 3))], ALL_DTYPES),
+    "squeeze": ([([((1, 3, 1), "any", None)], {"dims": []}),
+                 ([((1, 3, 1), "any", None)], {"dims": [0, 1]}),
+                 ([((1, 3, 1), "any", None)], {"dims": [-1]})], ALL_DTYPES),
+    "unsqueeze": ([([X], {"dim": 0}), ([X], {"dim": -1}), ([X], {"dim": 1})], ALL_DTYPES),
+    "expand": ([([((3, 1), "any", None)], {"shape": [3, 5]}),
+                ([((1, 1), "any", None)], {"shape": [2, 4]})], ALL_DTYPES),
+    "cat": ([([X, ((2, 4), "any", None), ((0, 4), "any", None)], {"dim": 0}),
+             ([X, X], {"dim": -1})], ALL_DTYPES),
+    "pad": ([([X], {"pads": [1, 2]}), ([X], {"pads": [0, 1, 2, 0], "value": 1.5}),
+             ([X], {"pads": [1, 1], "value": -2})], ALL_DTYPES),
+    "index_select": ([([X, ((5,), "idx3", i64)], {"dim": 0}),
+                      ([X, ((2,), "idx4", i32)], {"dim": -1})], ALL_DTYPES),
+    "gather": ([([X, ((3, 2), "idx4", i64)], {"dim": 1}),
+                ([X, ((2, 4), "idx3", i64)], {"dim": 0})], ALL_DTYPES),
+    "full": ([([], {"value": 2.5, "shape": [2, 3], "dtype": f64}),
+              ([], {"value": 3, "shape": [], "dtype": i32}),
+              ([], {"value": 1.1, "shape": [2], "dtype": bf16}),
+              ([], {"value": True, "shape": [2], "dtype": bool_})], (f32,)),
+    "arange": ([([], {"end": 5}), ([], {"start": 7, "end": -2, "step": -3, "dtype": f32}),
+                ([], {"start": 3, "end": 3})], (f32,)),
+    "constant": ([([], {"data": [[1.1, 2.2], [3.3, -4.4]], "dtype": d}) for d in FLOATS]
+                 + [([], {"data": [1, -2, 3], "dtype": i32}),
+                    ([], {"data": 7, "dtype": i64})], (f32,)),
+    "matmul": ([([((3, 4), "any", None), ((4, 2), "any", None)], {}),
+                ([((2, 3, 4), "any", None), ((2, 4, 5), "any", None)], {}),
+                ([((4,), "any", None), ((4, 2), "any", None)], {}),
+                ([((3, 4), "any", None), ((4,), "any", None)], {})], (f32, f64, i64)),
+    "conv2d": ([([((2, 4, 5, 6), "any", None), ((6, 2, 3, 2), "any", None)],
+                 dict(stride=[2, 1], padding=[1, 0], dilation=[1, 2], groups=2)),
+                ([((1, 1, 4, 4), "any", None), ((1, 1, 2, 2), "any", None)], {})],
+               (f32, f64)),
+    "embedding": ([([((5, 3), "any", None), ((2, 4), "idx5", i64)], {}),
+                   ([((5, 3), "any", None), ((4,), "idx5", i32)], {})], FLOATS),
+    "softmax": ([([X], {"dim": -1}), ([X], {"dim": 0}), ([((), "any", None)], {"dim": 0})],
+                FLOATS),
+    "log_softmax": ([([X], {"dim": 1}), ([X], {"dim": -2})], FLOATS),
+    "layer_norm": ([([((2, 3, 4), "any", None), ((4,), "any", None), ((4,), "any", None)],
+                     {"normalized_ndim": 1}),
+                    ([((2, 3, 4), "any", None), ((3, 4), "any", None), ((3, 4), "any", None)],
+                     {"normalized_ndim": 2, "eps": 1e-3})], FLOATS),
+    "rms_norm": ([([((2, 3, 4), "any", None), ((4,), "any", None)], {"normalized_ndim": 1}),
+                  ([((2, 3, 4), "any", None), ((3, 4), "any", None)],
+                   {"normalized_ndim": 2, "eps": 1e-2})], FLOATS),
+    "batch_norm": ([([((2, 3, 4), "any", None), ((3,), "any", None), ((3,), "pos", None),
+                      ((3,), "any", None), ((3,), "any", None)], {}),
+                    ([((2, 3), "any", None), ((3,), "any", None), ((3,), "pos", None),
+                      ((3,), "any", None), ((3,), "any", None)], {"eps": 0.1})], FLOATS),
+}
+# Ops checked elsewhere in this file: random draws (no reference values to compare
+# with) and fused regions (a body, not a standalone op).
+ELSEWHERE = {"rand", "randn", "fused"}
+
+
+def test_every_registered_op_has_samples():
+    registered = {op.name for op in all_ops()}
+    assert registered - set(SAMPLES) - ELSEWHERE == set(), "ops without samples below"
+    assert set(SAMPLES) <= registered
+
+
+def single_op_graph(name, types, attrs):
+    b = GraphBuilder(name)
+    inputs = [b.input(f"x{i}", t) for i, t in enumerate(types)]
+    out = b.op(name, *inputs, **attrs)
+    return b.build(list(out) if isinstance(out, tuple) else [out])
+
+
+@pytest.mark.parametrize("name", sorted(SAMPLES))
+def test_op_equals_reference(name):
+    cases, dtypes = SAMPLES[name]
+    rng = np.random.default_rng(0)
+    backends = [get_backend("eager").compile_graph, get_backend("interp").compile_graph]
+    checked = 0
+    for dtype in dtypes:
+        for operands, attrs in cases:
+            types = [TensorType(d or dtype, shape) for shape, _, d in operands]
+            try:
+                graph = single_op_graph(name, types, attrs)
+            except TypeError:
+                continue  # the type rule rejects this dtype (e.g. sub of bools)
+            args = [make_data(rng, t.dtype, t.shape, kind)
+                    for t, (_, kind, _) in zip(types, operands)]
+            want = run(graph, args)
+            tensors = [from_numpy(a, t.dtype) for a, t in zip(args, types)]
+            for compile_graph, options in zip(backends, ({"check": True}, {})):
+                got = compile_graph(graph, options)(*tensors)
+                for g, w, v in zip(got, want, graph.outputs):
+                    assert_matches(g, w, v.type.dtype,
+                                   f"{name} {options} on {types} {attrs}: {args}")
+            checked += 1
+    assert checked, f"no sample of {name} type-checks"
+
+
+
+# --- gradients --------------------------------------------------------------------------
+MLP_TEXT = """func @mlp(%x: f64[4,3], %w: f64[3,5], %b: f64[5], %g: f64[5], %beta: f64[5]) -> f64[] {
+  %0 = matmul %x, %w : f64[4,5]
+  %1 = reshape %b {shape=[1,5]} : f64[1,5]
+  %2 = expand %1 {shape=[4,5]} : f64[4,5]
+  %3 = add %0, %2 : f64[4,5]
+  %4 = gelu %3 : f64[4,5]
+  %5 = layer_norm %4, %g, %beta {normalized_ndim=1} : f64[4,5]
+  %6 = log_softmax %5 {dim=1} : f64[4,5]
+  %7 = slice %6 {dim=1, start=1, stop=4} : f64[4,3]
+  %8 = mul %7, %x : f64[4,3]
+  %9 = tanh %8 : f64[4,3]
+  %10 = sum %9 : f64[]
+  return %10
+}"""
+
+
+def mlp_by_hand(x, w, b, g, beta):
+    h = torch.nn.functional.gelu(x @ w + b)
+    h = torch.nn.functional.layer_norm(h, (5,), g, beta)
+    return torch.tanh(torch.log_softmax(h, 1)[:, 1:4] * x).sum()
+
+
+def test_eager_gradients_equal_plain_torch():
+    from ir import parse
+
+    graph = parse(MLP_TEXT)
+    gen = torch.Generator().manual_seed(0)
+    shapes = [(4, 3), (3, 5), (5,), (5,), (5,)]
+    leaves = [torch.randn(s, generator=gen, dtype=torch.float64, requires_grad=True)
+              for s in shapes]
+    (out,) = get_backend("eager").compile_graph(graph, {})(*leaves)
+    assert out.requires_grad
+    got = torch.autograd.grad(out, leaves)
+    want = torch.autograd.grad(mlp_by_hand(*leaves), leaves)
+    for g, w in zip(got, want):
+        torch.testing.assert_close(g, w)
+    assert all(g.abs().sum() > 0 for g in got)  # every input reaches the output
+
+
+@given(graphs(dtypes=(f64,), max_nodes=6), st.integers(0, 2**32 - 1))
+def test_eager_gradients_match_finite_differences(case, seed):
+    """<J^T w, v> from autograd through the eager backend equals <w, J v> by central
+    differences of the numpy oracle, for random directions v and weights w."""
+    graph, args = case
+    # A cast to f32 on the way makes finite differences in f64 meaningless.
+    assume(all(v.type.dtype != f32 for v in graph.values()))
+    rng = np.random.default_rng(seed)
+    # Move inputs off the kinks of relu/abs/floor that hypothesis likes to hit (0, 1, ...).
+    args = [a + rng.uniform(0.01, 0.02, a.shape) for a in args]
+    floats = [i for i, v in enumerate(graph.outputs) if v.type.dtype.is_float]
+    assume(floats)
+    leaves = [torch.tensor(a, requires_grad=True) for a in args]
+    outs = get_backend("eager").compile_graph(graph, {})(*leaves)
+    weights = {i: rng.standard_normal(np.shape(outs[i])) for i in floats}
+    assume(all(torch.isfinite(outs[i]).all() for i in floats))
+    total = sum((outs[i] * torch.from_numpy(weights[i])).sum() for i in floats)
+    grads = [torch.zeros_like(x) for x in leaves]
+    if isinstance(total, torch.Tensor) and total.requires_grad:
+        found = torch.autograd.grad(total, leaves, allow_unused=True)
+        grads = [g if g is not None else z for g, z in zip(found, grads)]
+    direction = [rng.standard_normal(a.shape) for a in args]
+    by_autograd = sum(float((g.numpy() * v).sum()) for g, v in zip(grads, direction))
+
+    def objective(step):
+        outs = run(graph, [a + step * v for a, v in zip(args, direction)])
+        return sum(float((outs[i] * weights[i]).sum()) for i in floats)
+
+    h = 1e-6
+    by_differences = (objective(h) - objective(-h)) / (2 * h)
+    assert abs(by_autograd - by_differences) <= 1e-5 * (1 + abs(by_differences)), str(graph)
+
+
+# --- random ops -------------------------------------------------------------------------
+RANDOM_TEXT = """func @noise(%x: f32[3,4]) -> (f32[3,4], f64[2]) {
+  %0 = rand {shape=[3,4]} : f32[3,4]
+  %1 = add %x, %0 : f32[3,4]
+  %2 = randn {shape=[2], dtype=f64} : f64[2]
+  return %1, %2
+}"""
+
+
+def test_eager_random_ops_draw_what_eager_torch_draws():
+    from ir import parse
+
+    fn = get_backend("eager").compile_graph(parse(RANDOM_TEXT), {})
+    x = torch.ones(3, 4)
+    torch.manual_seed(7)
+    got = fn(x)
+    torch.manual_seed(7)
+    want = [x + torch.rand(3, 4), torch.randn(2, dtype=torch.float64)]
+    for g, w in zip(got, want):
+        assert torch.equal(g, w)
+    assert not torch.equal(fn(x)[0], got[0])  # the generator moved on
+
+
+def test_interp_random_ops_are_reproducible_under_manual_seed():
+    from ir import parse
+
+    fn = get_backend("interp").compile_graph(parse(RANDOM_TEXT), {})
+    x = torch.ones(3, 4)
+    torch.manual_seed(3)
+    first = fn(x)
+    second = fn(x)
+    torch.manual_seed(3)
+    again = fn(x)
+    assert all(torch.equal(a, b) for a, b in zip(first, again))
+    assert not torch.equal(first[1], second[1])
+    assert ((first[0] >= 1) & (first[0] < 2)).all() and first[1].dtype == torch.float64
+
+
+def test_interp_leaves_torch_generator_alone_without_random_ops():
+    graph = single_op_graph("exp", [TensorType(f32, (2,))], {})
+    fn = get_backend("interp").compile_graph(graph, {})
+    torch.manual_seed(5)
+    fn(torch.zeros(2))
+    after = torch.rand(1)
+    torch.manual_seed(5)
+    assert torch.equal(after, torch.rand(1))
+
+
+# --- fused regions, symbolic sizes, aliasing, conversions -------------------------------
+FUSED_TEXT = """func @f(%x: f32[s0,4], %y: f32[4]) -> (f32[s0,4], f32[]) {
+  %0 = reshape %y {shape=[1,4]} : f32[1,4]
+  %1 = expand %0 {shape=[s0,4]} : f32[s0,4]
+  %2, %3 = fused %x, %1 {kind="pointwise"} : f32[s0,4], f32[] {
+  ^(%a: f32[s0,4], %b: f32[s0,4]):
+    %4 = mul %a, %b : f32[s0,4]
+    %5 = full {value=1.5, shape=[s0,4]} : f32[s0,4]
+    %6 = add %4, %5 : f32[s0,4]
+    %7 = sum %6 : f32[]
+    return %6, %7
+  }
+  return %2, %3
+}"""
+
+
+@pytest.mark.parametrize("backend", ["eager", "interp"])
+def test_fused_bodies_and_symbolic_sizes(backend):
+    from ir import parse
+
+    fn = get_backend(backend).compile_graph(parse(FUSED_TEXT), {})
+    y = torch.arange(4.0)
+    for rows in (1, 3, 6):  # one compiled function serves every size of s0
+        x = torch.randn(rows, 4)
+        prod, total = fn(x, y)
+        torch.testing.assert_close(prod, x * y + 1.5)
+        torch.testing.assert_close(total, (x * y + 1.5).sum())
+
+
+def test_interp_outputs_never_alias_inputs():
+    graph = single_op_graph("reshape", [TensorType(f32, (2, 3))], {"shape": [6]})
+    x = torch.zeros(2, 3)
+    (out,) = get_backend("interp").compile_graph(graph, {})(x)
+    out[0] = 1.0
+    assert x[0, 0] == 0.0
+
+
+def test_eager_writes_no_input_and_accepts_views():
+    graph = single_op_graph("add", [TensorType(f32, (3, 2)), TensorType(f32, (3, 2))], {})
+    base = torch.arange(6.0).reshape(2, 3)
+    x = base.t()  # a transposed view
+    before = base.clone()
+    (out,) = get_backend("eager").compile_graph(graph, {})(x, x)
+    assert torch.equal(out, 2 * x) and torch.equal(base, before)
+
+
+def test_unknown_options_are_rejected_with_the_valid_ones():
+    graph = single_op_graph("exp", [TensorType(f32, (2,))], {})
+    with pytest.raises(ValueError, match="valid: check"):
+        get_backend("eager").compile_graph(graph, {"chek": True})
+    with pytest.raises(ValueError, match="takes no options"):
+        get_backend("interp").compile_graph(graph, {"check": True})
+
+
+def test_torch_bridge_round_trips_every_dtype():
+    from codegen.torch_bridge import dtype_of, tensor_type
+    from ir.types import ALL_DTYPES as IR_DTYPES
+
+    for dtype in IR_DTYPES:
+        assert dtype_of(torch_dtype(dtype)) is dtype
+        t = torch.zeros(2, 3, dtype=torch_dtype(dtype))[:, 1:]
+        assert tensor_type(t) == TensorType(dtype, (2, 2))
+        assert to_numpy(t).dtype == dtype.np
+    with pytest.raises(ValueError, match="no dtype for torch.complex64"):
+        dtype_of(torch.complex64)
+    # bf16 values survive the trip through float32 storage exactly.
+    t = torch.tensor([1.0 / 3, -2.5e-3, 3e38], dtype=torch.bfloat16)
+    assert torch.equal(from_numpy(to_numpy(t), bf16), t)
