@@ -65,11 +65,14 @@ class Graph:
     """A function in SSA form: inputs, nodes (in execution order), outputs."""
 
     def __init__(self, name: str, inputs: list[Value], nodes: list[Node],
-                 outputs: list[Value]):
+                 outputs: list[Value], plan=None):
         self.name = name
         self.inputs = list(inputs)
         self.nodes = list(nodes)
         self.outputs = list(outputs)
+        # The memory plan (ir/plan.py, spec/memory.md), or None.  It names this graph's
+        # values and steps, so `with_nodes` (a new node list) drops it.
+        self.plan = plan
 
     def with_nodes(self, nodes: Iterable[Node], outputs: Optional[list[Value]] = None) -> Graph:
         """The same function with a new node list (and optionally new outputs)."""

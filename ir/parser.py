@@ -153,7 +153,12 @@ class Parser:
         if [v.type for v in outputs] != results:
             raise self.error(f"returned types ({', '.join(str(v.type) for v in outputs)}) "
                              "differ from the signature", result_tok)
-        return Graph(name, inputs, nodes, outputs)
+        graph = Graph(name, inputs, nodes, outputs)
+        if self.at("plan"):  # an optional memory plan section (spec/memory.md)
+            from ir.plan import parse_plan
+
+            graph.plan = parse_plan(self, scope)
+        return graph
 
     def params(self, scope) -> list[Value]:
         values = []

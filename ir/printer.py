@@ -139,6 +139,10 @@ def print_graph_with_lines(graph: Graph) -> tuple[str, dict[Node, str]]:
     line_of: dict[Node, str] = {}
     _print_body(graph, namer, "  ", lines, line_of)
     lines.append("}")
+    if graph.plan is not None:  # the memory plan section (spec/memory.md)
+        from ir.plan import format_plan
+
+        lines += format_plan(graph.plan, lambda v: namer[v])
     return "\n".join(lines) + "\n", line_of
 
 

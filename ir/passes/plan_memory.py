@@ -1,0 +1,130 @@
+"""The `plan_memory` pass: give every intermediate buffer an offset in one arena.
+
+Owns: the planning algorithm (liveness, in-place reuse, best-fit placement).  The
+plan's data, text form and checker live in ir/plan.py.  Spec: spec/memory.md.
+
+Algorithm:
+1. Steps are the top-level nodes in order (the order `fuse` emits).  Top-level
+   layout results are views of their operand, not buffers; reading a view keeps
+   the viewed buffer live (`ir.plan.liveness`).
+2. In place: a result of a pointwise region takes the bytes of an operand buffer
+   that dies at that step when `ir.plan.inplace_safe` allows it; the two then form
+   one *group* whose live range is the union of theirs.
+3. Groups are placed largest first (by size; symbolic sizes compare at a hint of 64
+   per symbol, which only steers the choice).  A group may sit at offset 0 or at the
+   end of any placed group it is live with; of the offsets that provably clear every
+   such group, the best fit is the one leaving the smallest hole above it.  If none
+   can be proven (incomparable symbolic sizes), the group goes above all of them at
+   the sum of their ends, which is provably clear.
+Graph inputs and outputs are never in the arena: the caller owns them.
+"""
+
+from __future__ import annotations
+
+from ir.graph import Graph
+from ir.passes.registry import register_pass
+from ir.plan import (
+    MemoryPlan,
+    Slot,
+    View,
+    aligned,
+    inplace_safe,
+    intermediates,
+    liveness,
+    provably_nonneg,
+    views_in,
+)
+from ir.types import is_symbolic, simplify_dim
+
+HINT = 64  # a size symbol's value when ranking symbolic sizes (never for correctness)
+
+
+@register_pass("plan_memory")
+def plan_memory(graph: Graph) -> Graph:
+    """Attach a MemoryPlan to a copy of `graph` (spec/memory.md).
+
+    Rewrites: nothing in the nodes; the result carries `plan`.  Requires: a verified
+    graph (normally after `fuse`).  Preserves: nodes, inputs, outputs, results.
+    Guarantees (checked by `ir.plan.check_plan`): every intermediate has a slot or is
+    a view; live slots never share bytes except a safe in-place reuse; no graph input
+    or output is in the arena.  Idempotent (replans from scratch).
+    """
+    view_of = views_in(graph)
+    live = liveness(graph)
+    buffers = [v for v in intermediates(graph) if v not in view_of]
+    producer = {v: node for node in graph.nodes for v in node.outputs}
+    reuse = _inplace_pairs(graph, buffers, live, view_of, producer)
+    # Groups: chains of buffers that take over each other's bytes, first owner first.
+    group_of = {}
+    groups: list[list] = []
+    for v in buffers:
+        if v in reuse and reuse[v] in group_of:
+            group = group_of[reuse[v]]
+        else:
+            group = []
+            groups.append(group)
+        group.append(v)
+        group_of[v] = group
+    placed: list[tuple] = []  # (first, last, offset, size)
+    offset_of = {}
+    for group in sorted(groups, key=lambda g: (-_hint(aligned(g[0].type.nbytes())),
+                                               live[g[0]][0])):
+        size = aligned(group[0].type.nbytes())
+        first, last = live[group[0]][0], live[group[-1]][1]
+        conflicts = [p for p in placed if not (p[1] < first or last < p[0])]
+        offset = _best_fit(size, conflicts)
+        placed.append((first, last, offset, size))
+        for v in group:
+            offset_of[v] = offset
+    slots = [Slot(v, offset_of[v], aligned(v.type.nbytes()), live[v], reuse.get(v))
+             for v in buffers]
+    views = [View(v, view_of[v]) for v in intermediates(graph) if v in view_of]
+    out = Graph(graph.name, graph.inputs, graph.nodes, graph.outputs)
+    out.plan = MemoryPlan(slots, views)
+    return out
+
+
+def _inplace_pairs(graph, buffers, live, view_of, producer) -> dict:
+    """result -> the dying operand whose bytes it takes (each operand at most once)."""
+    is_buffer = set(buffers)
+    reuse, taken = {}, set()
+    for step, node in enumerate(graph.nodes):
+        for result in node.outputs:
+            if result not in is_buffer:
+                continue
+            for operand in node.inputs:
+                if operand not in is_buffer or operand in taken or live[operand][1] != step:
+                    continue
+                if aligned(operand.type.nbytes()) != aligned(result.type.nbytes()):
+                    continue
+                if inplace_safe(node, operand, result, view_of):
+                    continue
+                reuse[result] = operand
+                taken.add(operand)
+                break
+    return reuse
+
+
+def _best_fit(size, conflicts):
+    """The lowest-waste offset clear of every conflicting (first, last, offset, size)."""
+    candidates = [0] + [simplify_dim(c[2] + c[3]) for c in conflicts]
+    best, best_key = None, None
+    for offset in candidates:
+        if not all(provably_nonneg(c[2] - (offset + size)) or
+                   provably_nonneg(offset - (c[2] + c[3])) for c in conflicts):
+            continue
+        above = [c[2] for c in conflicts if provably_nonneg(c[2] - (offset + size))]
+        hole = min((_hint(a) - _hint(offset) - _hint(size) for a in above), default=None)
+        key = (hole is None, hole if hole is not None else 0, _hint(offset))
+        if best_key is None or key < best_key:
+            best, best_key = offset, key
+    if best is None:  # nothing provable: stack above everything it is live with
+        best = simplify_dim(sum((c[2] + c[3] for c in conflicts), 0))
+    return best
+
+
+def _hint(d) -> int:
+    if not is_symbolic(d):
+        return int(d)
+    return int(d.subs({s: HINT for s in d.free_symbols}))
+

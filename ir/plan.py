@@ -1,0 +1,436 @@
+"""Memory plans: where each intermediate buffer of a graph lives in one arena.
+
+Owns: `MemoryPlan` (slots and views), its text form (a `plan { ... }` section after
+the function, printed by ir/printer.py and read by ir/parser.py), the checker
+`check_plan` (coverage, liveness, no overlap of live buffers, safe in-place reuse)
+and `run_with_plan`, a reference executor that really stores every intermediate in
+the arena, so a wrong plan gives wrong answers.  The planning algorithm is the
+`plan_memory` pass (ir/passes/plan_memory.py).  Spec: spec/memory.md.
+
+Steps are top-level node indices.  A buffer is *live* from the step that writes it
+to the last step that reads it (or a view of it), both inclusive.  Offsets and sizes
+are bytes, multiples of ALIGN, and may be polynomials in size symbols: the plan is
+then a formula, evaluated at call time with `MemoryPlan.evaluate(sizes)`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Optional
+
+import numpy as np
+import sympy
+
+from ir.graph import Graph, Node, Value
+from ir.types import Dim, bf16, is_symbolic, simplify_dim
+
+ALIGN = 64  # bytes: a cache line, and enough for any vector load
+
+
+@dataclass(frozen=True)
+class Slot:
+    """An intermediate with its own bytes: [offset, offset + size) during `live`."""
+
+    value: Value
+    offset: Dim
+    size: Dim
+    live: tuple[int, int]
+    reuses: Optional[Value] = None  # in place: the dying operand whose bytes it takes
+
+
+@dataclass(frozen=True)
+class View:
+    """An intermediate made by a top-level layout node: it reads `of`'s bytes."""
+
+    value: Value
+    of: Value
+
+
+@dataclass
+class MemoryPlan:
+    slots: list[Slot] = field(default_factory=list)
+    views: list[View] = field(default_factory=list)
+
+    def arena_bytes(self) -> Dim:
+        """The arena size: the highest slot end (a sympy Max when ends are symbolic)."""
+        ends = [simplify_dim(s.offset + s.size) for s in self.slots]
+        if not ends:
+            return 0
+        if all(not is_symbolic(e) for e in ends):
+            return max(ends)
+        return sympy.Max(*ends)
+
+    def evaluate(self, sizes: dict) -> tuple[int, dict[Value, int]]:
+        """(arena bytes, offset of each slot) for concrete size symbols."""
+        offsets = {s.value: _concrete(s.offset, sizes) for s in self.slots}
+        ends = [offsets[s.value] + _concrete(s.size, sizes) for s in self.slots]
+        return max(ends, default=0), offsets
+
+    def entry(self, value: Value):
+        for item in self.slots + self.views:
+            if item.value is value:
+                return item
+        return None
+
+
+def _concrete(d: Dim, sizes: dict) -> int:
+    return int(d.subs(sizes)) if is_symbolic(d) else int(d)
+
+
+# --- sizes ---------------------------------------------------------------------------------
+def aligned(nbytes: Dim) -> Dim:
+    """nbytes rounded up to a multiple of ALIGN; polynomials round each coefficient up,
+    which gives a multiple of ALIGN no smaller than nbytes for every positive size."""
+    if not is_symbolic(nbytes):
+        return -(-int(nbytes) // ALIGN) * ALIGN
+    expr = sympy.expand(nbytes)
+    symbols = sorted(expr.free_symbols, key=str)
+    try:
+        poly = sympy.Poly(expr, *symbols)
+    except sympy.PolynomialError:
+        raise NotImplementedError(f"cannot plan a buffer of {nbytes} bytes: only polynomial"
+                                  " sizes are supported") from None
+    out = 0
+    for monom, coeff in poly.terms():
+        term = -(-int(coeff) // ALIGN) * ALIGN
+        for sym, power in zip(symbols, monom):
+            term = term * sym ** power
+        out = out + term
+    return simplify_dim(out)
+
+
+def provably_nonneg(expr: Dim) -> bool:
+    """True when expr >= 0 for every choice of size symbols (integers >= 1)."""
+    expr = simplify_dim(sympy.expand(expr)) if is_symbolic(expr) else expr
+    if not is_symbolic(expr):
+        return expr >= 0
+    if expr.is_nonnegative:
+        return True
+    # With s = t + 1 (t >= 0), a polynomial in t with nonnegative coefficients is >= 0.
+    shifted = {s: sympy.Symbol(f"_t_{s}", integer=True, nonnegative=True) + 1
+               for s in expr.free_symbols}
+    moved = sympy.expand(expr.subs(shifted))
+    try:
+        coeffs = sympy.Poly(moved, *sorted(moved.free_symbols, key=str)).coeffs()
+    except sympy.PolynomialError:
+        return False
+    return all(c >= 0 for c in coeffs)
+
+
+def format_size(d: Dim) -> str:
+    """A size in the textual IR's dim grammar (products, sums; powers written out)."""
+    if not is_symbolic(d):
+        return str(int(d))
+    parts = []
+    for term in sympy.expand(d).as_ordered_terms():
+        coeff, rest = term.as_coeff_Mul()
+        factors = []
+        for sym, power in sorted(rest.as_powers_dict().items(), key=lambda kv: str(kv[0])):
+            if sym == 1:
+                continue
+            factors += [str(sym)] * int(power)
+        magnitude = abs(int(coeff))
+        if magnitude != 1 or not factors:
+            factors.insert(0, str(magnitude))
+        sign = "-" if coeff < 0 else "+"
+        parts.append((sign, "*".join(factors)))
+    text = "".join(f"{s}{t}" for s, t in parts)
+    return text[1:] if text.startswith("+") else text
+
+
+# --- liveness ------------------------------------------------------------------------------
+def liveness(graph: Graph) -> dict[Value, tuple[int, int]]:
+    """[first, last] step of every top-level value defined by a node.  A view's reads
+    count as reads of what it views (transitively)."""
+    step_of = {v: i for i, node in enumerate(graph.nodes) for v in node.outputs}
+    view_of = views_in(graph)
+    live = {v: (i, i) for v, i in step_of.items()}
+    for i, node in enumerate(graph.nodes):
+        for v in node.inputs:
+            while v is not None:
+                if v in live:
+                    live[v] = (live[v][0], max(live[v][1], i))
+                v = view_of.get(v)
+    return live
+
+
+def views_in(graph: Graph) -> dict[Value, Value]:
+    """Top-level layout results that alias their operand: result -> operand."""
+    from ir.passes.fuse import INDEX_MAPS
+
+    return {node.outputs[0]: node.inputs[0] for node in graph.nodes
+            if node.op.name in INDEX_MAPS and node.body is None}
+
+
+def intermediates(graph: Graph) -> list[Value]:
+    """Values defined by top-level nodes that the caller never sees."""
+    outputs = set(graph.outputs)
+    return [v for node in graph.nodes for v in node.outputs if v not in outputs]
+
+
+# --- in-place safety -----------------------------------------------------------------------
+def inplace_safe(node: Node, operand: Value, result: Value, view_of: dict) -> str:
+    """'' when `result` may be written over `operand`'s bytes by `node`, else why not.
+
+    Safe only in a pointwise region that reads the operand elementwise (no index map)
+    at every position it is passed, reads no view of it, and computes the result with a
+    pointwise op of the same shape and element size: element i is then read before
+    element i is written, and no other element is read from those bytes.
+    """
+    if node.body is None or node.attrs.get("kind") != "pointwise":
+        return f"{node.op.name} is not a pointwise region"
+    if operand.type.shape != result.type.shape or \
+            operand.type.dtype.itemsize != result.type.dtype.itemsize:
+        return "operand and result differ in shape or element size"
+    body = node.body
+    users: dict[Value, list[Node]] = {}
+    for inner in body.nodes:
+        for v in inner.inputs:
+            users.setdefault(v, []).append(inner)
+    for param, v in zip(body.inputs, node.inputs):
+        root = v
+        while root in view_of:
+            root = view_of[root]
+        if root is not operand:
+            continue
+        if v is not operand:
+            return "the node also reads a view of the operand"
+        if param in body.outputs:
+            return "the operand is returned unchanged"
+        for user in users.get(param, []):
+            if user.op.category != "pointwise" or user.outputs[0].type.shape != result.type.shape:
+                return f"the body reads the operand through {user.op.name}"
+    produced = body.outputs[node.outputs.index(result)]
+    makers = [n for n in body.nodes if produced in n.outputs]
+    if not makers or makers[0].op.category != "pointwise":
+        return "the result is not computed by a pointwise op"
+    return ""
+
+
+# --- the checker ---------------------------------------------------------------------------
+def check_plan(graph: Graph, sizes: Optional[dict] = None) -> list[str]:
+    """Every violation of the plan invariants (spec/memory.md); [] when the plan is valid.
+
+    With `sizes`, also evaluates the formulas there and checks the concrete plan.
+    """
+    plan = graph.plan
+    if plan is None:
+        return ["the graph has no memory plan"]
+    from ir.passes.fuse import value_names
+
+    names = value_names(graph)
+
+    def nm(v):
+        return names.get(v, "%<not a top-level value>")
+
+    problems: list[str] = []
+    expected = set(intermediates(graph))
+    live = liveness(graph)
+    view_of = views_in(graph)
+    entries = [s.value for s in plan.slots] + [w.value for w in plan.views]
+    for v in entries:
+        if v not in expected:
+            problems.append(f"{nm(v)} is planned but is not an intermediate (an input, an"
+                            " output the caller sees, or not in this graph)")
+    for v in expected - set(entries):
+        problems.append(f"{nm(v)} has no buffer in the plan")
+    for v in {v for v in entries if entries.count(v) > 1}:
+        problems.append(f"{nm(v)} is planned twice")
+    for w in plan.views:
+        if view_of.get(w.value) is not w.of:
+            problems.append(f"{nm(w.value)} is planned as a view of {nm(w.of)}, but it is not"
+                            " a layout node reading that value")
+    producer = {v: node for node in graph.nodes for v in node.outputs}
+    for s in plan.slots:
+        if s.value not in live:
+            continue
+        if tuple(s.live) != live[s.value]:
+            problems.append(f"{nm(s.value)}: live={list(s.live)} but the graph says"
+                            f" {list(live[s.value])}")
+        if not provably_nonneg(s.offset):
+            problems.append(f"{nm(s.value)}: offset {s.offset} may be negative")
+        if not provably_nonneg(s.size - s.value.type.nbytes()):
+            problems.append(f"{nm(s.value)}: size {s.size} is smaller than its"
+                            f" {s.value.type.nbytes()} bytes")
+        if s.reuses is not None:
+            problems += _check_reuse(s, plan, producer, view_of, nm)
+    slots = plan.slots
+    for i, a in enumerate(slots):
+        for b in slots[i + 1:]:
+            if a.live[1] < b.live[0] or b.live[1] < a.live[0]:
+                continue  # never live at the same step
+            if _is_reuse_pair(a, b) or _is_reuse_pair(b, a):
+                continue  # checked by _check_reuse
+            if not (provably_nonneg(b.offset - (a.offset + a.size))
+                    or provably_nonneg(a.offset - (b.offset + b.size))):
+                problems.append(f"{nm(a.value)} and {nm(b.value)} overlap while both are live"
+                                f" (steps {list(a.live)} and {list(b.live)})")
+    if sizes is not None and not problems:
+        problems += _check_concrete(plan, sizes, nm)
+    return problems
+
+
+def _is_reuse_pair(first: Slot, second: Slot) -> bool:
+    return second.reuses is first.value
+
+
+def _check_reuse(s: Slot, plan: MemoryPlan, producer, view_of, nm) -> list[str]:
+    old = plan.entry(s.reuses)
+    if not isinstance(old, Slot):
+        return [f"{nm(s.value)} reuses {nm(s.reuses)}, which has no buffer"]
+    if old.live[1] != s.live[0]:
+        return [f"{nm(s.value)} reuses {nm(s.reuses)}, which is still live after step"
+                f" {s.live[0]}"]
+    if sympy.simplify(old.offset - s.offset) != 0 or sympy.simplify(old.size - s.size) != 0:
+        return [f"{nm(s.value)} reuses {nm(s.reuses)} but has another offset or size"]
+    node = producer[s.value]
+    if s.reuses not in node.inputs:
+        return [f"{nm(s.value)} reuses {nm(s.reuses)}, which its node does not read"]
+    why = inplace_safe(node, s.reuses, s.value, view_of)
+    return [f"{nm(s.value)} cannot reuse {nm(s.reuses)} in place: {why}"] if why else []
+
+
+def _check_concrete(plan: MemoryPlan, sizes: dict, nm) -> list[str]:
+    arena, offsets = plan.evaluate(sizes)
+    problems = []
+    spans = {s.value: (offsets[s.value], offsets[s.value] + _concrete(s.size, sizes))
+             for s in plan.slots}
+    for i, a in enumerate(plan.slots):
+        if spans[a.value][1] > arena or spans[a.value][0] % ALIGN:
+            problems.append(f"{nm(a.value)} is misaligned or outside the arena at {sizes}")
+        for b in plan.slots[i + 1:]:
+            both = not (a.live[1] < b.live[0] or b.live[1] < a.live[0])
+            ra, rb = spans[a.value], spans[b.value]
+            if both and ra[0] < rb[1] and rb[0] < ra[1] and not (
+                    _is_reuse_pair(a, b) or _is_reuse_pair(b, a)):
+                problems.append(f"{nm(a.value)} and {nm(b.value)} overlap at {sizes}")
+    return problems
+
+
+# --- text form -------------------------------------------------------------------------------
+def format_plan(plan: MemoryPlan, name_of) -> list[str]:
+    """The plan section's lines; `name_of(value)` gives a value's printed `%name`."""
+    lines = ["plan {"]
+    for s in plan.slots:
+        text = (f"  {name_of(s.value)}: offset={format_size(s.offset)},"
+                f" size={format_size(s.size)}, live=[{s.live[0]},{s.live[1]}]")
+        if s.reuses is not None:
+            text += f", reuses={name_of(s.reuses)}"
+        lines.append(text)
+    for w in plan.views:
+        lines.append(f"  {name_of(w.value)}: view of {name_of(w.of)}")
+    arena = plan.arena_bytes()
+    total = simplify_dim(sum((s.size for s in plan.slots), 0))
+    lines.append(f"  # arena={str(arena).replace(' ', '')} bytes,"
+                 f" buffers={str(total).replace(' ', '')} bytes")
+    lines.append("}")
+    return lines
+
+
+def parse_plan(parser, scope: dict) -> MemoryPlan:
+    """Read a `plan { ... }` section with the IR parser's tokens; names are top-level."""
+    parser.expect("plan")
+    parser.expect("{")
+    plan = MemoryPlan()
+    while not parser.at("}"):
+        value = parser.use(scope)
+        parser.expect(":")
+        if parser.accept("view"):
+            parser.expect("of")
+            plan.views.append(View(value, parser.use(scope)))
+            continue
+        fields = {}
+        for key in ("offset", "size", "live"):
+            if key != "offset":
+                parser.expect(",")
+            parser.expect(key)
+            parser.expect("=")
+            if key == "live":
+                parser.expect("[")
+                first = parser.number()
+                parser.expect(",")
+                fields[key] = (first, parser.number())
+                parser.expect("]")
+            else:
+                fields[key] = simplify_dim(parser.dim())
+        reuses = None
+        if parser.accept(","):
+            parser.expect("reuses")
+            parser.expect("=")
+            reuses = parser.use(scope)
+        plan.slots.append(Slot(value, fields["offset"], fields["size"], fields["live"], reuses))
+    parser.expect("}")
+    return plan
+
+
+# --- a reference executor that obeys the plan ----------------------------------------------
+def run_with_plan(graph: Graph, args, rng=None) -> list:
+    """Run `graph` storing every slot's data in one byte arena at its planned offset.
+
+    Views are recomputed from their operand when read.  A plan that lets two live
+    buffers share bytes makes this executor return wrong values; the interpreter
+    (`ir.run`) stays the oracle for what the values should be.
+    """
+    from ir.interpreter import run
+
+    plan = graph.plan
+    sizes = _bind_sizes(graph, args)
+    arena_size, offsets = plan.evaluate(sizes)
+    arena = np.zeros(max(arena_size, 1), np.uint8)
+    slot_of = {s.value: s for s in plan.slots}
+    env = dict(zip(graph.inputs, [np.asarray(a) for a in args]))
+
+    def store(v, array):
+        if v not in slot_of:
+            env[v] = array
+            return
+        _bytes_view(arena, offsets[v], v, sizes)[...] = _encode(array, v)
+
+    def load(v):
+        if v in slot_of:
+            return _decode(_bytes_view(arena, offsets[v], v, sizes), v, sizes)
+        return env[v]
+
+    for node in graph.nodes:
+        one = Graph("step", list(node.inputs), [node], list(node.outputs))
+        results = run(one, [load(v) for v in node.inputs], rng)
+        for v, array in zip(node.outputs, results):
+            store(v, array)
+    return [load(v) for v in graph.outputs]
+
+
+def _bind_sizes(graph: Graph, args) -> dict:
+    sizes = {}
+    for v, a in zip(graph.inputs, args):
+        for dim, actual in zip(v.type.shape, np.shape(a)):
+            if is_symbolic(dim) and dim.is_Symbol:
+                sizes[dim] = actual
+    return sizes
+
+
+def _storage(v: Value) -> np.dtype:
+    # bf16 is stored in the arena as its 16 bits; the interpreter keeps it in float32.
+    return np.dtype(np.uint16) if v.type.dtype is bf16 else v.type.dtype.np
+
+
+def _shape(v: Value, sizes: dict) -> tuple[int, ...]:
+    return tuple(_concrete(d, sizes) for d in v.type.shape)
+
+
+def _bytes_view(arena, offset, v: Value, sizes: dict) -> np.ndarray:
+    count = int(np.prod(_shape(v, sizes)))
+    dtype = _storage(v)
+    return arena[offset:offset + count * dtype.itemsize].view(dtype)
+
+
+def _encode(array, v: Value) -> np.ndarray:
+    flat = np.ascontiguousarray(array).reshape(-1)
+    if v.type.dtype is bf16:
+        return (flat.astype(np.float32).view(np.uint32) >> 16).astype(np.uint16)
+    return flat
+
+
+def _decode(flat, v: Value, sizes: dict) -> np.ndarray:
+    if v.type.dtype is bf16:
+        flat = (flat.astype(np.uint32) << 16).view(np.float32)
+    return flat.copy().reshape(_shape(v, sizes))
