@@ -1,0 +1,360 @@
+"""The backend-neutral loop-level Kernel: iteration space, loads/stores, scalar body.
+
+Owns: `Index` (affine index expressions with floor-div/mod atoms), the Kernel data
+model (`Buffer`, `Let`, `Store`, `Reduce`, `Stage`, `Acc`, `Kernel`), its one
+printed form (`print_kernel`, also the cache key of compiled kernels) and
+`collapse` (merging loop dims that every index walks contiguously).  Must not
+know: graphs, LLVM, Triton.  The numpy executor is codegen/kernel_numpy.py.
+Spec: spec/codegen.md, "Kernel model".
+
+A kernel runs, for every point of its parallel `outer` space, its `stages` in
+order.  Each stage is a loop nest over its own `ranges`; its body is a list of
+SSA `Let`s (one scalar op each, from the ScalarOps vocabulary plus `load` and
+`acc`), `Store`s and `Reduce`s.  A `Reduce` folds a value into an accumulator
+(declared in `accs`, reset for every outer point); a later stage reads the folded
+value with an `acc` Let.  So a pointwise kernel is one stage, a reduction is a
+reducing stage and a zero-range storing stage, and softmax is three stages
+(max, sum of exp, normalize) over one row.
+
+    kernel(in0: f32[32], out0: f32[4]) outer [o0 < 4] {
+      acc a0: f32 = sum
+      stage [r0 < 8] {
+        %0 = load in0[8*o0 + r0] : f32
+        reduce a0 sum %0
+      }
+      stage [] {
+        %1 = acc a0 : f32
+        store out0[o0] = %1
+      }
+    }
+
+Buffers are flat and contiguous; an index is an element offset.  Sizes are
+concrete ints: symbolic graphs are lowered once per set of bound sizes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Union
+
+from ir.types import DType
+
+# --- index expressions -------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class DivMod:
+    """The index atom `(inner // div) % mod` (`mod` None: no modulus)."""
+
+    inner: "Index"
+    div: int
+    mod: Union[int, None]
+
+    def __str__(self) -> str:
+        text = f"({self.inner} // {self.div})" if self.div != 1 else f"({self.inner})"
+        return f"({text} % {self.mod})" if self.mod is not None else text
+
+
+Atom = Union[str, DivMod]
+
+
+def _atom_key(atom: Atom) -> str:
+    return atom if isinstance(atom, str) else "~" + str(atom)
+
+
+@dataclass(frozen=True)
+class Index:
+    """sum(coeff * atom) + const, atoms being loop variables or DivMod terms."""
+
+    terms: tuple = ()  # ((atom, coeff), ...) sorted by atom, no zero coefficients
+    const: int = 0
+
+    @staticmethod
+    def var(name: str) -> "Index":
+        return Index(((name, 1),), 0)
+
+    @staticmethod
+    def of(value: int) -> "Index":
+        return Index((), int(value))
+
+    def __add__(self, other: "Index") -> "Index":
+        coeffs = dict(self.terms)
+        for atom, c in other.terms:
+            coeffs[atom] = coeffs.get(atom, 0) + c
+        return _make(coeffs, self.const + other.const)
+
+    def scale(self, factor: int) -> "Index":
+        return _make({a: c * factor for a, c in self.terms}, self.const * factor)
+
+    def coeff(self, name: str) -> int:
+        return dict(self.terms).get(name, 0)
+
+    def variables(self) -> set:
+        """Loop variables, including those inside DivMod atoms."""
+        out = set()
+        for atom, _ in self.terms:
+            out |= {atom} if isinstance(atom, str) else atom.inner.variables()
+        return out
+
+    def bounds(self, ranges: dict) -> tuple[int, int]:
+        """(min, max) over the loop ranges (var -> size); DivMod atoms are bounded too."""
+        lo = hi = self.const
+        for atom, c in self.terms:
+            a_lo, a_hi = _atom_bounds(atom, ranges)
+            lo += min(c * a_lo, c * a_hi)
+            hi += max(c * a_lo, c * a_hi)
+        return lo, hi
+
+    def floordiv(self, d: int, ranges: dict) -> "Index":
+        """self // d, simplified exactly when the remainder part stays in [0, d)."""
+        if d == 1:
+            return self
+        quot = {a: c // d for a, c in self.terms if c % d == 0}
+        rest = Index(tuple((a, c) for a, c in self.terms if c % d), self.const % d)
+        lo, hi = rest.bounds(ranges)
+        if 0 <= lo and hi < d:
+            return _make(quot, self.const // d)
+        return _make({DivMod(self, d, None): 1}, 0)
+
+    def mod(self, m: int, ranges: dict) -> "Index":
+        """self % m, simplified exactly when the reduced form stays in [0, m)."""
+        rest = Index(tuple((a, c) for a, c in self.terms if c % m), self.const % m)
+        lo, hi = rest.bounds(ranges)
+        if 0 <= lo and hi < m:
+            return rest
+        return _make({DivMod(rest, 1, m): 1}, 0)
+
+    def substitute(self, mapping: dict) -> "Index":
+        """Replace variables by Index expressions (not inside DivMod atoms)."""
+        out = Index.of(self.const)
+        for atom, c in self.terms:
+            if isinstance(atom, str) and atom in mapping:
+                out = out + mapping[atom].scale(c)
+            else:
+                out = out + Index(((atom, c),), 0)
+        return out
+
+    def __str__(self) -> str:
+        parts = []
+        for atom, c in self.terms:
+            parts.append(str(atom) if c == 1 else f"{c}*{atom}")
+        if self.const or not parts:
+            parts.append(str(self.const))
+        return " + ".join(parts).replace("+ -", "- ")
+
+
+def _make(coeffs: dict, const: int) -> Index:
+    terms = tuple(sorted(((a, c) for a, c in coeffs.items() if c), key=lambda t: _atom_key(t[0])))
+    return Index(terms, int(const))
+
+
+def _atom_bounds(atom: Atom, ranges: dict) -> tuple[int, int]:
+    if isinstance(atom, str):
+        return 0, max(ranges[atom] - 1, 0)
+    lo, hi = atom.inner.bounds(ranges)
+    lo, hi = lo // atom.div, hi // atom.div
+    if atom.mod is not None:
+        return 0, atom.mod - 1
+    return lo, hi
+
+
+# --- the kernel ----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Buffer:
+    name: str
+    dtype: DType  # storage dtype
+    numel: int
+    is_output: bool
+
+
+@dataclass(frozen=True)
+class Let:
+    """`%name = op args {attrs} : dtype`.  op: a vocabulary name, "load" or "acc"."""
+
+    name: str
+    op: str
+    args: tuple  # temp names
+    attrs: tuple  # sorted (key, value) pairs; load: buf, index; acc: acc; const: value
+    dtype: DType  # compute dtype of the result
+
+    def attr(self, key: str):
+        return dict(self.attrs)[key]
+
+
+@dataclass(frozen=True)
+class Store:
+    buf: str
+    index: Index
+    value: str
+
+
+@dataclass(frozen=True)
+class Reduce:
+    acc: str
+    value: str
+
+
+@dataclass(frozen=True)
+class Acc:
+    name: str
+    op: str  # sum prod max min any all
+    dtype: DType
+
+
+REDUCE_OPS = ("sum", "prod", "max", "min", "any", "all")
+
+
+@dataclass(frozen=True)
+class Stage:
+    ranges: tuple  # ((var, size), ...), outermost first
+    body: tuple  # Let | Store | Reduce
+
+
+@dataclass(frozen=True)
+class Kernel:
+    buffers: tuple  # Buffer, inputs first then outputs, in call order
+    outer: tuple  # ((var, size), ...): the parallel space
+    accs: tuple  # Acc
+    stages: tuple  # Stage
+    meta: dict = field(default_factory=dict, compare=False, hash=False)  # origin, for logs
+
+    @property
+    def inputs(self) -> list[Buffer]:
+        return [b for b in self.buffers if not b.is_output]
+
+    @property
+    def outputs(self) -> list[Buffer]:
+        return [b for b in self.buffers if b.is_output]
+
+    def parallel_extent(self) -> int:
+        """The size of the dimension the runtime may split across threads (0: none)."""
+        if self.outer:
+            return self.outer[0][1]
+        if len(self.stages) == 1 and self.stages[0].ranges and not self.accs:
+            return self.stages[0].ranges[0][1]
+        return 0
+
+    def __str__(self) -> str:
+        return print_kernel(self)
+
+
+def print_kernel(k: Kernel) -> str:
+    """The one printed form of a kernel: deterministic, used as its cache key."""
+    bufs = ", ".join(f"{b.name}: {b.dtype}[{b.numel}]" for b in k.buffers)
+    outer = ", ".join(f"{v} < {n}" for v, n in k.outer)
+    lines = [f"kernel({bufs}) outer [{outer}] {{"]
+    for a in k.accs:
+        lines.append(f"  acc {a.name}: {a.dtype} = {a.op}")
+    for stage in k.stages:
+        ranges = ", ".join(f"{v} < {n}" for v, n in stage.ranges)
+        lines.append(f"  stage [{ranges}] {{")
+        for s in stage.body:
+            lines.append("    " + _stmt_str(s))
+        lines.append("  }")
+    lines.append("}")
+    return "\n".join(lines)
+
+
+def _stmt_str(s) -> str:
+    if isinstance(s, Store):
+        return f"store {s.buf}[{s.index}] = %{s.value}"
+    if isinstance(s, Reduce):
+        return f"reduce {s.acc} %{s.value}"
+    attrs = dict(s.attrs)
+    if s.op == "load":
+        return f"%{s.name} = load {attrs['buf']}[{attrs['index']}] : {s.dtype}"
+    if s.op == "acc":
+        return f"%{s.name} = acc {attrs['acc']} : {s.dtype}"
+    args = ", ".join(f"%{a}" for a in s.args)
+    extra = ", ".join(f"{k}={v}" for k, v in s.attrs)
+    text = f"%{s.name} = {s.op}"
+    if args:
+        text += " " + args
+    if extra:
+        text += " {" + extra + "}"
+    return f"{text} : {s.dtype}"
+
+
+# --- collapse: fewer, longer loops -------------------------------------------------------
+
+
+def collapse(k: Kernel) -> Kernel:
+    """Merge adjacent loop dims that every index walks as one, and drop size-1 dims.
+
+    Dims p, v (v inner, size n) merge when every index has coeff(p) == coeff(v) * n
+    and neither appears inside a DivMod atom: then c*n*p + c*v == c*(n*p + v), so
+    the merged dim (named p, size n_p * n) takes v's coefficient.  The kernel
+    computes the same stores, with longer inner loops to vectorize.
+    """
+    while True:
+        indices = _indices(k)
+        in_divmod = set()
+        for idx in indices:
+            for atom, _ in idx.terms:
+                if not isinstance(atom, str):
+                    in_divmod |= atom.inner.variables()
+        step = _find_step(k, indices, in_divmod)
+        if step is None:
+            return k
+        k = step
+
+
+def _find_step(k: Kernel, indices, in_divmod):
+    groups = [k.outer] + [st.ranges for st in k.stages]
+    for g, dims in enumerate(groups):
+        for i, (var, size) in enumerate(dims):
+            if size == 1 and var not in in_divmod:
+                new = dims[:i] + dims[i + 1:]
+                return _rewrite(k, g, new, lambda idx, v=var: _drop(idx, v))
+            if i == 0:
+                continue
+            pvar, psize = dims[i - 1]
+            if pvar in in_divmod or var in in_divmod:
+                continue
+            if all(idx.coeff(pvar) == idx.coeff(var) * size for idx in indices):
+                new = dims[:i - 1] + ((pvar, psize * size),) + dims[i + 1:]
+                return _rewrite(k, g, new, lambda idx, p=pvar, v=var: _merge(idx, p, v))
+    return None
+
+
+def _drop(idx: Index, var: str) -> Index:
+    return _make({a: c for a, c in idx.terms if a != var}, idx.const)
+
+
+def _merge(idx: Index, pvar: str, var: str) -> Index:
+    coeffs = {a: c for a, c in idx.terms if a not in (pvar, var)}
+    coeffs[pvar] = idx.coeff(var)
+    return _make(coeffs, idx.const)
+
+
+def _indices(k: Kernel) -> list[Index]:
+    out = []
+    for stage in k.stages:
+        for s in stage.body:
+            if isinstance(s, Store):
+                out.append(s.index)
+            elif isinstance(s, Let) and s.op == "load":
+                out.append(s.attr("index"))
+    return out
+
+
+def _rewrite(k: Kernel, group: int, dims: tuple, fn) -> Kernel:
+    """Replace loop group `group` (0: outer, i+1: stage i) by dims; map every index."""
+    outer = dims if group == 0 else k.outer
+    stages = []
+    for i, st in enumerate(k.stages):
+        body = tuple(_map_index(s, fn) for s in st.body)
+        stages.append(Stage(dims if group == i + 1 else st.ranges, body))
+    return Kernel(k.buffers, outer, k.accs, tuple(stages), k.meta)
+
+
+def _map_index(s, fn):
+    if isinstance(s, Store):
+        return Store(s.buf, fn(s.index), s.value)
+    if isinstance(s, Let) and s.op == "load":
+        attrs = dict(s.attrs)
+        attrs["index"] = fn(attrs["index"])
+        return Let(s.name, s.op, s.args, tuple(sorted(attrs.items())), s.dtype)
+    return s

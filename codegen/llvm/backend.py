@@ -1,0 +1,121 @@
+"""The "llvm" backend: a graph -> fused regions -> Kernels -> one LLVM object -> a callable.
+
+Owns: `compile_graph(graph, options)` (the Backend contract of codegen/backends.py),
+`compile_kernels` (Kernels -> ctypes launchers, through the kernel cache) and the
+registration.  Must not know: the frontend.  Spec: spec/codegen.md, "LLVM".
+
+Pipeline: composite ops are decomposed and pointwise/reduction nodes fused (the
+`decompose` and `fuse` passes) unless the graph already has regions; the runtime
+plans kernels, externs, views and fallbacks; every new kernel of the graph is
+emitted into one module, optimized at O3 for the host CPU and JIT-compiled once;
+kernels whose printed form was compiled before are reused.  Inputs may have any
+strides: non-contiguous inputs are copied to contiguous ones at the call (one
+copy, counted in the call's time).  Symbolic graphs are specialized per set of
+input sizes on first call with those sizes (Kernels have concrete sizes).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Optional
+
+from codegen import stats
+from codegen.backends import Backend, register_backend
+from codegen.kernel import Kernel, print_kernel
+from codegen.llvm import jit
+from codegen.llvm.emit import emit_kernel
+from codegen.lower import Unsupported
+from codegen.runtime import CompiledGraph
+from ir.graph import Graph
+from ir.ops.registry import COMPOSITE, POINTWISE, REDUCTION
+from ir.types import is_symbolic
+
+OPTIONS = ("fuse",)
+
+
+def compile_kernels(kernels: list[Kernel]) -> list[Optional[object]]:
+    """A launcher `fn(*pointers, start, end)` per kernel, or None where emission failed."""
+    launchers: list = [None] * len(kernels)
+    module = jit.new_module("refcomp")
+    pending: dict = {}  # symbol -> printed form, compiled together
+    where: dict = {}  # symbol -> kernel positions
+    for i, kernel in enumerate(kernels):
+        key = print_kernel(kernel)
+        hit = jit.cached(key)
+        if hit is not None:
+            stats.STATS.kernel_cache_hits += 1
+            launchers[i] = jit.cfunc(hit[1], len(kernel.buffers))
+            continue
+        symbol = "k_" + hashlib.sha1(key.encode()).hexdigest()[:16]
+        if symbol not in pending:
+            try:
+                emit_kernel(module, kernel, symbol)
+            except (NotImplementedError, Unsupported) as e:
+                module.globals.pop(symbol, None)
+                stats.STATS.fallback_reasons.append(f"kernel {symbol}: {e}")
+                continue
+            pending[symbol] = key
+        where.setdefault(symbol, []).append(i)
+    if pending:
+        addresses = jit.compile_module(module, pending)
+        stats.STATS.kernels_compiled += len(pending)
+        for symbol, positions in where.items():
+            for i in positions:
+                launchers[i] = jit.cfunc(addresses[symbol], len(kernels[i].buffers))
+    return launchers
+
+
+def prepare(graph: Graph, options: dict) -> Graph:
+    """Decompose composites and fuse, unless the graph already holds regions."""
+    from ir.passes.registry import get_pass
+
+    ops = {n.op.category for n in graph.nodes}
+    if COMPOSITE in ops:
+        graph = get_pass("decompose")(graph)
+        ops = {n.op.category for n in graph.nodes}
+    if options.get("fuse", True) and ops & {POINTWISE, REDUCTION}:
+        graph = get_pass("fuse")(graph)
+    return graph
+
+
+def compile_graph(graph: Graph, options: dict):
+    """`fn(*tensors) -> list[Tensor]` for a CPU graph; see the module docstring."""
+    unknown = set(options) - set(OPTIONS)
+    if unknown:
+        raise ValueError(f"the llvm backend has no option(s) {sorted(unknown)};"
+                         f" valid: {', '.join(OPTIONS)}")
+    devices = {v.type.device for v in graph.inputs} | {
+        n.attrs.get("device", "cpu") for n in graph.walk()}
+    if devices - {"cpu"}:
+        raise ValueError(f"the llvm backend runs on the CPU; graph uses {sorted(devices)}")
+    graph = prepare(graph, options)
+    symbolic = [(s, i, d) for i, v in enumerate(graph.inputs)
+                for d, s in enumerate(v.type.shape) if is_symbolic(s) and s.is_Symbol]
+    if not symbolic:
+        compiled = CompiledGraph(graph, {}, compile_kernels)
+        fn = compiled.fn
+        fn.compiled = compiled
+        return fn
+    return _specializing(graph, symbolic)
+
+
+def _specializing(graph: Graph, symbolic: list):
+    """Compile once per distinct binding of the size symbols (first call with those sizes)."""
+    variants: dict = {}
+
+    def call(*tensors):
+        key = tuple(tensors[i].shape[d] for _, i, d in symbolic)
+        fn = variants.get(key)
+        if fn is None:
+            sizes = {s: n for (s, _, _), n in zip(symbolic, key)}
+            fn = variants[key] = CompiledGraph(graph, sizes, compile_kernels).fn
+        return fn(*tensors)
+
+    call.variants = variants
+    return call
+
+
+LLVM = register_backend(Backend(
+    "llvm", compile_graph, differentiable=False,
+    doc="fused regions JIT-compiled by LLVM for the host CPU; externs and fallbacks via torch",
+))

@@ -1,0 +1,229 @@
+"""Kernel -> LLVM IR with the llvmlite.ir builder (no string templates).
+
+Owns: `emit_kernel(module, kernel, symbol)`, which adds one function
+`void symbol(ptr noalias buf0, ..., i64 start, i64 end)` computing `kernel`.
+Must not know: graphs, torch, threads.  Spec: spec/codegen.md, "LLVM".
+
+Shape of the code: loops are plain counted loops over i64 induction variables;
+the parallel dimension (the first outer dim, or the only stage's first dim)
+runs from `start` to `end`, so the runtime can hand row ranges to threads.
+Accumulators live in allocas that mem2reg turns into phis.  Floating sums and
+products carry `reassoc nsz` (reassociation is allowed in reductions, so the loop
+vectorizer may keep several partial sums); max/min use the NaN-propagating
+llvm.maximum/llvm.minimum.  Pointwise arithmetic has no fast-math flags: results
+stay those of the op-by-op scalar semantics.  Storage types are converted at the
+loads and stores: f16 <-> f32 via fpext/fptrunc, bf16 <-> f32 via the bits (round
+to nearest even), bool <-> i1 via i8.
+"""
+
+from __future__ import annotations
+
+import llvmlite.ir as lir
+
+from codegen.kernel import DivMod, Index, Kernel, Let, Reduce, Store
+from codegen.llvm.scalar import F32, I16, I32, I64, TV, LLVMScalarOps, llvm_type
+from codegen.scalar import compute_dtype
+from ir.types import DType
+
+_REASSOC = ("reassoc", "nsz")
+
+
+def emit_kernel(module: lir.Module, kernel: Kernel, symbol: str) -> lir.Function:
+    ptr = lir.PointerType()
+    fnty = lir.FunctionType(lir.VoidType(), [ptr] * len(kernel.buffers) + [I64, I64])
+    fn = lir.Function(module, fnty, symbol)
+    fn.attributes.add("nounwind")
+    for arg, buf in zip(fn.args, kernel.buffers):
+        arg.add_attribute("noalias")
+        arg.name = buf.name
+    start, end = fn.args[-2], fn.args[-1]
+    start.name, end.name = "start", "end"
+    b = lir.IRBuilder(fn.append_basic_block("entry"))
+    _Emitter(fn, b, kernel, start, end).run()
+    b.ret_void()
+    return fn
+
+
+class _Emitter:
+    def __init__(self, fn, b, kernel: Kernel, start, end):
+        self.fn, self.b, self.k = fn, b, kernel
+        self.start, self.end = start, end
+        self.ops = LLVMScalarOps(b, fn.module)
+        self.bufs = {buf.name: (arg, buf.dtype) for arg, buf in zip(fn.args, kernel.buffers)}
+        self.accs = {}
+        for acc in kernel.accs:
+            slot = b.alloca(llvm_type(acc.dtype), name=acc.name)
+            self.accs[acc.name] = (slot, acc)
+        self.vars: dict = {}
+
+    def run(self):
+        k = self.k
+        self.parallel_stage = not k.outer and k.parallel_extent() > 0
+        self.loops(list(k.outer), self.outer_body, parallel=bool(k.outer))
+
+    def loops(self, dims, inner, parallel: bool):
+        """Nested counted loops over dims [(var, size)]; the first may be the parallel range."""
+        if not dims:
+            inner()
+            return
+        (var, size), rest = dims[0], dims[1:]
+        lo, hi = (self.start, self.end) if parallel else (lir.Constant(I64, 0),
+                                                           lir.Constant(I64, size))
+        b = self.b
+        pre = b.block
+        cond = self.fn.append_basic_block(f"{var}.cond")
+        body = self.fn.append_basic_block(f"{var}.body")
+        done = self.fn.append_basic_block(f"{var}.done")
+        b.branch(cond)
+        b.position_at_end(cond)
+        iv = b.phi(I64, name=var)
+        iv.add_incoming(lo, pre)
+        b.cbranch(b.icmp_signed("<", iv, hi), body, done)
+        b.position_at_end(body)
+        self.vars[var] = iv
+        self.loops(rest, inner, False)
+        nxt = b.add(iv, lir.Constant(I64, 1), flags=("nsw",))
+        iv.add_incoming(nxt, b.block)
+        b.branch(cond)
+        b.position_at_end(done)
+
+    def outer_body(self):
+        for slot, acc in self.accs.values():
+            self.b.store(self.ops.const(_init(acc.op, acc.dtype),
+                                        TV(None, compute_dtype(acc.dtype))).value, slot)
+        for stage in self.k.stages:
+            self.loops(list(stage.ranges), lambda st=stage: self.stage_body(st),
+                       parallel=self.parallel_stage)
+
+    def stage_body(self, stage):
+        env: dict = {}
+        for s in stage.body:
+            if isinstance(s, Let):
+                env[s.name] = self.let(s, env)
+            elif isinstance(s, Store):
+                self.store(s, env[s.value])
+            elif isinstance(s, Reduce):
+                self.reduce(s, env[s.value])
+
+    # --- statements ----------------------------------------------------------------------
+    def let(self, s: Let, env) -> TV:
+        ops, attrs = self.ops, dict(s.attrs)
+        if s.op == "load":
+            return self.load(attrs["buf"], attrs["index"])
+        if s.op == "acc":
+            slot, acc = self.accs[attrs["acc"]]
+            return TV(self.b.load(slot), s.dtype)
+        args = [env[a] for a in s.args]
+        if s.op == "const":
+            return ops.const(attrs["value"], TV(None, s.dtype))
+        if s.op == "cast":
+            return ops.cast(args[0], attrs["dtype"])
+        if s.op == "compare":
+            return ops.compare(attrs["name"], *args)
+        return getattr(ops, s.op)(*args)
+
+    def address(self, name: str, index: Index):
+        arg, dtype = self.bufs[name]
+        return self.b.gep(arg, [self.index(index)], inbounds=True,
+                          source_etype=llvm_type(dtype, storage=True)), dtype
+
+    def load(self, name: str, index: Index) -> TV:
+        b = self.b
+        addr, dtype = self.address(name, index)
+        raw = b.load(addr, align=dtype.itemsize, typ=llvm_type(dtype, storage=True))
+        if dtype.short == "bf16":
+            bits = b.shl(b.zext(raw, I32), lir.Constant(I32, 16))
+            return TV(b.bitcast(bits, F32), compute_dtype(dtype))
+        if dtype.short == "f16":
+            return TV(b.fpext(raw, F32), compute_dtype(dtype))
+        if dtype.is_bool:
+            return TV(b.icmp_unsigned("!=", raw, lir.Constant(raw.type, 0)), dtype)
+        return TV(raw, dtype)
+
+    def store(self, s: Store, value: TV):
+        b = self.b
+        addr, dtype = self.address(s.buf, s.index)
+        v = value.value
+        if dtype.short == "bf16":
+            v = _to_bf16(b, v)
+        elif dtype.short == "f16":
+            v = b.fptrunc(v, llvm_type(dtype, storage=True))
+        elif dtype.is_bool:
+            v = b.zext(v, llvm_type(dtype, storage=True))
+        b.store(v, addr, align=dtype.itemsize)
+
+    def reduce(self, s: Reduce, value: TV):
+        b = self.b
+        slot, acc = self.accs[s.acc]
+        old = b.load(slot)
+        b.store(_combine(b, self.ops, acc.op, acc.dtype, old, value.value), slot)
+
+    def index(self, idx: Index):
+        b = self.b
+        total = None
+        for atom, c in idx.terms:
+            if isinstance(atom, DivMod):
+                v = self.index(atom.inner)
+                if atom.div != 1:
+                    v = b.sdiv(v, lir.Constant(I64, atom.div))
+                if atom.mod is not None:
+                    v = b.srem(v, lir.Constant(I64, atom.mod))
+            else:
+                v = self.vars[atom]
+            term = v if c == 1 else b.mul(v, lir.Constant(I64, c), flags=("nsw",))
+            total = term if total is None else b.add(total, term, flags=("nsw",))
+        if total is None or idx.const:
+            const = lir.Constant(I64, idx.const)
+            total = const if total is None else b.add(total, const, flags=("nsw",))
+        return total
+
+
+def _init(op: str, dtype: DType):
+    if op in ("sum", "any"):
+        return 0
+    if op in ("prod", "all"):
+        return 1
+    if dtype.is_float:
+        return float("-inf") if op == "max" else float("inf")
+    if dtype.is_bool:
+        return op == "min"
+    bits = dtype.bits
+    if dtype.kind == "uint":
+        return 0 if op == "max" else (1 << bits) - 1
+    return -(1 << (bits - 1)) if op == "max" else (1 << (bits - 1)) - 1
+
+
+def _combine(b: lir.IRBuilder, ops, op: str, dtype: DType, old, new):
+    dtype = compute_dtype(dtype)
+    if op in ("any", "all") or dtype.is_bool:
+        return (b.or_ if op in ("any", "max", "sum") else b.and_)(old, new)
+    if dtype.is_float:
+        if op == "sum":
+            return b.fadd(old, new, flags=_REASSOC)
+        if op == "prod":
+            return b.fmul(old, new, flags=_REASSOC)
+        name = "llvm.maximum" if op == "max" else "llvm.minimum"
+        return b.call(_binary_intrinsic(ops.m, name, old.type), [old, new])
+    if op == "sum":
+        return b.add(old, new)
+    if op == "prod":
+        return b.mul(old, new)
+    signed = dtype.kind == "int"
+    name = {("max", True): "llvm.smax", ("min", True): "llvm.smin",
+            ("max", False): "llvm.umax", ("min", False): "llvm.umin"}[(op, signed)]
+    return b.call(_binary_intrinsic(ops.m, name, old.type), [old, new])
+
+
+def _binary_intrinsic(module, name: str, ty):
+    return module.declare_intrinsic(name, [ty], lir.FunctionType(ty, [ty, ty]))
+
+
+def _to_bf16(b: lir.IRBuilder, v):
+    """Round an f32 to bf16 bits, nearest even; NaN stays a (quiet) NaN."""
+    bits = b.bitcast(v, I32)
+    lsb = b.and_(b.lshr(bits, lir.Constant(I32, 16)), lir.Constant(I32, 1))
+    rounded = b.lshr(b.add(b.add(bits, lir.Constant(I32, 0x7FFF)), lsb), lir.Constant(I32, 16))
+    is_nan = b.fcmp_unordered("uno", v, v)
+    out = b.select(is_nan, lir.Constant(I32, 0x7FC0), rounded)
+    return b.trunc(out, I16)
+

@@ -1,0 +1,98 @@
+"""The LLVM JIT: host target machine, O3 pipeline, MCJIT engines, the kernel cache.
+
+Owns: the one host `TargetMachine` (created once: it is slow to make), optimizing
+and compiling an `llvmlite.ir.Module` into machine code (`compile_module`), and
+the in-memory cache from a kernel's printed form to its compiled entry point.
+Must not know: Kernels' meaning, graphs, torch.  Spec: spec/codegen.md, "LLVM".
+
+Engines are kept alive for the life of the process (their code is referenced by
+cached entry points); one engine holds every new kernel of one graph.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import threading
+
+import llvmlite.binding as llvm
+import llvmlite.ir as lir
+
+_lock = threading.Lock()
+_state: dict = {}
+_engines: list = []  # keeps compiled code alive
+_cache: dict = {}  # printed kernel -> (symbol, address)
+
+
+def target_machine() -> llvm.TargetMachine:
+    """The host target machine: its CPU name and features, O3, JIT code model."""
+    if "tm" not in _state:
+        llvm.initialize_native_target()
+        llvm.initialize_native_asmprinter()
+        target = llvm.Target.from_default_triple()
+        _state["tm"] = target.create_target_machine(
+            cpu=llvm.get_host_cpu_name(), features=llvm.get_host_cpu_features().flatten(),
+            opt=3, codemodel="jitdefault")
+        _state["triple"] = llvm.get_process_triple()
+    return _state["tm"]
+
+
+def new_module(name: str) -> lir.Module:
+    tm = target_machine()
+    module = lir.Module(name=name)
+    module.triple = _state["triple"]
+    module.data_layout = str(tm.target_data)
+    return module
+
+
+def cached(key: str):
+    """The (symbol, address) of an already compiled kernel with this printed form, or None."""
+    return _cache.get(key)
+
+
+def compile_module(module: lir.Module, keys: dict) -> dict:
+    """Optimize (O3, host features) and JIT `module`; return {symbol: address}.
+
+    `keys` maps each function symbol to its kernel's printed form, for the cache.
+    """
+    tm = target_machine()
+    with _lock:
+        parsed = llvm.parse_assembly(str(module))
+        parsed.verify()
+        pto = llvm.PipelineTuningOptions(speed_level=3)
+        pto.loop_vectorization = True
+        pto.slp_vectorization = True
+        pto.loop_unrolling = True
+        pto.loop_interleaving = True
+        builder = llvm.create_pass_builder(tm, pto)
+        builder.getModulePassManager().run(parsed, builder)
+        engine = llvm.create_mcjit_compiler(parsed, tm)
+        engine.finalize_object()
+        _engines.append(engine)
+        out = {}
+        for symbol, key in keys.items():
+            address = engine.get_function_address(symbol)
+            if not address:
+                raise RuntimeError(f"LLVM produced no code for {symbol}")
+            _cache[key] = (symbol, address)
+            out[symbol] = address
+        _state["last_ir"] = parsed
+        return out
+
+
+def optimized_ir() -> str:
+    """The last optimized module as text (for debugging and the vectorization test)."""
+    return str(_state.get("last_ir", ""))
+
+
+def cfunc(address: int, n_buffers: int):
+    """A ctypes callable for `void kernel(ptr * n_buffers, i64 start, i64 end)`.
+
+    ctypes releases the GIL during the call, so threads can run kernels in parallel.
+    """
+    proto = ctypes.CFUNCTYPE(None, *([ctypes.c_void_p] * n_buffers), ctypes.c_int64,
+                             ctypes.c_int64)
+    return proto(address)
+
+
+def cache_size() -> int:
+    return len(_cache)

@@ -1,0 +1,137 @@
+"""Vectorizable f32 transcendentals, emitted as straight-line llvmlite.ir code.
+
+Owns: exp, log, tanh, sigmoid, erf for f32 values.  Must not know: Kernels.
+Spec: spec/codegen.md, "Numerics" (accuracy table; tested by
+tests/codegen/test_llvm_vmath.py against numpy in f64).
+
+Why: a call to libm's expf in a loop stops LLVM's loop vectorizer, and these
+functions dominate GELU, softmax and friends.  Each function here is a range
+reduction, a polynomial and selects for special values: no branches, no calls,
+so LLVM vectorizes the loop around it (8 lanes on AVX2).
+
+- exp: Cody-Waite reduction x = n*ln2 + r, |r| <= ln2/2, Cephes' expf polynomial,
+  2^n applied as two exponent-field scalings (so results down to the denormals
+  and up to FLT_MAX are right).
+- log: x = m * 2^e with m in [sqrt(1/2), sqrt(2)), Cephes' logf polynomial on m - 1;
+  denormal inputs are rescaled by 2^23 first.
+- tanh: Cephes' odd polynomial for |x| < 0.625, else 1 - 2 / (exp(2|x|) + 1).
+- sigmoid: 1 / (1 + exp(-x)).
+- erf: x * P(x^2) for |x| < 1, else 1 - exp(-x^2) * Q(1/|x|) (P, Q least-squares fits
+  made for refcomp: relative error 5e-8 and absolute error 4e-9 in exact arithmetic).
+"""
+
+from __future__ import annotations
+
+import llvmlite.ir as lir
+
+F32 = lir.FloatType()
+I32 = lir.IntType(32)
+
+_LOG2E = 1.44269504088896341
+_LN2_HI = 0.693359375
+_LN2_LO = -2.12194440e-4
+_EXP_P = (1.9875691500e-4, 1.3981999507e-3, 8.3334519073e-3, 4.1665795894e-2,
+          1.6666665459e-1, 5.0000001201e-1)
+_LOG_P = (7.0376836292e-2, -1.1514610310e-1, 1.1676998740e-1, -1.2420140846e-1,
+          1.4249322787e-1, -1.6668057665e-1, 2.0000714765e-1, -2.4999993993e-1,
+          3.3333331174e-1)
+_TANH_P = (-5.70498872745e-3, 2.06390887954e-2, -5.37397155531e-2, 1.33314422036e-1,
+           -3.33332819422e-1)
+_ERF_SMALL = (-0.0005696556181646883, 0.004934483207762241, -0.026726961135864258,
+              0.11280787736177444, -0.37612414360046387, 1.1283791065216064)
+_ERF_LARGE = (-0.007107211276888847, 0.01684645190834999, 0.048697005957365036,
+              -0.27144956588745117, 0.5181655287742615, -0.48105451464653015,
+              0.0445161834359169, 0.558677077293396, 0.00029260996961966157)
+
+
+def _c(v: float) -> lir.Constant:
+    return lir.Constant(F32, float(v))
+
+
+def _horner(b: lir.IRBuilder, x, coeffs):
+    """coeffs[0] * x^(n-1) + ... + coeffs[-1]."""
+    acc = _c(coeffs[0])
+    for c in coeffs[1:]:
+        acc = b.fadd(b.fmul(acc, x), _c(c))
+    return acc
+
+
+def _intrinsic(ops, name, x):
+    fn = ops.m.declare_intrinsic(name, [x.type], lir.FunctionType(x.type, [x.type]))
+    return ops.b.call(fn, [x])
+
+
+def _pow2(b: lir.IRBuilder, n):
+    """2.0**n for an i32 n in [-126, 127], built in the exponent field."""
+    bits = b.shl(b.add(n, lir.Constant(I32, 127)), lir.Constant(I32, 23))
+    return b.bitcast(bits, F32)
+
+
+def exp(b: lir.IRBuilder, ops, x):
+    clamped = b.select(b.fcmp_ordered("<", x, _c(-104.0)), _c(-104.0), x)
+    clamped = b.select(b.fcmp_ordered(">", clamped, _c(89.0)), _c(89.0), clamped)
+    nf = _intrinsic(ops, "llvm.rint", b.fmul(clamped, _c(_LOG2E)))
+    r = b.fsub(clamped, b.fmul(nf, _c(_LN2_HI)))
+    r = b.fsub(r, b.fmul(nf, _c(_LN2_LO)))
+    z = b.fmul(r, r)
+    p = b.fadd(b.fadd(b.fmul(_horner(b, r, _EXP_P), z), r), _c(1.0))
+    # 2^n as 2^(n/2) * 2^(n - n/2): each factor's exponent stays in range.
+    n = b.fptosi(nf, I32)
+    half = b.ashr(n, lir.Constant(I32, 1))
+    result = b.fmul(b.fmul(p, _pow2(b, half)), _pow2(b, b.sub(n, half)))
+    return b.select(b.fcmp_unordered("uno", x, x), x, result)
+
+
+def log(b: lir.IRBuilder, ops, x):
+    tiny = b.fcmp_ordered("<", x, _c(1.17549435e-38))
+    scaled = b.select(tiny, b.fmul(x, _c(8388608.0)), x)  # 2^23: denormals become normal
+    bits = b.bitcast(scaled, I32)
+    e = b.sub(b.lshr(bits, lir.Constant(I32, 23)), lir.Constant(I32, 126))
+    e = b.sub(e, b.select(tiny, lir.Constant(I32, 23), lir.Constant(I32, 0)))
+    mant_bits = b.or_(b.and_(bits, lir.Constant(I32, 0x807FFFFF)), lir.Constant(I32, 0x3F000000))
+    m = b.bitcast(mant_bits, F32)  # in [0.5, 1)
+    small = b.fcmp_ordered("<", m, _c(0.707106781186547524))
+    ef = b.sitofp(b.sub(e, b.zext(small, I32)), F32)
+    f = b.fsub(b.select(small, b.fadd(m, m), m), _c(1.0))
+    z = b.fmul(f, f)
+    y = b.fmul(b.fmul(_horner(b, f, _LOG_P), f), z)
+    y = b.fadd(y, b.fmul(ef, _c(_LN2_LO)))
+    y = b.fsub(y, b.fmul(z, _c(0.5)))
+    result = b.fadd(b.fadd(f, y), b.fmul(ef, _c(_LN2_HI)))
+    # Special values: log(+inf) = inf, log(0) = -inf, log(<0) = NaN, NaN stays NaN.
+    result = b.select(b.fcmp_ordered("==", x, _c(float("inf"))), x, result)
+    result = b.select(b.fcmp_ordered("==", x, _c(0.0)), _c(float("-inf")), result)
+    return b.select(b.fcmp_unordered("<", x, _c(0.0)), _c(float("nan")), result)
+
+
+def tanh(b: lir.IRBuilder, ops, x):
+    ax = _intrinsic(ops, "llvm.fabs", x)
+    z = b.fmul(x, x)
+    small = b.fadd(b.fmul(b.fmul(_horner(b, z, _TANH_P), z), x), x)
+    e = exp(b, ops, b.fmul(ax, _c(2.0)))
+    large = b.fsub(_c(1.0), b.fdiv(_c(2.0), b.fadd(e, _c(1.0))))
+    large = _intrinsic_copysign(ops, large, x)
+    return b.select(b.fcmp_ordered("<", ax, _c(0.625)), small, large)
+
+
+def _intrinsic_copysign(ops, mag, sign):
+    fn = ops.m.declare_intrinsic("llvm.copysign", [mag.type],
+                                 lir.FunctionType(mag.type, [mag.type, mag.type]))
+    return ops.b.call(fn, [mag, sign])
+
+
+def sigmoid(b: lir.IRBuilder, ops, x):
+    e = exp(b, ops, b.fneg(x))
+    return b.fdiv(_c(1.0), b.fadd(_c(1.0), e))
+
+
+def erf(b: lir.IRBuilder, ops, x):
+    ax = _intrinsic(ops, "llvm.fabs", x)
+    z = b.fmul(x, x)
+    small = b.fmul(x, _horner(b, z, _ERF_SMALL))
+    clamped = b.select(b.fcmp_ordered(">", ax, _c(4.0)), _c(4.0), ax)
+    u = b.fdiv(_c(1.0), b.select(b.fcmp_ordered("<", clamped, _c(1.0)), _c(1.0), clamped))
+    tail = b.fmul(exp(b, ops, b.fneg(b.fmul(clamped, clamped))), _horner(b, u, _ERF_LARGE))
+    large = _intrinsic_copysign(ops, b.fsub(_c(1.0), tail), x)
+    result = b.select(b.fcmp_ordered("<", ax, _c(1.0)), small, large)
+    return b.select(b.fcmp_unordered("uno", x, x), x, result)

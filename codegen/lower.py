@@ -1,0 +1,374 @@
+"""Lowering: a fused region's body graph becomes one backend-neutral Kernel.
+
+Owns: `lower_region(body, sizes) -> Kernel`, `single_node_body(node)` (a lone
+pointwise or reduction node as a region) and `Unsupported` (what cannot be
+lowered; callers fall back, never guess).  Must not know: LLVM, Triton, torch.
+Spec: spec/codegen.md, "Lowering".
+
+Every body value is lowered as a function from an index (one `Index` per dim of
+its shape) to a scalar temporary, as Inductor's loaders are: a load of a region
+input reads its contiguous buffer; a layout op rewrites the index and asks its
+operand (so permute/slice/expand/reshape/squeeze/unsqueeze never copy); a
+pointwise op asks its operands at the same index and applies its `scalar` form
+to the recorded ScalarOps.  A value is recomputed wherever it is needed (memoized
+per stage and index), never materialized inside a kernel.
+
+Regions with reductions: all reductions must reduce one shape X over one dim set
+D.  The kernel's parallel `outer` space is X's kept dims, each reduction gets a
+stage looping over D (var: two), and outputs of shape X (the "rowwise" kind:
+softmax, layer_norm) or of the reduced shape are stored in final stages.  A
+reduced value may only be read back at its own row (checked: else Unsupported).
+"""
+
+from __future__ import annotations
+
+import math
+
+from codegen.kernel import Acc, Buffer, Index, Kernel, Let, Reduce, Stage, Store, collapse
+from codegen.scalar import compute_dtype, compute_dtypes, result_dtype
+from ir.graph import Graph, Node, Value
+from ir.ops.registry import CREATION, LAYOUT, POINTWISE, REDUCTION
+from ir.ops.rules import normalize_dim, normalize_dims
+from ir.types import bool_, is_symbolic
+
+
+class Unsupported(Exception):
+    """This region (or node) has no Kernel form; the caller must fall back."""
+
+
+# reduction op -> (accumulator op, accumulator dtype rule)
+_REDUCTIONS = {"sum": "sum", "prod": "prod", "amax": "max", "amin": "min", "any": "any",
+               "all": "all", "mean": "sum", "var": "sum"}
+
+
+def single_node_body(node: Node) -> Graph:
+    """A one-node region: the node applied to fresh inputs, returning its results."""
+    inputs = [Value(v.type, f"a{i}") for i, v in enumerate(node.inputs)]
+    outputs = [Value(v.type) for v in node.outputs]
+    inner = Node(node.op, inputs, node.attrs, outputs, node.body)
+    return Graph(f"{node.op.name}_region", inputs, [inner], outputs)
+
+
+def lower_region(body: Graph, sizes: dict | None = None) -> Kernel:
+    """The Kernel computing `body`'s outputs from its inputs (all flat, contiguous).
+
+    `sizes` binds the size symbols of a symbolic body (kernels have concrete sizes).
+    Raises Unsupported for what the Kernel model cannot express.
+    """
+    return collapse(_Lowering(body, sizes or {}).run())
+
+
+class _Temp:
+    __slots__ = ("name", "dtype")
+
+    def __init__(self, name, dtype):
+        self.name, self.dtype = name, dtype
+
+
+class _Recorder:
+    """A ScalarOps that records each vocabulary call as a Let in the current stage."""
+
+    def __init__(self):
+        self.body: list = []
+        self.memo: dict = {}
+        self.count = 0
+
+    def emit(self, op, args, attrs, dtype) -> _Temp:
+        key = (op, tuple(a.name for a in args), attrs)
+        if key in self.memo:
+            return self.memo[key]
+        name = f"{self.count}"
+        self.count += 1
+        self.body.append(Let(name, op, key[1], attrs, dtype))
+        temp = _Temp(name, dtype)
+        self.memo[key] = temp
+        return temp
+
+    def call(self, op, args, **attrs) -> _Temp:
+        if op in ("const", "load", "acc"):
+            dtype = attrs.pop("dtype")
+        else:
+            dtype = result_dtype(op, [a.dtype for a in args], attrs)
+        return self.emit(op, list(args), tuple(sorted(attrs.items())), dtype)
+
+    # Conventions that differ from "f(*operands)" (see codegen/scalar.py).
+    def const(self, value, like):
+        return self.call("const", [], value=value, dtype=like.dtype)
+
+    def cast(self, x, dtype):
+        if compute_dtype(dtype) == x.dtype:
+            return x
+        return self.call("cast", [x], dtype=compute_dtype(dtype))
+
+    def to_bool(self, x):
+        return x if x.dtype == bool_ else self.call("to_bool", [x])
+
+    def compare(self, name, a, b):
+        return self.call("compare", [a, b], name=name)
+
+    def __getattr__(self, op):
+        if op.startswith("_"):
+            raise AttributeError(op)
+        return lambda *args: self.call(op, args)
+
+
+class _Lowering:
+    def __init__(self, body: Graph, sizes: dict):
+        self.g = body
+        self.sizes = sizes
+        self.producer = body.producers()
+        self.rec = _Recorder()
+        self.stage_memo: dict = {}
+        self.ranges: dict = {}  # loop var -> size, for index simplification
+        self.row_vars: tuple = ()  # outer vars, in kept-dim order
+        self.reduced: dict = {}  # reduction output Value -> (acc names, node)
+        self.accs: list = []
+        self.stages: list = []
+
+    # --- shapes ------------------------------------------------------------------------
+    def shape(self, v: Value) -> tuple:
+        out = []
+        for d in v.type.shape:
+            if is_symbolic(d):
+                d = d.subs(self.sizes)
+                if is_symbolic(d) and not d.is_Integer:
+                    raise Unsupported(f"size {d} is not bound; lower with sizes")
+            out.append(int(d))
+        return tuple(out)
+
+    # --- driver ------------------------------------------------------------------------
+    def run(self) -> Kernel:
+        ins = [Buffer(f"in{i}", v.type.dtype, math.prod(self.shape(v)), False)
+               for i, v in enumerate(self.g.inputs)]
+        outs = [Buffer(f"out{i}", v.type.dtype, math.prod(self.shape(v)), True)
+                for i, v in enumerate(self.g.outputs)]
+        self.in_buf = {v: b.name for v, b in zip(self.g.inputs, ins)}
+        reductions = [n for n in self.g.nodes if n.op.category == REDUCTION]
+        if reductions:
+            outer = self.plan_rows(reductions)
+            self.lower_reductions(reductions)
+            self.store_row_outputs()
+        else:
+            outer = ()
+            self.store_pointwise_outputs()
+        return Kernel(tuple(ins + outs), outer, tuple(self.accs), tuple(self.stages))
+
+    def new_stage(self, dims: list):
+        """Start recording a stage looping over dims [(var, size)]."""
+        count = self.rec.count
+        self.rec = _Recorder()
+        self.rec.count = count  # temp names stay unique across stages
+        self.stage_memo = {}
+        for var, n in dims:
+            self.ranges[var] = n
+        return self.rec
+
+    def end_stage(self, dims: list):
+        self.stages.append(Stage(tuple(dims), tuple(self.rec.body)))
+
+    def store(self, j: int, v: Value, idx: tuple):
+        value = self.rec.cast(self.value_at(v, idx), v.type.dtype)
+        self.rec.body.append(Store(f"out{j}", flat(idx, self.shape(v)), value.name))
+
+    # --- pointwise-only regions ----------------------------------------------------------
+    def store_pointwise_outputs(self):
+        groups: dict = {}
+        for j, v in enumerate(self.g.outputs):
+            groups.setdefault(self.shape(v), []).append((j, v))
+        for s, (shape, members) in enumerate(groups.items()):
+            dims = [(f"i{s}_{k}" if s else f"i{k}", n) for k, n in enumerate(shape)]
+            self.new_stage(dims)
+            idx = tuple(Index.var(var) for var, _ in dims)
+            for j, v in members:
+                self.store(j, v, idx)
+            self.end_stage(dims)
+
+    # --- regions with reductions --------------------------------------------------------
+    def plan_rows(self, reductions: list[Node]) -> tuple:
+        x = self.shape(reductions[0].inputs[0])
+        dims = self.reduce_dims(reductions[0])
+        for n in reductions[1:]:
+            if self.shape(n.inputs[0]) != x or self.reduce_dims(n) != dims:
+                raise Unsupported("reductions in one region must reduce one shape over one"
+                                  f" dim set: {reductions[0].op.name}{list(dims)} over {x} vs"
+                                  f" {n.op.name}{list(self.reduce_dims(n))}")
+        self.x_shape, self.x_dims = x, dims
+        kept = [k for k in range(len(x)) if k not in dims]
+        outer = tuple((f"o{i}", x[k]) for i, k in enumerate(kept))
+        self.row_vars = tuple(Index.var(var) for var, _ in outer)
+        for var, n in outer:
+            self.ranges[var] = n
+        self.reduce_ranges = [(f"r{i}", x[k]) for i, k in enumerate(dims)]
+        return outer
+
+    def reduce_dims(self, n: Node) -> tuple:
+        if n.op.name not in _REDUCTIONS:
+            raise Unsupported(f"{n.op.name} has no kernel lowering (only"
+                              f" {', '.join(_REDUCTIONS)})")
+        return normalize_dims(n.attrs["dims"], n.inputs[0].type.rank)
+
+    def row_index(self, stage_vars) -> tuple:
+        """The index into X of the current outer point and stage point."""
+        idx, o, r = [], iter(self.row_vars), iter(stage_vars)
+        for k in range(len(self.x_shape)):
+            idx.append(next(r) if k in self.x_dims else next(o))
+        return tuple(idx)
+
+    def lower_reductions(self, reductions: list[Node]):
+        stage_vars = [Index.var(var) for var, _ in self.reduce_ranges]
+        count = math.prod(n for _, n in self.reduce_ranges)
+        for node in reductions:
+            x = node.inputs[0]
+            out_dtype = node.outputs[0].type.dtype
+            acc_dtype = compute_dtype(out_dtype)
+            accs = []
+            passes = 2 if node.op.name == "var" else 1
+            for p in range(passes):
+                acc = Acc(f"a{len(self.accs)}", _REDUCTIONS[node.op.name], acc_dtype)
+                self.accs.append(acc)
+                accs.append(acc.name)
+                rec = self.new_stage(self.reduce_ranges)
+                value = self.value_at(x, self.row_index(stage_vars))
+                if acc.op in ("any", "all"):
+                    value = rec.to_bool(value)
+                else:
+                    value = rec.cast(value, acc_dtype)
+                if p == 1:  # var: sum of squared deviations from the first pass's mean
+                    mean = rec.truediv(rec.call("acc", [], acc=accs[0], dtype=acc_dtype),
+                                       rec.const(float(count), value))
+                    dev = rec.sub(value, mean)
+                    value = rec.mul(dev, dev)
+                rec.body.append(Reduce(acc.name, value.name))
+                self.end_stage(self.reduce_ranges)
+            self.reduced[node.outputs[0]] = (accs, node, count)
+
+    def reduced_value(self, v: Value, idx: tuple) -> _Temp:
+        accs, node, count = self.reduced[v]
+        kept = list(idx)
+        if node.attrs["keepdim"]:
+            kept = [i for k, i in enumerate(idx) if k not in self.x_dims]
+        # Size-1 kept dims can only be read at 0, whatever the index says.
+        if any(i != o for i, o, n in zip(kept, self.row_vars, self.x_kept_sizes()) if n != 1):
+            raise Unsupported(f"{node.op.name}'s result is read at another row than its own")
+        rec = self.rec
+        acc_dtype = compute_dtype(v.type.dtype)
+        value = rec.call("acc", [], acc=accs[-1], dtype=acc_dtype)
+        if node.op.name == "mean":
+            value = rec.truediv(value, rec.const(float(count), value))
+        elif node.op.name == "var":
+            denom = max(count - node.attrs["correction"], 0)
+            value = rec.truediv(value, rec.const(float(denom), value))
+        return value
+
+    def store_row_outputs(self):
+        rows, full = [], []
+        kept_sizes = [n for n in (self.x_shape[k] for k in range(len(self.x_shape))
+                                  if k not in self.x_dims) if n != 1]
+        for j, v in enumerate(self.g.outputs):
+            shape = self.shape(v)
+            if shape == self.x_shape and self.reduce_ranges:
+                full.append((j, v))
+            elif [n for n in shape if n != 1] == kept_sizes:
+                rows.append((j, v))
+            else:
+                raise Unsupported(f"output {v.type} is neither the reduced shape nor"
+                                  f" {list(self.x_shape)}")
+        if rows:
+            self.new_stage([])
+            for j, v in rows:
+                row = iter(i for i, n in zip(self.row_vars, self.x_kept_sizes()) if n != 1)
+                idx = tuple(Index.of(0) if n == 1 else next(row) for n in self.shape(v))
+                self.store(j, v, idx)
+            self.end_stage([])
+        if full:
+            self.new_stage(self.reduce_ranges)
+            idx = self.row_index([Index.var(var) for var, _ in self.reduce_ranges])
+            for j, v in full:
+                self.store(j, v, idx)
+            self.end_stage(self.reduce_ranges)
+
+    def x_kept_sizes(self) -> list:
+        return [self.x_shape[k] for k in range(len(self.x_shape)) if k not in self.x_dims]
+
+    # --- values as functions of an index -------------------------------------------------
+    def value_at(self, v: Value, idx: tuple) -> _Temp:
+        key = (v, idx)
+        if key not in self.stage_memo:
+            self.stage_memo[key] = self.compute(v, idx)
+        return self.stage_memo[key]
+
+    def compute(self, v: Value, idx: tuple) -> _Temp:
+        rec = self.rec
+        if v in self.in_buf:
+            dtype = compute_dtype(v.type.dtype)
+            return rec.call("load", [], buf=self.in_buf[v], index=flat(idx, self.shape(v)),
+                            dtype=dtype)
+        if v in self.reduced:
+            return self.reduced_value(v, idx)
+        node = self.producer[v]
+        cat = node.op.category
+        if cat == POINTWISE:
+            return self.pointwise(node, idx)
+        if cat == LAYOUT:
+            operand = node.inputs[0]
+            return self.value_at(operand, self.layout_index(node, idx))
+        if cat == CREATION and node.op.name == "full":
+            return rec.call("const", [], value=node.attrs["value"],
+                            dtype=compute_dtype(v.type.dtype))
+        raise Unsupported(f"{node.op.name} ({cat}) cannot be computed inside a kernel")
+
+    def pointwise(self, node: Node, idx: tuple) -> _Temp:
+        operands = [self.value_at(x, () if x.type.rank == 0 else idx) for x in node.inputs]
+        out = node.outputs[0].type.dtype
+        targets = compute_dtypes(node.op.name, [x.type.dtype for x in node.inputs], out)
+        if node.op.name != "cast":
+            operands = [self.rec.cast(t, d) for t, d in zip(operands, targets)]
+        result = node.op.scalar(self.rec, *operands, **node.attrs)
+        return self.rec.cast(result, out)
+
+    def layout_index(self, node: Node, idx: tuple) -> tuple:
+        """The operand index that the layout op's result at `idx` reads."""
+        name, a = node.op.name, node.attrs
+        src = self.shape(node.inputs[0])
+        if name == "reshape":
+            offset = flat(idx, self.shape(node.outputs[0]))
+            out, stride = [], 1
+            strides = []
+            for n in reversed(src):
+                strides.append(stride)
+                stride *= n
+            for n, s in zip(src, reversed(strides)):
+                out.append(offset.floordiv(s, self.ranges).mod(n, self.ranges))
+            return tuple(out)
+        if name == "permute":
+            out = [None] * len(idx)
+            for k, p in enumerate(a["perm"]):
+                out[p] = idx[k]
+            return tuple(out)
+        if name == "slice":
+            d = normalize_dim(a["dim"], len(src))
+            start, _, step = slice(a["start"], a["stop"], a["step"]).indices(src[d])
+            out = list(idx)
+            out[d] = idx[d].scale(step) + Index.of(start)
+            return tuple(out)
+        if name == "expand":
+            return tuple(Index.of(0) if n == 1 else i for n, i in zip(src, idx))
+        if name == "unsqueeze":
+            d = normalize_dim(a["dim"], len(src) + 1)
+            return idx[:d] + idx[d + 1:]
+        if name == "squeeze":
+            dims = normalize_dims(a["dims"], len(src)) if a["dims"] else range(len(src))
+            gone = [k for k in dims if src[k] == 1]
+            it = iter(idx)
+            return tuple(Index.of(0) if k in gone else next(it) for k in range(len(src)))
+        raise Unsupported(f"layout op {name} has no index map (it needs a copy kernel)")
+
+
+def flat(idx: tuple, shape: tuple) -> Index:
+    """Row-major offset of idx in a contiguous tensor of `shape`."""
+    out, stride = Index.of(0), 1
+    for i, n in zip(reversed(idx), reversed(shape)):
+        if n != 1:
+            out = out + i.scale(stride)
+        stride *= n
+    return out

@@ -1,0 +1,215 @@
+"""The runtime: a graph of kernels, externs and fallbacks as one small callable.
+
+Owns: `plan_graph` (each top-level node -> a kernel, an extern call, a view or a
+torch fallback), `CompiledGraph` (the callable) and the thread split of kernel
+launches.  Backend neutral: a backend passes `compile_kernels(kernels) ->
+[launcher or None]`.  Must not know: LLVM, the frontend.  Spec: spec/codegen.md,
+"LLVM" ("Runtime").
+
+Per-call work is the part every compiled function pays, so the call is a
+generated straight-line Python function (printable as `CompiledGraph.source`):
+check each input's shape and dtype, make non-contiguous inputs contiguous
+(kernels index flat contiguous buffers), allocate each kernel's outputs with
+torch.empty, pass data pointers to the ctypes launcher, return the outputs.
+Outputs are fresh tensors, except where the graph returns a view or an input.
+
+A launcher is `fn(*pointers, start, end)` computing rows [start, end) of the
+kernel's parallel dimension.  Big kernels go through `_launch_parallel`, which
+splits the rows over `torch.get_num_threads()` Python threads (ctypes releases
+the GIL) and runs directly when one thread is set.
+"""
+
+from __future__ import annotations
+
+import time
+from concurrent.futures import ThreadPoolExecutor
+from typing import Callable, Optional
+
+import torch
+
+from codegen.kernel import Kernel
+from codegen.lower import Unsupported, lower_region, single_node_body
+from codegen.stats import STATS
+from codegen.torch_bridge import torch_dtype
+from ir.graph import Graph, Node, Value
+from ir.ops.registry import EXTERN, LAYOUT, POINTWISE, REDUCTION
+from ir.types import is_symbolic
+
+VIEWS = frozenset({"reshape", "permute", "slice", "expand", "squeeze", "unsqueeze"})
+PARALLEL_MIN_WORK = 1 << 16  # elements; below this a thread hand-off costs more than it saves
+
+_pool: dict = {}
+
+
+def _launch_parallel(fn, extent: int, args: list) -> None:
+    threads = torch.get_num_threads()
+    if threads <= 1 or extent < 2:
+        fn(*args, 0, extent)
+        return
+    if _pool.get("size") != threads:
+        _pool["pool"] = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="refcomp")
+        _pool["size"] = threads
+    chunk = -(-extent // threads)
+    futures = [_pool["pool"].submit(fn, *args, lo, min(lo + chunk, extent))
+               for lo in range(chunk, extent, chunk)]
+    fn(*args, 0, min(chunk, extent))
+    for f in futures:
+        f.result()
+
+
+class _Unit:
+    """One planned step: kind is kernel | extern | view | eager."""
+
+    def __init__(self, kind, inputs, outputs, *, kernel=None, fn=None, label=""):
+        self.kind, self.inputs, self.outputs = kind, list(inputs), list(outputs)
+        self.kernel, self.fn, self.label = kernel, fn, label
+
+
+def concrete_shape(v: Value, sizes: dict) -> tuple:
+    return tuple(int(d.subs(sizes)) if is_symbolic(d) else int(d) for d in v.type.shape)
+
+
+def concrete_attrs(node: Node, sizes: dict) -> dict:
+    attrs = dict(node.attrs)
+    for name, spec in node.op.attrs.items():
+        if spec.kind == "dims" and attrs.get(name) is not None:
+            attrs[name] = tuple(int(d.subs(sizes)) if is_symbolic(d) else d
+                                for d in attrs[name])
+    return attrs
+
+
+def plan_graph(graph: Graph, sizes: dict) -> list[_Unit]:
+    """One unit per top-level node; kernels for regions and lone pointwise/reduction nodes."""
+    from codegen import eager
+
+    units = []
+    for node in graph.nodes:
+        name, cat = node.op.name, node.op.category
+        if node.body is not None or cat in (POINTWISE, REDUCTION):
+            body = node.body if node.body is not None else single_node_body(node)
+            label = f"{name}[{node.attrs.get('kind', '')}]" if node.body is not None else name
+            try:
+                kernel = lower_region(body, sizes)
+                units.append(_Unit("kernel", node.inputs, node.outputs, kernel=kernel,
+                                   fn=body, label=label))
+                continue
+            except Unsupported as e:
+                STATS.fallback(label, str(e))
+                units.append(_Unit("eager", node.inputs, node.outputs,
+                                   fn=_eager_body(body, sizes), label=label))
+                continue
+        attrs = concrete_attrs(node, sizes)
+        if cat == LAYOUT and name in VIEWS:
+            units.append(_Unit("view", node.inputs, node.outputs,
+                               fn=eager.EAGER_OPS[name](node, attrs), label=name))
+        elif cat == EXTERN:
+            STATS.extern_nodes += 1
+            units.append(_Unit("extern", node.inputs, node.outputs,
+                               fn=eager.EAGER_OPS[name](node, attrs), label=name))
+        else:
+            STATS.fallback(name, f"{cat} op, run by torch")
+            units.append(_Unit("eager", node.inputs, node.outputs,
+                               fn=_tuple_result(eager.EAGER_OPS[name](node, attrs),
+                                                len(node.outputs)), label=name))
+    return units
+
+
+def _tuple_result(fn, n_outputs: int):
+    if n_outputs == 1:
+        return lambda *xs: (fn(*xs),)
+    return fn
+
+
+def _eager_body(body: Graph, sizes: dict):
+    """A region run op by op by the eager backend (its own graph, concrete sizes)."""
+    from codegen import eager
+
+    run = eager.compile_graph(body, {})
+    return lambda *xs: run(*xs)
+
+
+class CompiledGraph:
+    """`graph` compiled: call it with the input tensors, get the output tensors."""
+
+    def __init__(self, graph: Graph, sizes: dict,
+                 compile_kernels: Callable[[list[Kernel]], list[Optional[Callable]]]):
+        started = time.perf_counter()
+        self.graph = graph
+        units = plan_graph(graph, sizes)
+        kernel_units = [u for u in units if u.kind == "kernel"]
+        launchers = compile_kernels([u.kernel for u in kernel_units])
+        for unit, launcher in zip(kernel_units, launchers):
+            if launcher is None:
+                STATS.fallback(unit.label, "the backend could not emit this kernel")
+                unit.kind, unit.fn = "eager", _eager_body(unit.fn, sizes)
+            else:
+                STATS.kernels += 1
+                unit.fn = launcher
+        self.units = units
+        self.kernels = [u.kernel for u in units if u.kind == "kernel"]
+        self.source, self.fn = _generate(graph, sizes, units)
+        STATS.graphs_compiled += 1
+        STATS.compile_seconds += time.perf_counter() - started
+
+    def __call__(self, *tensors) -> list:
+        return self.fn(*tensors)
+
+
+def _generate(graph: Graph, sizes: dict, units: list[_Unit]):
+    """Python source for the call, and the function compiled from it."""
+    names: dict = {}
+    env: dict = {"torch": torch, "empty": torch.empty, "STATS": STATS,
+                 "_launch_parallel": _launch_parallel, "_bad_input": _bad_input}
+    contiguous: set = set()  # values known to be contiguous
+    params = []
+    lines = []
+    for i, v in enumerate(graph.inputs):
+        names[v] = f"x{i}"
+        params.append(f"x{i}")
+        shape = concrete_shape(v, sizes)
+        env[f"S{i}"], env[f"D{i}"] = torch.Size(shape), torch_dtype(v.type.dtype)
+        lines.append(f"if x{i}.shape != S{i} or x{i}.dtype != D{i}: _bad_input({i}, x{i})")
+    for u_index, unit in enumerate(units):
+        for v in unit.outputs:
+            names[v] = f"v{len(names)}"
+        ins = [names[v] for v in unit.inputs]
+        outs = [names[v] for v in unit.outputs]
+        fn = f"f{u_index}"
+        env[fn] = unit.fn
+        if unit.kind == "kernel":
+            for v in unit.inputs:
+                if v not in contiguous:
+                    lines.append(f"{names[v]} = {names[v]}.contiguous()")
+                    contiguous.add(v)
+            for v, out in zip(unit.outputs, outs):
+                env[f"S_{out}"] = concrete_shape(v, sizes)
+                env[f"D_{out}"] = torch_dtype(v.type.dtype)
+                lines.append(f"{out} = empty(S_{out}, dtype=D_{out})")
+                contiguous.add(v)
+            ptrs = ", ".join(f"{n}.data_ptr()" for n in ins + outs)
+            extent = unit.kernel.parallel_extent()
+            work = max((b.numel for b in unit.kernel.buffers), default=0)
+            if extent > 1 and work >= PARALLEL_MIN_WORK:
+                lines.append(f"_launch_parallel({fn}, {extent}, [{ptrs}])")
+            else:
+                lines.append(f"{fn}({ptrs}{', ' if ptrs else ''}0, {extent})")
+            continue
+        call = f"{fn}({', '.join(ins)})"
+        if unit.kind == "extern":
+            lines.append("STATS.extern_calls += 1")
+        if unit.kind == "eager":
+            lines.append("STATS.fallback_calls += 1")
+        if unit.kind in ("extern", "view") and len(outs) == 1:
+            lines.append(f"{outs[0]} = {call}")
+        else:
+            lines.append(f"{', '.join(outs)}{',' if len(outs) == 1 else ''} = {call}")
+    result = ", ".join(names[v] for v in graph.outputs)
+    lines.append(f"return [{result}]")
+    source = f"def call({', '.join(params)}):\n" + "".join(f"    {ln}\n" for ln in lines)
+    exec(compile(source, f"<refcomp {graph.name}>", "exec"), env)
+    return source, env["call"]
+
+
+def _bad_input(i: int, t) -> None:
+    raise TypeError(f"compiled graph input {i}: got {t.dtype}{list(t.shape)}, which is not"
+                    " what it was compiled for")
