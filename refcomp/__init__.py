@@ -2,4 +2,14 @@
 
 The user-facing compiler (frontend, guards, cache, backends glue) lives here; it
 imports ir/ and codegen/, never the other way round.  Spec: spec/architecture.md.
+
+    model = refcomp.compile(model)        # lazy: the first call traces
+    print(refcomp.explain(model, x))      # Graph Count: 1 ...
 """
+
+from refcomp.api import compile, default_backend, disable, reset, stats
+from refcomp.explain import explain
+from refcomp.reasons import REASONS, CaptureError, Unsupported
+
+__all__ = ["REASONS", "CaptureError", "Unsupported", "compile", "default_backend", "disable",
+           "explain", "reset", "stats"]

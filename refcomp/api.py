@@ -1,0 +1,223 @@
+"""The public surface: compile, explain, reset, disable, stats.
+
+Owns: `compile` (functions, methods and nn.Modules; lazy: the first call traces),
+the call path (bind arguments -> guarded cache lookup -> run, or trace and add
+an entry, or run eagerly), `OptimizedModule`, `disable`, `reset` and `stats`.
+Spec: spec/tracer.md ("Using refcomp.compile") and spec/guards.md.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import time
+import warnings
+
+import torch
+
+from codegen.backends import available_backends, get_backend
+from refcomp import cache as cache_mod
+from refcomp.cache import COUNTERS, FrameCache, cache_for
+from refcomp.config import resolve_options
+from refcomp.reasons import CaptureError, Unsupported
+from refcomp.runtime import build_entry, fallback_entry
+from refcomp.tracer.context import TraceContext
+from refcomp.tracer.frame import check_code_supported, trace
+
+_DISABLED = "_refcomp_disabled"
+
+
+def default_backend() -> str:
+    """'llvm' once that backend is registered, else 'eager'."""
+    return "llvm" if "llvm" in available_backends() else "eager"
+
+
+def compile(fn_or_module=None, *, backend=None, dynamic=None, fullgraph=False, options=None):
+    """Compile a function or nn.Module; usable as `@compile` or `@compile(backend=...)`."""
+    if fn_or_module is None:
+        return lambda f: compile(f, backend=backend, dynamic=dynamic, fullgraph=fullgraph,
+                                 options=options)
+    backend = backend if backend is not None else default_backend()
+    get_backend(backend)  # unknown backend: ValueError listing the valid ones now
+    opts = resolve_options(options)
+    if dynamic not in (None, False, True):
+        raise ValueError(f"dynamic must be None, False or True, got {dynamic!r}")
+    if dynamic:
+        warnings.warn("refcomp: dynamic=True is not implemented yet; shapes are specialized "
+                      "and each new shape recompiles (see spec/guards.md)", RuntimeWarning,
+                      stacklevel=2)
+    if isinstance(fn_or_module, torch.nn.Module):
+        return OptimizedModule(fn_or_module, backend, fullgraph, opts)
+    if not callable(fn_or_module):
+        raise TypeError(f"refcomp.compile expects a function or nn.Module, got"
+                        f" {type(fn_or_module).__name__}")
+    return CompiledFunction(fn_or_module, backend, fullgraph, opts)
+
+
+class CompiledFunction:
+    """A function whose calls go through the guarded cache of its code object."""
+
+    def __init__(self, fn, backend, fullgraph, options, private_cache=False):
+        bound_self = None
+        if inspect.ismethod(fn):
+            bound_self, fn = fn.__self__, fn.__func__
+        if not inspect.isfunction(fn):
+            raise TypeError(f"refcomp.compile cannot compile {fn!r}: not a Python function")
+        self.fn = fn
+        self.bound_self = bound_self
+        self.backend = backend
+        self.fullgraph = fullgraph
+        self.options = options
+        self.code = fn.__code__
+        self.signature = inspect.signature(fn)
+        self.arg_names = self.code.co_varnames[:self.code.co_argcount]
+        self.simple = not (self.code.co_flags & (inspect.CO_VARARGS | inspect.CO_VARKEYWORDS)
+                           or self.code.co_kwonlyargcount)
+        self.builtins = fn.__globals__.get("__builtins__", __builtins__)
+        if not isinstance(self.builtins, dict):
+            self.builtins = self.builtins.__dict__
+        self.private = FrameCache(self.code) if private_cache else None
+        self.last_entry = None
+        functools.update_wrapper(self, fn)
+
+    def __get__(self, obj, objtype=None):
+        return self if obj is None else functools.partial(self, obj)
+
+    def _bind(self, args, kwargs) -> dict:
+        if self.simple and not kwargs and len(args) == len(self.arg_names):
+            return dict(zip(self.arg_names, args))
+        bound = self.signature.bind(*args, **kwargs)
+        bound.apply_defaults()
+        return dict(bound.arguments)
+
+    def __call__(self, *args, **kwargs):
+        if self.bound_self is not None:
+            args = (self.bound_self,) + args
+        fn = self.fn
+        if getattr(fn, _DISABLED, False):
+            return fn(*args, **kwargs)
+        L = self._bind(args, kwargs)
+        G, C, B = fn.__globals__, fn.__closure__, self.builtins
+        cache = cache_for(self.code, self.private)
+        COUNTERS["calls"] += 1
+        entry, inputs = cache.lookup(L, G, C, B)
+        if entry is None:
+            with cache.lock:
+                entry, inputs = cache.lookup(L, G, C, B)  # another thread may have added it
+                if entry is None:
+                    entry, inputs = self._miss(cache, L, G, C, B)
+        self.last_entry = entry
+        if entry is None or entry.graph is None:
+            COUNTERS["eager_calls"] += 1
+            return fn(*args, **kwargs)
+        COUNTERS["compiled_calls"] += 1
+        return entry.run(inputs)
+
+    def _miss(self, cache, L, G, C, B):
+        COUNTERS["misses"] += 1
+        if cache.entries:
+            cache.explain_miss(L, G, C, B)
+        limit = self.options["cache_size_limit"]
+        if len(cache.entries) >= limit:
+            cache.warn_limit(limit)
+            COUNTERS["limit_hits"] += 1
+            return None, None
+        if cache.entries:
+            COUNTERS["recompiles"] += 1
+        entry = self._compile(L)
+        cache.add(entry)
+        inputs = entry.guards.check(L, G, C, B)
+        if inputs is None:  # a guard that cannot hold right after tracing: refcomp's bug
+            raise RuntimeError(f"refcomp: fresh guards fail for {self.code.co_name}:"
+                               f" {entry.guards.failures(L, G, C, B)}")
+        return entry, inputs
+
+    def _compile(self, L):
+        start = time.perf_counter()
+        ctx = TraceContext(self.code.co_name)
+        try:
+            check_code_supported(self.code)
+            result = trace(self.fn, L, ctx)
+            guards = self._filter(ctx.finish_guards())
+            entry = build_entry(ctx, result.output, self.backend, self.options, guards)
+            COUNTERS["graphs"] += 1
+        except Unsupported as reason:
+            if self.fullgraph:
+                raise CaptureError(reason) from None
+            COUNTERS["fallbacks"] += 1
+            entry = fallback_entry(ctx, reason, self._filter(list(ctx.guards.values())))
+        entry.refs_to_hold = tuple(ctx.id_objects)
+        entry.compile_time_s = time.perf_counter() - start
+        return entry
+
+    def _filter(self, guards):
+        keep_fn = self.options["guard_filter_fn"]
+        if keep_fn is None:
+            return guards
+        keep = list(keep_fn(guards))
+        if len(keep) != len(guards):
+            raise ValueError(f"guard_filter_fn returned {len(keep)} flags for"
+                             f" {len(guards)} guards")
+        return [g for g, k in zip(guards, keep) if k]
+
+    @property
+    def cache(self) -> FrameCache:
+        return cache_for(self.code, self.private)
+
+
+class OptimizedModule(torch.nn.Module):
+    """The compiled wrapper of an nn.Module: same parameters, state_dict and modes."""
+
+    def __init__(self, mod: torch.nn.Module, backend, fullgraph, options, private=False):
+        super().__init__()
+        self._orig_mod = mod
+        forward = type(mod).forward
+        self._compiled_forward = CompiledFunction(forward, backend, fullgraph, options,
+                                                  private_cache=private)
+
+    def forward(self, *args, **kwargs):
+        mod = self._orig_mod
+        if mod._forward_hooks or mod._forward_pre_hooks or mod._backward_hooks:
+            return mod(*args, **kwargs)  # hooks run eagerly with the module (spec/tracer.md)
+        return self._compiled_forward(mod, *args, **kwargs)
+
+    def state_dict(self, *args, **kwargs):
+        return self._orig_mod.state_dict(*args, **kwargs)
+
+    def load_state_dict(self, *args, **kwargs):
+        return self._orig_mod.load_state_dict(*args, **kwargs)
+
+    def __getattr__(self, name):
+        try:
+            return super().__getattr__(name)
+        except AttributeError:
+            return getattr(self._modules["_orig_mod"], name)
+
+
+def disable(fn):
+    """Keep `fn` eager: compiling it runs it as is, and tracing into it falls back."""
+    setattr(fn, _DISABLED, True)
+    return fn
+
+
+def reset() -> None:
+    """Forget every compiled entry and counter."""
+    cache_mod.reset()
+
+
+def stats() -> dict:
+    """Counters plus, per cached code object, each entry's hits, guard time and failures."""
+    frames = {}
+    for code, cache in cache_mod.all_caches().items():
+        frames[f"{code.co_name} ({code.co_filename}:{code.co_firstlineno})"] = [
+            entry_stats(e) for e in cache.entries]
+    return {"counters": dict(COUNTERS), "frames": frames}
+
+
+def entry_stats(e) -> dict:
+    gs = e.guards
+    return {"compiled": e.graph is not None, "backend": e.backend, "hits": e.hits,
+            "guard_checks": gs.calls,
+            "guard_time_us_per_check": (gs.time_ns / gs.calls / 1e3) if gs.calls else 0.0,
+            "guard_failures": {g.describe(): g.failures for g in gs.guards if g.failures},
+            "reason": e.reason.message() if e.reason is not None else None}

@@ -1,0 +1,102 @@
+"""The cache: per code object, guarded entries; recompile on miss; a recompile limit.
+
+Owns: `FrameCache` (entries of one code object, its lock, its limit warning) and
+the global table of caches, plus the counters `refcomp.stats()` reports.  Must
+not know how a frame is traced (it is handed a `compile` callback).  Spec:
+spec/guards.md, "Cache and recompiles".
+
+Lookups read a snapshot of the entry list without locking; a miss takes the
+cache's lock, looks again (another thread may have compiled meanwhile) and
+compiles at most once per set of facts.  Entries that name nn.Modules hold them
+weakly: when a module dies, its entries are dropped.
+"""
+
+from __future__ import annotations
+
+import threading
+import warnings
+import weakref
+from collections import Counter
+
+import torch
+
+COUNTERS: Counter = Counter()
+_CACHES: dict = {}  # code object -> FrameCache
+_CACHES_LOCK = threading.Lock()
+
+
+class FrameCache:
+    def __init__(self, code):
+        self.code = code
+        self.entries: list = []  # replaced, never mutated in place (lock-free readers)
+        self.lock = threading.RLock()
+        self.warned = False
+        self.miss_reasons: list = []  # (entry index, [failing guard descriptions])
+
+    def lookup(self, L, G, C, B):
+        for entry in self.entries:
+            inputs = entry.guards(L, G, C, B)
+            if inputs is not None:
+                entry.guards.hits += 1
+                entry.hits += 1
+                return entry, inputs
+        return None, None
+
+    def add(self, entry) -> None:
+        for obj in entry.refs_to_hold:
+            if isinstance(obj, torch.nn.Module):
+                entry.weakrefs.append(weakref.ref(obj, self._drop_callback(entry)))
+            else:
+                entry.refs.append(obj)
+        entry.refs_to_hold = ()
+        self.entries = self.entries + [entry]
+
+    def _drop_callback(self, entry):
+        me = weakref.ref(self)
+
+        def drop(_ref):
+            cache = me()
+            if cache is not None:
+                cache.entries = [e for e in cache.entries if e is not entry]
+                COUNTERS["entries_freed"] += 1
+        return drop
+
+    def explain_miss(self, L, G, C, B) -> list:
+        """Slow path: the failing guards of every entry, readable (counts each failure)."""
+        reasons = []
+        for i, entry in enumerate(self.entries):
+            failed = entry.guards.failures(L, G, C, B)
+            reasons.append((i, failed))
+        self.miss_reasons = reasons
+        return reasons
+
+    def warn_limit(self, limit: int) -> None:
+        if self.warned:
+            return
+        self.warned = True
+        counts = Counter(r for _, failed in self.miss_reasons for r in failed)
+        worst = counts.most_common(1)[0][0] if counts else "unknown"
+        warnings.warn(f"refcomp: {self.code.co_name} ({self.code.co_filename}:"
+                      f"{self.code.co_firstlineno}) hit cache_size_limit={limit}; calls that"
+                      f" match no entry now run eagerly. Guard that kept failing: {worst}",
+                      RuntimeWarning, stacklevel=4)
+
+
+def cache_for(code, private=None) -> FrameCache:
+    if private is not None:
+        return private
+    cache = _CACHES.get(code)
+    if cache is None:
+        with _CACHES_LOCK:
+            cache = _CACHES.setdefault(code, FrameCache(code))
+    return cache
+
+
+def all_caches() -> dict:
+    return dict(_CACHES)
+
+
+def reset() -> None:
+    with _CACHES_LOCK:
+        _CACHES.clear()
+    COUNTERS.clear()

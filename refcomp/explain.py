@@ -1,0 +1,93 @@
+"""explain(): what refcomp captured for one call, printed like torch._dynamo.explain.
+
+Owns: `explain` and `ExplainOutput` (graph_count, graph_break_count, break_reasons
+with reason id, text, source file:line and instruction, ops_per_graph, guards,
+compile time, notes such as the autograd fallback).  It compiles into a private
+cache, so it neither reads nor disturbs the global one.  Spec: spec/tracer.md,
+"explain()".
+
+Until graph breaks with resume land (spec/runtime.md), a construct that cannot
+be captured makes the whole frame run eagerly; explain counts that as one break
+and zero graphs for that frame.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import torch
+
+from ir.printer import print_graph
+
+
+@dataclass
+class ExplainOutput:
+    graphs: list = field(default_factory=list)
+    graph_count: int = 0
+    graph_break_count: int = 0
+    break_reasons: list = field(default_factory=list)  # dicts: id, reason, where, instruction
+    ops_per_graph: list = field(default_factory=list)  # {op name: count} per graph
+    guards: list = field(default_factory=list)  # readable guard descriptions
+    compile_time_s: float = 0.0
+    notes: list = field(default_factory=list)
+    result: object = None  # what the call returned
+
+    def __str__(self) -> str:
+        lines = [f"Graph Count: {self.graph_count}",
+                 f"Graph Break Count: {self.graph_break_count}",
+                 f"Op Count: {sum(sum(c.values()) for c in self.ops_per_graph)}"]
+        if self.break_reasons:
+            lines.append("Break Reasons:")
+            for i, r in enumerate(self.break_reasons, 1):
+                lines.append(f"  Break Reason {i}: [{r['id']}] {r['reason']}")
+                lines.append(f"    at {r['where']} ({r['instruction']})")
+        if self.ops_per_graph:
+            lines.append("Ops per Graph:")
+            for i, counts in enumerate(self.ops_per_graph, 1):
+                ops = ", ".join(f"{k} x{v}" for k, v in counts.items())
+                lines.append(f"  Graph {i}: {ops}")
+        if self.notes:
+            lines.append("Notes:")
+            lines.extend(f"  {n}" for n in self.notes)
+        lines.append(f"Compile Time: {self.compile_time_s * 1e3:.1f} ms")
+        lines.append(f"Guards ({len(self.guards)}):")
+        lines.extend(f"  {g}" for g in self.guards)
+        return "\n".join(lines)
+
+
+def explain(fn, *args, backend=None, **kwargs):
+    """`explain(fn, *args)` -> ExplainOutput; `explain(fn)` -> a function taking the args."""
+    if not args and not kwargs:
+        return lambda *a, **k: explain(fn, *a, backend=backend, **k)
+    from refcomp.api import CompiledFunction, OptimizedModule, default_backend
+    from refcomp.config import resolve_options
+
+    backend = backend or default_backend()
+    options = resolve_options(None)
+    if isinstance(fn, OptimizedModule):
+        fn = fn._orig_mod
+    elif isinstance(fn, CompiledFunction):
+        fn = fn.fn if fn.bound_self is None else fn.fn.__get__(fn.bound_self)
+    if isinstance(fn, torch.nn.Module):
+        compiled = OptimizedModule(fn, backend, False, options, private=True)
+        cf = compiled._compiled_forward
+    else:
+        compiled = cf = CompiledFunction(fn, backend, False, options, private_cache=True)
+    result = compiled(*args, **kwargs)
+    out = ExplainOutput(result=result)
+    for entry in cf.cache.entries:
+        out.compile_time_s += entry.compile_time_s
+        out.guards.extend(g.describe() for g in entry.guards.guards)
+        out.notes.extend(entry.notes)
+        if entry.graph is not None:
+            out.graph_count += 1
+            out.graphs.append(print_graph(entry.graph))
+            out.ops_per_graph.append(entry.graph.op_counts())
+        else:
+            r = entry.reason
+            out.graph_break_count += 1
+            out.break_reasons.append({
+                "id": r.rid, "reason": f"{r.reason.title}: {r.detail}" if r.detail else
+                r.reason.title, "where": f"{r.filename}:{r.lineno}",
+                "instruction": r.instruction, "hint": r.reason.hint})
+    return out

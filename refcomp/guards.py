@@ -1,0 +1,228 @@
+"""Guards: the facts a trace relied on, compiled into one generated Python function.
+
+Owns: guard kinds (CAPS, after torch._dynamo), `Guard`, readable descriptions and
+`GuardSet`, which generates one check function per set and a slow path naming
+each failing guard.  Must not know bytecode.  Spec: spec/guards.md.
+
+The generated function `check(L, G, C, B)` (locals, globals, closure cells,
+builtins) returns the tuple of graph-input tensors when every guard holds and
+None otherwise: guarding and argument extraction are one pass.
+
+Note [Names are data]: user strings (local, global and attribute names, dict
+keys) never appear in generated source; they are constants bound in the
+function's namespace (`_k0`, `_k1`...).  Expected values (dtypes, shapes, ids) are
+bound the same way.  Only fixed, refcomp-written text becomes code.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any, Optional
+
+import torch
+
+from refcomp.sources import Source
+
+TENSOR_MATCH = "TENSOR_MATCH"  # type, dtype, device, shape, strides, requires_grad
+ID_MATCH = "ID_MATCH"  # the very same object (modules, functions, globals)
+EQUALS_MATCH = "EQUALS_MATCH"  # type and value of a constant (int, float, str, None...)
+TYPE_MATCH = "TYPE_MATCH"  # exact type (objects whose attributes are guarded one by one)
+LENGTH_CHECK = "LENGTH_CHECK"  # type and length of a list/tuple
+DICT_KEYS = "DICT_KEYS"  # type and key order of a dict
+GRAD_MODE = "GRAD_MODE"  # torch.is_grad_enabled()
+DEFAULT_DTYPE = "DEFAULT_DTYPE"  # torch.get_default_dtype()
+NO_ALIASING = "NO_ALIASING"  # tensors that the graph mutates share no storage
+GUARD_KINDS = (TENSOR_MATCH, ID_MATCH, EQUALS_MATCH, TYPE_MATCH, LENGTH_CHECK, DICT_KEYS,
+               GRAD_MODE, DEFAULT_DTYPE, NO_ALIASING)
+
+
+@dataclass(frozen=True)
+class TensorFacts:
+    type: type
+    dtype: torch.dtype
+    device: torch.device
+    shape: tuple
+    stride: tuple
+    requires_grad: bool
+
+
+def tensor_facts(t: torch.Tensor) -> TensorFacts:
+    return TensorFacts(type(t), t.dtype, t.device, tuple(t.shape), tuple(t.stride()),
+                       bool(t.requires_grad))
+
+
+@dataclass
+class Guard:
+    """One fact.  `source` is None for global-state guards; `expected` is plain data."""
+
+    kind: str
+    source: Optional[Source]
+    expected: Any
+    sources: tuple = ()  # NO_ALIASING: the tensors that must not overlap
+    failures: int = 0
+
+    @property
+    def name(self) -> str:
+        return self.source.name() if self.source is not None else "<global state>"
+
+    def describe(self) -> str:
+        s, e = self.name, self.expected
+        if self.kind == TENSOR_MATCH:
+            return (f"{s}: {e.type.__name__} {e.dtype} on {e.device}, shape {list(e.shape)},"
+                    f" stride {list(e.stride)}, requires_grad={e.requires_grad}")
+        if self.kind == ID_MATCH:
+            return f"{s} is the same object ({e[1]})"
+        if self.kind == EQUALS_MATCH:
+            return f"{s} == {e!r}"
+        if self.kind == TYPE_MATCH:
+            return f"type({s}) is {e.__qualname__}"
+        if self.kind == LENGTH_CHECK:
+            return f"type({s}) is {e[0].__name__} and len({s}) == {e[1]}"
+        if self.kind == DICT_KEYS:
+            return f"list({s}.keys()) == {list(e)!r}"
+        if self.kind == GRAD_MODE:
+            return f"torch.is_grad_enabled() == {e}"
+        if self.kind == DEFAULT_DTYPE:
+            return f"torch.get_default_dtype() == {e}"
+        if self.kind == NO_ALIASING:
+            return "no storage shared among " + ", ".join(x.name() for x in self.sources)
+        return f"{self.kind} {s}"
+
+    def failure_reason(self, value) -> str:
+        """Why this guard fails for `value` (readable, like `L['x'].shape[0] == 8`)."""
+        s, e = self.name, self.expected
+        if self.kind != TENSOR_MATCH:
+            return self.describe()
+        if type(value) is not e.type:
+            return f"type({s}) is {e.type.__name__}"
+        if value.dtype != e.dtype:
+            return f"{s}.dtype == {e.dtype}"
+        if value.device != e.device:
+            return f"{s}.device == {e.device}"
+        if value.dim() != len(e.shape):
+            return f"{s}.dim() == {len(e.shape)}"
+        for i, (got, want) in enumerate(zip(value.shape, e.shape)):
+            if got != want:
+                return f"{s}.shape[{i}] == {want}"
+        if tuple(value.stride()) != e.stride:
+            return f"{s}.stride() == {e.stride}"
+        return f"{s}.requires_grad == {e.requires_grad}"
+
+
+class _Codegen:
+    """Builds the text of one check function; see Note [Names are data]."""
+
+    def __init__(self):
+        self.namespace: dict = {"_id": id, "_type": type}
+        self.lines: list[str] = []
+        self.loaded: dict = {}  # source name -> local variable
+
+    def const(self, value) -> str:
+        name = f"_k{len(self.namespace)}"
+        self.namespace[name] = value
+        return name
+
+    def load(self, source: Source) -> str:
+        key = source.name()
+        if key not in self.loaded:
+            expr = source.expr(self)
+            var = f"v{len(self.loaded)}"
+            self.lines.append(f"{var} = {expr}")
+            self.loaded[key] = var
+        return self.loaded[key]
+
+    def require(self, condition: str) -> None:
+        self.lines.append(f"if not ({condition}): return None")
+
+
+def _emit(cg: _Codegen, g: Guard) -> None:
+    e = g.expected
+    if g.kind == GRAD_MODE:
+        cg.require(f"{cg.const(torch.is_grad_enabled)}() is {cg.const(e)}")
+        return
+    if g.kind == DEFAULT_DTYPE:
+        cg.require(f"{cg.const(torch.get_default_dtype)}() is {cg.const(e)}")
+        return
+    if g.kind == NO_ALIASING:
+        ptrs = [f"{cg.load(s)}.untyped_storage().data_ptr()" for s in g.sources]
+        cg.require(f"len({{{', '.join(ptrs)}}}) == {len(ptrs)}")
+        return
+    v = cg.load(g.source)
+    if g.kind == TENSOR_MATCH:
+        cg.require(f"_type({v}) is {cg.const(e.type)} and {v}.dtype is {cg.const(e.dtype)}"
+                   f" and {v}.shape == {cg.const(e.shape)}"
+                   f" and {v}.stride() == {cg.const(e.stride)}"
+                   f" and {v}.device == {cg.const(e.device)}"
+                   f" and {v}.requires_grad is {cg.const(e.requires_grad)}")
+    elif g.kind == ID_MATCH:
+        cg.require(f"_id({v}) == {cg.const(e[0])}")
+    elif g.kind == EQUALS_MATCH:
+        cg.require(f"_type({v}) is {cg.const(type(e))} and {v} == {cg.const(e)}")
+    elif g.kind == TYPE_MATCH:
+        cg.require(f"_type({v}) is {cg.const(e)}")
+    elif g.kind == LENGTH_CHECK:
+        cg.require(f"_type({v}) is {cg.const(e[0])} and len({v}) == {cg.const(e[1])}")
+    elif g.kind == DICT_KEYS:
+        cg.require(f"_type({v}) is dict and list({v}) == {cg.const(list(e))}")
+    else:
+        raise ValueError(f"unknown guard kind {g.kind!r}")
+
+
+@dataclass
+class GuardSet:
+    """The guards of one cache entry, compiled to `check(L, G, C, B) -> inputs | None`."""
+
+    guards: list
+    input_sources: list  # sources of the graph inputs, in graph-input order
+    source_code: str = ""
+    check: Any = None
+    hits: int = 0
+    misses: int = 0
+    time_ns: int = 0
+    calls: int = 0
+    stats: dict = field(default_factory=dict)
+
+    def __post_init__(self):
+        cg = _Codegen()
+        for g in self.guards:
+            _emit(cg, g)
+        outs = [cg.load(s) for s in self.input_sources]
+        body = cg.lines + [f"return ({', '.join(outs)}{',' if len(outs) == 1 else ''})"]
+        text = "def check(L, G, C, B):\n    try:\n"
+        text += "".join(f"        {line}\n" for line in body)
+        text += "    except Exception:\n        return None\n"
+        self.source_code = text
+        namespace = dict(cg.namespace)
+        exec(compile(text, "<refcomp guards>", "exec"), namespace)
+        self.check = namespace["check"]
+
+    def __call__(self, L, G, C, B):
+        start = time.perf_counter_ns()
+        out = self.check(L, G, C, B)
+        self.time_ns += time.perf_counter_ns() - start
+        self.calls += 1
+        return out
+
+    def failures(self, L, G, C, B) -> list[str]:
+        """Slow path: every failing guard, described readably; counts each failure."""
+        failed = []
+        for g in self.guards:
+            single = GuardSet([g], [])
+            if single.check(L, G, C, B) is None:
+                g.failures += 1
+                failed.append(g.failure_reason(_try_load(g.source, L, G, C, B)))
+        return failed
+
+
+def _try_load(source: Optional[Source], L, G, C, B):
+    if source is None:
+        return None
+    cg = _Codegen()
+    var = cg.load(source)
+    text = "def load(L, G, C, B):\n    try:\n" + "".join(
+        f"        {line}\n" for line in cg.lines) + f"        return {var}\n"
+    text += "    except Exception:\n        return None\n"
+    namespace = dict(cg.namespace)
+    exec(compile(text, "<refcomp guard load>", "exec"), namespace)
+    return namespace["load"](L, G, C, B)

@@ -1,0 +1,120 @@
+"""The registry of reasons a frame (later: a graph) cannot be captured.
+
+Owns: reason ids (`RB001`...), each with a title, an explanation and a hint, and
+`Unsupported`, the exception the tracer raises with a reason id, a detail and
+the source location.  explain(), the logs, `fullgraph=True` errors, the spec and
+the tests all use these ids; tests assert ids, not wording.  Spec: spec/tracer.md,
+"Why a frame falls back".
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional
+
+
+@dataclass(frozen=True)
+class Reason:
+    id: str
+    title: str
+    explanation: str
+    hint: str
+
+
+REASONS: dict[str, Reason] = {}
+
+
+def _reason(rid, title, explanation, hint):
+    REASONS[rid] = Reason(rid, title, explanation, hint)
+
+
+_reason("RB001", "unsupported opcode",
+        "The tracer has no handler for this bytecode instruction.",
+        "Rewrite the construct with plain tensor ops, or keep the function eager.")
+_reason("RB002", "Tensor.item() / tensor to Python value",
+        "The value of a tensor is needed on the host (item, tolist, int(), float(), bool()).",
+        "Return the tensor instead and read it outside the compiled function.")
+_reason("RB003", "control flow on a tensor's value",
+        "A Python `if`/`while` (or `and`/`or`) depends on data inside a tensor.",
+        "Use torch.where(cond, a, b) so both branches stay in the graph.")
+_reason("RB004", "call to an unsupported function",
+        "The function is neither a user function the tracer can inline nor in the torch "
+        "table.", "Use a supported torch op, or move the call outside the compiled code.")
+_reason("RB005", "unsupported tensor method or attribute",
+        "This Tensor method, attribute or argument combination is not in the torch table.",
+        "Use an equivalent supported op (see spec/tracer.md, 'Torch coverage').")
+_reason("RB006", "try/except or try/finally in the frame",
+        "Exceptions raised inside compiled code cannot be caught at the same point.",
+        "Move the try block outside the compiled function.")
+_reason("RB007", "unsupported Python version",
+        "The tracer interprets CPython 3.11 bytecode only.", "Run on CPython 3.11.")
+_reason("RB008", "side effect on a Python object",
+        "The frame mutates a Python object that outlives it (attribute, global, argument).",
+        "Return the new value instead of mutating state inside forward.")
+_reason("RB009", "module in training mode with state updates or randomness",
+        "BatchNorm in training mode updates running statistics and Dropout in training "
+        "mode draws its own random mask; neither is captured.",
+        "Call model.eval() for inference, or keep training steps eager.")
+_reason("RB010", "in-place op on an aliased tensor",
+        "An in-place op or item assignment touches a tensor that has views, is a view, "
+        "or needs gradients; functionalizing it could change what aliases see.",
+        "Use the out-of-place op (x = x + 1) or clone() first.")
+_reason("RB011", "gradient cut inside a differentiable graph",
+        "detach() or no_grad() feeds later ops while autograd is recording.",
+        "Keep detach()/no_grad() results as outputs only, or run the step eagerly.")
+_reason("RB012", "graph result is not a tensor or Python constant",
+        "The frame returns or builds a value the runtime cannot reconstruct.",
+        "Return tensors, tuples/lists/dicts of tensors, or constants.")
+_reason("RB013", "torch op the IR cannot express with these arguments",
+        "The op is known but this dtype, shape or argument is outside what the IR models.",
+        "See spec/tracer.md for the supported argument forms.")
+_reason("RB014", "generator, coroutine or async frame",
+        "Generators suspend mid-frame; the tracer captures whole calls only.",
+        "Return a list instead of yielding.")
+_reason("RB015", "recursion or inlining too deep",
+        "Inlining stopped at the depth limit (recursive user functions).",
+        "Use a loop, or decorate the helper with refcomp.disable.")
+_reason("RB016", "function marked refcomp.disable",
+        "The user asked for this function to stay eager.", "Remove @refcomp.disable.")
+_reason("RB017", "exception raised while tracing",
+        "A Python-level operation raised during tracing (the eager run will raise it too).",
+        "Fix the error in the eager program first.")
+
+
+class Unsupported(Exception):
+    """Raised by the tracer: this construct cannot be captured (reason id + detail)."""
+
+    def __init__(self, rid: str, detail: str = ""):
+        if rid not in REASONS:
+            raise ValueError(f"unknown reason id {rid!r}")
+        self.rid = rid
+        self.detail = detail
+        self.filename: Optional[str] = None
+        self.lineno: Optional[int] = None
+        self.instruction: Optional[str] = None
+        super().__init__(self.message())
+
+    @property
+    def reason(self) -> Reason:
+        return REASONS[self.rid]
+
+    def locate(self, filename, lineno, instruction) -> None:
+        # The innermost frame locates first; outer frames keep that location.
+        if self.filename is None:
+            self.filename, self.lineno, self.instruction = filename, lineno, instruction
+            self.args = (self.message(),)
+
+    def message(self) -> str:
+        r = REASONS[self.rid]
+        where = f" at {self.filename}:{self.lineno} ({self.instruction})" if self.filename else ""
+        detail = f": {self.detail}" if self.detail else ""
+        return f"[{self.rid}] {r.title}{detail}{where}. Hint: {r.hint}"
+
+
+class CaptureError(RuntimeError):
+    """fullgraph=True: the frame could not be captured as one graph."""
+
+    def __init__(self, unsupported: Unsupported):
+        self.unsupported = unsupported
+        self.rid = unsupported.rid
+        super().__init__(unsupported.message())

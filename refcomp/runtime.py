@@ -1,0 +1,170 @@
+"""Turning a trace into a runnable cache entry, and running it.
+
+Owns: `build_entry` (trace result -> optimized graph -> backend -> `Entry`) and
+`Entry.run`: call the compiled graph on the guarded inputs, write mutated inputs
+back, detach the outputs eager would not have attached to autograd, and rebuild
+the frame's return value.  Spec: spec/guards.md, "Cache entries", and
+spec/tracer.md, "Outputs and mutation".
+
+Note [Autograd honesty]: while grad mode is on and the graph has an output that
+requires grad in eager, the graph is run by the "eager" backend (torch records
+autograd op by op) whatever backend was asked for, and explain() says so.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any, Optional
+
+import torch
+
+from codegen.backends import get_backend
+from ir.graph import Graph
+from refcomp.guards import GuardSet
+from refcomp.reasons import Unsupported
+from refcomp.tracer.context import CONSTANT_TYPES, TraceContext
+from refcomp.tracer.values import VT, ConstVar, DictVar, ListVar, TensorVar, TupleVar
+
+
+@dataclass
+class Entry:
+    """One cache entry: guards -> compiled graph (or, for a fallback entry, eager)."""
+
+    guards: GuardSet
+    graph: Optional[Graph] = None  # None: the frame runs eagerly (see `reason`)
+    fn: Any = None
+    output_spec: Any = None
+    writeback: list = field(default_factory=list)  # (input index, output index)
+    detach: frozenset = frozenset()  # output indices eager would not attach to autograd
+    contiguous: bool = False
+    backend: str = ""
+    reason: Optional[Unsupported] = None
+    notes: list = field(default_factory=list)
+    compile_time_s: float = 0.0
+    hits: int = 0
+    refs: list = field(default_factory=list)  # strong refs that keep ID_MATCH ids valid
+    weakrefs: list = field(default_factory=list)
+    refs_to_hold: tuple = ()  # ID_MATCH objects, handed to the cache (modules: weakly)
+
+    def run(self, inputs):
+        if self.contiguous:
+            call_inputs = [t if t.is_contiguous() else t.contiguous() for t in inputs]
+        else:
+            call_inputs = inputs
+        outs = self.fn(*call_inputs)
+        if self.writeback:
+            with torch.no_grad():
+                for i, o in self.writeback:
+                    inputs[i].copy_(outs[o])
+        if self.detach:
+            outs = [o.detach() if i in self.detach else o for i, o in enumerate(outs)]
+        return _rebuild(self.output_spec, outs, inputs)
+
+
+def _rebuild(spec, outs, inputs):
+    kind = spec[0]
+    if kind == "out":
+        return outs[spec[1]]
+    if kind == "in":
+        return inputs[spec[1]]
+    if kind == "const":
+        return spec[1]
+    if kind == "tuple":
+        return tuple(_rebuild(s, outs, inputs) for s in spec[1])
+    if kind == "list":
+        return [_rebuild(s, outs, inputs) for s in spec[1]]
+    return {k: _rebuild(s, outs, inputs) for k, s in spec[1]}
+
+
+class _Outputs:
+    """Collects graph outputs while describing the frame's return value."""
+
+    def __init__(self, ctx: TraceContext):
+        self.ctx = ctx
+        self.values: list = []
+        self.index: dict = {}  # id(TensorVar) -> output index
+        self.requires_grad: list = []
+        self.input_index = {src.name(): i for i, src in enumerate(ctx.input_sources)}
+
+    def add_value(self, value, requires_grad: bool) -> int:
+        self.values.append(value)
+        self.requires_grad.append(requires_grad)
+        return len(self.values) - 1
+
+    def spec(self, vt: VT):
+        if isinstance(vt, TensorVar):
+            name = vt.source.name() if vt.source is not None else None
+            if name in self.input_index and self.ctx.input_vars[name] is vt and \
+                    name not in self.ctx.mutated and \
+                    vt.value is self.ctx.builder.inputs[self.input_index[name]]:
+                return ("in", self.input_index[name])  # eager returns the very object
+            if name in self.ctx.mutated:
+                return ("in", self.input_index[name])  # mutated in place, then returned
+            if id(vt) not in self.index:
+                self.index[id(vt)] = self.add_value(vt.value, vt.requires_grad)
+            return ("out", self.index[id(vt)])
+        if isinstance(vt, ConstVar):
+            if isinstance(vt.value, torch.Tensor):
+                raise Unsupported("RB012", "returning a tensor constant")
+            return ("const", vt.value)
+        if isinstance(vt, TupleVar):
+            return ("tuple", [self.spec(i) for i in vt.items])
+        if isinstance(vt, ListVar):
+            return ("list", [self.spec(i) for i in vt.items])
+        if isinstance(vt, DictVar):
+            return ("dict", [(k, self.spec(v)) for k, v in vt.items.items()])
+        raise Unsupported("RB012", f"returning {vt!r}")
+
+
+def default_passes() -> list:
+    try:
+        from ir.passes.manager import DEFAULT_PIPELINE
+        from ir.passes.registry import all_passes
+    except ImportError:
+        return []
+    registered = all_passes()
+    return [p for p in DEFAULT_PIPELINE if p in registered]
+
+
+def build_entry(ctx: TraceContext, output: VT, backend_name: str, options: dict,
+                guard_list: list) -> Entry:
+    """Graph, backend and runtime plan for a finished trace."""
+    start = time.perf_counter()
+    outs = _Outputs(ctx)
+    spec = outs.spec(output)
+    writeback = []
+    for i, src in enumerate(ctx.input_sources):
+        if src.name() in ctx.mutated:
+            _, tv = ctx.mutated[src.name()]
+            writeback.append((i, outs.add_value(tv.value, False)))
+    graph = ctx.builder.build(outs.values)
+    passes = options["passes"] if options["passes"] is not None else default_passes()
+    if passes:
+        from ir.passes.manager import run_pipeline
+
+        graph = run_pipeline(graph, passes)
+    notes = []
+    backend = get_backend(backend_name)
+    needs_grad = any(outs.requires_grad)
+    if needs_grad and not backend.differentiable:
+        notes.append(f"autograd: outputs require grad, so this graph runs on 'eager' "
+                     f"(backend {backend_name!r} does not differentiate)")
+        backend = get_backend("eager")
+    fn = backend.compile_graph(graph, dict(options["backend_options"]))
+    detach = frozenset(i for i, rg in enumerate(outs.requires_grad)
+                       if not rg and backend.differentiable)
+    entry = Entry(GuardSet(guard_list, list(ctx.input_sources)), graph, fn, spec, writeback,
+                  detach, contiguous=backend.name not in ("eager", "interp"),
+                  backend=backend.name, notes=notes)
+    entry.compile_time_s = time.perf_counter() - start
+    return entry
+
+
+def fallback_entry(ctx: TraceContext, reason: Unsupported, guard_list: list) -> Entry:
+    """An entry that runs the frame eagerly: the trace up to `reason` used only these facts."""
+    return Entry(GuardSet(guard_list, []), reason=reason)
+
+
+def is_constant(value) -> bool:
+    return isinstance(value, CONSTANT_TYPES)

@@ -1,0 +1,1 @@
+"""The bytecode tracer: symbolic frames, opcode handlers, values, the torch table."""

@@ -1,0 +1,569 @@
+"""What calls, attribute reads, subscripts and operators mean on symbolic values.
+
+Owns: the dispatch from a callable to its treatment — inline a user function,
+apply a torch-table entry (refcomp/tracer/torch_table.py), call an nn.Module
+(refcomp/tracer/modules.py), evaluate a pure builtin on constants — and the
+Python-level semantics of operators on constants and containers.  Anything else
+raises Unsupported with a reason id.  Spec: spec/tracer.md, "Calls".
+"""
+
+from __future__ import annotations
+
+import builtins
+import math
+import operator
+import types
+
+import torch
+
+from refcomp.reasons import Unsupported
+from refcomp.sources import (
+    ATTR,
+    MODULE,
+    AttrSource,
+    BuiltinSource,
+    GlobalSource,
+    ItemSource,
+    Source,
+)
+from refcomp.tracer import torch_table
+from refcomp.tracer.context import module_attr_source
+from refcomp.tracer.values import (
+    VT,
+    CellVar,
+    ConstVar,
+    DictVar,
+    ExitVar,
+    FunctionVar,
+    GradModeVar,
+    IteratorVar,
+    ListVar,
+    MethodVar,
+    NullVar,
+    TensorVar,
+    TupleVar,
+    as_python,
+)
+
+# Modules whose attributes are trusted not to change: reading torch.relu installs no
+# guard.  See spec/guards.md, "Deliberately not guarded".
+TRUSTED_MODULES = (torch, torch.nn.functional, torch.nn, math, operator, builtins)
+
+_BINARY = {"+": operator.add, "-": operator.sub, "*": operator.mul, "/": operator.truediv,
+           "//": operator.floordiv, "%": operator.mod, "**": operator.pow,
+           "@": operator.matmul, "&": operator.and_, "|": operator.or_, "^": operator.xor,
+           "<<": operator.lshift, ">>": operator.rshift, "<": operator.lt,
+           "<=": operator.le, "==": operator.eq, "!=": operator.ne, ">": operator.gt,
+           ">=": operator.ge}
+_INPLACE_METHOD = {"+": "add_", "-": "sub_", "*": "mul_", "/": "div_", "//": "floor_divide_",
+                   "%": "remainder_", "**": "pow_", "&": "bitwise_and_", "|": "bitwise_or_",
+                   "^": "bitwise_xor_"}
+_UNARY = {"neg": operator.neg, "pos": operator.pos, "invert": operator.invert}
+
+# Builtins evaluated directly when every argument is a constant (pure, no side effects).
+PURE_BUILTINS = {abs, all, any, bool, divmod, float, int, isinstance, issubclass, len, max,
+                 min, pow, repr, round, sorted, str, sum, tuple, list, hash, chr, ord,
+                 reversed, range, slice, type, callable, hasattr}
+PURE_FUNCTIONS = {v for m in (math, operator) for v in vars(m).values() if callable(v)}
+
+_DISABLED_ATTR = "_refcomp_disabled"
+
+
+# --- reading names and attributes -----------------------------------------------------------
+def load_global(tx, name: str) -> VT:
+    if name in tx.f_globals:
+        value = tx.f_globals[name]
+        source = GlobalSource(name) if tx.globals_source is None else ItemSource(
+            tx.globals_source, name)
+        return tx.ctx.wrap(value, source)
+    if name in tx.f_builtins:
+        return tx.ctx.wrap(tx.f_builtins[name], BuiltinSource(name))
+    raise Unsupported("RB017", f"name {name!r} is not defined")
+
+
+def load_attr(tx, obj: VT, name: str) -> VT:
+    if isinstance(obj, TensorVar):
+        return torch_table.tensor_attr(tx.ctx, obj, name)
+    if isinstance(obj, (TupleVar, ListVar, DictVar)):
+        return MethodVar(name, obj, name)
+    if not isinstance(obj, ConstVar):
+        raise Unsupported("RB013", f"attribute {name!r} of {obj!r}")
+    value = obj.value
+    if isinstance(value, types.ModuleType) and value in TRUSTED_MODULES:
+        return tx.ctx.wrap(_getattr(value, name), None)
+    if isinstance(value, torch.nn.Module):
+        attr = _getattr(value, name)
+        if isinstance(attr, types.MethodType) and attr.__self__ is value:
+            return MethodVar(attr.__func__, obj, name)
+        if obj.source is None:
+            return tx.ctx.wrap(attr, None)
+        return tx.ctx.wrap(attr, module_attr_source(value, obj.source, name))
+    attr = _getattr(value, name)
+    if isinstance(attr, types.MethodType) and isinstance(attr.__func__, types.FunctionType) \
+            and not _is_torch_function(attr.__func__):
+        return MethodVar(attr.__func__, obj, name)
+    source = AttrSource(obj.source, name, ATTR) if obj.source is not None else None
+    return tx.ctx.wrap(attr, source)
+
+
+def _getattr(value, name):
+    try:
+        return getattr(value, name)
+    except AttributeError as e:
+        raise Unsupported("RB017", str(e)) from None
+
+
+# --- subscripts -----------------------------------------------------------------------------
+def getitem(tx, obj: VT, index: VT) -> VT:
+    if isinstance(obj, TensorVar):
+        return torch_table.tensor_getitem(tx.ctx, obj, index)
+    key = as_python(require_const(tx, index, "subscript"))
+    if isinstance(obj, (TupleVar, ListVar)):
+        if isinstance(key, slice):
+            return type(obj)(obj.items[key])
+        try:
+            return obj.items[key]
+        except (IndexError, TypeError) as e:
+            raise Unsupported("RB017", f"index {key!r}: {e}") from None
+    if isinstance(obj, DictVar):
+        if key not in obj.items:
+            raise Unsupported("RB017", f"KeyError {key!r}")
+        return obj.items[key]
+    if isinstance(obj, ConstVar):
+        value = obj.value
+        if isinstance(value, (torch.nn.ModuleList, torch.nn.Sequential, torch.nn.ModuleDict)):
+            if isinstance(key, slice):
+                raise Unsupported("RB013", "slicing a ModuleList/Sequential")
+            names = list(value._modules)
+            name = key if isinstance(value, torch.nn.ModuleDict) else names[key]
+            source = AttrSource(obj.source, name, MODULE) if obj.source is not None else None
+            return tx.ctx.wrap(value._modules[name], source)
+        try:
+            return tx.ctx.wrap(value[key], ItemSource(obj.source, key) if obj.source else None)
+        except Exception as e:
+            raise Unsupported("RB017", f"{type(value).__name__}[{key!r}]: {e}") from None
+    raise Unsupported("RB013", f"subscript of {obj!r}")
+
+
+def setitem(tx, obj: VT, index: VT, value: VT) -> None:
+    if isinstance(obj, TensorVar):
+        torch_table.tensor_setitem(tx.ctx, obj, index, value)
+        return
+    if isinstance(obj, (ListVar, DictVar)) and obj.source is None:
+        key = as_python(require_const(tx, index, "subscript"))
+        if isinstance(obj, ListVar):
+            obj.items[key] = value
+        else:
+            obj.items[key] = value
+        return
+    raise Unsupported("RB008", f"item assignment into {obj!r}, which outlives the frame")
+
+
+# --- operators ------------------------------------------------------------------------------
+def binary(tx, sym: str, a: VT, b: VT) -> VT:
+    if isinstance(a, TensorVar) or isinstance(b, TensorVar):
+        return torch_table.call_torch(tx.ctx, _BINARY[sym], [a, b], {})
+    if isinstance(a, (TupleVar, ListVar)) or isinstance(b, (TupleVar, ListVar)):
+        return _sequence_op(sym, a, b)
+    if isinstance(a, ConstVar) and isinstance(b, ConstVar):
+        return _fold(_BINARY[sym], a.value, b.value)
+    if sym in ("==", "!=") and all(isinstance(v, (TupleVar, ListVar, ConstVar)) for v in (a, b)):
+        return _fold(_BINARY[sym], as_python(a), as_python(b))
+    raise Unsupported("RB013", f"operator {sym} on {a!r}, {b!r}")
+
+
+def _sequence_op(sym, a, b):
+    if sym == "+" and type(a) is type(b):
+        return type(a)(a.items + b.items)
+    if sym == "*":
+        seq, n = (a, b) if isinstance(a, (TupleVar, ListVar)) else (b, a)
+        if isinstance(n, ConstVar) and isinstance(n.value, int):
+            return type(seq)(seq.items * n.value)
+    if sym in ("==", "!="):
+        return _fold(_BINARY[sym], as_python(a), as_python(b))
+    raise Unsupported("RB013", f"operator {sym} on {a!r}, {b!r}")
+
+
+def inplace_binary(tx, sym: str, a: VT, b: VT) -> VT:
+    if isinstance(a, TensorVar):
+        # `x += y` on a tensor is the in-place method: the caller's tensor changes.
+        return torch_table.call_torch(tx.ctx, getattr(torch.Tensor, _INPLACE_METHOD[sym]),
+                                      [a, b], {})
+    if isinstance(a, ListVar) and sym == "+":
+        if a.source is not None:
+            raise Unsupported("RB008", "`+=` on a list that outlives the frame")
+        a.items.extend(iterate(tx, b))
+        return a
+    return binary(tx, sym, a, b)
+
+
+def unary(tx, name: str, a: VT) -> VT:
+    if isinstance(a, TensorVar):
+        return torch_table.call_torch(tx.ctx, _UNARY[name], [a], {})
+    return _fold(_UNARY[name], as_python(require_const(tx, a, "operand")))
+
+
+def _fold(fn, *args, **kwargs) -> ConstVar:
+    try:
+        return ConstVar(fn(*args, **kwargs))
+    except Exception as e:
+        raise Unsupported("RB017", f"{getattr(fn, '__name__', fn)}: {e}") from None
+
+
+def is_same(a: VT, b: VT) -> bool:
+    if isinstance(a, ConstVar) and isinstance(b, ConstVar):
+        return a.value is b.value
+    if isinstance(a, ConstVar) or isinstance(b, ConstVar):
+        return False  # a symbolic value is never a given real object (None, a module...)
+    return a is b
+
+
+def contains(tx, container: VT, item: VT) -> bool:
+    if isinstance(container, DictVar):
+        return as_python(require_const(tx, item, "key")) in container.items
+    if isinstance(container, (TupleVar, ListVar)):
+        if isinstance(item, TensorVar):
+            raise Unsupported("RB003", "`tensor in sequence` compares tensor values")
+        return as_python(item) in [as_python(i) for i in container.items
+                                   if not isinstance(i, TensorVar)]
+    if isinstance(container, ConstVar) and isinstance(item, ConstVar):
+        return item.value in container.value
+    raise Unsupported("RB013", f"`in` on {container!r}")
+
+
+def truth(tx, v: VT) -> bool:
+    if isinstance(v, TensorVar):
+        raise Unsupported("RB003", "the truth value of a tensor")
+    if isinstance(v, (TupleVar, ListVar, DictVar)):
+        return bool(v.items)
+    if isinstance(v, ConstVar):
+        return bool(v.value)
+    return True
+
+
+def key_of(v: VT):
+    return as_python(v)
+
+
+def require_const(tx, v: VT, what: str) -> VT:
+    if isinstance(v, TensorVar):
+        raise Unsupported("RB002", f"{what} needs a tensor's value")
+    return v
+
+
+def iterate(tx, obj: VT) -> list:
+    """The items a `for` loop over `obj` visits (loops are unrolled)."""
+    if isinstance(obj, (TupleVar, ListVar)):
+        return list(obj.items)
+    if isinstance(obj, DictVar):
+        return [ConstVar(k) for k in obj.items]
+    if isinstance(obj, IteratorVar):
+        return obj.items[obj.pos:]
+    if isinstance(obj, TensorVar):
+        return torch_table.unbind(tx.ctx, obj)
+    if isinstance(obj, ConstVar):
+        value = obj.value
+        if isinstance(value, (torch.nn.ModuleList, torch.nn.Sequential)):
+            return [getitem(tx, obj, ConstVar(i)) for i in range(len(value))]
+        if isinstance(value, torch.nn.ModuleDict):
+            return [ConstVar(k) for k in value._modules]
+        if isinstance(value, (range, str, bytes, tuple, frozenset)) or type(value) in (
+                list, dict, set):
+            if obj.source is not None and not isinstance(value, (range, str, bytes)):
+                return iterate(tx, tx.ctx.wrap(value, obj.source))
+            return [ConstVar(v) for v in value]
+    raise Unsupported("RB013", f"iteration over {obj!r}")
+
+
+# --- calls ----------------------------------------------------------------------------------
+def call_function(tx, fn: VT, args: list, kwargs: dict) -> VT:
+    if isinstance(fn, FunctionVar):
+        return inline(tx, fn.code, fn.f_globals, args, kwargs, fn.defaults, fn.kwdefaults,
+                      fn.closure, None)
+    if isinstance(fn, MethodVar):
+        return _call_method(tx, fn, args, kwargs)
+    if isinstance(fn, ExitVar):
+        tx.ctx.set_grad_enabled(fn.previous)
+        return ConstVar(None)
+    if isinstance(fn, NullVar) or not isinstance(fn, ConstVar):
+        raise Unsupported("RB004", f"call of {fn!r}")
+    value = fn.value
+    if getattr(value, _DISABLED_ATTR, False):
+        raise Unsupported("RB016", f"{getattr(value, '__qualname__', value)}")
+    if isinstance(value, torch.nn.Module):
+        from refcomp.tracer import modules
+
+        return modules.call_module(tx, fn, args, kwargs)
+    grad = _grad_mode_call(tx, value, args, kwargs)
+    if grad is not None:
+        return grad
+    if torch_table.has_entry(value):
+        return torch_table.call_torch(tx.ctx, value, args, kwargs)
+    special = _BUILTIN_HANDLERS.get(value) if _hashable(value) else None
+    if special is not None:
+        return special(tx, args, kwargs)
+    if isinstance(value, types.MethodType) and isinstance(value.__func__, types.FunctionType):
+        return call_function(tx, MethodVar(value.__func__, tx.ctx.wrap(value.__self__, None),
+                                           value.__name__), args, kwargs)
+    if isinstance(value, types.FunctionType) and not _is_torch_function(value):
+        src = fn.source
+        closure = _real_closure(tx, value, src)
+        globals_source = None if value.__globals__ is tx_root(tx).f_globals else \
+            _GlobalsDict(value)
+        return inline(tx, value.__code__, value.__globals__, args, kwargs,
+                      _wrap_defaults(tx, value), _wrap_kwdefaults(tx, value), closure,
+                      globals_source)
+    if _hashable(value) and (value in PURE_BUILTINS or value in PURE_FUNCTIONS):
+        if all(_is_constant(v) for v in list(args) + list(kwargs.values())):
+            return _fold(value, *[as_python(a) for a in args],
+                         **{k: as_python(v) for k, v in kwargs.items()})
+    if value is print:
+        raise Unsupported("RB008", "print() inside the compiled frame")
+    if _is_torch_function(value) or isinstance(value, types.BuiltinFunctionType):
+        raise Unsupported("RB004", f"{getattr(value, '__module__', '')}."
+                                   f"{getattr(value, '__qualname__', value)} is not in the"
+                                   " torch table")
+    raise Unsupported("RB004", f"call of {type(value).__name__} {value!r}")
+
+
+def tx_root(tx):
+    while tx.parent is not None:
+        tx = tx.parent
+    return tx
+
+
+class _GlobalsDict(Source):
+    """The globals dict of an inlined function from another module (held as a constant)."""
+
+    def __init__(self, fn):
+        self.module = fn.__module__
+        self.globals = fn.__globals__
+
+    def name(self):
+        return f"G[{self.module!r}]"
+
+    def expr(self, cg):
+        return cg.const(self.globals)
+
+
+def _is_constant(v: VT) -> bool:
+    try:
+        as_python(v)
+        return True
+    except TypeError:
+        return False
+
+
+def _hashable(value) -> bool:
+    try:
+        hash(value)
+        return True
+    except TypeError:
+        return False
+
+
+def _is_torch_function(fn) -> bool:
+    module = getattr(fn, "__module__", None) or ""
+    return module == "torch" or module.startswith("torch.")
+
+
+def _wrap_defaults(tx, fn) -> tuple:
+    return tuple(tx.ctx.wrap(v, None) for v in (fn.__defaults__ or ()))
+
+
+def _wrap_kwdefaults(tx, fn) -> dict:
+    return {k: tx.ctx.wrap(v, None) for k, v in (fn.__kwdefaults__ or {}).items()}
+
+
+def _real_closure(tx, fn, fn_source) -> tuple:
+    cells = []
+    for i, cell in enumerate(fn.__closure__ or ()):
+        try:
+            contents = cell.cell_contents
+        except ValueError:
+            raise Unsupported("RB017", "empty closure cell") from None
+        source = None
+        if fn_source is not None:
+            source = AttrSource(ItemSource(AttrSource(fn_source, "__closure__"), i),
+                                "cell_contents")
+        cellvar = CellVar(tx.ctx.wrap(contents, source))
+        cellvar.real = True
+        cells.append(cellvar)
+    return tuple(cells)
+
+
+def inline(tx, code, f_globals, args, kwargs, defaults, kwdefaults, closure, globals_source):
+    from refcomp.tracer.frame import InstructionTranslator, bind_arguments
+
+    locals_ = bind_arguments(code, list(args), dict(kwargs), tuple(defaults), dict(kwdefaults))
+    cells = dict(zip(code.co_freevars, closure))
+    child = InstructionTranslator(tx.ctx, code, f_globals, tx.f_builtins, locals_, cells,
+                                  parent=tx, globals_source=globals_source)
+    return child.run()
+
+
+def _call_method(tx, m: MethodVar, args, kwargs) -> VT:
+    self_vt = m.self_vt
+    if isinstance(self_vt, TensorVar):
+        method = getattr(torch.Tensor, m.name, None)
+        if method is None or not torch_table.has_entry(method):
+            raise Unsupported("RB005", f"Tensor.{m.name}")
+        return torch_table.call_torch(tx.ctx, method, [self_vt] + list(args), kwargs)
+    if isinstance(self_vt, (TupleVar, ListVar, DictVar)):
+        return _container_method(tx, self_vt, m.name, args, kwargs)
+    if isinstance(m.fn, types.FunctionType):
+        return call_function(tx, ConstVar(m.fn), [self_vt] + list(args), kwargs)
+    raise Unsupported("RB004", f"method {m.name} of {self_vt!r}")
+
+
+def _container_method(tx, obj, name, args, kwargs) -> VT:
+    if isinstance(obj, DictVar):
+        if name == "items":
+            return ListVar([TupleVar([ConstVar(k), v]) for k, v in obj.items.items()])
+        if name == "keys":
+            return ListVar([ConstVar(k) for k in obj.items])
+        if name == "values":
+            return ListVar(list(obj.items.values()))
+        if name == "get":
+            key = as_python(args[0])
+            default = args[1] if len(args) > 1 else ConstVar(None)
+            return obj.items.get(key, default)
+    if isinstance(obj, (ListVar, TupleVar)):
+        if name == "index" and not kwargs:
+            return ConstVar([as_python(i) for i in obj.items].index(as_python(args[0])))
+        if name == "count" and not kwargs:
+            return ConstVar([as_python(i) for i in obj.items].count(as_python(args[0])))
+    if isinstance(obj, ListVar) and name in ("append", "extend", "insert", "pop"):
+        if obj.source is not None:
+            raise Unsupported("RB008", f"list.{name} on a list that outlives the frame")
+        if name == "append":
+            obj.items.append(args[0])
+        elif name == "extend":
+            obj.items.extend(iterate(tx, args[0]))
+        elif name == "insert":
+            obj.items.insert(as_python(args[0]), args[1])
+        else:
+            return obj.items.pop(*(as_python(a) for a in args))
+        return ConstVar(None)
+    raise Unsupported("RB013", f"{obj.python_type().__name__}.{name}")
+
+
+def _grad_mode_call(tx, value, args, kwargs):
+    if value is torch.no_grad or value is torch.enable_grad:
+        return GradModeVar(value is torch.enable_grad)
+    if value is torch.set_grad_enabled:
+        mode = bool(as_python(args[0] if args else kwargs["mode"]))
+        previous = tx.ctx.grad_enabled
+        tx.ctx.set_grad_enabled(mode)
+        return GradModeVar(mode, applied=True, previous=previous)
+    if value is torch.is_grad_enabled:
+        return ConstVar(tx.ctx.grad_enabled)
+    return None
+
+
+# --- builtins that see symbolic values ------------------------------------------------------
+def _len(tx, args, kwargs):
+    (obj,) = args
+    if isinstance(obj, (TupleVar, ListVar, DictVar)):
+        return ConstVar(len(obj.items))
+    if isinstance(obj, TensorVar):
+        if obj.meta.dim() == 0:
+            raise Unsupported("RB017", "len() of a 0-d tensor")
+        return ConstVar(int(obj.meta.shape[0]))
+    return _fold(len, as_python(obj))
+
+
+def _range_like(fn):
+    def handler(tx, args, kwargs):
+        return ConstVar(fn(*[as_python(require_const(tx, a, "range bound")) for a in args]))
+    return handler
+
+
+def _enumerate(tx, args, kwargs):
+    start = as_python(args[1]) if len(args) > 1 else as_python(kwargs.get("start",
+                                                                          ConstVar(0)))
+    return ListVar([TupleVar([ConstVar(i + start), v])
+                    for i, v in enumerate(iterate(tx, args[0]))])
+
+
+def _zip(tx, args, kwargs):
+    if kwargs:
+        raise Unsupported("RB013", "zip(strict=...)")
+    columns = [iterate(tx, a) for a in args]
+    return ListVar([TupleVar(list(row)) for row in zip(*columns)])
+
+
+def _list(tx, args, kwargs):
+    return ListVar(iterate(tx, args[0]) if args else [])
+
+
+def _tuple(tx, args, kwargs):
+    return TupleVar(iterate(tx, args[0]) if args else [])
+
+
+def _reversed(tx, args, kwargs):
+    return ListVar(list(reversed(iterate(tx, args[0]))))
+
+
+def _isinstance(tx, args, kwargs):
+    obj, cls = args
+    cls = as_python(cls)
+    if isinstance(obj, TensorVar):
+        return ConstVar(issubclass(torch.Tensor, cls) if isinstance(cls, type) else any(
+            issubclass(torch.Tensor, c) for c in cls))
+    if isinstance(obj, ConstVar):
+        return ConstVar(isinstance(obj.value, cls))
+    return ConstVar(issubclass(obj.python_type(), cls) if isinstance(cls, type) else any(
+        issubclass(obj.python_type(), c) for c in cls))
+
+
+def _getattr_builtin(tx, args, kwargs):
+    name = as_python(args[1])
+    try:
+        return load_attr(tx, args[0], name)
+    except Unsupported:
+        if len(args) > 2:
+            return args[2]
+        raise
+
+
+def _minmax(fn, tensor_fn):
+    def handler(tx, args, kwargs):
+        items = iterate(tx, args[0]) if len(args) == 1 else list(args)
+        if any(isinstance(i, TensorVar) for i in items):
+            if len(items) != 2:
+                raise Unsupported("RB003", f"{fn.__name__}() over tensors compares values")
+            return torch_table.call_torch(tx.ctx, tensor_fn, items, {})
+        return _fold(fn, [as_python(i) for i in items])
+    return handler
+
+
+def _sum(tx, args, kwargs):
+    items = iterate(tx, args[0])
+    total = args[1] if len(args) > 1 else ConstVar(0)
+    for item in items:
+        total = binary(tx, "+", total, item)
+    return total
+
+
+def _to_python_number(fn):
+    def handler(tx, args, kwargs):
+        if args and isinstance(args[0], TensorVar):
+            raise Unsupported("RB002", f"{fn.__name__}(tensor)")
+        return _fold(fn, *[as_python(a) for a in args])
+    return handler
+
+
+def _abs(tx, args, kwargs):
+    if isinstance(args[0], TensorVar):
+        return torch_table.call_torch(tx.ctx, torch.abs, args, {})
+    return _fold(abs, as_python(args[0]))
+
+
+_BUILTIN_HANDLERS = {
+    len: _len, range: _range_like(range), enumerate: _enumerate, zip: _zip, list: _list,
+    tuple: _tuple, reversed: _reversed, isinstance: _isinstance, getattr: _getattr_builtin,
+    min: _minmax(min, torch.minimum), max: _minmax(max, torch.maximum), sum: _sum,
+    int: _to_python_number(int), float: _to_python_number(float),
+    bool: _to_python_number(bool), abs: _abs,
+}

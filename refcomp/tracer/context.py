@@ -1,0 +1,168 @@
+"""The state shared by one trace: graph builder, graph inputs, guards, mutations.
+
+Owns: `TraceContext` and `wrap`, which turns a real Python value read from a
+source into a symbolic value and installs the guards that reading it implies
+(tensor facts, constant values, object identity, container lengths).  Must not
+know opcodes.  Spec: spec/guards.md, "Which fact yields which guard".
+"""
+
+from __future__ import annotations
+
+import types
+from typing import Optional
+
+import torch
+
+from ir import GraphBuilder, TensorType
+from ir.types import BY_TORCH_NAME
+from refcomp import guards as G
+from refcomp.reasons import Unsupported
+from refcomp.sources import BUFFER, MODULE, PARAM, AttrSource, ItemSource, Source
+from refcomp.tracer.values import VT, ConstVar, DictVar, ListVar, TensorVar, TupleVar
+
+# Immutable values whose equality is their identity for tracing purposes.
+CONSTANT_TYPES = (int, float, bool, str, type(None), complex, bytes)
+
+
+def ir_dtype(dtype: torch.dtype):
+    name = str(dtype).split(".")[-1]
+    if name not in BY_TORCH_NAME:
+        raise Unsupported("RB013", f"dtype {dtype} has no IR dtype")
+    return BY_TORCH_NAME[name]
+
+
+def ir_device(device: torch.device) -> str:
+    return device.type if device.index in (None, 0) else str(device)
+
+
+def torch_dtype(d) -> torch.dtype:
+    return getattr(torch, d.torch_name)
+
+
+def meta_like(t: torch.Tensor, requires_grad: bool) -> torch.Tensor:
+    m = torch.empty_strided(tuple(t.shape), tuple(t.stride()), dtype=t.dtype, device="meta")
+    return m.requires_grad_(requires_grad) if requires_grad else m
+
+
+class TraceContext:
+    """One capture of one frame (with everything inlined into it)."""
+
+    def __init__(self, name: str = "forward"):
+        self.builder = GraphBuilder(name)
+        self.guards: dict = {}  # key -> Guard (deduplicated)
+        self.input_sources: list[Source] = []
+        self.input_vars: dict = {}  # source name -> TensorVar (as first read)
+        self.objects: dict = {}  # source name -> VT (reads are cached per source)
+        self.grad_enabled = torch.is_grad_enabled()
+        self.mutated: dict = {}  # source name -> (source, latest TensorVar)
+        self.used_grad_toggle = False
+        self.viewed: set = set()  # alias ids of tensors that have views (see torch_table)
+        self.id_objects: list = []  # objects under ID_MATCH (modules are held weakly)
+        self.add_guard(G.GRAD_MODE, None, self.grad_enabled)
+        self.add_guard(G.DEFAULT_DTYPE, None, torch.get_default_dtype())
+
+    # --- guards -----------------------------------------------------------------------------
+    def add_guard(self, kind, source: Optional[Source], expected, sources=()) -> None:
+        key = (kind, source.name() if source is not None else None)
+        if key not in self.guards:
+            self.guards[key] = G.Guard(kind, source, expected, tuple(sources))
+
+    # --- reading real values ------------------------------------------------------------------
+    def wrap(self, value, source: Optional[Source]) -> VT:
+        """A symbolic view of a real value read from `source` (guards installed)."""
+        if source is not None and source.name() in self.objects:
+            return self.objects[source.name()]
+        vt = self._wrap(value, source)
+        if source is not None:
+            self.objects[source.name()] = vt
+        return vt
+
+    def _wrap(self, value, source):
+        if isinstance(value, torch.Tensor):
+            return self._wrap_tensor(value, source)
+        if source is None:
+            return self._wrap_unsourced(value)
+        if isinstance(value, CONSTANT_TYPES):
+            self.add_guard(G.EQUALS_MATCH, source, value)
+            return ConstVar(value, source)
+        if type(value) in (list, tuple):
+            self.add_guard(G.LENGTH_CHECK, source, (type(value), len(value)))
+            items = [self.wrap(v, ItemSource(source, i)) for i, v in enumerate(value)]
+            return (ListVar if type(value) is list else TupleVar)(items, source)
+        if type(value) is dict:
+            if not all(isinstance(k, CONSTANT_TYPES) for k in value):
+                raise Unsupported("RB012", f"dict {source.name()} has non-constant keys")
+            self.add_guard(G.DICT_KEYS, source, tuple(value))
+            return DictVar({k: self.wrap(v, ItemSource(source, k)) for k, v in value.items()},
+                           source)
+        if isinstance(value, (torch.dtype, torch.device)):
+            self.add_guard(G.EQUALS_MATCH, source, value)
+            return ConstVar(value, source)
+        if isinstance(value, (types.FunctionType, types.BuiltinFunctionType, types.ModuleType,
+                              type, torch.nn.Module, types.MethodType,
+                              types.MethodWrapperType, types.WrapperDescriptorType,
+                              types.MethodDescriptorType, types.BuiltinMethodType)):
+            self.add_guard(G.ID_MATCH, source, (id(value), _describe(value)))
+            self.id_objects.append(value)
+            return ConstVar(value, source)
+        # Any other object: its exact type, then each attribute read is guarded on its own.
+        self.add_guard(G.TYPE_MATCH, source, type(value))
+        return ConstVar(value, source)
+
+    def _wrap_unsourced(self, value):
+        if isinstance(value, torch.Tensor):
+            raise Unsupported("RB012", "a tensor reached without a source (cannot be an input)")
+        if type(value) in (list, tuple):
+            items = [self._wrap_unsourced(v) for v in value]
+            return (ListVar if type(value) is list else TupleVar)(items)
+        return ConstVar(value)
+
+    def _wrap_tensor(self, t: torch.Tensor, source: Optional[Source]) -> TensorVar:
+        if source is None:
+            raise Unsupported("RB012", "a tensor reached without a source (cannot be an input)")
+        if t.is_sparse or t.is_quantized or t.layout != torch.strided or t.is_complex():
+            raise Unsupported("RB013", f"{source.name()} is a {t.layout}/{t.dtype} tensor")
+        if type(t) not in (torch.Tensor, torch.nn.Parameter):
+            raise Unsupported("RB013", f"{source.name()} is a tensor subclass {type(t).__name__}")
+        facts = G.tensor_facts(t)
+        self.add_guard(G.TENSOR_MATCH, source, facts)
+        ttype = TensorType(ir_dtype(t.dtype), tuple(t.shape), ir_device(t.device))
+        value = self.builder.input(f"a{len(self.input_sources)}", ttype)
+        self.input_sources.append(source)
+        var = TensorVar(value, meta_like(t, t.requires_grad), requires_grad=t.requires_grad,
+                        source=source)
+        self.input_vars[source.name()] = var
+        return var
+
+    def set_grad_enabled(self, enabled: bool) -> None:
+        self.grad_enabled = bool(enabled)
+        self.used_grad_toggle = True
+
+    # --- mutation ---------------------------------------------------------------------------
+    def record_mutation(self, old: TensorVar, new: TensorVar) -> None:
+        """`old` (a graph input) now holds `new`'s value; written back after the graph runs."""
+        if old.source is None or old.source.name() not in self.input_vars:
+            raise Unsupported("RB010", "in-place op on a tensor that is not a graph input")
+        self.mutated[old.source.name()] = (old.source, new)
+
+    def finish_guards(self) -> list:
+        if self.mutated:
+            sources = [s for s in self.input_sources]
+            if len(sources) > 1:
+                self.add_guard(G.NO_ALIASING, None, None, sources)
+        return list(self.guards.values())
+
+
+def module_attr_source(module: torch.nn.Module, base: Source, name: str) -> Source:
+    """Where `module.name` lives, so guards read the right dict directly."""
+    if name in module.__dict__:
+        return AttrSource(base, name)
+    for where in (PARAM, BUFFER, MODULE):
+        if name in module.__dict__.get(where, {}):
+            return AttrSource(base, name, where)
+    return AttrSource(base, name)
+
+
+def _describe(value) -> str:
+    name = getattr(value, "__qualname__", None) or getattr(value, "__name__", None)
+    return name if name else type(value).__name__

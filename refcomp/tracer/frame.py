@@ -1,0 +1,205 @@
+"""The symbolic frame: stack, locals, cells, instruction pointer, and the run loop.
+
+Owns: `InstructionTranslator` (one per traced or inlined frame): it walks the
+instructions of a code object from `dis`, dispatching each to the handler of the
+same name (refcomp/tracer/opcodes.py), and `trace`, the entry point that captures
+a function call into a graph.  Calls are resolved in refcomp/tracer/calls.py.
+Must not know guards' code generation or the cache.  Spec: spec/tracer.md.
+"""
+
+from __future__ import annotations
+
+import dis
+import inspect
+import sys
+from dataclasses import dataclass
+from typing import Optional
+
+from refcomp.reasons import Unsupported
+from refcomp.sources import ClosureSource, LocalSource
+from refcomp.tracer.context import TraceContext
+from refcomp.tracer.opcodes import OpcodeHandlers
+from refcomp.tracer.values import VT, CellVar, ConstVar, DictVar, TupleVar
+
+MAX_INLINE_DEPTH = 32
+_GENERATOR_FLAGS = (inspect.CO_GENERATOR | inspect.CO_COROUTINE | inspect.CO_ASYNC_GENERATOR
+                    | inspect.CO_ITERABLE_COROUTINE)
+
+
+class _Return(Exception):
+    def __init__(self, value: VT):
+        self.value = value
+
+
+_INSTRUCTIONS: dict = {}  # code object -> (instructions, offset -> index); code is immutable
+
+
+def _instructions(code):
+    cached = _INSTRUCTIONS.get(code)
+    if cached is None:
+        insts = list(dis.get_instructions(code))
+        cached = (insts, {inst.offset: i for i, inst in enumerate(insts)})
+        _INSTRUCTIONS[code] = cached
+    return cached
+
+
+def check_code_supported(code) -> None:
+    """Reject frames the tracer cannot capture as a whole (version, generators, try)."""
+    if sys.version_info[:2] != (3, 11):
+        raise Unsupported("RB007", f"running on Python {sys.version.split()[0]}")
+    if code.co_flags & _GENERATOR_FLAGS:
+        raise Unsupported("RB014", f"{code.co_name} is a generator or coroutine")
+    insts, _ = _instructions(code)
+    for i, inst in enumerate(insts):
+        # A `with` block's handler starts PUSH_EXC_INFO, WITH_EXCEPT_START; any other
+        # handler belongs to try/except or try/finally.
+        if inst.opname == "PUSH_EXC_INFO" and (
+                i + 1 >= len(insts) or insts[i + 1].opname != "WITH_EXCEPT_START"):
+            err = Unsupported("RB006", f"{code.co_name} has a try block")
+            err.locate(code.co_filename, _line_of(insts, i), "PUSH_EXC_INFO")
+            raise err
+
+
+def _line_of(insts, index) -> Optional[int]:
+    for inst in reversed(insts[:index + 1]):
+        if inst.starts_line is not None:
+            return inst.starts_line
+    return None
+
+
+class InstructionTranslator(OpcodeHandlers):
+    """Symbolically executes one code object; inlined calls get a child translator."""
+
+    def __init__(self, ctx: TraceContext, code, f_globals, f_builtins, locals_: dict,
+                 cells: dict, *, parent=None, globals_source=None):
+        check_code_supported(code)
+        self.ctx = ctx
+        self.code = code
+        self.f_globals = f_globals
+        self.f_builtins = f_builtins
+        self.locals: dict = locals_  # name -> VT
+        self.cells: dict = cells  # name -> CellVar (cellvars and freevars)
+        self.stack: list = []
+        self.parent = parent
+        self.depth = 0 if parent is None else parent.depth + 1
+        self.globals_source = globals_source  # None: the root function's globals (G)
+        self.kw_names: tuple = ()
+        self.instructions, self.index_of = _instructions(code)
+        self.ip = 0
+        self.current = None
+        if self.depth > MAX_INLINE_DEPTH:
+            raise Unsupported("RB015", f"inlining {code.co_name} at depth {self.depth}")
+
+    # --- the loop ---------------------------------------------------------------------------
+    def run(self) -> VT:
+        try:
+            while True:
+                inst = self.instructions[self.ip]
+                self.current = inst
+                self.ip += 1
+                handler = getattr(self, inst.opname, None)
+                if handler is None:
+                    raise Unsupported("RB001", f"opcode {inst.opname}")
+                handler(inst)
+        except _Return as r:
+            return r.value
+        except Unsupported as e:
+            e.locate(self.code.co_filename, _line_of(self.instructions, self.ip - 1),
+                     f"{self.current.opname} {self.current.argrepr}".strip())
+            raise
+
+    def jump(self, inst) -> None:
+        self.ip = self.index_of[inst.argval]
+
+    def push(self, vt: VT) -> None:
+        self.stack.append(vt)
+
+    def pop(self) -> VT:
+        return self.stack.pop()
+
+    def popn(self, n: int) -> list:
+        if n == 0:
+            return []
+        items = self.stack[-n:]
+        del self.stack[-n:]
+        return items
+
+    def return_(self, value: VT):
+        raise _Return(value)
+
+    def location(self) -> str:
+        line = _line_of(self.instructions, max(self.ip - 1, 0))
+        return f"{self.code.co_filename}:{line}"
+
+
+@dataclass
+class TraceResult:
+    ctx: TraceContext
+    output: VT  # the frame's return value, symbolically
+
+
+def bind_arguments(code, args: list, kwargs: dict, defaults: tuple, kwdefaults: dict) -> dict:
+    """Bind VT arguments to the parameters of `code` like a Python call does."""
+    names = code.co_varnames
+    npos, nkw = code.co_argcount, code.co_kwonlyargcount
+    pos_names, kw_names = names[:npos], names[npos:npos + nkw]
+    has_varargs = bool(code.co_flags & inspect.CO_VARARGS)
+    has_varkw = bool(code.co_flags & inspect.CO_VARKEYWORDS)
+    out: dict = {}
+    if len(args) > npos and not has_varargs:
+        raise Unsupported("RB017", f"{code.co_name}() takes {npos} positional arguments"
+                                   f" but {len(args)} were given")
+    for name, value in zip(pos_names, args):
+        out[name] = value
+    extra_kw = {}
+    for key, value in kwargs.items():
+        if key in out:
+            raise Unsupported("RB017", f"{code.co_name}() got multiple values for {key!r}")
+        if key in pos_names[code.co_posonlyargcount:] or key in kw_names:
+            out[key] = value
+        elif has_varkw:
+            extra_kw[key] = value
+        else:
+            raise Unsupported("RB017", f"{code.co_name}() got an unexpected keyword {key!r}")
+    first_default = npos - len(defaults)
+    for i, name in enumerate(pos_names):
+        if name not in out:
+            if i < first_default:
+                raise Unsupported("RB017", f"{code.co_name}() missing argument {name!r}")
+            out[name] = defaults[i - first_default]
+    for name in kw_names:
+        if name not in out:
+            if name not in kwdefaults:
+                raise Unsupported("RB017", f"{code.co_name}() missing argument {name!r}")
+            out[name] = kwdefaults[name]
+    index = npos + nkw
+    if has_varargs:
+        out[names[index]] = TupleVar(args[npos:])
+        index += 1
+    if has_varkw:
+        out[names[index]] = DictVar(extra_kw)
+    return out
+
+
+def trace(fn, bound_locals: dict, ctx: TraceContext) -> TraceResult:
+    """Capture a call of the Python function `fn` with real argument values."""
+    code = fn.__code__
+    locals_ = {name: ctx.wrap(value, LocalSource(name)) for name, value in bound_locals.items()}
+    cells = {}
+    for i, (name, cell) in enumerate(zip(code.co_freevars, fn.__closure__ or ())):
+        try:
+            contents = cell.cell_contents
+        except ValueError:  # an empty cell: reading it raises NameError in eager too
+            raise Unsupported("RB017", f"closure variable {name!r} is unbound") from None
+        cells[name] = CellVar(ctx.wrap(contents, ClosureSource(i, name)))
+        cells[name].real = True  # a store into it is a side effect (RB008)
+    builtins = fn.__globals__.get("__builtins__", __builtins__)
+    if not isinstance(builtins, dict):
+        builtins = builtins.__dict__
+    tx = InstructionTranslator(ctx, code, fn.__globals__, builtins, locals_, cells)
+    output = tx.run()
+    return TraceResult(ctx, output)
+
+
+def const(value) -> ConstVar:
+    return ConstVar(value)

@@ -1,0 +1,340 @@
+"""One handler per CPython 3.11 opcode, named as `dis` names it.
+
+Owns: the stack effect of each supported instruction.  What a call, attribute
+read or operator *means* is decided in refcomp/tracer/calls.py; this module only
+moves values between the stack, locals, cells and the instruction pointer.
+An opcode without a handler raises Unsupported("RB001").  Spec: spec/tracer.md,
+"Supported opcodes" (tested against this class's handler list).
+"""
+
+from __future__ import annotations
+
+import dis
+
+from refcomp.reasons import Unsupported
+from refcomp.tracer import calls
+from refcomp.tracer.values import (
+    NULL,
+    CellVar,
+    ConstVar,
+    DictVar,
+    ExitVar,
+    FunctionVar,
+    GradModeVar,
+    IteratorVar,
+    ListVar,
+    TupleVar,
+    as_python,
+)
+
+# BINARY_OP's oparg indexes this table (CPython's NB_* order); 13.. are the `x op= y` forms.
+NB_OPS = [sym for _, sym in dis._nb_ops]
+
+
+class OpcodeHandlers:
+    # --- no-ops -----------------------------------------------------------------------------
+    def NOP(self, inst):
+        pass
+
+    RESUME = NOP
+    CACHE = NOP
+    EXTENDED_ARG = NOP
+
+    # --- stack shuffles ---------------------------------------------------------------------
+    def POP_TOP(self, inst):
+        self.pop()
+
+    def PUSH_NULL(self, inst):
+        self.push(NULL)
+
+    def COPY(self, inst):
+        self.push(self.stack[-inst.arg])
+
+    def SWAP(self, inst):
+        i = inst.arg
+        self.stack[-1], self.stack[-i] = self.stack[-i], self.stack[-1]
+
+    # --- locals, constants, globals, cells --------------------------------------------------
+    def LOAD_CONST(self, inst):
+        self.push(ConstVar(inst.argval))
+
+    def LOAD_FAST(self, inst):
+        if inst.argval not in self.locals:
+            raise Unsupported("RB017", f"local {inst.argval!r} read before assignment")
+        self.push(self.locals[inst.argval])
+
+    def STORE_FAST(self, inst):
+        self.locals[inst.argval] = self.pop()
+
+    def DELETE_FAST(self, inst):
+        self.locals.pop(inst.argval, None)
+
+    def LOAD_GLOBAL(self, inst):
+        if inst.arg & 1:
+            self.push(NULL)
+        self.push(calls.load_global(self, inst.argval))
+
+    def STORE_GLOBAL(self, inst):
+        raise Unsupported("RB008", f"assignment to global {inst.argval!r}")
+
+    def MAKE_CELL(self, inst):
+        name = inst.argval
+        self.cells[name] = CellVar(self.locals.pop(name, None))
+
+    def COPY_FREE_VARS(self, inst):
+        pass  # the closure cells were bound when the frame was created
+
+    def LOAD_CLOSURE(self, inst):
+        self.push(self.cells[inst.argval])
+
+    def LOAD_DEREF(self, inst):
+        cell = self.cells[inst.argval]
+        if cell.contents is None:
+            raise Unsupported("RB017", f"free variable {inst.argval!r} read before assignment")
+        self.push(cell.contents)
+
+    def STORE_DEREF(self, inst):
+        cell = self.cells[inst.argval]
+        if getattr(cell, "real", False):
+            raise Unsupported("RB008", f"assignment to closure variable {inst.argval!r}")
+        cell.contents = self.pop()
+
+    # --- attributes and items ---------------------------------------------------------------
+    def LOAD_ATTR(self, inst):
+        self.push(calls.load_attr(self, self.pop(), inst.argval))
+
+    def LOAD_METHOD(self, inst):
+        # Always the [NULL, bound callable] form: CALL treats both forms alike.
+        obj = self.pop()
+        self.push(NULL)
+        self.push(calls.load_attr(self, obj, inst.argval))
+
+    def STORE_ATTR(self, inst):
+        obj = self.pop()
+        self.pop()
+        raise Unsupported("RB008", f"assignment to attribute {inst.argval!r} of {obj!r}")
+
+    def BINARY_SUBSCR(self, inst):
+        index = self.pop()
+        obj = self.pop()
+        self.push(calls.getitem(self, obj, index))
+
+    def STORE_SUBSCR(self, inst):
+        index, obj, value = self.pop(), self.pop(), self.pop()
+        calls.setitem(self, obj, index, value)
+
+    def DELETE_SUBSCR(self, inst):
+        raise Unsupported("RB008", "del obj[key]")
+
+    # --- operators --------------------------------------------------------------------------
+    def BINARY_OP(self, inst):
+        b, a = self.pop(), self.pop()
+        sym = NB_OPS[inst.arg]
+        if sym.endswith("=") and sym not in ("==",):
+            self.push(calls.inplace_binary(self, sym[:-1], a, b))
+        else:
+            self.push(calls.binary(self, sym, a, b))
+
+    def COMPARE_OP(self, inst):
+        b, a = self.pop(), self.pop()
+        self.push(calls.binary(self, inst.argval, a, b))
+
+    def IS_OP(self, inst):
+        b, a = self.pop(), self.pop()
+        result = calls.is_same(a, b)
+        self.push(ConstVar(result != bool(inst.arg)))
+
+    def CONTAINS_OP(self, inst):
+        container, item = self.pop(), self.pop()
+        result = calls.contains(self, container, item)
+        self.push(ConstVar(result != bool(inst.arg)))
+
+    def UNARY_NEGATIVE(self, inst):
+        self.push(calls.unary(self, "neg", self.pop()))
+
+    def UNARY_POSITIVE(self, inst):
+        self.push(calls.unary(self, "pos", self.pop()))
+
+    def UNARY_INVERT(self, inst):
+        self.push(calls.unary(self, "invert", self.pop()))
+
+    def UNARY_NOT(self, inst):
+        self.push(ConstVar(not calls.truth(self, self.pop())))
+
+    # --- building containers ----------------------------------------------------------------
+    def BUILD_TUPLE(self, inst):
+        self.push(TupleVar(self.popn(inst.arg)))
+
+    def BUILD_LIST(self, inst):
+        self.push(ListVar(self.popn(inst.arg)))
+
+    def BUILD_MAP(self, inst):
+        items = self.popn(2 * inst.arg)
+        self.push(DictVar({calls.key_of(items[i]): items[i + 1]
+                           for i in range(0, len(items), 2)}))
+
+    def BUILD_CONST_KEY_MAP(self, inst):
+        keys = as_python(self.pop())
+        values = self.popn(inst.arg)
+        self.push(DictVar(dict(zip(keys, values))))
+
+    def BUILD_SLICE(self, inst):
+        parts = [as_python(calls.require_const(self, v, "slice bound"))
+                 for v in self.popn(inst.arg)]
+        self.push(ConstVar(slice(*parts)))
+
+    def BUILD_STRING(self, inst):
+        parts = [as_python(v) for v in self.popn(inst.arg)]
+        self.push(ConstVar("".join(parts)))
+
+    def FORMAT_VALUE(self, inst):
+        spec = as_python(self.pop()) if (inst.arg & 0x04) else ""
+        value = as_python(calls.require_const(self, self.pop(), "f-string value"))
+        conv = {1: str, 2: repr, 3: ascii}.get(inst.arg & 0x03)
+        self.push(ConstVar(format(conv(value) if conv else value, spec)))
+
+    def LIST_APPEND(self, inst):
+        item = self.pop()
+        self.stack[-inst.arg].items.append(item)
+
+    def LIST_EXTEND(self, inst):
+        items = calls.iterate(self, self.pop())
+        self.stack[-inst.arg].items.extend(items)
+
+    def LIST_TO_TUPLE(self, inst):
+        self.push(TupleVar(self.pop().items))
+
+    def MAP_ADD(self, inst):
+        value, key = self.pop(), self.pop()
+        self.stack[-inst.arg].items[calls.key_of(key)] = value
+
+    def DICT_UPDATE(self, inst):
+        other = self.pop()
+        if not isinstance(other, DictVar):
+            raise Unsupported("RB013", f"dict update with {other!r}")
+        self.stack[-inst.arg].items.update(other.items)
+
+    DICT_MERGE = DICT_UPDATE
+
+    def UNPACK_SEQUENCE(self, inst):
+        items = calls.iterate(self, self.pop())
+        if len(items) != inst.arg:
+            raise Unsupported("RB017", f"cannot unpack {len(items)} values into {inst.arg}")
+        for item in reversed(items):
+            self.push(item)
+
+    def UNPACK_EX(self, inst):
+        items = calls.iterate(self, self.pop())
+        before, after = inst.arg & 0xFF, inst.arg >> 8
+        if len(items) < before + after:
+            raise Unsupported("RB017", "not enough values to unpack")
+        middle = ListVar(items[before:len(items) - after])
+        for item in reversed(items[len(items) - after:]):
+            self.push(item)
+        self.push(middle)
+        for item in reversed(items[:before]):
+            self.push(item)
+
+    # --- calls ------------------------------------------------------------------------------
+    def KW_NAMES(self, inst):
+        self.kw_names = self.code.co_consts[inst.arg]
+
+    def PRECALL(self, inst):
+        pass
+
+    def CALL(self, inst):
+        args = self.popn(inst.arg)
+        fn, first = self.pop(), self.pop()
+        if first is not NULL:  # [method, self, args] form
+            fn, args = first, [fn] + args
+        kw_names, self.kw_names = self.kw_names, ()
+        kwargs = {}
+        if kw_names:
+            kwargs = dict(zip(kw_names, args[len(args) - len(kw_names):]))
+            args = args[:len(args) - len(kw_names)]
+        self.push(calls.call_function(self, fn, args, kwargs))
+
+    def CALL_FUNCTION_EX(self, inst):
+        kwargs = self.pop() if inst.arg & 1 else DictVar({})
+        args = self.pop()
+        fn = self.pop()
+        if self.stack and self.stack[-1] is NULL:
+            self.pop()
+        if not isinstance(kwargs, DictVar):
+            raise Unsupported("RB013", "**kwargs that is not a dict")
+        self.push(calls.call_function(self, fn, calls.iterate(self, args), dict(kwargs.items)))
+
+    def MAKE_FUNCTION(self, inst):
+        code = self.pop().value
+        closure = self.pop().items if inst.arg & 0x08 else ()
+        if inst.arg & 0x04:
+            self.pop()  # annotations: not needed to run the function
+        kwdefaults = self.pop().items if inst.arg & 0x02 else {}
+        defaults = tuple(self.pop().items) if inst.arg & 0x01 else ()
+        self.push(FunctionVar(code, self.f_globals, defaults, kwdefaults, tuple(closure),
+                              code.co_name))
+
+    def RETURN_VALUE(self, inst):
+        self.return_(self.pop())
+
+    # --- jumps and loops --------------------------------------------------------------------
+    def JUMP_FORWARD(self, inst):
+        self.jump(inst)
+
+    JUMP_BACKWARD = JUMP_FORWARD
+    JUMP_BACKWARD_NO_INTERRUPT = JUMP_FORWARD
+
+    def _jump_if(self, inst, predicate):
+        if predicate(self.pop()):
+            self.jump(inst)
+
+    def POP_JUMP_FORWARD_IF_TRUE(self, inst):
+        self._jump_if(inst, lambda v: calls.truth(self, v))
+
+    def POP_JUMP_FORWARD_IF_FALSE(self, inst):
+        self._jump_if(inst, lambda v: not calls.truth(self, v))
+
+    def POP_JUMP_FORWARD_IF_NONE(self, inst):
+        self._jump_if(inst, lambda v: calls.is_same(v, ConstVar(None)))
+
+    def POP_JUMP_FORWARD_IF_NOT_NONE(self, inst):
+        self._jump_if(inst, lambda v: not calls.is_same(v, ConstVar(None)))
+
+    POP_JUMP_BACKWARD_IF_TRUE = POP_JUMP_FORWARD_IF_TRUE
+    POP_JUMP_BACKWARD_IF_FALSE = POP_JUMP_FORWARD_IF_FALSE
+    POP_JUMP_BACKWARD_IF_NONE = POP_JUMP_FORWARD_IF_NONE
+    POP_JUMP_BACKWARD_IF_NOT_NONE = POP_JUMP_FORWARD_IF_NOT_NONE
+
+    def JUMP_IF_TRUE_OR_POP(self, inst):
+        if calls.truth(self, self.stack[-1]):
+            self.jump(inst)
+        else:
+            self.pop()
+
+    def JUMP_IF_FALSE_OR_POP(self, inst):
+        if not calls.truth(self, self.stack[-1]):
+            self.jump(inst)
+        else:
+            self.pop()
+
+    def GET_ITER(self, inst):
+        obj = self.pop()
+        self.push(obj if isinstance(obj, IteratorVar) else IteratorVar(calls.iterate(self, obj)))
+
+    def FOR_ITER(self, inst):
+        item = self.stack[-1].next()
+        if item is None:
+            self.pop()
+            self.jump(inst)
+        else:
+            self.push(item)
+
+    # --- with blocks (grad mode only) ----------------------------------------------------
+    def BEFORE_WITH(self, inst):
+        ctx_vt = self.pop()
+        if not isinstance(ctx_vt, GradModeVar):
+            raise Unsupported("RB013", f"`with` on {ctx_vt!r}: only grad-mode contexts")
+        previous = ctx_vt.previous if ctx_vt.applied else self.ctx.grad_enabled
+        self.ctx.set_grad_enabled(ctx_vt.enabled)
+        self.push(ExitVar(previous))
+        self.push(ConstVar(None))

@@ -1,0 +1,186 @@
+"""Symbolic values on the tracer's stack: tensors record IR, the rest are real objects.
+
+Owns: `TensorVar` (an IR value plus a meta tensor holding torch's own idea of its
+dtype and shape), `ConstVar` (a real Python object), the containers
+`TupleVar`/`ListVar`/`DictVar`, `IteratorVar`, `CellVar`, `FunctionVar` (a function
+made by MAKE_FUNCTION while tracing), `MethodVar` (a method bound to a symbolic
+self) and `NullVar` (the NULL that 3.11 pushes below a callable).  Each may carry
+the `Source` it was read from, so guards can name it.  Must not know opcodes or
+the torch table.  Spec: spec/tracer.md, "Values".
+"""
+
+from __future__ import annotations
+
+from typing import Any, Optional
+
+from refcomp.sources import Source
+
+
+class VT:
+    """A value on the symbolic stack."""
+
+    source: Optional[Source] = None
+
+    def python_type(self):
+        raise NotImplementedError
+
+
+class NullVar(VT):
+    def __repr__(self):
+        return "NULL"
+
+
+NULL = NullVar()
+
+
+class TensorVar(VT):
+    """A tensor being traced.
+
+    value: the ir.Value that holds it.  meta: a tensor on the meta device with
+    torch's dtype, shape and strides (the type oracle).  requires_grad: what
+    `t.requires_grad` would be in eager.  grad_cut: made by detach()/no_grad from a
+    value that carried gradients.  alias: identity of the storage it views (tensors
+    with the same alias object share memory in eager).  is_view: made by a view op.
+    """
+
+    def __init__(self, value, meta, *, requires_grad=False, grad_cut=False, alias=None,
+                 is_view=False, source=None):
+        self.value = value
+        self.meta = meta
+        self.requires_grad = requires_grad
+        self.grad_cut = grad_cut
+        self.alias = alias if alias is not None else object()
+        self.is_view = is_view
+        self.source = source
+
+    def python_type(self):
+        import torch
+
+        return torch.Tensor
+
+    def __repr__(self):
+        return f"TensorVar({self.value!r})"
+
+
+class ConstVar(VT):
+    """A real Python object (number, string, module, function, dtype...)."""
+
+    def __init__(self, value: Any, source: Optional[Source] = None):
+        self.value = value
+        self.source = source
+
+    def python_type(self):
+        return type(self.value)
+
+    def __repr__(self):
+        return f"ConstVar({self.value!r})"
+
+
+class TupleVar(VT):
+    def __init__(self, items, source=None):
+        self.items = list(items)
+        self.source = source
+
+    def python_type(self):
+        return tuple
+
+    def __repr__(self):
+        return f"TupleVar({self.items})"
+
+
+class ListVar(VT):
+    def __init__(self, items, source=None):
+        self.items = list(items)
+        self.source = source
+
+    def python_type(self):
+        return list
+
+    def __repr__(self):
+        return f"ListVar({self.items})"
+
+
+class DictVar(VT):
+    """A dict with constant keys (Python values) and symbolic values."""
+
+    def __init__(self, items: dict, source=None):
+        self.items = dict(items)
+        self.source = source
+
+    def python_type(self):
+        return dict
+
+
+class IteratorVar(VT):
+    """An iterator over a list of symbolic values known at trace time (loops unroll)."""
+
+    def __init__(self, items):
+        self.items = list(items)
+        self.pos = 0
+
+    def next(self) -> Optional[VT]:
+        if self.pos >= len(self.items):
+            return None
+        self.pos += 1
+        return self.items[self.pos - 1]
+
+
+class CellVar(VT):
+    """A closure cell created during tracing (MAKE_CELL) or read from a real closure."""
+
+    def __init__(self, contents: Optional[VT] = None):
+        self.contents = contents
+
+
+class FunctionVar(VT):
+    """A function created by MAKE_FUNCTION inside the traced code (inlined when called)."""
+
+    def __init__(self, code, f_globals, defaults, kwdefaults, closure, name):
+        self.code = code
+        self.f_globals = f_globals
+        self.defaults = defaults  # tuple of VT
+        self.kwdefaults = kwdefaults  # dict name -> VT
+        self.closure = closure  # tuple of CellVar
+        self.name = name
+
+
+class MethodVar(VT):
+    """`obj.method` where obj is symbolic: a function plus the self it is bound to."""
+
+    def __init__(self, fn, self_vt: VT, name: str):
+        self.fn = fn  # a Python function or a tensor-method name (str) for TensorVar
+        self.self_vt = self_vt
+        self.name = name
+
+
+class GradModeVar(VT):
+    """`torch.no_grad()` / `torch.enable_grad()` / `set_grad_enabled(b)` as a context."""
+
+    def __init__(self, enabled: bool, applied: bool = False, previous: bool = True):
+        self.enabled = enabled
+        self.applied = applied  # set_grad_enabled(b) takes effect at the call, not at `with`
+        self.previous = previous
+
+
+class ExitVar(VT):
+    """The `__exit__` that BEFORE_WITH leaves on the stack: restores grad mode."""
+
+    def __init__(self, previous: bool):
+        self.previous = previous
+
+
+def is_const(vt: VT) -> bool:
+    return isinstance(vt, ConstVar)
+
+
+def as_python(vt: VT):
+    """The Python value of a constant or a container of constants; TypeError otherwise."""
+    if isinstance(vt, ConstVar):
+        return vt.value
+    if isinstance(vt, TupleVar):
+        return tuple(as_python(i) for i in vt.items)
+    if isinstance(vt, ListVar):
+        return [as_python(i) for i in vt.items]
+    if isinstance(vt, DictVar):
+        return {k: as_python(v) for k, v in vt.items.items()}
+    raise TypeError(f"{vt!r} has no constant Python value")
