@@ -5,9 +5,10 @@ implementation with the semantics of the op's numpy `ref` (ir/ops/), and the
 plan that runs a graph through that table.  Must not know: the frontend.
 Spec: spec/codegen.md, "Backends".
 
-Compile time builds a plan: one step `(fn, operand slots, result slot)` per node,
-with attributes, dtype casts and dims already resolved, so a call is one tight
-loop over a list of slots.  Tensors stay on their device; nothing is detached
+Compile time builds a plan: one step `(fn, operands, results)` per node, with
+attributes, dtype casts and dims already resolved, emitted as a straight-line
+Python function (one line per step), so a call costs little beyond the torch
+calls.  Tensors stay on their device; nothing is detached
 and no input is written, so torch records autograd (differentiable=True).
 Random ops use torch's generator: under `torch.manual_seed` they draw exactly
 what eager torch.rand/randn would at the same point of the program.
@@ -36,7 +37,7 @@ from codegen.backends import Backend, register_backend
 from codegen.torch_bridge import torch_dtype
 from ir.graph import Graph, Node
 from ir.ops import rules
-from ir.ops.registry import all_ops
+from ir.ops.registry import CREATION, all_ops
 from ir.scalar import compute_dtypes
 from ir.types import is_symbolic, u8
 
@@ -416,8 +417,31 @@ def _checked(step, node: Node):
     return check
 
 
+# Layout ops whose torch result may be a view of their first operand.
+_VIEW_OPS = frozenset({"reshape", "permute", "slice", "squeeze", "unsqueeze", "expand"})
+
+
+def _constant_value(node: Node, fn: Callable):
+    """The tensor a creation node always makes, made once now; None if it must run per call.
+
+    Note [Cached constants]: `full`, `arange` and `constant` with static attributes
+    make the same tensor on every call, so the plan makes it once.  Steps never write
+    their operands, so sharing is safe; outputs that may alias a cached constant are
+    cloned before they reach the caller (see `compile_graph`).  The tensor is made
+    outside inference mode so that later calls that record autograd can save it.
+    """
+    if node.op.category != CREATION or node.body is not None or _symbolic_attr_names(node):
+        return None
+    with torch.inference_mode(False), torch.no_grad():
+        return fn()
+
+
 def compile_graph(graph: Graph, options: dict) -> Callable:
     """Plan `graph` and return `fn(*tensors) -> list[Tensor]`.
+
+    The plan is one step per node: (torch function, operand values, result values).
+    It is emitted as a straight-line Python function, one line per step, so a call
+    costs the torch calls and little else; `fn.plan_source` holds that code.
 
     Options: `check` (bool, default False) checks every step's result dtype and
     shape against the IR type, for tests.
@@ -428,44 +452,38 @@ def compile_graph(graph: Graph, options: dict) -> Callable:
     check = bool(options.get("check", False))
     bindings = _symbol_bindings(graph)
     symbols = [s for s, _, _ in bindings]
-    n_inputs = len(graph.inputs)
-    # Slots: the inputs, then the per-call sizes tuple, then one per node result.
-    slot = {v: i for i, v in enumerate(graph.inputs)}
-    sizes_slot = n_inputs
-    n_slots = n_inputs + 1
-    steps = []  # (fn, operand slots, result slot or tuple of slots)
-    for node in graph.nodes:
+    names = {v: f"x{i}" for i, v in enumerate(graph.inputs)}
+    namespace: dict = {}  # step functions and cached constants, by generated name
+    lines = [f"def eager_fn({', '.join(names[v] for v in graph.inputs)}):"]
+    if any(_symbolic_attr_names(node) for node in graph.nodes):
+        sizes = "".join(f"{names[graph.inputs[i]]}.shape[{d}], " for _, i, d in bindings)
+        lines.append(f"    sizes = ({sizes})")
+    may_alias_constant = set()
+    for k, node in enumerate(graph.nodes):
         fn = _make_step(node, symbols, options)
-        if check:
-            fn = _checked(fn, node)
-        operands = [slot[v] for v in node.inputs]
-        if _symbolic_attr_names(node) and node.body is None:
-            operands.append(sizes_slot)
-        outs = []
+        results = []
         for value in node.outputs:
-            slot[value] = n_slots
-            outs.append(n_slots)
-            n_slots += 1
-        steps.append((fn, tuple(operands), outs[0] if len(outs) == 1 else tuple(outs)))
-    out_slots = [slot[v] for v in graph.outputs]
-    size_of = [(i, d) for _, i, d in bindings]
-    padding = [None] * (n_slots - n_inputs)
-
-    def eager_fn(*tensors) -> list:
-        if len(tensors) != n_inputs:
-            raise TypeError(f"@{graph.name} takes {n_inputs} tensors, got {len(tensors)}")
-        env = list(tensors) + padding
-        if size_of:
-            env[sizes_slot] = tuple(tensors[i].shape[d] for i, d in size_of)
-        for fn, operands, out in steps:
-            result = fn(*[env[i] for i in operands])
-            if type(out) is int:
-                env[out] = result
-            else:
-                for i, r in zip(out, result):
-                    env[i] = r
-        return [env[i] for i in out_slots]
-
+            names[value] = f"v{len(names)}"
+            results.append(names[value])
+        constant = None if check else _constant_value(node, fn)
+        if constant is not None:
+            namespace[results[0]] = constant
+            may_alias_constant.add(node.outputs[0])
+            continue
+        if node.op.name in _VIEW_OPS and node.inputs[0] in may_alias_constant:
+            may_alias_constant.add(node.outputs[0])
+        namespace[f"f{k}"] = _checked(fn, node) if check else fn
+        operands = [names[v] for v in node.inputs]
+        if _symbolic_attr_names(node) and node.body is None:
+            operands.append("sizes")
+        lines.append(f"    {', '.join(results)} = f{k}({', '.join(operands)})")
+    outputs = [f"{names[v]}.clone()" if v in may_alias_constant else names[v]
+               for v in graph.outputs]
+    lines.append(f"    return [{', '.join(outputs)}]")
+    source = "\n".join(lines) + "\n"
+    exec(compile(source, f"<eager plan for @{graph.name}>", "exec"), namespace)
+    eager_fn = namespace["eager_fn"]
+    eager_fn.plan_source = source
     return eager_fn
 
 

@@ -62,7 +62,7 @@ def test_backends_equal_interpreter(case, layout):
     graph, args = case
     want = run(graph, args)
     tensors = [as_tensor(a, v.type.dtype, layout) for a, v in zip(args, graph.inputs)]
-    for name, options in (("eager", {"check": True}), ("interp", {})):
+    for name, options in (("eager", {"check": True}), ("eager", {}), ("interp", {})):
         fn = get_backend(name).compile_graph(graph, options)
         got = fn(*tensors)
         assert len(got) == len(want)
@@ -453,3 +453,28 @@ def test_torch_bridge_round_trips_every_dtype():
     # bf16 values survive the trip through float32 storage exactly.
     t = torch.tensor([1.0 / 3, -2.5e-3, 3e38], dtype=torch.bfloat16)
     assert torch.equal(from_numpy(to_numpy(t), bf16), t)
+
+
+CONSTANT_TEXT = """func @f(%x: f32[2]) -> (f32[2], f32[1,1], f32[2]) {
+  %0 = full {value=2.0} : f32[]
+  %1 = mul %x, %0 : f32[2]
+  %2 = reshape %0 {shape=[1,1]} : f32[1,1]
+  %3 = constant {data=[1.0, 2.0], dtype=f32} : f32[2]
+  return %1, %2, %3
+}"""
+
+
+def test_eager_constants_are_made_once_and_never_handed_out():
+    from ir import parse
+
+    with torch.inference_mode():  # compiling here must not make inference-only tensors
+        fn = get_backend("eager").compile_graph(parse(CONSTANT_TEXT), {})
+    assert "full" not in fn.plan_source and "f0(" not in fn.plan_source  # made at compile
+    x = torch.ones(2, requires_grad=True)
+    scaled, view, data = fn(x)
+    scaled.sum().backward()
+    assert torch.equal(x.grad, torch.full((2,), 2.0))
+    view.fill_(-1.0)  # the caller owns its outputs: writing them changes no later call
+    data.fill_(-1.0)
+    again = fn(x)
+    assert again[1].item() == 2.0 and again[2].tolist() == [1.0, 2.0]
