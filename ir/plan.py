@@ -245,8 +245,8 @@ def check_plan(graph: Graph, sizes: Optional[dict] = None) -> list[str]:
         if s.value not in live:
             continue
         if tuple(s.live) != live[s.value]:
-            problems.append(f"{nm(s.value)}: live={list(s.live)} but the graph says"
-                            f" {list(live[s.value])}")
+            problems.append(f"{nm(s.value)}: live={_span(s.live)} but the graph says"
+                            f" {_span(live[s.value])}")
         if not provably_nonneg(s.offset):
             problems.append(f"{nm(s.value)}: offset {s.offset} may be negative")
         if not provably_nonneg(s.size - s.value.type.nbytes()):
@@ -264,10 +264,14 @@ def check_plan(graph: Graph, sizes: Optional[dict] = None) -> list[str]:
             if not (provably_nonneg(b.offset - (a.offset + a.size))
                     or provably_nonneg(a.offset - (b.offset + b.size))):
                 problems.append(f"{nm(a.value)} and {nm(b.value)} overlap while both are live"
-                                f" (steps {list(a.live)} and {list(b.live)})")
+                                f" (steps {_span(a.live)} and {_span(b.live)})")
     if sizes is not None and not problems:
         problems += _check_concrete(plan, sizes, nm)
     return problems
+
+
+def _span(live) -> str:
+    return f"[{live[0]},{live[1]}]"
 
 
 def _is_reuse_pair(first: Slot, second: Slot) -> bool:

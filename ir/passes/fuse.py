@@ -111,6 +111,13 @@ def region_domain(members: list[Node], producers: dict) -> Domain:
                               f" {_dom(*other)})")
         reduced = {reduced_shape(shape, dims, True), reduced_shape(shape, dims, False)}
     else:
+        # Without reductions every computed value of rank > 0 is FULL: name a layout op
+        # on one before the shape mismatch it causes.
+        for node in members:
+            for v in node.inputs:
+                root, chain = trace(v, producers)
+                if chain and producers.get(root) in member_set and root.type.rank > 0:
+                    _row_broadcast(FULL, chain, (), set())
         shapes = {tuple(n.outputs[0].type.shape) for n in members
                   if n.outputs[0].type.rank > 0}
         if len(shapes) > 1:
@@ -268,8 +275,8 @@ def _vertical(groups: _Groups) -> None:
             if producer is None or (producer.op.name == "full" and is_free(producer)):
                 continue
             if not is_work(producer):
-                groups.refuse(producer, node, f"{producer.op.name} is a {producer.op.category}"
-                              " op, a region boundary")
+                groups.refuse(producer, node, f"{producer.op.name} ({producer.op.category})"
+                              " is a region boundary")
                 continue
             groups.try_merge(producer, node, (producer, node))
 

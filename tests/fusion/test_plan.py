@@ -1,0 +1,211 @@
+"""Memory plans (spec/memory.md): the checker on every plan, planted errors rejected,
+in-place reuse, symbolic plans, the text form, and the arena executor."""
+
+import dataclasses
+
+import numpy as np
+import pytest
+from hypothesis import given
+
+from ir import GraphBuilder, TensorType, check, parse, print_graph, run
+from ir.passes.fuse import fuse
+from ir.passes.manager import random_inputs
+from ir.passes.plan_memory import plan_memory
+from ir.plan import (
+    ALIGN,
+    MemoryPlan,
+    Slot,
+    aligned,
+    check_plan,
+    format_size,
+    provably_nonneg,
+    run_with_plan,
+)
+from ir.types import f32, size_symbol
+from tests.fusion import models
+from tests.strategies import graphs
+
+S0, S1 = size_symbol("s0"), size_symbol("s1")
+
+
+def planned(g):
+    p = plan_memory(fuse(g))
+    assert check_plan(p) == []
+    return p
+
+
+def slot(p, text_name):
+    """The slot of the value printed as `text_name` (e.g. '%0')."""
+    from ir.passes.fuse import value_names
+
+    names = value_names(p)
+    return next(s for s in p.plan.slots if names[s.value] == text_name)
+
+
+def replace_slot(p, old, **changes):
+    slots = [dataclasses.replace(s, **changes) if s is old else s for s in p.plan.slots]
+    out = p.with_nodes(p.nodes)
+    out.plan = MemoryPlan(slots, p.plan.views)
+    return out
+
+
+def test_mlp_plan_reuses_the_matmul_buffer_in_place():
+    g = models.mlp_graph()
+    p = planned(g)
+    # %0 = matmul (dies in the bias+gelu region %1, same size): %1 takes its bytes.
+    first, second = slot(p, "%0"), slot(p, "%1")
+    assert second.reuses is first.value and second.offset == first.offset
+    assert p.plan.arena_bytes() < sum(s.size for s in p.plan.slots)
+    args = random_inputs(g, np.random.default_rng(0))
+    for want, got in zip(run(g, args), run_with_plan(p, args)):
+        np.testing.assert_array_equal(got, want)
+
+
+def test_transformer_block_arena_is_smaller_than_its_buffers():
+    g = models.transformer_block()
+    p = planned(g)
+    total = sum(s.size for s in p.plan.slots)
+    assert p.plan.arena_bytes() * 2 <= total  # liveness lets buffers share bytes
+    args = random_inputs(g, np.random.default_rng(1))
+    for want, got in zip(run(g, args), run_with_plan(p, args)):
+        np.testing.assert_allclose(got, want, rtol=0, atol=0)
+
+
+def test_a_planted_overlap_is_rejected_and_corrupts_results():
+    g = models.transformer_block()
+    p = planned(g)
+    ln1 = slot(p, "%0")  # the ln1 output stays live across the q, k and v projections
+    q_proj = slot(p, "%20")
+    assert ln1.live[1] > q_proj.live[0]
+    bad = replace_slot(p, q_proj, offset=ln1.offset)
+    problems = check_plan(bad)
+    assert any("%0 and %20 overlap while both are live" in m for m in problems), problems
+    args = random_inputs(g, np.random.default_rng(2))
+    (want,), (got,) = run(g, args), run_with_plan(bad, args)
+    assert not np.allclose(got, want), "the arena executor must expose the overlap"
+
+
+def test_planted_errors_are_each_named():
+    g = models.mlp_graph()
+    p = planned(g)
+    first, second = slot(p, "%0"), slot(p, "%1")
+    assert any("reuses %0, which is still live" in m
+               for m in check_plan(replace_slot(p, second, live=(2, 3))) + check_plan(
+                   replace_slot(p, first, live=(0, 2))))
+    assert any("live=[0,5] but the graph says [0,1]" in m
+               for m in check_plan(replace_slot(p, first, live=(0, 5))))
+    assert any("is smaller than" in m for m in check_plan(replace_slot(p, first, size=64)))
+    missing = p.with_nodes(p.nodes)
+    missing.plan = MemoryPlan(p.plan.slots[1:], p.plan.views)
+    assert any("%0 has no buffer in the plan" in m for m in check_plan(missing))
+    visible = p.with_nodes(p.nodes)
+    visible.plan = MemoryPlan(p.plan.slots + [Slot(g.inputs[0], 4096, 512, (0, 0))], [])
+    assert any("%x is planned but is not an intermediate" in m for m in check_plan(visible))
+    assert check_plan(g) == ["the graph has no memory plan"]
+
+
+def test_unsafe_in_place_reuse_is_rejected():
+    # The region reads %0 through a permute: writing %1 over %0 would clobber elements
+    # that later iterations still read.
+    text = """func @f(%x: f32[4,4]) -> f32[4,4] {
+  %0 = matmul %x, %x : f32[4,4]
+  %1 = fused %0 {kind="pointwise"} : f32[4,4] {
+  ^(%2: f32[4,4]):
+    %3 = permute %2 {perm=[1,0]} : f32[4,4]
+    %4 = neg %3 : f32[4,4]
+    return %4
+  }
+  %5 = matmul %1, %x : f32[4,4]
+  return %5
+}
+plan {
+  %0: offset=0, size=64, live=[0,1]
+  %1: offset=0, size=64, live=[1,2], reuses=%0
+  # arena=64 bytes, buffers=128 bytes
+}
+"""
+    p = parse(text)
+    assert print_graph(p) == text
+    assert any("cannot reuse %0 in place: the body reads the operand through permute" in m
+               for m in check_plan(p))
+    fresh = plan_memory(p.with_nodes(p.nodes))
+    assert check_plan(fresh) == [] and all(s.reuses is None for s in fresh.plan.slots)
+
+
+def test_symbolic_plan_is_a_formula_checked_symbolically_and_at_call_time():
+    g = models.mlp_graph(tokens=S0)
+    p = planned(g)
+    assert any(s.offset != 0 and not isinstance(s.offset, int) for s in p.plan.slots)
+    text = print_graph(p)
+    again = parse(text)
+    assert print_graph(again) == text and check_plan(again) == []
+    for n in (1, 3, 5):
+        assert check_plan(p, sizes={S0: n}) == []
+        rng = np.random.default_rng(n)
+        args = [rng.standard_normal([n if d == S0 else d for d in v.type.shape]).astype(
+            np.float32) for v in g.inputs]
+        arena, offsets = p.plan.evaluate({S0: n})
+        assert arena % ALIGN == 0 and all(o % ALIGN == 0 for o in offsets.values())
+        for want, got in zip(run(g, args), run_with_plan(p, args)):
+            np.testing.assert_array_equal(got, want)
+
+
+def test_size_arithmetic():
+    assert aligned(1) == 64 and aligned(64) == 64 and aligned(65) == 128
+    assert aligned(4 * S0) == 64 * S0 and aligned(100 * S0 - 4) == 128 * S0
+    assert provably_nonneg(S0 - 1) and provably_nonneg(S0 * S1 - S0)
+    assert not provably_nonneg(1 - S0) and not provably_nonneg(S0 - S1)
+    assert format_size(64 * S0 ** 2 + 128) == "64*s0*s0+128"
+    assert format_size(S0 - 64) == "s0-64"
+
+
+def test_plan_memory_leaves_its_input_alone():
+    g = fuse(models.mlp_graph())
+    before = print_graph(g)
+    plan_memory(g)
+    assert print_graph(g) == before and g.plan is None
+
+
+@given(graphs(max_nodes=10))
+def test_every_plan_checks_and_runs_fused_or_not(case):
+    g, args = case
+    want = run(g, args)
+    for graph in (g, fuse(g)):  # unfused graphs have many more intermediates to place
+        p = check(plan_memory(graph))
+        assert check_plan(p) == []
+        text = print_graph(p)
+        assert print_graph(parse(text)) == text
+        for expected, got in zip(want, run_with_plan(p, args)):
+            np.testing.assert_array_equal(got, expected)
+
+
+@given(graphs(max_nodes=10, dtypes=(f32,)))
+def test_in_place_chains_on_pointwise_regions_stay_correct(case):
+    # Put a matmul-free boundary (a reduction-free copy through `cat`) between random
+    # regions so that region results become buffers that later regions can take over.
+    g, args = case
+    b = GraphBuilder("wrapped")
+    xs = [b.input(v.name, v.type) for v in g.inputs]
+    env = dict(zip(g.inputs, xs))
+    for node in g.nodes:
+        ins = [env[v] for v in node.inputs]
+        out = b.insert(node.op, ins, node.attrs, [v.type for v in node.outputs])
+        outs = out if isinstance(out, tuple) else (out,)
+        for v, new in zip(node.outputs, outs):
+            env[v] = b.cat([new], dim=0) if new.type.rank > 0 else new
+    wrapped = b.build([env[v] for v in g.outputs])
+    p = check(plan_memory(fuse(wrapped)))
+    assert check_plan(p) == []
+    for expected, got in zip(run(wrapped, args), run_with_plan(p, args)):
+        np.testing.assert_array_equal(got, expected)
+
+
+@pytest.mark.parametrize("n", [2, 4])
+def test_symbolic_plans_evaluate_consistently(n):
+    b = GraphBuilder("two")
+    x = b.input("x", TensorType(f32, (S0, S1)))
+    y = b.cat([b.exp(x)], dim=0)
+    z = b.cat([b.sum(y, dims=[1])], dim=0)
+    g = b.build([b.mul(z, 2.0)])
+    p = planned(g)
+    assert check_plan(p, sizes={S0: n, S1: n + 1}) == []
