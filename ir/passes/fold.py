@@ -55,8 +55,9 @@ def fold(g: Graph) -> Graph:
     equal, or empty; any size, symbolic shapes included: so reshape/expand/permute of
     a scalar and pointwise ops on splats fold without materializing anything), else
     `constant` if it has at most MAX_FOLD_NUMEL elements, else it stays.  An `expand`
-    of a non-splat constant stays (folding it would only repeat data).  A `constant`
-    whose elements are all equal becomes a `full`.
+    of a non-splat constant stays an expand (a literal would only repeat data), but its
+    value is known, so the ops reading it fold.  A `constant` whose elements are all
+    equal becomes a `full`.
     Never folds: random ops, nodes with effects, fused nodes, extern ops on operands
     over MAX_EVAL_NUMEL elements.  Does not remove the now-unused producers (dce does).
     Requires: a verified graph.  Preserves: every value's type, inputs, outputs order.
@@ -68,8 +69,9 @@ def fold(g: Graph) -> Graph:
 def fold_constants(g: Graph, max_numel: int) -> Graph:
     """`fold` with a chosen size limit for materialized results (freeze raises it).
 
-    A folded node is replaced by a creation node defining the *same* Value (same
-    type, same name hint), so no use needs rewriting.
+    `known` maps each value whose contents are known to them.  A folded node is
+    replaced by a creation node defining the *same* Value (same type, same name hint),
+    so no use needs rewriting.
     """
     known: dict[Value, Const] = {}
     nodes: list[Node] = []
@@ -82,8 +84,9 @@ def fold_constants(g: Graph, max_numel: int) -> Graph:
         elif _foldable(node) and all(v in known for v in node.inputs):
             result = _evaluate(node, [known[v] for v in node.inputs], max_numel)
             if result is not None:
-                node = _materialize(result, node.output)
                 known[node.output] = result
+                if result.splat is not None or node.op.name != "expand":
+                    node = _materialize(result, node.output)
         nodes.append(node)
     return g.with_nodes(nodes)
 
@@ -118,8 +121,7 @@ def _evaluate(node: Node, operands: list[Const], max_numel: int) -> Optional[Con
             with np.errstate(all="ignore"):
                 result = node.op.ref(*scalars, **node.attrs)
             return Const(splat=_scalar(round_to_dtype(np.asarray(result), out.type.dtype), out))
-    if not out.type.is_static or node.op.name == "expand":
-        # An expand of an array only repeats data: leave the broadcast to the consumer.
+    if not out.type.is_static:
         return None
     arrays = [c.materialize(v) for c, v in zip(operands, node.inputs)]
     if any(a is None for a in arrays):
