@@ -158,7 +158,7 @@ class CompiledGraph:
 def _generate(graph: Graph, sizes: dict, units: list[_Unit]):
     """Python source for the call, and the function compiled from it."""
     names: dict = {}
-    env: dict = {"torch": torch, "empty": torch.empty, "STATS": STATS,
+    env: dict = {"torch": torch, "empty_like": torch.empty_like, "STATS": STATS,
                  "_launch_parallel": _launch_parallel, "_bad_input": _bad_input}
     contiguous: set = set()  # values known to be contiguous
     params = []
@@ -182,9 +182,8 @@ def _generate(graph: Graph, sizes: dict, units: list[_Unit]):
                     lines.append(f"{names[v]} = {names[v]}.contiguous()")
                     contiguous.add(v)
             for v, out in zip(unit.outputs, outs):
-                env[f"S_{out}"] = concrete_shape(v, sizes)
-                env[f"D_{out}"] = torch_dtype(v.type.dtype)
-                lines.append(f"{out} = empty(S_{out}, dtype=D_{out})")
+                env[f"P_{out}"] = _prototype(concrete_shape(v, sizes), v.type.dtype)
+                lines.append(f"{out} = empty_like(P_{out})")
                 contiguous.add(v)
             ptrs = ", ".join(f"{n}.data_ptr()" for n in ins + outs)
             extent = unit.kernel.parallel_extent()
@@ -208,6 +207,12 @@ def _generate(graph: Graph, sizes: dict, units: list[_Unit]):
     source = f"def call({', '.join(params)}):\n" + "".join(f"    {ln}\n" for ln in lines)
     exec(compile(source, f"<refcomp {graph.name}>", "exec"), env)
     return source, env["call"]
+
+
+def _prototype(shape: tuple, dtype) -> torch.Tensor:
+    """A one-element tensor expanded to `shape`: empty_like of it allocates a contiguous
+    tensor of that shape and dtype about twice as fast as torch.empty(shape, dtype=...)."""
+    return torch.empty([1] * len(shape), dtype=torch_dtype(dtype)).expand(shape)
 
 
 def _bad_input(i: int, t) -> None:
