@@ -1,0 +1,86 @@
+"""Seed 001: the article's models compile to the counts it prints and equal eager."""
+
+import inspect
+
+import pytest
+import torch
+
+import refcomp
+from tests.frontend.seed_models import (
+    BadIf,
+    BadLoop,
+    BadShapeBranch,
+    GoodDynamic,
+    GoodVectorized,
+    GoodWhere,
+    LogInsideForward,
+    ReturnTensorForLog,
+    Simple,
+)
+
+BACKENDS = ["eager", "interp"]
+
+NO_BREAK = [(Simple, [(1, 4)]), (GoodWhere, [(4, 16)]), (ReturnTensorForLog, [(8, 16)]),
+            (BadLoop, [(32, 16)]), (GoodVectorized, [(32, 16)]),
+            (BadShapeBranch, [(8, 16), (8, 32)]), (GoodDynamic, [(8, 16)])]
+
+
+def _flat(x):
+    return list(x) if isinstance(x, tuple) else [x]
+
+
+def _assert_same(got, want):
+    got, want = _flat(got), _flat(want)
+    assert len(got) == len(want)
+    for g, w in zip(got, want):
+        torch.testing.assert_close(g, w, rtol=1e-5, atol=1e-5)
+        assert g.requires_grad == w.requires_grad
+        assert g.dtype == w.dtype
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("cls,shapes", NO_BREAK, ids=[c.__name__ for c, _ in NO_BREAK])
+def test_no_break_examples_are_one_graph_and_equal_eager(cls, shapes, backend):
+    torch.manual_seed(0)
+    model = cls()
+    for shape in shapes:
+        x = torch.randn(*shape)
+        torch.manual_seed(1)
+        report = refcomp.explain(model, x, backend=backend)
+        torch.manual_seed(1)
+        want = model(x)
+        assert report.graph_count == 1 and report.graph_break_count == 0, str(report)
+        assert str(report).startswith("Graph Count: 1\nGraph Break Count: 0")
+        _assert_same(report.result, want)
+
+
+@pytest.mark.parametrize("cls,rid,marker", [(BadIf, "RB003", "if torch.rand(1)"),
+                                            (LogInsideForward, "RB002", ".item()")])
+def test_unsupported_examples_fall_back_with_their_reason(cls, rid, marker):
+    torch.manual_seed(0)
+    model = cls()
+    x = torch.randn(8, 16)
+    torch.manual_seed(2)
+    report = refcomp.explain(model, x, backend="eager")
+    torch.manual_seed(2)
+    want = model(x)
+    assert report.graph_count == 0 and report.graph_break_count == 1
+    assert [r["id"] for r in report.break_reasons] == [rid]
+    lines, first = inspect.getsourcelines(cls.forward)
+    line = first + next(i for i, text in enumerate(lines) if marker in text)
+    assert report.break_reasons[0]["where"] == f"{inspect.getsourcefile(cls)}:{line}"
+    _assert_same(report.result, want)
+
+
+def test_compiled_module_reuses_its_graph_and_matches_eager_under_no_grad():
+    refcomp.reset()
+    torch.manual_seed(0)
+    model = BadShapeBranch().eval()
+    compiled = refcomp.compile(model, backend="interp")
+    with torch.no_grad():
+        for shape in [(8, 16), (8, 32), (8, 16), (8, 32)]:
+            x = torch.randn(*shape)
+            _assert_same(compiled(x), model(x))
+    entries = compiled._compiled_forward.cache.entries
+    assert len(entries) == 2 and [e.hits for e in entries] == [1, 1]
+    assert all(e.backend == "interp" for e in entries)
