@@ -209,3 +209,21 @@ def test_symbolic_plans_evaluate_consistently(n):
     g = b.build([b.mul(z, 2.0)])
     p = planned(g)
     assert check_plan(p, sizes={S0: n, S1: n + 1}) == []
+
+
+def test_the_checker_accepts_every_plan_of_the_textual_tests():
+    from pathlib import Path
+
+    from ir import parse_module
+    from ir.passes.manager import run_pipeline
+    from tests.passes.test_rir import read_cases
+
+    here = Path(__file__).resolve().parent.parent / "passes" / "plan_memory"
+    checked = 0
+    for path in sorted(here.glob("*.rir")):
+        for passes, _, text in read_cases(path):
+            for g in parse_module(text):
+                p = run_pipeline(g, passes)
+                assert check_plan(p) == [], (path, g.name)
+                checked += 1
+    assert checked >= 2
