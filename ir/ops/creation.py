@@ -11,7 +11,7 @@ import numpy as np
 
 from ir.ops import rules
 from ir.ops.registry import CREATION, EXTERN, RANDOM, defop
-from ir.types import TensorType, f32, i64, result_type
+from ir.types import TensorType, bool_, f32, i64, result_type
 
 
 def _dtype(d):
@@ -25,10 +25,15 @@ def _static(dims):
 
 
 # --- creation ---------------------------------------------------------------------------
+def _full_infer(types, value, shape, dtype, device):
+    """dtype and shape as given."""
+    return TensorType(_dtype(dtype), shape, device)
+
+
 defop("full", CREATION, operands=(),
       attrs={"value": "scalar", "shape": ("dims", ()), "dtype": ("dtype", f32),
              "device": ("str", "cpu")},
-      infer=lambda types, value, shape, dtype, device: TensorType(_dtype(dtype), shape, device),
+      infer=_full_infer,
       ref=lambda value, shape, dtype, device: np.full(_static(shape), value, _dtype(dtype).np),
       doc="a tensor of shape filled with value (a rank-0 full is a scalar constant)")
 
@@ -39,17 +44,22 @@ def _arange_len(start, end, step):
     return max(0, -(-(end - start) // step)) if step > 0 else max(0, -(-(start - end) // -step))
 
 
+def _arange_infer(types, start, end, step, dtype, device):
+    """dtype as given; shape [ceil((end - start) / step)] (at least 0); step != 0."""
+    return TensorType(_dtype(dtype), (_arange_len(start, end, step),), device)
+
+
 defop("arange", CREATION, operands=(),
       attrs={"start": ("int", 0), "end": "int", "step": ("int", 1), "dtype": ("dtype", i64),
              "device": ("str", "cpu")},
-      infer=lambda types, start, end, step, dtype, device: TensorType(
-          _dtype(dtype), (_arange_len(start, end, step),), device),
+      infer=_arange_infer,
       ref=lambda start, end, step, dtype, device: np.arange(start, end, step).astype(
           _dtype(dtype).np),
       doc="start, start+step, ... < end (integer bounds: the iota of codegen)")
 
 
 def _constant_infer(types, data, dtype, device="cpu"):
+    """dtype as given; the nested lists' shape."""
     return TensorType(_dtype(dtype), np.shape(data), device)
 
 
@@ -62,7 +72,10 @@ defop("constant", CREATION, operands=(),
 
 # --- extern -----------------------------------------------------------------------------
 def _matmul_infer(types):
+    """shared dtype (not bool); [..., m, k] @ [..., k, n] -> [..., m, n]; rank-1 sides drop."""
     a, b = types
+    if a.dtype == bool_ or b.dtype == bool_:
+        raise TypeError("matmul is not defined for bool tensors")
     if a.rank < 1 or b.rank < 1:
         raise TypeError("matmul operands must have rank >= 1")
     if a.rank != b.rank or a.rank == 1:
@@ -83,10 +96,29 @@ def _matmul_infer(types):
     return TensorType(dtype, tuple(shape), rules.same_device(types))
 
 
-defop("matmul", EXTERN, operands=("a", "b"), infer=_matmul_infer,
-      ref=lambda a, b: np.matmul(a, b),
-      vjp=lambda b, g, out, x, y: (
-          b.matmul(g, b.transpose(y, -1, -2)), b.matmul(b.transpose(x, -1, -2), g)),
+def _matmul_ref(a, b):
+    if a.dtype == np.float16:  # accumulate in f32, as torch's CPU kernels do
+        return np.matmul(a.astype(np.float32), b.astype(np.float32))
+    return np.matmul(a, b)
+
+
+def _matmul_vjp(b, g, out, x, y):
+    # Lift rank-1 operands to matrices ([k] -> [1, k] on the left, [k, 1] on the right),
+    # apply dx = g @ y^T, dy = x^T @ g, and reshape each gradient back.
+    x2 = _reshaped(b, x, [1, x.type.shape[0]]) if x.type.rank == 1 else x
+    y2 = _reshaped(b, y, [y.type.shape[0], 1]) if y.type.rank == 1 else y
+    g2 = _reshaped(b, g, list(x2.type.shape[:-1]) + [y2.type.shape[-1]])
+    gx = b.matmul(g2, b.transpose(y2, -1, -2))
+    gy = b.matmul(b.transpose(x2, -1, -2), g2)
+    return (_reshaped(b, gx, list(x.type.shape)), _reshaped(b, gy, list(y.type.shape)))
+
+
+def _reshaped(b, v, shape):
+    return v if list(v.type.shape) == list(shape) else b.reshape(v, shape=shape)
+
+
+defop("matmul", EXTERN, operands=("a", "b"), infer=_matmul_infer, ref=_matmul_ref,
+      vjp=_matmul_vjp,
       doc="a @ b; rank 2 or batched with equal batch dims (the builder broadcasts)")
 
 
@@ -95,6 +127,7 @@ def _conv_out(size, k, stride, pad, dil):
 
 
 def _conv2d_infer(types, stride=(1, 1), padding=(0, 0), dilation=(1, 1), groups=1):
+    """x's dtype; [N, O, (H + 2p - d(kh - 1) - 1) // s + 1, same for W]."""
     x, w = types
     if x.rank != 4 or w.rank != 4:
         raise TypeError(f"conv2d takes NCHW input and OIHW weight, got {x}, {w}")
@@ -133,6 +166,7 @@ defop("conv2d", EXTERN, operands=("x", "w"),
 
 
 def _embedding_infer(types):
+    """weight's dtype; indices' shape + [weight's row length] (indices: i64/i32)."""
     weight, indices = types
     rules.index_dtype_check(indices, "embedding indices")
     if weight.rank != 2:
@@ -147,6 +181,7 @@ defop("embedding", EXTERN, operands=("weight", "indices"), infer=_embedding_infe
 
 # --- random -----------------------------------------------------------------------------
 def _random_infer(types, shape, dtype=f32, device="cpu"):
+    """dtype (floating) and shape as given."""
     d = _dtype(dtype)
     if not d.is_float:
         raise TypeError(f"random ops produce floats, not {d}")

@@ -19,6 +19,7 @@ def _static(dims):
 
 # --- reshape ----------------------------------------------------------------------------
 def _reshape_infer(types, shape):
+    """x's dtype, the given shape; element counts must match."""
     (x,) = types
     out = x.with_shape(shape)
     if simplify_dim(out.numel() - x.numel()) != 0:
@@ -35,6 +36,7 @@ defop("reshape", LAYOUT, operands=("x",), attrs={"shape": "dims"},
 
 # --- permute ----------------------------------------------------------------------------
 def _permute_infer(types, perm):
+    """x's dtype; dim k has x's size at dim perm[k]."""
     (x,) = types
     if sorted(perm) != list(range(x.rank)):
         raise TypeError(f"perm {list(perm)} is not a permutation of range({x.rank})")
@@ -66,6 +68,7 @@ def _slice_bounds(size, start, stop, step):
 
 
 def _slice_infer(types, dim, start, stop, step=1):
+    """x's type with dim's size len(range(start, stop, step)) after Python clamping."""
     (x,) = types
     d = rules.normalize_dim(dim, x.rank)
     start, stop = _slice_bounds(x.shape[d], start, stop, step)
@@ -82,14 +85,33 @@ def _slice_ref(x, dim, start, stop, step=1):
     return x[tuple(index)]
 
 
+def _slice_vjp(b, g, out, x, dim, start, stop, step=1):
+    # Scatter g back: interleave step-1 zeros after each element, then pad to x's size.
+    d = rules.normalize_dim(dim, x.type.rank)
+    size, n = x.type.shape[d], g.type.shape[d]
+    if not (isinstance(size, int) and isinstance(n, int)):
+        raise NotImplementedError("the VJP of slice needs static sizes along the sliced dim")
+    start, _ = _slice_bounds(size, start, stop, step)
+    if step > 1 and n > 0:
+        shape = list(g.type.shape)
+        g = b.unsqueeze(g, dim=d + 1)
+        g = b.pad(g, pads=[0, 0] * (x.type.rank - d - 1) + [0, step - 1])
+        g = b.reshape(g, shape=shape[:d] + [n * step] + shape[d + 1:])
+        g = b.slice(g, dim=d, start=0, stop=min(n * step, size - start))
+    after = size - start - g.type.shape[d]
+    pads = [0, 0] * (x.type.rank - d - 1) + [start, after]
+    return (b.pad(g, pads=pads) if x.type.dtype.is_float else None,)
+
+
 defop("slice", LAYOUT, operands=("x",),
       attrs={"dim": "int", "start": "int", "stop": "int", "step": ("int", 1)},
-      infer=_slice_infer, ref=_slice_ref,
+      infer=_slice_infer, ref=_slice_ref, vjp=_slice_vjp,
       doc="x[..., start:stop:step, ...] along dim (Python clamping, step >= 1)")
 
 
 # --- squeeze / unsqueeze / expand ---------------------------------------------------------
 def _squeeze_infer(types, dims):
+    """x's type without the listed dims that have size 1."""
     (x,) = types
     axes = rules.normalize_dims(dims, x.rank) if dims else \
         tuple(i for i, d in enumerate(x.shape) if d == 1)
@@ -103,12 +125,17 @@ def _squeeze_ref(x, dims):
     return np.squeeze(x, axis=tuple(a for a in axes if x.shape[a] == 1))
 
 
+def _reshape_back(b, g, out, x, **attrs):
+    return (b.reshape(g, shape=list(x.type.shape)),)
+
+
 defop("squeeze", LAYOUT, operands=("x",), attrs={"dims": ("ints", ())},
-      infer=_squeeze_infer, ref=_squeeze_ref,
+      infer=_squeeze_infer, ref=_squeeze_ref, vjp=_reshape_back,
       doc="drop the listed size-1 dims (others are kept, as in torch); [] = every size-1 dim")
 
 
 def _unsqueeze_infer(types, dim):
+    """x's type with a size-1 dim inserted at dim (in [-rank-1, rank])."""
     (x,) = types
     d = rules.normalize_dim(dim, x.rank + 1)
     shape = list(x.shape)
@@ -117,12 +144,13 @@ def _unsqueeze_infer(types, dim):
 
 
 defop("unsqueeze", LAYOUT, operands=("x",), attrs={"dim": "int"},
-      infer=_unsqueeze_infer,
+      infer=_unsqueeze_infer, vjp=_reshape_back,
       ref=lambda x, dim: np.expand_dims(x, rules.normalize_dim(dim, x.ndim + 1)),
       doc="insert a size-1 dim at position dim")
 
 
 def _expand_infer(types, shape):
+    """x's dtype, the given shape: same rank, only size-1 dims change."""
     (x,) = types
     if len(shape) != x.rank:
         raise TypeError(f"expand keeps the rank: {x} to rank {len(shape)}; reshape first")
@@ -133,13 +161,21 @@ def _expand_infer(types, shape):
     return x.with_shape(shape)
 
 
+def _expand_vjp(b, g, out, x, shape):
+    # Sum over the dims that grew; keepdim leaves x's shape.
+    grown = [i for i, (old, new) in enumerate(zip(x.type.shape, shape)) if old == 1 and new != 1]
+    return (b.sum(g, dims=grown, keepdim=True) if grown else g,)
+
+
 defop("expand", LAYOUT, operands=("x",), attrs={"shape": "dims"},
-      infer=_expand_infer, ref=lambda x, shape: np.broadcast_to(x, _static(shape)).copy(),
+      infer=_expand_infer, vjp=_expand_vjp,
+      ref=lambda x, shape: np.broadcast_to(x, _static(shape)).copy(),
       doc="broadcast size-1 dims to shape (same rank; the element is repeated, not copied)")
 
 
 # --- cat / pad --------------------------------------------------------------------------
 def _cat_infer(types, dim):
+    """the shared dtype; sizes along dim add up, other dims must match."""
     if not types:
         raise TypeError("cat needs at least one tensor")
     first = types[0]
@@ -158,13 +194,24 @@ def _cat_infer(types, dim):
     return TensorType(first.dtype, tuple(shape), rules.same_device(types))
 
 
+def _cat_vjp(b, g, out, *xs, dim):
+    d = rules.normalize_dim(dim, g.type.rank)
+    grads, offset = [], 0
+    for x in xs:
+        end = offset + x.type.shape[d]
+        grads.append(b.slice(g, dim=d, start=offset, stop=end))
+        offset = end
+    return tuple(grads)
+
+
 defop("cat", LAYOUT, operands=("xs",), attrs={"dim": "int"}, variadic=True,
-      infer=_cat_infer,
+      infer=_cat_infer, vjp=_cat_vjp,
       ref=lambda *xs, dim: np.concatenate(xs, axis=rules.normalize_dim(dim, xs[0].ndim)),
       doc="concatenate along dim")
 
 
 def _pad_infer(types, pads, value=0.0):
+    """x's type with each padded dim grown by before + after."""
     (x,) = types
     if len(pads) % 2 or len(pads) // 2 > x.rank:
         raise TypeError(f"pads {list(pads)} must be pairs for at most {x.rank} dims")
@@ -177,6 +224,8 @@ def _pad_infer(types, pads, value=0.0):
 
 
 def _pad_ref(x, pads, value=0.0):
+    if not pads:
+        return x.copy()
     widths = [(0, 0)] * x.ndim
     for k in range(len(pads) // 2):
         widths[x.ndim - 1 - k] = (pads[2 * k], pads[2 * k + 1])
@@ -185,13 +234,21 @@ def _pad_ref(x, pads, value=0.0):
     return np.pad(x, widths, constant_values=np.asarray(value).astype(x.dtype))
 
 
+def _pad_vjp(b, g, out, x, pads, value=0.0):
+    for k in range(len(pads) // 2):
+        d = x.type.rank - 1 - k
+        g = b.slice(g, dim=d, start=pads[2 * k], stop=pads[2 * k] + x.type.shape[d])
+    return (g,)
+
+
 defop("pad", LAYOUT, operands=("x",), attrs={"pads": "ints", "value": ("scalar", 0.0)},
-      infer=_pad_infer, ref=_pad_ref,
+      infer=_pad_infer, ref=_pad_ref, vjp=_pad_vjp,
       doc="constant padding, pads = (last_before, last_after, prev_before, ...) like F.pad")
 
 
 # --- gathers ----------------------------------------------------------------------------
 def _index_select_infer(types, dim):
+    """x's type with dim's size replaced by len(index) (index: rank-1 i64/i32)."""
     x, index = types
     rules.index_dtype_check(index, "index_select's index")
     if index.rank != 1:
@@ -209,16 +266,29 @@ defop("index_select", LAYOUT, operands=("x", "index"), attrs={"dim": "int"},
 
 
 def _gather_infer(types, dim):
+    """x's dtype, index's shape (index: i64/i32 of x's rank, not larger outside dim)."""
     x, index = types
     rules.index_dtype_check(index, "gather's index")
     if index.rank != x.rank:
         raise TypeError(f"gather's index must have the rank of x: {x} vs {index}")
-    rules.normalize_dim(dim, x.rank)
+    d = rules.normalize_dim(dim, x.rank)
+    for i, (n, m) in enumerate(zip(index.shape, x.shape)):
+        if i != d and isinstance(n, int) and isinstance(m, int) and n > m:
+            raise TypeError(f"gather's index {index} is larger than x {x} in dim {i}")
     return x.with_shape(index.shape)
 
 
+def _gather_ref(x, index, dim):
+    # out[i...] = x[i... with dim d replaced by index[i...]]; index may be smaller than x
+    # outside dim d (torch allows it, np.take_along_axis does not).
+    grid = list(np.indices(index.shape, sparse=True)) if index.ndim else []
+    d = rules.normalize_dim(dim, x.ndim)
+    if x.ndim == 0:
+        return x.copy()
+    grid[d] = index.astype(np.int64)
+    return x[tuple(grid)]
+
+
 defop("gather", LAYOUT, operands=("x", "index"), attrs={"dim": "int"},
-      infer=_gather_infer,
-      ref=lambda x, index, dim: np.take_along_axis(
-          x, index.astype(np.int64), axis=rules.normalize_dim(dim, x.ndim)),
+      infer=_gather_infer, ref=_gather_ref,
       doc="out[i][j] = x[index[i][j]][j] for dim=0 (torch.gather)")

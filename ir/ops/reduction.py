@@ -1,8 +1,9 @@
 """Reductions over a set of dims, with keepdim.  Spec: spec/ops.md, "Reductions".
 
 `dims=[]` means every dim (torch's `dim=None`).  Sums and products of integers and
-bools accumulate in i64, as in torch.  Floating sums accumulate in the input dtype
-in the reference (numpy uses pairwise summation); backends document their order.
+bools accumulate in i64, as in torch.  Half-precision inputs accumulate in f32 in the
+reference (see Note [Reference precision] in ir/ops/pointwise.py); numpy sums
+pairwise, and backends document their order.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ import numpy as np
 
 from ir.ops import rules
 from ir.ops.registry import REDUCTION, defop
-from ir.types import TensorType, bool_, i64
+from ir.types import TensorType, bool_, i64, u8
 
 _REDUCE_ATTRS = {"dims": ("ints", ()), "keepdim": ("bool", False)}
 
@@ -21,72 +22,138 @@ def _reduce_infer(dtype_rule):
         (x,) = types
         shape = rules.reduced_shape(x.shape, dims, keepdim)
         return TensorType(dtype_rule(x), shape, x.device)
+    infer.__doc__ = f"x's shape without dims (size 1 if keepdim); {dtype_rule.__doc__}"
     return infer
 
 
 def _same(x):
+    """dtype of x."""
     return x.dtype
 
 
 def _accumulating(x):
+    """dtype of x if floating, else i64."""
     return i64 if not x.dtype.is_float else x.dtype
 
 
 def _float_only(x):
+    """dtype of x, which must be floating."""
     if not x.dtype.is_float:
         raise TypeError(f"needs a floating input, got {x.dtype}")
     return x.dtype
 
 
+def _truth(x):
+    """bool (u8 for a u8 input, as torch keeps)."""
+    return x.dtype if x.dtype == u8 else bool_
+
+
 def _axes(x, dims):
-    return rules.normalize_dims(dims, x.ndim)
+    # A rank-0 tensor accepts dim 0 / -1 (as torch does) and reduces nothing.
+    return rules.normalize_dims(dims, x.ndim) if x.ndim else None
 
 
 def _np_reduce(fn, acc_int=False):
     def ref(x, dims=(), keepdim=False, **_):
         if acc_int and x.dtype.kind in "biu":
             x = x.astype(np.int64)
+        elif x.dtype == np.float16:
+            x = x.astype(np.float32)  # accumulate half precision in f32, as torch does
         return fn(x, axis=_axes(x, dims), keepdims=keepdim)
     return ref
 
 
-def _sum_vjp(b, g, out, x, dims=(), keepdim=False):
-    axes = rules.normalize_dims(dims, x.type.rank)
+# --- VJPs: the gradient of a reduction is broadcast back over the reduced dims ------------
+def _reduced_axes(x, dims):
+    return rules.normalize_dims(dims, x.type.rank) if x.type.rank else ()
+
+
+def _back(b, g, x, dims, keepdim):
+    """g (the reduction's shape) broadcast to x's shape."""
+    axes = _reduced_axes(x, dims)
     if not keepdim:
         g = b.reshape(g, shape=[1 if i in axes else d for i, d in enumerate(x.type.shape)])
-    return (b.expand(g, shape=list(x.type.shape)),)
+    return b.expand(g, shape=list(x.type.shape))
+
+
+def _count(x, dims) -> int:
+    """Number of elements reduced into each result (static sizes only)."""
+    n = 1
+    for a in _reduced_axes(x, dims):
+        n = n * x.type.shape[a]
+    if not isinstance(n, int):
+        raise NotImplementedError(f"this VJP needs a static reduction size, got {n}")
+    return n
+
+
+def _sum_vjp(b, g, out, x, dims=(), keepdim=False):
+    return (_back(b, g, x, dims, keepdim) if x.type.dtype.is_float else None,)
+
+
+def _mean_vjp(b, g, out, x, dims=(), keepdim=False):
+    return (b.div(_back(b, g, x, dims, keepdim), _count(x, dims)),)
+
+
+def _extremum_vjp(b, g, out, x, dims=(), keepdim=False):
+    # torch: the gradient is shared evenly by every element equal to the extremum.
+    if not x.type.dtype.is_float:
+        return (None,)
+    hit = b.eq(x, _back(b, out, x, dims, keepdim))
+    count = b.sum(b.cast(hit, dtype=x.type.dtype), dims=list(dims), keepdim=True)
+    share = b.div(_back(b, g, x, dims, keepdim), b.expand(count, shape=list(x.type.shape)))
+    return (b.where(hit, share, 0.0),)
+
+
+def _var_vjp(b, g, out, x, dims=(), keepdim=False, correction=1):
+    # d var / dx = 2 (x - mean) / (N - correction)
+    mean = b.mean(x, dims=list(dims), keepdim=True)
+    centered = b.sub(x, b.expand(mean, shape=list(x.type.shape)))
+    n = _count(x, dims)
+    scale = 2.0 / (n - correction) if n > correction else float("inf")
+    return (b.mul(b.mul(_back(b, g, x, dims, keepdim), centered), scale),)
 
 
 defop("sum", REDUCTION, operands=("x",), attrs=_REDUCE_ATTRS,
       infer=_reduce_infer(_accumulating), ref=_np_reduce(np.sum, acc_int=True),
-      vjp=_sum_vjp, doc="sum over dims (ints and bool accumulate in i64)")
+      vjp=_sum_vjp, doc="sum over dims (ints and bool accumulate in i64); empty sum is 0")
 defop("prod", REDUCTION, operands=("x",), attrs=_REDUCE_ATTRS,
       infer=_reduce_infer(_accumulating), ref=_np_reduce(np.prod, acc_int=True),
-      doc="product over dims (ints and bool accumulate in i64)")
+      doc="product over dims (ints and bool accumulate in i64, wrapping); empty product is 1")
 defop("amax", REDUCTION, operands=("x",), attrs=_REDUCE_ATTRS,
-      infer=_reduce_infer(_same), ref=_np_reduce(np.max), doc="max over dims; NaN propagates")
+      infer=_reduce_infer(_same), ref=_np_reduce(np.max), vjp=_extremum_vjp,
+      doc="max over dims; NaN propagates; an empty reduced dim is an error")
 defop("amin", REDUCTION, operands=("x",), attrs=_REDUCE_ATTRS,
-      infer=_reduce_infer(_same), ref=_np_reduce(np.min), doc="min over dims; NaN propagates")
+      infer=_reduce_infer(_same), ref=_np_reduce(np.min), vjp=_extremum_vjp,
+      doc="min over dims; NaN propagates; an empty reduced dim is an error")
 defop("mean", REDUCTION, operands=("x",), attrs=_REDUCE_ATTRS,
-      infer=_reduce_infer(_float_only), ref=_np_reduce(np.mean), doc="arithmetic mean")
+      infer=_reduce_infer(_float_only), ref=_np_reduce(np.mean), vjp=_mean_vjp,
+      doc="sum / N over dims; empty mean is NaN")
 defop("any", REDUCTION, operands=("x",), attrs=_REDUCE_ATTRS,
-      infer=_reduce_infer(lambda x: bool_), ref=_np_reduce(np.any), doc="any nonzero")
+      infer=_reduce_infer(_truth), ref=_np_reduce(np.any),
+      doc="true if any element is nonzero; empty any is false")
 defop("all", REDUCTION, operands=("x",), attrs=_REDUCE_ATTRS,
-      infer=_reduce_infer(lambda x: bool_), ref=_np_reduce(np.all), doc="all nonzero")
+      infer=_reduce_infer(_truth), ref=_np_reduce(np.all),
+      doc="true if every element is nonzero; empty all is true")
 
 
 def _var_ref(x, dims=(), keepdim=False, correction=1):
+    if x.dtype == np.float16:
+        x = x.astype(np.float32)
+    # N - correction <= 0 divides by 0 (inf or NaN), as torch does.
     return np.var(x, axis=_axes(x, dims), keepdims=keepdim, ddof=correction)
 
 
 defop("var", REDUCTION, operands=("x",),
       attrs={"dims": ("ints", ()), "keepdim": ("bool", False), "correction": ("int", 1)},
-      infer=_reduce_infer(_float_only), ref=_var_ref,
-      doc="sum((x - mean)^2) / (N - correction)")
+      infer=_reduce_infer(_float_only), ref=_var_ref, vjp=_var_vjp,
+      doc="sum((x - mean)^2) / (N - correction); N <= correction divides by zero")
 
 
 def _arg_infer(types, dim=None, keepdim=False):
+    """i64; x's shape without dim (size 1 if keepdim); dim=none: rank 0 (all 1s if keepdim)."""
     (x,) = types
+    if x.dtype == bool_:
+        raise TypeError("argmax/argmin are not defined for bool tensors")
     if dim is None:
         shape = (1,) * x.rank if keepdim else ()
     else:
@@ -123,8 +190,10 @@ def _nan_first(fn):
 defop("argmax", REDUCTION, operands=("x",),
       attrs={"dim": ("optint", None), "keepdim": ("bool", False)},
       infer=_arg_infer, ref=_arg_ref(_nan_first(np.argmax)),
-      doc="index of the first maximum (dim=None: of the flattened tensor)")
+      doc="index of the first maximum (NaN counts as the maximum); dim=none: of the flattened"
+          " tensor; an empty reduced dim is an error")
 defop("argmin", REDUCTION, operands=("x",),
       attrs={"dim": ("optint", None), "keepdim": ("bool", False)},
       infer=_arg_infer, ref=_arg_ref(_nan_first(np.argmin)),
-      doc="index of the first minimum (dim=None: of the flattened tensor)")
+      doc="index of the first minimum (NaN counts as the minimum); dim=none: of the flattened"
+          " tensor; an empty reduced dim is an error")

@@ -7,7 +7,7 @@ turns those errors into diagnostics that quote the offending IR line.
 
 from __future__ import annotations
 
-from ir.types import DEFAULT_FLOAT, Dim, TensorType, bool_, i64, result_type, simplify_dim
+from ir.types import DEFAULT_FLOAT, Dim, TensorType, bool_, i32, i64, result_type, simplify_dim
 
 
 def same_device(types) -> str:
@@ -40,10 +40,12 @@ def float_promoted(types, **_attrs) -> TensorType:
 
 
 def to_bool(types, **_attrs) -> TensorType:
+    """bool; the operands' shape (operands of any dtype)."""
     return promoted(types).with_dtype(bool_)
 
 
 def integral_only(types, **_attrs) -> TensorType:
+    """promote(operands), which must be an integer or bool; the operands' shape."""
     out = promoted(types)
     if out.dtype.is_float:
         raise TypeError(f"bitwise ops need integer or bool operands, got {out.dtype}")
@@ -51,6 +53,7 @@ def integral_only(types, **_attrs) -> TensorType:
 
 
 def non_bool(types, **_attrs) -> TensorType:
+    """promote(operands), which must not be bool; the operands' shape."""
     out = promoted(types)
     if out.dtype == bool_:
         raise TypeError("this op is not defined for bool tensors")
@@ -109,5 +112,6 @@ def broadcast_shapes(*shapes) -> tuple[Dim, ...]:
 
 
 def index_dtype_check(t: TensorType, what: str) -> None:
-    if t.dtype not in (i64,) and not t.dtype.is_int:
-        raise TypeError(f"{what} must be an integer tensor, got {t.dtype}")
+    # torch's index ops take int64 or int32 indices only.
+    if t.dtype not in (i64, i32):
+        raise TypeError(f"{what} must be an i64 or i32 tensor, got {t.dtype}")
