@@ -8,8 +8,8 @@ Spec: spec/codegen.md, "Backends".
 Compile time builds a plan: one step `(fn, operands, results)` per node, with
 attributes, dtype casts and dims already resolved, emitted as a straight-line
 Python function (one line per step), so a call costs little beyond the torch
-calls.  Tensors stay on their device; nothing is detached
-and no input is written, so torch records autograd (differentiable=True).
+calls.  Tensors stay on their device; nothing is detached and no input is
+written, so torch records autograd (differentiable=True).
 Random ops use torch's generator: under `torch.manual_seed` they draw exactly
 what eager torch.rand/randn would at the same point of the program.
 
@@ -65,18 +65,16 @@ def _pointwise(torch_fn):
     return make
 
 
-def _round(x):
-    # torch.round rounds half to even, like np.round; ints are returned unchanged.
-    return torch.round(x) if x.is_floating_point() else x
-
-
 def _floor_like(fn):
+    # Rounding leaves ints unchanged (the ref's rule); torch.round rounds half to even
+    # like np.round.
     return lambda x: fn(x) if x.is_floating_point() else x
 
 
 _POINTWISE = {
     "neg": torch.neg, "abs": torch.abs, "relu": torch.relu, "sign": torch.sign,
-    "floor": _floor_like(torch.floor), "ceil": _floor_like(torch.ceil), "round": _round,
+    "floor": _floor_like(torch.floor), "ceil": _floor_like(torch.ceil),
+    "round": _floor_like(torch.round),
     "trunc": _floor_like(torch.trunc),
     "exp": torch.exp, "log": torch.log, "log1p": torch.log1p, "expm1": torch.expm1,
     "sqrt": torch.sqrt, "rsqrt": torch.rsqrt, "sin": torch.sin, "cos": torch.cos,
@@ -173,8 +171,8 @@ def _make_truth(torch_fn):
     # torch.any/all return u8 for a u8 input and bool otherwise; cast if the IR says else.
     def make(node, attrs):
         axes, keep = _axes(node, attrs["dims"]), attrs["keepdim"]
-        x, out = node.inputs[0].type.dtype, node.outputs[0].type.dtype
-        if out == x or out.is_bool and x != u8:
+        have, out = node.inputs[0].type.dtype, node.outputs[0].type.dtype
+        if out == have or (out.is_bool and have != u8):
             return lambda x: torch_fn(x, dim=axes, keepdim=keep)
         target = torch_dtype(out)
         return lambda x: torch_fn(x, dim=axes, keepdim=keep).to(target)
@@ -248,14 +246,23 @@ def _make_gather(node, attrs):
     return lambda x, index: torch.gather(x, d, _wrap_index(index, x.shape[d]))
 
 
+def _with_attr(call, name):
+    """A maker calling `call(*tensors, value)` with attribute `name` bound at plan time."""
+    def make(node, attrs):
+        value = attrs[name]
+        value = tuple(value) if isinstance(value, (list, tuple)) else value
+        return lambda *xs: call(*xs, value)
+    return make
+
+
 EAGER_OPS.update({
-    "reshape": lambda node, attrs: (lambda x: torch.reshape(x, attrs["shape"])),
-    "permute": lambda node, attrs: (lambda x: x.permute(attrs["perm"])),
+    "reshape": _with_attr(torch.reshape, "shape"),
+    "permute": _with_attr(torch.permute, "perm"),
     "slice": _make_slice,
     "squeeze": _make_squeeze,
-    "unsqueeze": lambda node, attrs: (lambda x: torch.unsqueeze(x, attrs["dim"])),
-    "expand": lambda node, attrs: (lambda x: x.expand(attrs["shape"])),
-    "cat": lambda node, attrs: (lambda *xs: torch.cat(xs, attrs["dim"])),
+    "unsqueeze": _with_attr(torch.unsqueeze, "dim"),
+    "expand": _with_attr(torch.Tensor.expand, "shape"),
+    "cat": lambda node, attrs: (lambda *xs, dim=attrs["dim"]: torch.cat(xs, dim)),
     "pad": _make_pad,
     "index_select": _make_index_select,
     "gather": _make_gather,
@@ -313,16 +320,12 @@ EAGER_OPS.update({
 
 # --- composite --------------------------------------------------------------------------
 def _make_layer_norm(node, attrs):
-    x = node.inputs[0].type
-    n, eps = attrs["normalized_ndim"], attrs["eps"]
-    first = x.rank - n
+    first, eps = node.inputs[0].type.rank - attrs["normalized_ndim"], attrs["eps"]
     return lambda x, w, b: F.layer_norm(x, x.shape[first:], w, b, eps)
 
 
 def _make_rms_norm(node, attrs):
-    x = node.inputs[0].type
-    n, eps = attrs["normalized_ndim"], attrs["eps"]
-    first = x.rank - n
+    first, eps = node.inputs[0].type.rank - attrs["normalized_ndim"], attrs["eps"]
     return lambda x, w: F.rms_norm(x, x.shape[first:], w, eps)
 
 
@@ -332,8 +335,8 @@ def _make_batch_norm(node, attrs):
 
 
 EAGER_OPS.update({
-    "softmax": lambda node, attrs: (lambda x: torch.softmax(x, attrs["dim"])),
-    "log_softmax": lambda node, attrs: (lambda x: torch.log_softmax(x, attrs["dim"])),
+    "softmax": _with_attr(torch.softmax, "dim"),
+    "log_softmax": _with_attr(torch.log_softmax, "dim"),
     "layer_norm": _make_layer_norm,
     "rms_norm": _make_rms_norm,
     "batch_norm": _make_batch_norm,
@@ -342,7 +345,7 @@ EAGER_OPS.update({
 
 # --- the plan ---------------------------------------------------------------------------
 class EagerError(RuntimeError):
-    pass
+    """A graph the eager backend cannot plan (an op without an entry, an unbound size)."""
 
 
 def missing_ops() -> list[str]:
@@ -366,8 +369,13 @@ def _symbolic_attr_names(node: Node) -> list[str]:
             if spec.kind == "dims" and any(is_symbolic(d) for d in node.attrs[name])]
 
 
-def _dims_resolver(dims, symbols):
+def _dims_resolver(node: Node, dims, symbols):
     """A function from the tuple of symbol values to the concrete dims (no sympy per call)."""
+    free = set().union(*(d.free_symbols for d in dims if is_symbolic(d)))
+    if not free <= set(symbols):
+        unbound = ", ".join(sorted(map(str, free - set(symbols))))
+        raise EagerError(f"{node.op.name}: size symbol(s) {unbound} are bound by no input"
+                         " of the graph (or fused body) it is in")
     fns = [sympy.lambdify(symbols, d, modules=[{"floor": math.floor, "ceiling": math.ceil},
                                                "math"]) if is_symbolic(d) else d
            for d in dims]
@@ -387,7 +395,7 @@ def _make_step(node: Node, symbols, options) -> Callable:
     dynamic = _symbolic_attr_names(node)
     if not dynamic:
         return maker(node, node.attrs)
-    resolvers = {name: _dims_resolver(node.attrs[name], symbols) for name in dynamic}
+    resolvers = {name: _dims_resolver(node, node.attrs[name], symbols) for name in dynamic}
 
     # Attributes with symbolic sizes: evaluate them from this call's sizes (the last
     # operand, see `compile_graph`) and make the step then; a few microseconds.

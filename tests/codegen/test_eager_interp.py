@@ -12,7 +12,7 @@ from hypothesis import assume, given
 from hypothesis import strategies as st
 
 from codegen.backends import get_backend
-from codegen.eager import EAGER_OPS, missing_ops
+from codegen.eager import EAGER_OPS, EagerError, missing_ops
 from codegen.torch_bridge import from_numpy, to_numpy, torch_dtype
 from ir import GraphBuilder, TensorType, run
 from ir.ops.registry import all_ops
@@ -496,3 +496,14 @@ def test_eager_constants_are_made_once_and_never_handed_out():
     data.fill_(-1.0)
     again = fn(x)
     assert again[1].item() == 2.0 and again[2].tolist() == [1.0, 2.0]
+
+
+def test_eager_rejects_a_size_symbol_no_input_binds():
+    from ir import parse
+
+    graph = parse("""func @f(%x: f32[s0]) -> f32[s1] {
+  %0 = full {value=1.0, shape=[s1]} : f32[s1]
+  return %0
+}""")
+    with pytest.raises(EagerError, match="size symbol.*s1 are bound by no input"):
+        get_backend("eager").compile_graph(graph, {})
