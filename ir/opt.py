@@ -42,6 +42,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     if unknown:
         parser.error(f"unknown pass(es) {', '.join(unknown)}; valid: "
                      f"{', '.join(sorted(all_passes()))}")
+    stray = [p for p in args.print_after if p not in passes]
+    if stray:
+        parser.error(f"--print-after {', '.join(stray)}: not in --passes={','.join(passes)}")
     name = args.input or "<stdin>"
     try:
         text = open(args.input).read() if args.input else sys.stdin.read()

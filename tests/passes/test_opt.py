@@ -74,3 +74,9 @@ def test_unknown_pass_is_a_usage_error(capsys):
         main(["--passes=fold,nope"])
     assert info.value.code == 2
     assert "unknown pass(es) nope; valid: cse, dce, decompose, fold, " in capsys.readouterr().err
+
+
+def test_print_after_a_pass_not_in_the_pipeline_is_a_usage_error(capsys):
+    with pytest.raises(SystemExit):
+        main(["--passes=fold", "--print-after=dce"])
+    assert "--print-after dce: not in --passes=fold" in capsys.readouterr().err
