@@ -118,8 +118,11 @@ def _evaluate(node: Node, operands: list[Const], max_numel: int) -> Optional[Con
         if node.op.category == POINTWISE:
             # A pointwise op on splats is a splat: evaluate it once, on rank-0 arrays.
             scalars = [np.asarray(c.splat, v.type.dtype.np) for c, v in zip(operands, node.inputs)]
-            with np.errstate(all="ignore"):
-                result = node.op.ref(*scalars, **node.attrs)
+            try:
+                with np.errstate(all="ignore"):
+                    result = node.op.ref(*scalars, **node.attrs)
+            except Exception:
+                return None  # see below: leave a failing op to fail at run time
             return Const(splat=_scalar(round_to_dtype(np.asarray(result), out.type.dtype), out))
     if not out.type.is_static:
         return None

@@ -40,6 +40,7 @@ class Rewriter:
     def __init__(self, builder: GraphBuilder):
         self.builder = builder
         self.producers: dict[Value, Node] = {}
+        self._splats: dict[Value, object] = {}  # a big `constant` is scanned once
 
     def producer(self, value: Value, op: str) -> Optional[Node]:
         """The node defining `value` if it is an `op` node, else None."""
@@ -47,7 +48,10 @@ class Rewriter:
         return node if node is not None and node.op.name == op else None
 
     def splat(self, value: Value):
-        return splat_value(value, self.producers)
+        """The scalar all of `value`'s elements equal, if it is a plain constant, else None."""
+        if value not in self._splats:
+            self._splats[value] = splat_value(value, self.producers)
+        return self._splats[value]
 
     def emit(self, op: str, inputs: list[Value], **attrs) -> Value:
         return self.builder.insert(lookup(op), inputs, attrs)
