@@ -44,22 +44,57 @@ def emit_kernel(module: lir.Module, kernel: Kernel, symbol: str) -> lir.Function
     return fn
 
 
+TILE = 512  # outer points per tile when a reduction is tiled (see Note [Outer reductions])
+
+
 class _Emitter:
     def __init__(self, fn, b, kernel: Kernel, start, end):
         self.fn, self.b, self.k = fn, b, kernel
         self.start, self.end = start, end
         self.ops = LLVMScalarOps(b, fn.module)
         self.bufs = {buf.name: (arg, buf.dtype) for arg, buf in zip(fn.args, kernel.buffers)}
+        self.tile_var = _tile_var(kernel)
         self.accs = {}
         for acc in kernel.accs:
-            slot = b.alloca(llvm_type(acc.dtype), name=acc.name)
+            ty = llvm_type(acc.dtype)
+            slot = b.alloca(lir.ArrayType(ty, TILE) if self.tile_var else ty, name=acc.name)
             self.accs[acc.name] = (slot, acc)
         self.vars: dict = {}
+        self.lane = None  # the tile lane index while emitting a tiled stage
 
     def run(self):
         k = self.k
         self.parallel_stage = not k.outer and k.parallel_extent() > 0
-        self.loops(list(k.outer), self.outer_body, parallel=bool(k.outer))
+        if self.tile_var is None:
+            self.loops(list(k.outer), self.outer_body, parallel=bool(k.outer))
+            return
+        var, size = k.outer[-1]
+        parallel_tiles = len(k.outer) == 1
+
+        def tiles():
+            lo, hi = (self.start, self.end) if parallel_tiles else (
+                lir.Constant(I64, 0), lir.Constant(I64, size))
+            self.counted_loop(f"{var}.tile", lo, hi, TILE, lambda t: self.tile_body(t, hi))
+        self.loops(list(k.outer[:-1]), tiles, parallel=not parallel_tiles)
+
+    def counted_loop(self, name, lo, hi, step: int, body_fn):
+        """for (iv = lo; iv < hi; iv += step) body_fn(iv)"""
+        b = self.b
+        pre = b.block
+        cond = self.fn.append_basic_block(f"{name}.cond")
+        body = self.fn.append_basic_block(f"{name}.body")
+        done = self.fn.append_basic_block(f"{name}.done")
+        b.branch(cond)
+        b.position_at_end(cond)
+        iv = b.phi(I64, name=name)
+        iv.add_incoming(lo, pre)
+        b.cbranch(b.icmp_signed("<", iv, hi), body, done)
+        b.position_at_end(body)
+        body_fn(iv)
+        nxt = b.add(iv, lir.Constant(I64, step), flags=("nsw",))
+        iv.add_incoming(nxt, b.block)
+        b.branch(cond)
+        b.position_at_end(done)
 
     def loops(self, dims, inner, parallel: bool):
         """Nested counted loops over dims [(var, size)]; the first may be the parallel range."""
@@ -69,31 +104,54 @@ class _Emitter:
         (var, size), rest = dims[0], dims[1:]
         lo, hi = (self.start, self.end) if parallel else (lir.Constant(I64, 0),
                                                            lir.Constant(I64, size))
-        b = self.b
-        pre = b.block
-        cond = self.fn.append_basic_block(f"{var}.cond")
-        body = self.fn.append_basic_block(f"{var}.body")
-        done = self.fn.append_basic_block(f"{var}.done")
-        b.branch(cond)
-        b.position_at_end(cond)
-        iv = b.phi(I64, name=var)
-        iv.add_incoming(lo, pre)
-        b.cbranch(b.icmp_signed("<", iv, hi), body, done)
-        b.position_at_end(body)
-        self.vars[var] = iv
-        self.loops(rest, inner, False)
-        nxt = b.add(iv, lir.Constant(I64, 1), flags=("nsw",))
-        iv.add_incoming(nxt, b.block)
-        b.branch(cond)
-        b.position_at_end(done)
+
+        def body(iv):
+            self.vars[var] = iv
+            self.loops(rest, inner, False)
+        self.counted_loop(var, lo, hi, 1, body)
+
+    def acc_slot(self, name: str):
+        slot, _ = self.accs[name]
+        if self.tile_var is None:
+            return slot
+        return self.b.gep(slot, [lir.Constant(I64, 0), self.lane], inbounds=True)
+
+    def init_accs(self):
+        for name, (_, acc) in self.accs.items():
+            init = self.ops.const(_init(acc.op, acc.dtype), TV(None, compute_dtype(acc.dtype)))
+            self.b.store(init.value, self.acc_slot(name))
 
     def outer_body(self):
-        for slot, acc in self.accs.values():
-            self.b.store(self.ops.const(_init(acc.op, acc.dtype),
-                                        TV(None, compute_dtype(acc.dtype))).value, slot)
+        self.init_accs()
         for stage in self.k.stages:
             self.loops(list(stage.ranges), lambda st=stage: self.stage_body(st),
                        parallel=self.parallel_stage)
+
+    def tile_body(self, tile_start, hi):
+        """Note [Outer reductions]: the tiled outer dim becomes every stage's innermost loop.
+
+        A reduction whose reduced dims are not the contiguous ones (sum over dim 0)
+        would read memory with a large stride in its inner loop.  Tiling runs each
+        stage for TILE consecutive outer points at once, lane `j` keeping its own
+        accumulator, so the inner loop walks contiguous memory and vectorizes
+        without reassociation.  Per outer point, the statements run in the same order.
+        """
+        b = self.b
+        width = b.sub(hi, tile_start)
+        width = b.select(b.icmp_signed("<", width, lir.Constant(I64, TILE)), width,
+                         lir.Constant(I64, TILE))
+        var = self.tile_var
+
+        def lanes(body_fn):
+            def lane_body(j):
+                self.lane = j
+                self.vars[var] = b.add(tile_start, j, flags=("nsw",))
+                body_fn()
+            self.counted_loop(f"{var}.lane", lir.Constant(I64, 0), width, 1, lane_body)
+        lanes(self.init_accs)
+        for stage in self.k.stages:
+            self.loops(list(stage.ranges), lambda st=stage: lanes(lambda: self.stage_body(st)),
+                       parallel=False)
 
     def stage_body(self, stage):
         env: dict = {}
@@ -111,8 +169,8 @@ class _Emitter:
         if s.op == "load":
             return self.load(attrs["buf"], attrs["index"])
         if s.op == "acc":
-            slot, acc = self.accs[attrs["acc"]]
-            return TV(self.b.load(slot), s.dtype)
+            slot = self.acc_slot(attrs["acc"])
+            return TV(self.b.load(slot, typ=llvm_type(s.dtype)), s.dtype)
         args = [env[a] for a in s.args]
         if s.op == "const":
             return ops.const(attrs["value"], TV(None, s.dtype))
@@ -154,8 +212,9 @@ class _Emitter:
 
     def reduce(self, s: Reduce, value: TV):
         b = self.b
-        slot, acc = self.accs[s.acc]
-        old = b.load(slot)
+        _, acc = self.accs[s.acc]
+        slot = self.acc_slot(s.acc)
+        old = b.load(slot, typ=llvm_type(acc.dtype))
         b.store(_combine(b, self.ops, acc.op, acc.dtype, old, value.value), slot)
 
     def index(self, idx: Index):
@@ -176,6 +235,25 @@ class _Emitter:
             const = lir.Constant(I64, idx.const)
             total = const if total is None else b.add(total, const, flags=("nsw",))
         return total
+
+
+def _tile_var(k: Kernel):
+    """The outer var to tile (Note [Outer reductions]), or None.
+
+    Tile when the kernel reduces, some load is contiguous along the last outer var,
+    and no load is contiguous along a stage's innermost var.
+    """
+    if not k.outer or not k.accs:
+        return None
+    var = k.outer[-1][0]
+    loads = [s.attr("index") for st in k.stages for s in st.body
+             if isinstance(s, Let) and s.op == "load"]
+    if not any(idx.coeff(var) == 1 for idx in loads):
+        return None
+    for st in k.stages:
+        if st.ranges and any(idx.coeff(st.ranges[-1][0]) == 1 for idx in loads):
+            return None
+    return var
 
 
 def _init(op: str, dtype: DType):

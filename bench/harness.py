@@ -1,0 +1,166 @@
+"""Timing, memory and kernel counting for benchmark candidates, interleaved.
+
+Owns: `run_workload` (cold compile, interleaved medians, peak memory, kernel
+counts for every candidate of one workload), `copy_bandwidth` and the candidate
+factories.  Must not know: which workloads exist.
+
+Method: candidates are compiled by calling them once (cold compile time = that
+first call, compile and run); each gets warm-up calls; then `reps` rounds, each
+timing every candidate once in turn (interleaved, so machine noise hits all
+alike), each round timing a batch of calls long enough to measure.  Reported time
+is the median over rounds.  Peak memory is the growth of the process's peak RSS
+(VmHWM, reset through /proc/self/clear_refs) during one warm call: tensors of
+the inputs' size and up are mmapped by the allocator, so it sees outputs and
+temporaries; small ones may be served from memory already resident.
+
+Note [malloc and page faults]: with glibc's default (dynamic) mmap threshold,
+whether a freed 16 MB tensor's memory is reused or returned to the OS depends on
+the allocation history, and a returned block costs ~20 ms of page faults per
+16 MB on this machine when allocated again: more than the work of most
+workloads, and different for each candidate by accident.  So timing runs with
+malloc keeping freed memory (mmap threshold 32 MB, no trimming), as a caching
+allocator (or jemalloc/tcmalloc, which PyTorch recommends on CPU) would; the peak
+memory measurement switches to a 64 kB threshold so big blocks are mmapped and
+counted.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import statistics
+import time
+from dataclasses import dataclass, field
+from typing import Callable, Optional
+
+import torch
+
+
+@dataclass
+class Result:
+    candidate: str
+    median_s: Optional[float] = None
+    cold_s: Optional[float] = None
+    peak_mb: Optional[float] = None
+    kernels: Optional[int] = None
+    error: str = ""
+    extra: dict = field(default_factory=dict)
+
+
+_M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3
+_TIMING_MMAP_THRESHOLD = 32 << 20
+
+
+def _mallopt(param: int, value: int) -> bool:
+    try:
+        return bool(ctypes.CDLL("libc.so.6").mallopt(param, value))
+    except OSError:
+        return False
+
+
+def configure_malloc() -> bool:
+    """Keep freed memory for reuse (see Note [malloc and page faults]); False if not glibc."""
+    return _mallopt(_M_MMAP_THRESHOLD, _TIMING_MMAP_THRESHOLD) and \
+        _mallopt(_M_TRIM_THRESHOLD, 1 << 30)
+
+
+def _status_kb(field_name: str) -> Optional[int]:
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith(field_name + ":"):
+                    return int(line.split()[1])
+    except OSError:
+        return None
+    return None
+
+
+def peak_memory_mb(fn: Callable, args: tuple) -> Optional[float]:
+    try:
+        with open("/proc/self/clear_refs", "w") as f:
+            f.write("5")
+    except OSError:
+        return None
+    _mallopt(_M_MMAP_THRESHOLD, 64 << 10)
+    try:
+        before = _status_kb("VmRSS")
+        out = fn(*args)
+        peak = _status_kb("VmHWM")
+        del out
+    finally:
+        _mallopt(_M_MMAP_THRESHOLD, _TIMING_MMAP_THRESHOLD)
+    if before is None or peak is None:
+        return None
+    return max(peak - before, 0) / 1024
+
+
+def copy_bandwidth(n: int, reps: int = 15) -> float:
+    """GB/s of `dst.copy_(src)` on n f32 elements (bytes read + written), median."""
+    src, dst = torch.randn(n), torch.empty(n)
+    for _ in range(3):
+        dst.copy_(src)
+    times = []
+    for _ in range(reps):
+        t = time.perf_counter()
+        dst.copy_(src)
+        times.append(time.perf_counter() - t)
+    return 2 * 4 * n / statistics.median(times) / 1e9
+
+
+def _batch_size(fn, args) -> int:
+    t = time.perf_counter()
+    fn(*args)
+    once = max(time.perf_counter() - t, 1e-7)
+    return max(1, min(5000, int(0.02 / once)))
+
+
+def run_workload(workload, candidates: dict, reps: int) -> list[Result]:
+    """Results per candidate (name -> factory(fn) returning (callable, kernel counter))."""
+    args = workload.make_inputs()
+    results, ready = [], []
+    for name, factory in candidates.items():
+        res = Result(name)
+        results.append(res)
+        try:
+            compiled, count_kernels = factory(workload.fn)
+            before = count_kernels()
+            t = time.perf_counter()
+            compiled(*args)
+            res.cold_s = time.perf_counter() - t
+            after = count_kernels()
+            res.kernels = None if before is None else after - before
+            for _ in range(2):
+                compiled(*args)
+            res.peak_mb = peak_memory_mb(compiled, args)
+            ready.append((res, compiled, _batch_size(compiled, args)))
+        except Exception as e:  # report and go on: one broken candidate must not hide others
+            res.error = f"{type(e).__name__}: {str(e).splitlines()[0][:160]}"
+    samples: dict = {id(r): [] for r, _, _ in ready}
+    for _ in range(reps):
+        for res, fn, batch in ready:
+            t = time.perf_counter()
+            for _ in range(batch):
+                fn(*args)
+            samples[id(res)].append((time.perf_counter() - t) / batch)
+    for res, _, _ in ready:
+        res.median_s = statistics.median(samples[id(res)])
+    return results
+
+
+# --- candidates ------------------------------------------------------------------------------
+def eager_candidate(fn):
+    return fn, lambda: None
+
+
+def inductor_candidate(fn):
+    import torch._dynamo
+    import torch._inductor.metrics as metrics
+
+    torch._dynamo.reset()
+    return torch.compile(fn), lambda: metrics.generated_kernel_count
+
+
+def refcomp_candidate(fn):
+    import refcomp
+    from codegen import stats
+
+    return refcomp.compile(fn), lambda: stats.STATS.kernels

@@ -1,0 +1,140 @@
+"""The benchmark workloads: plain PyTorch functions and the inputs to call them with.
+
+Owns: `WORKLOADS` (name -> Workload).  Must not know: the candidates (eager,
+inductor, refcomp) or how timing is done (bench/harness.py).  Each function uses
+only torch ops that refcomp's frontend traces; `bytes` (if set) is the data a
+perfect implementation must read and write, for GB/s.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Callable, Optional
+
+import torch
+import torch.nn.functional as F
+
+
+@dataclass
+class Workload:
+    name: str
+    fn: Callable
+    make_inputs: Callable[[], tuple]
+    bytes: Optional[int] = None  # minimal bytes moved per call (pointwise/reduction)
+    note: str = ""
+
+
+def _randn(*shape):
+    g = torch.Generator().manual_seed(0)
+    return torch.randn(*shape, generator=g)
+
+
+N_POINTWISE = 4 * 1024 * 1024
+
+
+def pointwise_cheap(x, y):
+    # 10 cheap ops: what a fused kernel does at memory speed.
+    a = x * y
+    a = a + 1.0
+    a = a - x * 0.5
+    a = torch.relu(a)
+    a = a * a
+    a = a + y
+    a = torch.abs(a - 2.0)
+    return torch.minimum(a, x)
+
+
+def pointwise_transcendental(x, y):
+    a = torch.exp(x * 0.5)
+    b = torch.tanh(y)
+    c = torch.sigmoid(a - b)
+    d = torch.log(c + 1.0)
+    e = torch.erf(d * y)
+    return e + c * b
+
+
+def softmax(x):
+    return torch.softmax(x, dim=-1)
+
+
+def layer_norm(x, w, b):
+    return F.layer_norm(x, (x.shape[-1],), w, b, 1e-5)
+
+
+def mlp_block(x, w1, b1, w2, b2):
+    h = F.gelu(x @ w1 + b1)
+    return x + (h @ w2 + b2)
+
+
+def _encoder_layer(x, wq, wk, wv, wo, g1, c1, w1, b1, w2, b2, g2, c2, heads):
+    batch, seq, dim = x.shape
+    hd = dim // heads
+    q = (x @ wq).reshape(batch, seq, heads, hd).permute(0, 2, 1, 3)
+    k = (x @ wk).reshape(batch, seq, heads, hd).permute(0, 2, 3, 1)
+    v = (x @ wv).reshape(batch, seq, heads, hd).permute(0, 2, 1, 3)
+    att = torch.softmax((q @ k) * (1.0 / math.sqrt(hd)), dim=-1)
+    o = (att @ v).permute(0, 2, 1, 3).reshape(batch, seq, dim) @ wo
+    x = F.layer_norm(x + o, (dim,), g1, c1, 1e-5)
+    h = F.gelu(x @ w1 + b1) @ w2 + b2
+    return F.layer_norm(x + h, (dim,), g2, c2, 1e-5)
+
+
+def transformer2(x, *p):
+    x = _encoder_layer(x, *p[:12], 8)
+    return _encoder_layer(x, *p[12:], 8)
+
+
+def _encoder_params(dim, ff):
+    s = 1.0 / math.sqrt(dim)
+    layer = [_randn(dim, dim) * s, _randn(dim, dim) * s, _randn(dim, dim) * s,
+             _randn(dim, dim) * s, torch.ones(dim), torch.zeros(dim),
+             _randn(dim, ff) * s, torch.zeros(ff), _randn(ff, dim) / math.sqrt(ff),
+             torch.zeros(dim), torch.ones(dim), torch.zeros(dim)]
+    return layer + [t.clone() for t in layer]
+
+
+def conv_bn_relu(x, w, mean, var, gamma, beta):
+    y = F.conv2d(x, w, padding=1)
+    y = F.batch_norm(y, mean, var, gamma, beta, training=False, eps=1e-5)
+    return torch.relu(y)
+
+
+def tiny(x, y):
+    return torch.relu(x * y + x)
+
+
+def reduce_dim(d):
+    def fn(x):
+        return x.sum(dim=d)
+    fn.__name__ = f"reduce_dim{d}"
+    return fn
+
+
+_R = (1024, 1024, 4)
+WORKLOADS = {w.name: w for w in [
+    Workload("pointwise_cheap", pointwise_cheap,
+             lambda: (_randn(N_POINTWISE), _randn(N_POINTWISE)), bytes=3 * 4 * N_POINTWISE,
+             note="10 cheap ops on 4M f32"),
+    Workload("pointwise_transc", pointwise_transcendental,
+             lambda: (_randn(N_POINTWISE), _randn(N_POINTWISE)), bytes=3 * 4 * N_POINTWISE,
+             note="exp, tanh, sigmoid, log, erf + 6 cheap ops on 4M f32"),
+    Workload("softmax", softmax, lambda: (_randn(4096, 1024),), bytes=2 * 4 * 4096 * 1024),
+    Workload("layer_norm", layer_norm,
+             lambda: (_randn(4096, 1024), _randn(1024), _randn(1024)),
+             bytes=2 * 4 * 4096 * 1024),
+    Workload("mlp", mlp_block,
+             lambda: (_randn(256, 1024), _randn(1024, 4096) * 0.03, _randn(4096),
+                      _randn(4096, 1024) * 0.015, _randn(1024)),
+             note="256x1024 -> 4096 (GELU) -> 1024, residual"),
+    Workload("transformer2", transformer2,
+             lambda: (_randn(8, 128, 256),) + tuple(_encoder_params(256, 1024)),
+             note="2 encoder layers, batch 8, seq 128, dim 256, 8 heads, ff 1024"),
+    Workload("conv_bn_relu", conv_bn_relu,
+             lambda: (_randn(8, 64, 56, 56), _randn(64, 64, 3, 3) * 0.05, _randn(64) * 0.1,
+                      torch.rand(64) + 0.5, torch.rand(64) + 0.5, _randn(64) * 0.1),
+             note="conv 3x3 64->64 on 8x64x56x56, eval batch norm, relu"),
+    Workload("tiny", tiny, lambda: (_randn(8), _randn(8)), note="8 elements, 3 ops"),
+] + [Workload(f"reduce_dim{d}", reduce_dim(d), lambda: (_randn(*_R),),
+              bytes=4 * (math.prod(_R) + math.prod(_R) // _R[d]), note="sum of [1024,1024,4]")
+     for d in range(3)]}
