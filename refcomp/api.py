@@ -141,9 +141,14 @@ class CompiledFunction:
             guards = self._filter(ctx.finish_guards())
             entry = build_entry(ctx, result.output, self.backend, self.options, guards)
             COUNTERS["graphs"] += 1
-        except Unsupported as reason:
+        except Exception as err:
+            reason = err if isinstance(err, Unsupported) else Unsupported(
+                "RB018", f"{type(err).__name__}: {err}")
+            if not isinstance(err, Unsupported):
+                reason.__cause__ = err
+                reason.locate(self.code.co_filename, self.code.co_firstlineno, "<frame>")
             if self.fullgraph:
-                raise CaptureError(reason) from None
+                raise CaptureError(reason) from err
             COUNTERS["fallbacks"] += 1
             entry = fallback_entry(ctx, reason, self._filter(list(ctx.guards.values())))
         entry.refs_to_hold = tuple(ctx.id_objects)

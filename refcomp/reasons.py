@@ -79,6 +79,9 @@ _reason("RB016", "function marked refcomp.disable",
 _reason("RB017", "exception raised while tracing",
         "A Python-level operation raised during tracing (the eager run will raise it too).",
         "Fix the error in the eager program first.")
+_reason("RB018", "internal error in the tracer",
+        "refcomp's tracer failed on this frame (a refcomp bug); the frame runs eagerly so "
+        "the result stays correct.", "Please report it with the function that triggered it.")
 
 
 class Unsupported(Exception):

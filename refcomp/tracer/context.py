@@ -45,7 +45,14 @@ def meta_like(t: torch.Tensor, requires_grad: bool) -> torch.Tensor:
 
 
 class TraceContext:
-    """One capture of one frame (with everything inlined into it)."""
+    """One capture of one frame (with everything inlined into it).
+
+    Note [In-place]: an in-place op is functionalized by giving the TensorVar a new IR
+    value; every holder of that TensorVar object sees the change, exactly like holders
+    of one torch tensor.  A *different* tensor sharing storage (a view, or the view's
+    base) would not, so an in-place op is refused (RB010) when such a tensor is still
+    reachable from a running frame, or when the tensor is a view of a graph input.
+    """
 
     def __init__(self, name: str = "forward"):
         self.builder = GraphBuilder(name)
@@ -56,7 +63,8 @@ class TraceContext:
         self.grad_enabled = torch.is_grad_enabled()
         self.mutated: dict = {}  # source name -> (source, latest TensorVar)
         self.used_grad_toggle = False
-        self.viewed: set = set()  # alias ids of tensors that have views (see torch_table)
+        self.frames: list = []  # the translators now running (innermost last)
+        self.input_aliases: set = set()  # alias objects of graph-input tensors
         self.id_objects: list = []  # objects under ID_MATCH (modules are held weakly)
         self.add_guard(G.GRAD_MODE, None, self.grad_enabled)
         self.add_guard(G.DEFAULT_DTYPE, None, torch.get_default_dtype())
@@ -132,7 +140,31 @@ class TraceContext:
         var = TensorVar(value, meta_like(t, t.requires_grad), requires_grad=t.requires_grad,
                         source=source)
         self.input_vars[source.name()] = var
+        self.input_aliases.add(var.alias)
         return var
+
+    def shares_storage_with_live(self, tv: TensorVar) -> bool:
+        """Could mutating `tv` be seen through another tensor?  (See Note [In-place].)"""
+        if tv.alias in self.input_aliases and self.input_vars.get(
+                tv.source.name() if tv.source is not None else None) is not tv:
+            return True  # a view of the caller's tensor: eager mutates the caller's storage
+        seen = set()
+        todo = [v for frame in self.frames for v in frame.live_values()]
+        while todo:
+            v = todo.pop()
+            if id(v) in seen:
+                continue
+            seen.add(id(v))
+            if isinstance(v, TensorVar):
+                if v is not tv and v.alias is tv.alias:
+                    return True
+            elif isinstance(v, (TupleVar, ListVar)):
+                todo.extend(v.items)
+            elif isinstance(v, DictVar):
+                todo.extend(v.items.values())
+            elif hasattr(v, "items") and isinstance(getattr(v, "items"), list):
+                todo.extend(v.items)  # iterators
+        return False
 
     def set_grad_enabled(self, enabled: bool) -> None:
         self.grad_enabled = bool(enabled)

@@ -46,9 +46,14 @@ def _instructions(code):
 def check_code_supported(code) -> None:
     """Reject frames the tracer cannot capture as a whole (version, generators, try)."""
     if sys.version_info[:2] != (3, 11):
-        raise Unsupported("RB007", f"running on Python {sys.version.split()[0]}")
-    if code.co_flags & _GENERATOR_FLAGS:
-        raise Unsupported("RB014", f"{code.co_name} is a generator or coroutine")
+        err = Unsupported("RB007", f"running on Python {sys.version.split()[0]}")
+    elif code.co_flags & _GENERATOR_FLAGS:
+        err = Unsupported("RB014", f"{code.co_name} is a generator or coroutine")
+    else:
+        err = None
+    if err is not None:
+        err.locate(code.co_filename, code.co_firstlineno, "<frame>")
+        raise err
     insts, _ = _instructions(code)
     for i, inst in enumerate(insts):
         # A `with` block's handler starts PUSH_EXC_INFO, WITH_EXCEPT_START; any other
@@ -92,6 +97,7 @@ class InstructionTranslator(OpcodeHandlers):
 
     # --- the loop ---------------------------------------------------------------------------
     def run(self) -> VT:
+        self.ctx.frames.append(self)
         try:
             while True:
                 inst = self.instructions[self.ip]
@@ -107,6 +113,14 @@ class InstructionTranslator(OpcodeHandlers):
             e.locate(self.code.co_filename, _line_of(self.instructions, self.ip - 1),
                      f"{self.current.opname} {self.current.argrepr}".strip())
             raise
+        finally:
+            self.ctx.frames.pop()
+
+    def live_values(self):
+        """Every symbolic value this frame can still reach (locals, cells, stack)."""
+        yield from self.locals.values()
+        yield from (c.contents for c in self.cells.values() if c.contents is not None)
+        yield from self.stack
 
     def jump(self, inst) -> None:
         self.ip = self.index_of[inst.argval]

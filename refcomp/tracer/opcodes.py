@@ -269,8 +269,8 @@ class OpcodeHandlers:
         closure = self.pop().items if inst.arg & 0x08 else ()
         if inst.arg & 0x04:
             self.pop()  # annotations: not needed to run the function
-        kwdefaults = self.pop().items if inst.arg & 0x02 else {}
-        defaults = tuple(self.pop().items) if inst.arg & 0x01 else ()
+        kwdefaults = _dict_items(self.pop()) if inst.arg & 0x02 else {}
+        defaults = tuple(_seq_items(self.pop())) if inst.arg & 0x01 else ()
         self.push(FunctionVar(code, self.f_globals, defaults, kwdefaults, tuple(closure),
                               code.co_name))
 
@@ -338,3 +338,13 @@ class OpcodeHandlers:
         self.ctx.set_grad_enabled(ctx_vt.enabled)
         self.push(ExitVar(previous))
         self.push(ConstVar(None))
+
+
+def _seq_items(vt) -> list:
+    # A constant tuple (LOAD_CONST (2, 3)) or a built one (BUILD_TUPLE).
+    return [ConstVar(v) for v in vt.value] if isinstance(vt, ConstVar) else list(vt.items)
+
+
+def _dict_items(vt) -> dict:
+    return {k: ConstVar(v) for k, v in vt.value.items()} if isinstance(vt, ConstVar) \
+        else dict(vt.items)

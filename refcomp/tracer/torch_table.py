@@ -167,7 +167,6 @@ def _new_tensor(ctx, value, meta, operands, view) -> TensorVar:
     meta = meta.detach().requires_grad_(rg) if rg and meta.grad_fn is None else meta
     if view and operands:
         base = operands[0]
-        ctx.viewed.add(base.alias)
         return TensorVar(value, meta, requires_grad=rg, grad_cut=grad_cut, alias=base.alias,
                          is_view=True)
     return TensorVar(value, meta, requires_grad=rg, grad_cut=grad_cut)
@@ -176,8 +175,9 @@ def _new_tensor(ctx, value, meta, operands, view) -> TensorVar:
 def _check_inplace(ctx, tv, name):
     if not isinstance(tv, TensorVar):
         raise Unsupported("RB013", f"{name} on a non-tensor")
-    if tv.is_view or tv.alias in ctx.viewed:
-        raise Unsupported("RB010", f"{name} on a tensor that is or has a view")
+    if ctx.shares_storage_with_live(tv):
+        raise Unsupported("RB010", f"{name} on a tensor that shares storage with another"
+                                   " live tensor")
     if tv.requires_grad:
         raise Unsupported("RB010", f"{name} on a tensor that requires grad")
 

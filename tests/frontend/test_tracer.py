@@ -1,0 +1,308 @@
+"""Tracer features: Python constructs captured into one graph, and those that fall back
+with their reason id; mutation write-back; autograd; fullgraph; disable."""
+
+import pytest
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+import refcomp
+from refcomp.tracer.opcodes import OpcodeHandlers
+
+
+@pytest.fixture(autouse=True)
+def _fresh():
+    refcomp.reset()
+    yield
+    refcomp.reset()
+
+
+def _flat(x):
+    return list(x) if isinstance(x, (tuple, list)) else [x]
+
+
+def _copy(args):
+    return [a.clone() if isinstance(a, torch.Tensor) else a for a in args]
+
+
+def run_both(f, *args, backend="eager", **kwargs):
+    """explain(f) on copies of args; check results and argument mutations equal eager."""
+    eager_args, comp_args = _copy(args), _copy(args)
+    want = f(*eager_args, **kwargs)
+    report = refcomp.explain(f, *comp_args, backend=backend, **kwargs)
+    for g, w in zip(_flat(report.result), _flat(want), strict=True):
+        if isinstance(w, torch.Tensor):
+            torch.testing.assert_close(g, w, equal_nan=True)
+            assert g.dtype == w.dtype and g.shape == w.shape
+        else:
+            assert g == w
+    for a, b in zip(comp_args, eager_args):
+        if isinstance(a, torch.Tensor):
+            torch.testing.assert_close(a, b)  # in-place effects reached the caller
+    return report
+
+
+def closures(x, y):
+    k = 3
+
+    def inner(t, scale=2):
+        return t * scale + k
+
+    g = lambda t: inner(t, scale=4)  # noqa: E731
+    return g(x) + inner(y)
+
+
+def loops(x, ys, d):
+    out = x
+    for i, y in enumerate(ys):
+        out = out + y * i
+    for a, b in zip(ys, ys[::-1]):
+        out = out - a * b
+    for _, v in d.items():
+        out = out + v
+    return out, len(ys)
+
+
+def no_grad_block(x, w):
+    with torch.no_grad():
+        z = x * 2
+    return z + w.sum().detach(), z
+
+
+def inplace(x, y):
+    x.add_(1)
+    y[0] = 5.0
+    y[1:3, 1] = x[0, :2] * 0
+    x *= 2
+    return x * 2
+
+
+def indexing(x, i):
+    return x[0], x[:, 1:3], x[..., None, -1], x[1::2], x[i], x[torch.tensor([0, 2])]
+
+
+def methods(x):
+    a = x.view(2, -1).permute(1, 0).reshape(-1).unsqueeze(0)
+    b = x.transpose(0, 1).contiguous().flatten()
+    c = x.float().double().to(torch.float16).to(torch.float32)
+    d = torch.cat([x, x * 2], dim=1)
+    e = torch.stack([x, x], 0).sum(0)
+    v, idx = x.max(dim=1)
+    return (a, b, c, d, e, v, idx, x.mean(), x.std(dim=0), x.var(0, keepdim=True),
+            F.softmax(x, -1), x.argmax(), x.clamp(-0.5, 0.5), x.amax((0, 1)), x.T, x.size(1))
+
+
+def promotion(x, n, b):
+    return (x + n, x * 2.5, n + 1.5, x / 3, n // 2, (x > 0) & b, n.sum() + x,
+            torch.where(b, n, 1.5), x ** 2, 2 ** x, n.double().sum() * x, -n, ~b)
+
+
+def star_args(*args, **kwargs):
+    return sum(args) * kwargs["k"]
+
+
+def shapes_steer(x):
+    if x.dim() == 2 and x.shape[0] > 2 and x.is_contiguous():
+        return x.sum(dim=-1, keepdim=True).expand(x.shape) * 1
+    return x
+
+
+CAPTURED = [(closures, lambda: (torch.randn(4, 4), torch.randn(4, 4))),
+            (loops, lambda: (torch.randn(4, 4), [torch.randn(4, 4) for _ in range(3)],
+                             {"a": torch.randn(4, 4)})),
+            (no_grad_block, lambda: (torch.randn(4, 4), torch.randn(3))),
+            (inplace, lambda: (torch.randn(4, 4), torch.randn(4, 4))),
+            (indexing, lambda: (torch.randn(4, 4), 2)),
+            (methods, lambda: (torch.randn(4, 4),)),
+            (promotion, lambda: (torch.randn(4, 4), torch.randint(-5, 5, (4, 4)),
+                                 torch.rand(4, 4) > 0.5)),
+            (star_args, lambda: (torch.randn(3), torch.randn(3))),
+            (shapes_steer, lambda: (torch.randn(4, 3),))]
+
+
+@pytest.mark.parametrize("backend", ["eager", "interp"])
+@pytest.mark.parametrize("f,make", CAPTURED, ids=[f.__name__ for f, _ in CAPTURED])
+def test_constructs_are_captured_as_one_graph(f, make, backend):
+    kwargs = {"k": 2} if f is star_args else {}
+    report = run_both(f, *make(), backend=backend, **kwargs)
+    assert (report.graph_count, report.graph_break_count) == (1, 0), str(report)
+
+
+def try_block(x):
+    try:
+        return x + 1
+    except Exception:
+        return x
+
+
+def generator(x):
+    yield x
+
+
+def prints(x):
+    print("side effect")
+    return x
+
+
+def sets_global(x):
+    global SOME_GLOBAL
+    SOME_GLOBAL = 1
+    return x
+
+
+def item(x):
+    return x * x.sum().item()
+
+
+def tensor_if(x):
+    if x.sum() > 0:
+        return x
+    return -x
+
+
+def mutates_attribute(x, box):
+    box.value = 1
+    return x
+
+
+def bool_mask(x):
+    return x[x > 0]
+
+
+def inplace_on_view(x):
+    v = x[0]
+    v.add_(1)
+    return x
+
+
+@refcomp.disable
+def kept_eager(x):
+    return x + 1
+
+
+def calls_disabled(x):
+    return kept_eager(x) * 2
+
+
+class Box:
+    value = 0
+
+
+FALLBACKS = [(try_block, "RB006"), (generator, "RB014"), (prints, "RB008"),
+             (sets_global, "RB008"), (item, "RB002"), (tensor_if, "RB003"),
+             (mutates_attribute, "RB008"), (bool_mask, "RB013"), (inplace_on_view, "RB010"),
+             (calls_disabled, "RB016")]
+
+
+@pytest.mark.parametrize("f,rid", FALLBACKS, ids=[f.__name__ for f, _ in FALLBACKS])
+def test_unsupported_constructs_fall_back_with_reason(f, rid, capsys):
+    args = (torch.randn(4), Box()) if f is mutates_attribute else (torch.randn(4),)
+    report = refcomp.explain(f, *args, backend="eager")
+    assert (report.graph_count, report.graph_break_count) == (0, 1)
+    reason = report.break_reasons[0]
+    assert reason["id"] == rid
+    assert reason["where"].startswith(__file__)
+    with pytest.raises(refcomp.CaptureError, match=rid):
+        refcomp.compile(f, backend="eager", fullgraph=True)(*args)
+
+
+def test_eager_fallback_is_cached_and_runs_once_per_call(capsys):
+    cf = refcomp.compile(prints, backend="eager")
+    x = torch.randn(3)
+    for _ in range(3):
+        torch.testing.assert_close(cf(x), x)
+    assert capsys.readouterr().out.count("side effect") == 3
+    assert len(cf.cache.entries) == 1 and cf.cache.entries[0].hits == 2
+
+
+def test_disable_keeps_a_compiled_function_eager():
+    cf = refcomp.compile(kept_eager, backend="eager")
+    x = torch.randn(3)
+    torch.testing.assert_close(cf(x), x + 1)
+    assert cf.cache.entries == []
+
+
+def test_gradients_flow_like_eager():
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(4, 8), nn.GELU(), nn.LayerNorm(8), nn.Linear(8, 2))
+    twin = nn.Sequential(nn.Linear(4, 8), nn.GELU(), nn.LayerNorm(8), nn.Linear(8, 2))
+    twin.load_state_dict(model.state_dict())
+    cm = refcomp.compile(twin, backend="interp")
+    x = torch.randn(3, 4)
+    model(x).square().sum().backward()
+    report = refcomp.explain(cm, x)
+    assert any("autograd" in n for n in report.notes)
+    cm(x).square().sum().backward()
+    for p, q in zip(model.parameters(), twin.parameters()):
+        torch.testing.assert_close(p.grad, q.grad)
+
+
+def test_detach_then_differentiable_use_falls_back():
+    w = torch.randn(3, requires_grad=True)
+
+    def f(x):
+        return x.detach() * w  # eager: no gradient into x's history; w gets one
+
+    report = refcomp.explain(f, w * 2, backend="eager")
+    assert [r["id"] for r in report.break_reasons] == ["RB011"]
+
+
+def test_module_wrapper_keeps_the_module_interface():
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Conv2d(3, 4, 3, padding=1), nn.BatchNorm2d(4), nn.ReLU(),
+                          nn.Flatten(), nn.Linear(4 * 5 * 5, 3), nn.Softmax(dim=-1))
+    cm = refcomp.compile(model, backend="eager")
+    assert cm._orig_mod is model
+    assert list(cm.state_dict()) == list(model.state_dict())
+    assert [p is q for p, q in zip(cm.parameters(), model.parameters())] == [True] * 6
+    cm.eval()
+    assert not model.training
+    x = torch.randn(2, 3, 5, 5)
+    with torch.no_grad():
+        torch.testing.assert_close(cm(x), model(x))
+        cm.train()
+        assert model.training
+        torch.testing.assert_close(cm(x), model(x))  # training BatchNorm: eager (RB009)
+    entries = cm._compiled_forward.cache.entries
+    assert [e.graph is not None for e in entries] == [True, False]
+
+
+def test_embedding_and_modulelist():
+    class M(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.emb = nn.Embedding(10, 4)
+            self.layers = nn.ModuleList([nn.Linear(4, 4) for _ in range(3)])
+            self.heads = nn.ModuleDict({"a": nn.Linear(4, 1), "b": nn.Tanh()})
+
+        def forward(self, idx):
+            h = self.emb(idx)
+            for layer in self.layers:
+                h = F.silu(layer(h)) + h
+            return self.heads["a"](self.heads["b"](h))
+
+    torch.manual_seed(0)
+    m = M()
+    idx = torch.randint(0, 10, (2, 5))
+    with torch.no_grad():
+        report = run_both(m.forward, idx)
+    assert report.graph_count == 1
+
+
+def test_spec_lists_every_opcode_handler():
+    from pathlib import Path
+
+    spec = (Path(__file__).resolve().parents[2] / "spec" / "tracer.md").read_text()
+    handlers = [n for n in dir(OpcodeHandlers) if n.isupper()]
+    missing = [n for n in handlers if f"`{n}`" not in spec]
+    assert not missing, f"spec/tracer.md does not list: {missing}"
+
+
+def test_spec_lists_every_reason_id():
+    from pathlib import Path
+
+    from refcomp.reasons import REASONS
+
+    spec = (Path(__file__).resolve().parents[2] / "spec" / "tracer.md").read_text()
+    missing = [rid for rid, r in REASONS.items() if f"| {rid} | {r.title}" not in spec]
+    assert not missing, f"spec/tracer.md's reason table lacks {missing}"
