@@ -1,0 +1,332 @@
+"""Kernel -> Triton source: one `@triton.jit` function per Kernel, in a module of its own.
+
+Owns: `emit_kernel(kernel, name, max_rblock) -> TritonKernel` (the module source
+and how to launch it: argument order, sizes, block sizes, grid), the block-size
+heuristic and the index-expression printer.  Must not know: graphs, torch,
+loading or launching (codegen/triton/launch.py).  Spec: spec/codegen.md, "Triton".
+
+Two kernel shapes (Note [Triton tiling]):
+
+- pointwise (no `outer` space, no accumulators): a 1-d grid over the flattened
+  stage space; each program owns XBLOCK consecutive elements
+  (`xindex = pid * XBLOCK + tl.arange(0, XBLOCK)`), decodes loop variables
+  from xindex with `//` and `%`, and masks the tail (`xindex < xnumel`).
+- rows (an `outer` space or accumulators): each program owns XBLOCK rows
+  (`xindex` is `[XBLOCK, 1]`), every stage runs over a `[XBLOCK, RBLOCK]` tile
+  of (row, stage point).  When the longest stage fits one block (at most
+  `max_rblock` points) the stage is "persistent": one tile, no loop.
+  Otherwise it loops `for roffset in range(0, rnumel, RBLOCK)`, folding into
+  a `[XBLOCK, RBLOCK]` partial accumulator that is reduced along axis 1 after
+  the loop.  Stages with no ranges run once per row on `[XBLOCK, 1]`.  So
+  softmax (max, sum of exp, normalize) is one kernel with three stages.
+
+Sizes: the element counts of the spaces (`xnumel`, `rnumel`...) are kernel
+arguments; index coefficients and the divisors that decode variables are
+literals of the source, because Kernels have concrete sizes (one Kernel per
+binding of the size symbols, codegen/lower.py).  Index arithmetic is int32:
+kernels with a buffer of 2**31 elements or more are refused.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from codegen.kernel import DivMod, Index, Kernel, Let, Reduce, Store
+from codegen.kernel_numpy import reduce_init
+from codegen.scalar import compute_dtype
+from codegen.triton.scalar import (
+    HELPERS,
+    TV,
+    TritonScalarOps,
+    combiner,
+    helper_name,
+    literal,
+    tl_dtype,
+)
+
+MAX_XBLOCK = 1024  # elements per program of a pointwise kernel
+MAX_RBLOCK = 1024  # the longest stage run as one persistent tile
+TILE = 1024  # elements per [XBLOCK, RBLOCK] tile of a rows kernel
+INDEX_LIMIT = 2 ** 31  # int32 index arithmetic
+
+
+@dataclass(frozen=True)
+class TritonKernel:
+    """A Kernel's Triton module and its launch: `name[(grid,)](*buffers, *sizes, **blocks)`."""
+
+    name: str  # the @triton.jit function
+    source: str  # the whole module: imports, helpers, the kernel
+    sizes: tuple  # ((argument name, value), ...) after the buffers
+    blocks: tuple  # ((constexpr name, value), ...)
+    grid: int  # programs to launch (0: nothing to do)
+
+
+def next_power_of_2(n: int) -> int:
+    return 1 << max(n - 1, 0).bit_length()
+
+
+def emit_kernel(kernel: Kernel, name: str, max_rblock: int = MAX_RBLOCK) -> TritonKernel:
+    """The Triton module for `kernel`.  Raises NotImplementedError for what it cannot emit."""
+    big = [b.name for b in kernel.buffers if b.numel >= INDEX_LIMIT]
+    if big:
+        raise NotImplementedError(f"buffers {big} need 64-bit indices (int32 is emitted)")
+    if kernel.outer or kernel.accs:
+        emitter = _RowsEmitter(kernel, name, max_rblock)
+    else:
+        emitter = _PointwiseEmitter(kernel, name)
+    return emitter.emit()
+
+
+def index_expr(idx: Index) -> str:
+    """An Index as Triton (Python) source: `8 * o0 + r0`, `(i0 // 4) % 3`."""
+    parts = []
+    for atom, c in idx.terms:
+        text = atom if isinstance(atom, str) else _divmod_expr(atom)
+        parts.append(text if c == 1 else f"{c} * {text}")
+    if idx.const or not parts:
+        parts.append(str(idx.const))
+    return " + ".join(parts).replace("+ -", "- ")
+
+
+def _divmod_expr(atom: DivMod) -> str:
+    text = f"({index_expr(atom.inner)})"
+    if atom.div != 1:
+        text = f"({text} // {atom.div})"
+    return f"({text} % {atom.mod})" if atom.mod is not None else text
+
+
+def decode(dims: tuple, linear: str) -> list[str]:
+    """Lines binding each loop variable of `dims` (outermost first) from a row-major
+    linear index: the innermost is `linear % n`, the outermost needs no `%`."""
+    out, stride = [], 1
+    for k in range(len(dims) - 1, -1, -1):
+        var, n = dims[k]
+        text = linear if stride == 1 else f"({linear} // {stride})"
+        if k > 0:
+            text = f"{text} % {n}"
+        out.append(f"{var} = {text}")
+        stride *= n
+    return out[::-1]
+
+
+def _numel(dims: tuple) -> int:
+    n = 1
+    for _, size in dims:
+        n *= size
+    return n
+
+
+class _Emitter:
+    """What both kernel shapes share: the body of a stage, loads, stores, the module."""
+
+    def __init__(self, kernel: Kernel, name: str):
+        self.k = kernel
+        self.name = name
+        self.ops = TritonScalarOps()
+        self.lines: list[str] = []
+        self.temps: dict = {}  # Let name -> TV
+        self.storage = {b.name: b.dtype for b in kernel.buffers}
+        self.sizes: list = []  # (name, value) size arguments
+
+    def line(self, text: str, depth: int = 1):
+        self.lines.append("    " * depth + text)
+
+    def size_arg(self, prefix: str, values: list[int]) -> list[str]:
+        """Argument names for the sizes `values`: one per distinct value, in order."""
+        distinct = list(dict.fromkeys(values))
+        names = {v: prefix + "numel" if len(distinct) == 1 else f"{prefix}{i}numel"
+                 for i, v in enumerate(distinct)}
+        for v in distinct:
+            self.sizes.append((names[v], v))
+        return [names[v] for v in values]
+
+    def pointer(self, buf: str, idx: Index, block_vars: list[set], shape: str) -> str:
+        """`buf + (index)`, broadcast to the stage's block shape when the index does not
+        vary along every block axis (tl.load/tl.store need a pointer of the mask's shape)."""
+        ptr = f"{buf} + ({index_expr(idx)})"
+        used = idx.variables()
+        if all(used & axis_vars for axis_vars in block_vars):
+            return ptr
+        return f"tl.broadcast_to({ptr}, {shape})"
+
+    def body(self, stmts, mask: str, block_vars: list[set], shape: str, depth: int,
+             reduce_fn):
+        for s in stmts:
+            if isinstance(s, Let):
+                self.let(s, mask, block_vars, shape, depth)
+            elif isinstance(s, Store):
+                value = self.temps[s.value]
+                storage = self.storage[s.buf]
+                expr = value.expr
+                if compute_dtype(storage) != storage:
+                    expr = f"{expr}.to({tl_dtype(storage)})"
+                ptr = self.pointer(s.buf, s.index, block_vars, shape)
+                self.line(f"tl.store({ptr}, {expr}, {mask})", depth)
+            elif isinstance(s, Reduce):
+                reduce_fn(s, depth)
+
+    def let(self, s: Let, mask: str, block_vars, shape: str, depth: int):
+        attrs = dict(s.attrs)
+        if s.op == "load":
+            ptr = self.pointer(attrs["buf"], attrs["index"], block_vars, shape)
+            expr = f"tl.load({ptr}, {mask}, other=0)"
+            if compute_dtype(self.storage[attrs["buf"]]) != s.dtype:
+                expr += f".to({tl_dtype(s.dtype)})"
+            value = TV(expr, s.dtype)
+        elif s.op == "acc":
+            value = TV(attrs["acc"], s.dtype)
+        elif s.op == "const":
+            value = TV(f"tl.full([], {literal(attrs['value'], s.dtype)}, {tl_dtype(s.dtype)})",
+                       s.dtype)
+        else:
+            args = [self.temps[a] for a in s.args]
+            if s.op == "cast":
+                value = self.ops.cast(args[0], s.dtype)
+            elif s.op == "compare":
+                value = self.ops.compare(attrs["name"], *args)
+            else:
+                value = getattr(self.ops, s.op)(*args)
+        name = f"t{s.name}"
+        self.line(f"{name} = {value.expr}", depth)
+        self.temps[s.name] = TV(name, s.dtype)
+
+    def module(self, params: list[str]) -> str:
+        helpers = set(self.ops.helpers)
+        header = [
+            f'"""Triton kernel {self.name}, generated by refcomp (codegen/triton/emit.py)."""',
+            "import triton",
+            "import triton.language as tl",
+        ]
+        for key in sorted(helpers):
+            header.append(HELPERS[key].rstrip("\n"))
+            header.append("")
+        comment = ["# " + ln for ln in str(self.k).splitlines()]
+        signature = f"def {self.name}({', '.join(params)}):"
+        text = "\n".join(header + [""] + comment + ["@triton.jit", signature] + self.lines)
+        return text + "\n"
+
+
+class _PointwiseEmitter(_Emitter):
+    def emit(self) -> TritonKernel:
+        numels = [_numel(st.ranges) for st in self.k.stages]
+        names = self.size_arg("x", numels)
+        xblock = min(next_power_of_2(max(numels, default=0)), MAX_XBLOCK)
+        self.line("xindex = tl.program_id(0) * XBLOCK + tl.arange(0, XBLOCK)")
+        for s, (stage, numel_name) in enumerate(zip(self.k.stages, names)):
+            self.line(f"# stage {s}: [{_ranges_text(stage.ranges)}]")
+            if _numel(stage.ranges) == 0:
+                self.line("# (empty: nothing to compute)")
+                continue
+            mask = "xmask" if len(self.k.stages) == 1 else f"xmask{s}"
+            self.line(f"{mask} = xindex < {numel_name}")
+            for text in decode(stage.ranges, "xindex"):
+                self.line(text)
+            block_vars = [{v for v, _ in stage.ranges}]
+            self.body(stage.body, mask, block_vars, "[XBLOCK]", 1, self._no_reduce)
+        params = [b.name for b in self.k.buffers] + [n for n, _ in self.sizes] + \
+            ["XBLOCK: tl.constexpr"]
+        grid = -(-max(numels, default=0) // xblock)
+        return TritonKernel(self.name, self.module(params), tuple(self.sizes),
+                            (("XBLOCK", xblock),), grid)
+
+    def _no_reduce(self, s, depth):
+        raise NotImplementedError("reduce in a kernel without accumulators")
+
+
+class _RowsEmitter(_Emitter):
+    def __init__(self, kernel: Kernel, name: str, max_rblock: int):
+        super().__init__(kernel, name)
+        self.max_rblock = max_rblock
+        self.accs = {a.name: a for a in kernel.accs}
+
+    def emit(self) -> TritonKernel:
+        k = self.k
+        rows = _numel(k.outer)
+        (xnumel,) = self.size_arg("x", [rows])
+        ranged = [st for st in k.stages if st.ranges]
+        longest = max((_numel(st.ranges) for st in ranged), default=1)
+        persistent = longest <= self.max_rblock
+        rblock = next_power_of_2(longest) if persistent else self.max_rblock
+        rblock = max(rblock, 1)
+        xblock = min(next_power_of_2(rows), max(1, TILE // rblock))
+        r_names = iter(self.size_arg("r", [_numel(st.ranges) for st in ranged]))
+
+        self.line("xindex = tl.program_id(0) * XBLOCK + tl.arange(0, XBLOCK)[:, None]")
+        self.line(f"xmask = xindex < {xnumel}")
+        for text in decode(k.outer, "xindex"):
+            self.line(text)
+        for a in k.accs:
+            init = literal(reduce_init(a.op, a.dtype).item(), a.dtype)
+            self.line(f"{a.name} = tl.full([XBLOCK, 1], {init}, {tl_dtype(a.dtype)})"
+                      f"  # {a.op}")
+        outer_vars = {v for v, _ in k.outer} | {"xindex"}
+        for s, stage in enumerate(k.stages):
+            kind = "" if not stage.ranges else (" persistent" if persistent else " looped")
+            self.line(f"# stage {s}: [{_ranges_text(stage.ranges)}]{kind}")
+            if not stage.ranges:
+                self.body(stage.body, "xmask", [outer_vars], "[XBLOCK, 1]", 1,
+                          self._reduce_row)
+                continue
+            rnumel = next(r_names)
+            if _numel(stage.ranges) == 0:
+                self.line("# (empty: accumulators keep their initial values)")
+                continue
+            block_vars = [outer_vars, {v for v, _ in stage.ranges}]
+            shape = "[XBLOCK, RBLOCK]"
+            reduced = [st.acc for st in stage.body if isinstance(st, Reduce)]
+            if persistent:
+                self.line("rindex = tl.arange(0, RBLOCK)[None, :]")
+                self._tile_head(stage, rnumel, 1)
+                self.body(stage.body, "mask", block_vars, shape, 1, self._reduce_persistent)
+                continue
+            for acc in dict.fromkeys(reduced):
+                a = self.accs[acc]
+                init = literal(reduce_init(a.op, a.dtype).item(), a.dtype)
+                self.line(f"_{acc} = tl.full([XBLOCK, RBLOCK], {init}, {tl_dtype(a.dtype)})")
+            self.line(f"for roffset in range(0, {rnumel}, RBLOCK):")
+            self.line("rindex = roffset + tl.arange(0, RBLOCK)[None, :]", 2)
+            self._tile_head(stage, rnumel, 2)
+            self.body(stage.body, "mask", block_vars, shape, 2, self._reduce_looped)
+            for acc in dict.fromkeys(reduced):
+                fn = self._combiner(acc)
+                self.line(f"{acc} = {fn}({acc}, tl.reduce(_{acc}, 1, {fn}, keep_dims=True))")
+        params = [b.name for b in k.buffers] + [n for n, _ in self.sizes] + \
+            ["XBLOCK: tl.constexpr", "RBLOCK: tl.constexpr"]
+        grid = -(-rows // xblock)
+        return TritonKernel(self.name, self.module(params), tuple(self.sizes),
+                            (("XBLOCK", xblock), ("RBLOCK", rblock)), grid)
+
+    def _tile_head(self, stage, rnumel: str, depth: int):
+        self.line(f"mask = xmask & (rindex < {rnumel})", depth)
+        for text in decode(stage.ranges, "rindex"):
+            self.line(text, depth)
+
+    def _combiner(self, acc: str) -> str:
+        a = self.accs[acc]
+        key = combiner(a.op, a.dtype)
+        self.ops.helpers.add(key)
+        return helper_name(key)
+
+    def _identity(self, acc: str) -> str:
+        a = self.accs[acc]
+        return literal(reduce_init(a.op, a.dtype).item(), a.dtype)
+
+    def _reduce_row(self, s: Reduce, depth: int):
+        fn = self._combiner(s.acc)
+        value = self.temps[s.value].expr
+        self.line(f"{s.acc} = tl.where(xmask, {fn}({s.acc}, {value}), {s.acc})", depth)
+
+    def _reduce_persistent(self, s: Reduce, depth: int):
+        fn = self._combiner(s.acc)
+        value = f"tl.where(mask, {self.temps[s.value].expr}, {self._identity(s.acc)})"
+        self.line(f"{s.acc} = {fn}({s.acc}, tl.reduce({value}, 1, {fn}, keep_dims=True))",
+                  depth)
+
+    def _reduce_looped(self, s: Reduce, depth: int):
+        fn = self._combiner(s.acc)
+        value = self.temps[s.value].expr
+        self.line(f"_{s.acc} = tl.where(mask, {fn}(_{s.acc}, {value}), _{s.acc})", depth)
+
+
+def _ranges_text(ranges: tuple) -> str:
+    return ", ".join(f"{v} < {n}" for v, n in ranges)
