@@ -5,11 +5,19 @@ Owns: `SCALAR_VOCABULARY` (the method names every backend's ScalarOps implements
 form against its `ref`), and `compute_dtypes` (which dtype each operand is cast to
 before an op's scalar form sees it).  Spec: spec/ir.md, "Scalar forms".
 
-Rule for operand dtypes (Note [Scalar operand casts]): the lowering casts every
-operand to the promoted dtype of all operands; if the op's result is floating and
-that promoted dtype is not, it casts to the result dtype instead (torch.exp on
-ints computes in the default float).  Exempt: `where`'s condition stays bool, and
-`cast`'s operand is passed as is.
+Note [Scalar operand casts]: the lowering casts every operand to the promoted dtype
+of all operands; if the op's result is floating and that promoted dtype is not, it
+casts to the result dtype instead (torch.exp on ints computes in the default float).
+f16 and bf16 then compute in f32 (torch's "opmath", see Note [Reference precision]
+in ir/ops/pointwise.py): the store rounds to the result dtype once.  Exempt:
+`where`'s condition stays bool, and `cast`'s operand is passed as is.
+`compute_result_dtype` is the dtype the scalar form's value has before that store.
+
+Semantics of the vocabulary, beyond the numpy function of the same name: `floor`,
+`ceil`, `round` (half to even), `trunc` leave integers unchanged; `sign(NaN)` is 0;
+`cast` float -> int truncates toward zero; the shifts give 0 (left) or the sign fill
+(right) for a shift amount outside [0, bits); `const(value, like)` is `value` in
+`like`'s dtype; `compare(name, a, b)` with name in eq ne lt le gt ge.
 """
 
 from __future__ import annotations
@@ -17,7 +25,7 @@ from __future__ import annotations
 import numpy as np
 
 from ir.ops.pointwise import erf_ref
-from ir.types import DType, result_type
+from ir.types import DType, bf16, f16, f32, result_type, round_to_dtype
 
 SCALAR_VOCABULARY = (
     "const", "cast", "to_bool",
@@ -27,7 +35,21 @@ SCALAR_VOCABULARY = (
     "atan2", "maximum", "minimum", "compare", "where", "isnan",
     "logical_and", "logical_or", "logical_xor", "logical_not",
     "bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_not",
+    "bitwise_left_shift", "bitwise_right_shift",
 )
+
+# The dtype f16 and bf16 compute in (see Note [Scalar operand casts]).
+_OPMATH = {f16: f32, bf16: f32}
+
+
+def compute_result_dtype(op_name: str, result: DType) -> DType:
+    """The dtype of a scalar form's value for op `op_name` with result dtype `result`.
+
+    A `cast` yields its target dtype (a cast to f16 must round); every other op yields
+    the result dtype, with f16/bf16 lifted to f32 until the store."""
+    if op_name == "cast":
+        return result
+    return _OPMATH.get(result, result)
 
 
 def compute_dtypes(op_name: str, operand_dtypes: list[DType], result: DType) -> list[DType]:
@@ -36,10 +58,12 @@ def compute_dtypes(op_name: str, operand_dtypes: list[DType], result: DType) -> 
         return list(operand_dtypes)
     if op_name == "where":
         value = result_type(*operand_dtypes[1:])
+        value = _OPMATH.get(value, value)
         return [operand_dtypes[0], value, value]
     common = result_type(*operand_dtypes)
     if result.is_float and not common.is_float:
         common = result
+    common = _OPMATH.get(common, common)
     return [common] * len(operand_dtypes)
 
 
@@ -51,6 +75,8 @@ class NumpyScalarOps:
 
     def cast(self, x, dtype):
         x = np.asarray(x)
+        if dtype is bf16:
+            return round_to_dtype(x.astype(np.float32), bf16)
         if x.dtype.kind == "f" and dtype.is_int:
             return np.trunc(x).astype(dtype.np)
         return x.astype(dtype.np)
@@ -61,9 +87,8 @@ class NumpyScalarOps:
     add, sub, mul = staticmethod(np.add), staticmethod(np.subtract), staticmethod(np.multiply)
     truediv, floordiv = staticmethod(np.true_divide), staticmethod(np.floor_divide)
     remainder, fmod, pow = staticmethod(np.remainder), staticmethod(np.fmod), staticmethod(np.power)
-    neg, abs, sign = staticmethod(np.negative), staticmethod(np.abs), staticmethod(np.sign)
-    floor, ceil, round = staticmethod(np.floor), staticmethod(np.ceil), staticmethod(np.round)
-    trunc, exp, log = staticmethod(np.trunc), staticmethod(np.exp), staticmethod(np.log)
+    neg, abs = staticmethod(np.negative), staticmethod(np.abs)
+    exp, log = staticmethod(np.exp), staticmethod(np.log)
     log1p, expm1, sqrt = staticmethod(np.log1p), staticmethod(np.expm1), staticmethod(np.sqrt)
     sin, cos, tanh = staticmethod(np.sin), staticmethod(np.cos), staticmethod(np.tanh)
     atan2 = staticmethod(np.arctan2)
@@ -73,6 +98,34 @@ class NumpyScalarOps:
     logical_xor = staticmethod(np.logical_xor)
     bitwise_and, bitwise_or = staticmethod(np.bitwise_and), staticmethod(np.bitwise_or)
     bitwise_xor, bitwise_not = staticmethod(np.bitwise_xor), staticmethod(np.invert)
+
+    def sign(self, x):
+        x = np.asarray(x)
+        if x.dtype == np.bool_:
+            return x
+        out = np.sign(x)
+        return np.where(np.isnan(x), np.zeros((), x.dtype), out) if x.dtype.kind == "f" else out
+
+    def _rounding(fn):
+        def op(self, x):
+            x = np.asarray(x)
+            return x if x.dtype.kind in "biu" else fn(x)
+        return op
+
+    floor, ceil = _rounding(np.floor), _rounding(np.ceil)
+    round, trunc = _rounding(np.round), _rounding(np.trunc)
+    del _rounding
+
+    def bitwise_left_shift(self, a, s):
+        bits = np.asarray(a).dtype.itemsize * 8
+        inside = (s >= 0) & (s < bits)
+        return np.where(inside, np.left_shift(a, np.where(inside, s, 0)), 0).astype(a.dtype)
+
+    def bitwise_right_shift(self, a, s):
+        bits = np.asarray(a).dtype.itemsize * 8
+        inside = (s >= 0) & (s < bits)
+        fill = np.where(a < 0, -1, 0)
+        return np.where(inside, np.right_shift(a, np.where(inside, s, 0)), fill).astype(a.dtype)
 
     def rsqrt(self, x):
         return (1.0 / np.sqrt(x)).astype(np.asarray(x).dtype)
