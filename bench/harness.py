@@ -21,7 +21,8 @@ workloads, and different for each candidate by accident.  So timing runs with
 malloc keeping freed memory (mmap threshold 32 MB, no trimming), as a caching
 allocator (or jemalloc/tcmalloc, which PyTorch recommends on CPU) would; the peak
 memory measurement switches to a 64 kB threshold so big blocks are mmapped and
-counted.
+counted, after malloc_trim(0) has released the free heap pages that would otherwise
+be reused unseen.
 """
 
 from __future__ import annotations
@@ -82,6 +83,8 @@ def peak_memory_mb(fn: Callable, args: tuple) -> Optional[float]:
         return None
     _mallopt(_M_MMAP_THRESHOLD, 64 << 10)
     try:
+        # Give free heap memory back (madvise), so reusing it shows up in RSS again.
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
         before = _status_kb("VmRSS")
         out = fn(*args)
         peak = _status_kb("VmHWM")
