@@ -18,6 +18,8 @@ to nearest even), bool <-> i1 via i8.
 
 from __future__ import annotations
 
+import math
+
 import llvmlite.ir as lir
 
 from codegen.kernel import DivMod, Index, Kernel, Let, Reduce, Store
@@ -61,6 +63,9 @@ class _Emitter:
             self.accs[acc.name] = (slot, acc)
         self.vars: dict = {}
         self.lane = None  # the tile lane index while emitting a tiled stage
+        self.reuse, sizes = ({}, []) if self.tile_var else _plan_reuse(kernel)
+        self.scratch = [b.alloca(lir.ArrayType(llvm_type(dtype), n), name=f"row{i}")
+                        for i, (n, dtype) in enumerate(sizes)]
 
     def run(self):
         k = self.k
@@ -157,11 +162,27 @@ class _Emitter:
         env: dict = {}
         for s in stage.body:
             if isinstance(s, Let):
+                plan = self.reuse.get(s.name)
+                if plan is not None and plan[0] == "load":
+                    env[s.name] = TV(self.b.load(self.row_slot(plan[1], stage),
+                                                 typ=llvm_type(s.dtype)), s.dtype)
+                    continue
                 env[s.name] = self.let(s, env)
+                if plan is not None:
+                    self.b.store(env[s.name].value, self.row_slot(plan[1], stage))
             elif isinstance(s, Store):
                 self.store(s, env[s.value])
             elif isinstance(s, Reduce):
                 self.reduce(s, env[s.value])
+
+    def row_slot(self, i: int, stage):
+        """The element of row scratch i at the current point of `stage`'s loops."""
+        offset, stride = Index.of(0), 1
+        for var, size in reversed(stage.ranges):
+            offset = offset + Index.var(var).scale(stride)
+            stride *= size
+        return self.b.gep(self.scratch[i], [lir.Constant(I64, 0), self.index(offset)],
+                          inbounds=True)
 
     # --- statements ----------------------------------------------------------------------
     def let(self, s: Let, env) -> TV:
@@ -235,6 +256,47 @@ class _Emitter:
             const = lir.Constant(I64, idx.const)
             total = const if total is None else b.add(total, const, flags=("nsw",))
         return total
+
+
+# Ops worth keeping in a row scratch instead of recomputing (Note [Row reuse]).
+_EXPENSIVE = frozenset({"exp", "log", "tanh", "sigmoid", "erf", "log1p", "expm1", "sin", "cos",
+                        "pow", "atan2"})
+ROW_SCRATCH_MAX = 16384  # elements per scratch row (it lives on the stack)
+
+
+def _plan_reuse(k: Kernel):
+    """Note [Row reuse]: an expensive value computed again in a later stage is stored.
+
+    In a row-wise kernel (softmax) a later stage often recomputes exactly what an
+    earlier stage over the same loop ranges computed (exp(x - max)): same loads at
+    the same indices, same ops, same accumulators (which are final by then).  The
+    first stage stores such a value in a per-row scratch array on the stack and
+    later stages load it: the same bits, one transcendental per element instead
+    of two.  Returns ({let name: ("store" | "load", scratch)}, [(size, dtype)]).
+    """
+    plan, sizes, first = {}, [], {}
+    for stage in k.stages:
+        n = math.prod(size for _, size in stage.ranges)
+        if not stage.ranges or n > ROW_SCRATCH_MAX:
+            continue
+        keys: dict = {}
+        for s in stage.body:
+            if not isinstance(s, Let):
+                continue
+            key = (s.op, s.attrs, s.dtype, tuple(keys[a] for a in s.args))
+            keys[s.name] = key
+            if s.op not in _EXPENSIVE:
+                continue
+            where = (stage.ranges, key)
+            if where not in first:
+                first[where] = s.name
+            else:
+                producer = first[where]
+                if producer not in plan:
+                    plan[producer] = ("store", len(sizes))
+                    sizes.append((n, s.dtype))
+                plan[s.name] = ("load", plan[producer][1])
+    return plan, sizes
 
 
 def _tile_var(k: Kernel):

@@ -184,3 +184,22 @@ func @f(%x: f64[3,1030]) -> (f64[1030], f64[3,1030]) {
     x = np.random.default_rng(4).standard_normal((3, 1030))
     for got, want in zip(fn(torch.from_numpy(x)), ir.run(graph, [x])):
         np.testing.assert_allclose(got.numpy(), want, rtol=1e-12, atol=1e-12)
+
+
+def test_softmax_keeps_exp_in_a_row_scratch():
+    # Note [Row reuse]: exp(x - max) is computed once per element, stored, and reloaded.
+    from codegen.llvm.emit import _plan_reuse
+
+    graph = ir.parse("""
+func @f(%x: f32[5,300]) -> f32[5,300] {
+  %0 = softmax %x {dim=1} : f32[5,300]
+  return %0
+}""")
+    fn = compile_llvm(graph)
+    (kernel,) = fn.compiled.kernels
+    plan, sizes = _plan_reuse(kernel)
+    assert sorted(kind for kind, _ in plan.values()) == ["load", "store"]
+    assert [n for n, _ in sizes] == [300]
+    x = np.random.default_rng(5).standard_normal((5, 300)).astype(np.float32) * 4
+    (got,) = fn(torch.from_numpy(x))
+    np.testing.assert_allclose(got.numpy(), ir.run(graph, [x])[0], rtol=2e-6, atol=1e-7)
