@@ -16,8 +16,10 @@ what eager torch.rand/randn would at the same point of the program.
 Note [Operand casts]: IR pointwise ops promote all operands with
 `promote_types`, rank-0 operands included, while torch lets a rank-0 tensor of a
 higher dtype lose to a ranked one.  Each step therefore casts its operands to
-the dtypes `ir.scalar.compute_dtypes` names (only where they differ, decided at
-compile time) before calling torch, so torch never promotes on its own.
+the promoted dtype (the result dtype for ops that compute in floating point on
+integers; `where`'s condition stays bool) where they differ, decided at compile
+time, so torch never promotes on its own.  f16/bf16 are not lifted to f32 here
+(unlike `ir.scalar.compute_dtypes` for kernels): torch's kernels do that inside.
 
 Outputs may be views of inputs or of each other (reshape, permute, slice,
 expand), exactly as eager torch returns views.
@@ -38,8 +40,7 @@ from codegen.torch_bridge import torch_dtype
 from ir.graph import Graph, Node
 from ir.ops import rules
 from ir.ops.registry import CREATION, all_ops
-from ir.scalar import compute_dtypes
-from ir.types import is_symbolic, u8
+from ir.types import is_symbolic, result_type, u8
 
 # An entry makes the step function for one node: make(node, attrs) -> fn(*tensors).
 # `attrs` are the node's attributes with symbolic dims already evaluated.
@@ -52,12 +53,23 @@ def _in_types(node):
 
 
 # --- pointwise --------------------------------------------------------------------------
+def _operand_dtypes(op_name, have, result):
+    """The dtype each operand is cast to; see Note [Operand casts]."""
+    if op_name == "where":
+        value = result_type(*have[1:])
+        return [have[0], value, value]
+    common = result_type(*have)
+    if result.is_float and not common.is_float:
+        common = result  # torch.exp of ints computes in the default float
+    return [common] * len(have)
+
+
 def _pointwise(torch_fn):
     """A maker for a pointwise op: cast operands per Note [Operand casts], then call."""
     def make(node, attrs):
         fn = (lambda *xs: torch_fn(*xs, **attrs)) if attrs else torch_fn
         have = [t.dtype for t in _in_types(node)]
-        want = compute_dtypes(node.op.name, have, node.outputs[0].type.dtype)
+        want = _operand_dtypes(node.op.name, have, node.outputs[0].type.dtype)
         casts = [torch_dtype(w) if w != h else None for h, w in zip(have, want)]
         if not any(casts):
             return fn
