@@ -43,6 +43,8 @@ def run_pipeline(graph: Graph, passes: Sequence[PassLike] = DEFAULT_PIPELINE, *,
                  stream: Optional[TextIO] = None, seed: int = 0) -> Graph:
     """Run `passes` in order on `graph` and return the result (the input is never changed).
 
+    passes: names, callables `Graph -> Graph`, or one comma-separated string of names.
+
     verify: check the input, then the IR after every pass; a broken result raises
         `PassError` naming the pass, with the verifier's diagnostics.
     print_after: pass names (or "all") after which the IR is printed to `stream`
@@ -52,6 +54,8 @@ def run_pipeline(graph: Graph, passes: Sequence[PassLike] = DEFAULT_PIPELINE, *,
         difference beyond `tolerance(dtype)`; also checks the pass left its input intact.
     timings: a dict filled with pass name -> seconds (summed if a pass runs twice).
     """
+    if isinstance(passes, str):  # "fold,dce", as on the command line
+        passes = [p.strip() for p in passes.split(",") if p.strip()]
     if verify:
         _check_valid(graph, None)
     wanted = _print_set(print_after)

@@ -103,3 +103,9 @@ def test_random_inputs_bind_symbols_consistently():
 def test_unknown_pass_lists_the_valid_ones():
     with pytest.raises(ValueError, match="unknown pass 'nope'; valid passes: .*dce"):
         run_pipeline(parse(SOURCE), ["nope"])
+
+
+def test_a_comma_separated_string_names_the_passes():
+    timings = {}
+    run_pipeline(parse(SOURCE), "cse, dce", timings=timings)
+    assert list(timings) == ["cse", "dce"]
