@@ -154,16 +154,22 @@ def build_entry(ctx: TraceContext, output: VT, backend_name: str, options: dict,
     fn = backend.compile_graph(graph, dict(options["backend_options"]))
     detach = frozenset(i for i, rg in enumerate(outs.requires_grad)
                        if not rg and backend.differentiable)
-    entry = Entry(GuardSet(guard_list, list(ctx.input_sources)), graph, fn, spec, writeback,
-                  detach, contiguous=backend.name not in ("eager", "interp"),
-                  backend=backend.name, notes=notes)
+    guards = make_guard_set(ctx, guard_list, list(ctx.input_sources))
+    entry = Entry(guards, graph, fn, spec, writeback, detach,
+                  contiguous=backend.name not in ("eager", "interp"), backend=backend.name,
+                  notes=notes)
     entry.compile_time_s = time.perf_counter() - start
     return entry
 
 
 def fallback_entry(ctx: TraceContext, reason: Unsupported, guard_list: list) -> Entry:
     """An entry that runs the frame eagerly: the trace up to `reason` used only these facts."""
-    return Entry(GuardSet(guard_list, []), reason=reason)
+    return Entry(make_guard_set(ctx, guard_list, []), reason=reason)
+
+
+def make_guard_set(ctx: TraceContext, guard_list: list, input_sources: list) -> GuardSet:
+    examples = [ctx.examples[g.source.name()] for g in guard_list if g.kind == "TENSOR_MATCH"]
+    return GuardSet(guard_list, input_sources, examples=examples)
 
 
 def is_constant(value) -> bool:

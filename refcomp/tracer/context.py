@@ -65,6 +65,7 @@ class TraceContext:
         self.used_grad_toggle = False
         self.frames: list = []  # the translators now running (innermost last)
         self.input_aliases: set = set()  # alias objects of graph-input tensors
+        self.examples: dict = {}  # source name -> the real tensor seen while tracing
         self.id_objects: list = []  # objects under ID_MATCH (modules are held weakly)
         self.add_guard(G.GRAD_MODE, None, self.grad_enabled)
         self.add_guard(G.DEFAULT_DTYPE, None, torch.get_default_dtype())
@@ -141,6 +142,7 @@ class TraceContext:
                         source=source)
         self.input_vars[source.name()] = var
         self.input_aliases.add(var.alias)
+        self.examples[source.name()] = t  # for the C++ tensor check; dropped after compile
         return var
 
     def shares_storage_with_live(self, tv: TensorVar) -> bool:
