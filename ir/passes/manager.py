@@ -67,7 +67,7 @@ def run_pipeline(graph: Graph, passes: Sequence[PassLike] = DEFAULT_PIPELINE, *,
         start = time.perf_counter()
         try:
             result = fn(graph)
-        except (VerificationError, PassError):
+        except PassError:  # from a pipeline inside the pass: it already names its pass
             raise
         except Exception as e:  # name the pass, keep the cause
             raise PassError(name, f"failed: {type(e).__name__}: {e}") from e
