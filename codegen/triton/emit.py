@@ -43,6 +43,7 @@ from codegen.triton.scalar import (
     literal,
     tl_dtype,
 )
+from ir.types import bf16
 
 MAX_XBLOCK = 1024  # elements per program of a pointwise kernel
 MAX_RBLOCK = 1024  # the longest stage run as one persistent tile
@@ -158,7 +159,10 @@ class _Emitter:
                 value = self.temps[s.value]
                 storage = self.storage[s.buf]
                 expr = value.expr
-                if compute_dtype(storage) != storage:
+                if storage == bf16:
+                    self.ops.helpers.add("to_bf16")
+                    expr = f"_to_bf16({expr})"
+                elif compute_dtype(storage) != storage:
                     expr = f"{expr}.to({tl_dtype(storage)})"
                 ptr = self.pointer(s.buf, s.index, block_vars, shape)
                 self.line(f"tl.store({ptr}, {expr}, {mask})", depth)
@@ -170,7 +174,7 @@ class _Emitter:
         if s.op == "load":
             ptr = self.pointer(attrs["buf"], attrs["index"], block_vars, shape)
             expr = f"tl.load({ptr}, {mask}, other=0)"
-            if compute_dtype(self.storage[attrs["buf"]]) != s.dtype:
+            if self.storage[attrs["buf"]] != s.dtype:  # f16, bf16: computed in f32
                 expr += f".to({tl_dtype(s.dtype)})"
             value = TV(expr, s.dtype)
         elif s.op == "acc":
@@ -184,8 +188,10 @@ class _Emitter:
                 value = self.ops.cast(args[0], s.dtype)
             elif s.op == "compare":
                 value = self.ops.compare(attrs["name"], *args)
-            else:
+            elif hasattr(TritonScalarOps, s.op):
                 value = getattr(self.ops, s.op)(*args)
+            else:
+                raise NotImplementedError(f"scalar op {s.op} has no Triton form")
         name = f"t{s.name}"
         self.line(f"{name} = {value.expr}", depth)
         self.temps[s.name] = TV(name, s.dtype)

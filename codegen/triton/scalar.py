@@ -82,6 +82,18 @@ def _floordiv_int(a, b):
     q = tl.where((r != 0) & ((r < 0) != (d < 0)), q - 1, q)
     return tl.where(zero, 0, q)
 ''',
+    "floordiv_float": '''
+@triton.jit
+def _floordiv_float(a, b):
+    # numpy's floor division: from the exact remainder, not floor(a / b), whose
+    # rounded quotient can land on the integer above (-0.5 // 1e-6 is -500001).
+    mod = a % b
+    div = (a - mod) / b
+    div = tl.where((mod != 0.0) & ((b < 0.0) != (mod < 0.0)), div - 1.0, div)
+    q = tl.math.floor(div)
+    q = tl.where(div - q > 0.5, q + 1.0, q)
+    return tl.where(b == 0.0, a / b, q)
+''',
     "fmod_int": '''
 @triton.jit
 def _fmod_int(a, b):
@@ -171,6 +183,16 @@ def _round_half_even(x):
     d = x - r
     odd = (r - 2.0 * tl.math.floor(0.5 * r)) != 0.0
     return tl.where((d > 0.5) | ((d == 0.5) & odd), r + 1.0, r)
+''',
+    "to_bf16": '''
+@triton.jit
+def _to_bf16(x):
+    # f32 -> bf16 rounding to nearest even, written out because Triton's interpreter
+    # truncates (a GPU's cvt.rn.bf16.f32 gives the same bits).
+    bits = x.to(tl.uint32, bitcast=True)
+    bits = bits + (0x7FFF + ((bits >> 16) & 1))
+    rounded = (bits >> 16).to(tl.uint16).to(tl.bfloat16, bitcast=True)
+    return tl.where(x != x, float("nan"), rounded)
 ''',
     "max_nan": '''
 @triton.jit
@@ -295,9 +317,7 @@ class TritonScalarOps:
         return self._binary(a, b, "/")
 
     def floordiv(self, a, b):
-        if a.dtype.is_float:
-            return TV(f"tl.math.floor({a.expr} / {b.expr})", a.dtype)
-        return self._helper("floordiv_int", a, b)
+        return self._helper("floordiv_float" if a.dtype.is_float else "floordiv_int", a, b)
 
     def remainder(self, a, b):
         return self._helper("remainder_float" if a.dtype.is_float else "remainder_int", a, b)
@@ -320,9 +340,9 @@ class TritonScalarOps:
         return TV(f"tl.abs({x.expr})", x.dtype)
 
     def sign(self, x):
-        if x.dtype.is_float:  # 0 and NaN stay themselves
-            return TV(f"tl.where({x.expr} > 0.0, 1.0, tl.where({x.expr} < 0.0, -1.0,"
-                      f" {x.expr}))", x.dtype)
+        if x.dtype.is_float:  # sign(NaN) = 0, as torch (the op's ref)
+            return TV(f"tl.where({x.expr} > 0.0, 1.0, tl.where({x.expr} < 0.0, -1.0, 0.0))"
+                      f".to({tl_dtype(x.dtype)})", x.dtype)
         t = tl_dtype(x.dtype)
         return TV(f"(({x.expr} > 0).to({t}) - ({x.expr} < 0).to({t}))", x.dtype)
 
@@ -427,6 +447,19 @@ class TritonScalarOps:
 
     def bitwise_xor(self, a, b):
         return self._binary(a, b, "^")
+
+    def bitwise_left_shift(self, a, b):
+        # torch: a shift outside [0, bits) gives 0.
+        inside = f"(({b.expr} >= 0) & ({b.expr} < {a.dtype.bits}))"
+        return TV(f"tl.where({inside}, {a.expr} << tl.where({inside}, {b.expr}, 0), 0)",
+                  a.dtype)
+
+    def bitwise_right_shift(self, a, b):
+        # torch: a shift outside [0, bits) gives the sign fill (-1 for negative a, else 0).
+        inside = f"(({b.expr} >= 0) & ({b.expr} < {a.dtype.bits}))"
+        fill = f"tl.where({a.expr} < 0, -1, 0)"
+        return TV(f"tl.where({inside}, {a.expr} >> tl.where({inside}, {b.expr}, 0), {fill})",
+                  a.dtype)
 
     def bitwise_not(self, x):
         if x.dtype.is_bool:

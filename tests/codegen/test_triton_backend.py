@@ -8,9 +8,11 @@ would need CUDA tensors; they run here only in interpreter mode.
 
 import numpy as np
 import pytest
+import torch
 from hypothesis import given, settings
 
 import ir
+from codegen import stats
 from codegen.backends import get_backend
 from codegen.torch_bridge import from_numpy, to_numpy
 from tests.strategies import graphs
@@ -46,3 +48,312 @@ def test_triton_equals_interpreter_on_random_graphs(case):
     for got, want, v in zip(results, expected, graph.outputs):
         assert tuple(got.shape) == want.shape
         assert_matches(got, want, v.type.dtype)
+
+
+# --- hand-written regions: Triton == the Kernel numpy executor == ir.run ----------------------
+
+LAYER_NORM = """
+func @f(%x: f32[5,6], %w: f32[6]) -> f32[5,6] {
+  %0 = fused %x, %w {kind="rowwise"} : f32[5,6] {
+  ^(%1: f32[5,6], %2: f32[6]):
+    %3 = mean %1 {dims=[1], keepdim=true} : f32[5,1]
+    %4 = expand %3 {shape=[5,6]} : f32[5,6]
+    %5 = sub %1, %4 : f32[5,6]
+    %6 = mul %5, %5 : f32[5,6]
+    %7 = mean %6 {dims=[1], keepdim=true} : f32[5,1]
+    %8 = full {value=1e-05} : f32[]
+    %9 = add %7, %8 : f32[5,1]
+    %10 = rsqrt %9 : f32[5,1]
+    %11 = expand %10 {shape=[5,6]} : f32[5,6]
+    %12 = mul %5, %11 : f32[5,6]
+    %13 = reshape %2 {shape=[1,6]} : f32[1,6]
+    %14 = expand %13 {shape=[5,6]} : f32[5,6]
+    %15 = mul %12, %14 : f32[5,6]
+    return %15
+  }
+  return %0
+}"""
+
+SOFTMAX_AND_VAR = """
+func @f(%x: f64[3,9]) -> (f64[3,9], f64[3]) {
+  %0 = softmax %x {dim=1} : f64[3,9]
+  %1 = var %x {dims=[1], correction=1} : f64[3]
+  return %0, %1
+}"""
+
+LAYOUTS = """
+func @f(%x: f32[4,6], %y: f32[3,8]) -> (f32[6,4], f32[6]) {
+  %0 = permute %x {perm=[1,0]} : f32[6,4]
+  %1 = reshape %y {shape=[6,4]} : f32[6,4]
+  %2 = mul %0, %1 : f32[6,4]
+  %3 = amin %2 {dims=[1]} : f32[6]
+  return %2, %3
+}"""
+
+
+def random_buffers(kernel, rng):
+    bufs = {}
+    for b in kernel.buffers:
+        if b.is_output:
+            bufs[b.name] = np.zeros(b.numel, b.dtype.np)
+        else:
+            bufs[b.name] = rng.standard_normal(b.numel).astype(b.dtype.np)
+    return bufs
+
+
+@pytest.mark.parametrize("max_rblock", [1024, 4], ids=["persistent", "looped"])
+@pytest.mark.parametrize("text", [LAYER_NORM, SOFTMAX_AND_VAR, LAYOUTS],
+                         ids=["layer_norm", "softmax_var", "layouts"])
+def test_hand_written_regions_equal_the_kernel_executor(text, max_rblock):
+    from codegen.kernel_numpy import run_kernel
+
+    graph = ir.parse(text)
+    fn = compile_triton(graph, max_rblock=max_rblock)
+    (kernel,) = fn.compiled.kernels  # one region, one kernel
+    (launcher,) = fn.compiled.launchers
+    bufs = random_buffers(kernel, np.random.default_rng(0))
+    want = {name: a.copy() for name, a in bufs.items()}
+    run_kernel(kernel, want)
+    tensors = [torch.from_numpy(bufs[b.name].copy()) for b in kernel.buffers]
+    launcher(*tensors)
+    for b, t in zip(kernel.buffers, tensors):
+        if b.is_output:
+            np.testing.assert_allclose(t.numpy(), want[b.name], rtol=1e-5, atol=1e-6)
+    # ... and the whole graph equals the reference interpreter.
+    rng = np.random.default_rng(1)
+    args = [rng.standard_normal([int(d) for d in v.type.shape]).astype(v.type.dtype.np)
+            for v in graph.inputs]
+    for got, want_out in zip(fn(*map(torch.from_numpy, args)), ir.run(graph, args)):
+        np.testing.assert_allclose(got.numpy(), want_out, rtol=1e-5, atol=1e-6)
+
+
+# --- the scalar vocabulary at its edges --------------------------------------------------------
+
+def run_as_one_kernel(graph, arrays):
+    """Lower the whole graph as one region (one kernel), launch it, return its outputs."""
+    from codegen.lower import lower_region
+    from codegen.triton.launch import compile_kernel
+
+    kernel = lower_region(graph)
+    tensors = [torch.from_numpy(a) for a in arrays]
+    outs = [torch.empty([int(d) for d in v.type.shape], dtype=tensors[0].dtype)
+            for v in graph.outputs]
+    compile_kernel(kernel)(*tensors, *outs)
+    return outs
+
+
+FLOAT_OPS = """
+func @f(%x: {t}[16], %y: {t}[16]) -> ({t}[16], {t}[16], {t}[16], {t}[16], {t}[16], {t}[16],
+    {t}[16], {t}[16], {t}[16], {t}[16], {t}[16], {t}[16], {t}[16]) {{
+  %0 = expm1 %x : {t}[16]
+  %1 = log1p %y : {t}[16]
+  %2 = tanh %x : {t}[16]
+  %3 = round %x : {t}[16]
+  %4 = trunc %x : {t}[16]
+  %5 = sign %x : {t}[16]
+  %6 = floor_divide %x, %y : {t}[16]
+  %7 = remainder %x, %y : {t}[16]
+  %8 = fmod %x, %y : {t}[16]
+  %9 = maximum %x, %y : {t}[16]
+  %10 = minimum %x, %y : {t}[16]
+  %11 = pow %x, %y : {t}[16]
+  %12 = atan2 %x, %y : {t}[16]
+  return %0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12
+}}"""
+
+EXACT = 11  # the first 11 outputs are exact to a few ulps; pow and atan2 are approximations
+
+
+@pytest.mark.parametrize("dtype", ["f32", "f64"])
+def test_float_vocabulary_edge_values(dtype):
+    graph = ir.parse(FLOAT_OPS.format(t=dtype))
+    np_dtype = graph.inputs[0].type.dtype.np
+    x = np.array([1e-7, -1e-7, 0.5, 1.5, 2.5, -2.5, -0.5, 3.0, -3.0, 7.25, -7.0, 0.0,
+                  1e-3, 12.0, np.nan, -2.0], np_dtype)
+    y = np.array([2.0, 3.0, -1.0, 0.5, 2.0, 3.0, 1e-6, -2.0, 2.0, 1.5, 3.0, 2.0,
+                  -0.4, 0.25, 1.0, -3.0], np_dtype)
+    got = run_as_one_kernel(graph, [x, y])
+    want = ir.run(graph, [x, y])
+    rtol = 2e-6 if dtype == "f32" else 1e-12
+    for k, (g, w) in enumerate(zip(got, want)):
+        if k < EXACT:
+            np.testing.assert_allclose(g.numpy(), w, rtol=rtol, atol=0, equal_nan=True,
+                                       err_msg=f"output {k}")
+        else:
+            np.testing.assert_allclose(g.numpy(), w, rtol=2e-6, atol=2e-7, equal_nan=True,
+                                       err_msg=f"output {k}")
+
+
+INT_OPS = """
+func @f(%a: {t}[8], %b: {t}[8]) -> ({t}[8], {t}[8], {t}[8], {t}[8], {t}[8], {t}[8]) {{
+  %0 = floor_divide %a, %b : {t}[8]
+  %1 = remainder %a, %b : {t}[8]
+  %2 = fmod %a, %b : {t}[8]
+  %3 = sign %a : {t}[8]
+  %4 = abs %a : {t}[8]
+  %5 = bitwise_xor %a, %b : {t}[8]
+  return %0, %1, %2, %3, %4, %5
+}}"""
+
+
+@pytest.mark.parametrize("dtype", ["i64", "i32", "i8"])
+def test_integer_division_by_zero_and_negative_operands(dtype):
+    graph = ir.parse(INT_OPS.format(t=dtype))
+    np_dtype = graph.inputs[0].type.dtype.np
+    a = np.array([7, -7, 7, -7, 0, 5, -5, 9], np_dtype)
+    b = np.array([2, 2, -2, -2, 3, 0, 0, -4], np_dtype)
+    got = run_as_one_kernel(graph, [a, b])
+    for k, (g, w) in enumerate(zip(got, ir.run(graph, [a, b]))):
+        np.testing.assert_array_equal(g.numpy(), w, err_msg=f"output {k}")
+
+
+DTYPE_GRAPH = """
+func @f(%x: {t}[6,5], %y: {t}[6,5]) -> ({t}[6,5], {t}[6], bool[6,5]) {{
+  %0 = mul %x, %y : {t}[6,5]
+  %1 = maximum %0, %x : {t}[6,5]
+  %2 = amax %1 {{dims=[1]}} : {t}[6]
+  %3 = ge %1, %y : bool[6,5]
+  return %1, %2, %3
+}}"""
+
+
+@pytest.mark.parametrize("dtype", ["f16", "bf16", "i32", "u8"])
+def test_storage_dtypes(dtype):
+    graph = ir.parse(DTYPE_GRAPH.format(t=dtype))
+    rng = np.random.default_rng(1)
+    dt = graph.inputs[0].type.dtype
+    args = [rng.integers(0 if dt.kind == "uint" else -9, 9, (6, 5)).astype(dt.np) if dt.is_int
+            else rng.standard_normal((6, 5)).astype(dt.np) for _ in range(2)]
+    tensors = [from_numpy(a, dt) for a in args]
+    for got, want, v in zip(compile_triton(graph)(*tensors), ir.run(graph, args),
+                            graph.outputs):
+        assert got.dtype == tensors[0].dtype or v.type.dtype.is_bool
+        assert_matches(got, want, v.type.dtype)
+
+
+def test_bool_reductions():
+    graph = ir.parse("""
+func @f(%x: f32[4,7]) -> (bool[4], bool[4], i64[4]) {
+  %h = full {value=0.5} : f32[]
+  %0 = gt %x, %h : bool[4,7]
+  %1 = any %0 {dims=[1]} : bool[4]
+  %2 = all %0 {dims=[1]} : bool[4]
+  %3 = sum %0 {dims=[1]} : i64[4]
+  return %1, %2, %3
+}""")
+    x = np.random.default_rng(3).standard_normal((4, 7)).astype(np.float32)
+    x[2] = 1.0  # a row where all() holds
+    for got, want in zip(compile_triton(graph, max_rblock=4)(torch.from_numpy(x)),
+                         ir.run(graph, [x])):
+        np.testing.assert_array_equal(got.numpy(), want)
+
+
+# --- the runtime around the kernels -----------------------------------------------------------
+
+def test_unlowerable_node_falls_back_and_is_counted():
+    graph = ir.parse("""
+func @f(%x: f32[4,5]) -> i64[4] {
+  %0 = exp %x : f32[4,5]
+  %1 = argmax %0 {dim=1} : i64[4]
+  return %1
+}""")
+    before = stats.snapshot()
+    x = np.random.default_rng(2).standard_normal((4, 5)).astype(np.float32)
+    (got,) = compile_triton(graph)(torch.from_numpy(x))
+    np.testing.assert_array_equal(got.numpy(), ir.run(graph, [x])[0])
+    after = stats.snapshot()
+    assert after["fallback_nodes"] > before["fallback_nodes"]
+    assert after["fallback_calls"] > before["fallback_calls"]
+
+
+def test_matmul_is_an_extern_call_between_kernels():
+    graph = ir.parse("""
+func @f(%x: f32[8,16], %w: f32[16,4]) -> f32[8,4] {
+  %0 = relu %x : f32[8,16]
+  %1 = matmul %0, %w : f32[8,4]
+  %2 = tanh %1 : f32[8,4]
+  return %2
+}""")
+    fn = compile_triton(graph)
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal((8, 16)).astype(np.float32)
+    w = rng.standard_normal((16, 4)).astype(np.float32)
+    calls = stats.snapshot()["extern_calls"]
+    (got,) = fn(torch.from_numpy(x), torch.from_numpy(w))
+    np.testing.assert_allclose(got.numpy(), ir.run(graph, [x, w])[0], rtol=1e-5, atol=1e-5)
+    assert stats.snapshot()["extern_calls"] == calls + 1
+    assert len(fn.compiled.kernels) == 2 and len(fn.compiled.sources) == 2
+
+
+def test_symbolic_sizes_specialize_per_size():
+    graph = ir.parse("""
+func @f(%x: f32[s0,3]) -> f32[s0] {
+  %0 = sigmoid %x : f32[s0,3]
+  %1 = sum %0 {dims=[1]} : f32[s0]
+  return %1
+}""")
+    fn = compile_triton(graph)
+    for n in (2, 5, 2):
+        x = np.random.default_rng(n).standard_normal((n, 3)).astype(np.float32)
+        (got,) = fn(torch.from_numpy(x))
+        np.testing.assert_allclose(got.numpy(), ir.run(graph, [x])[0], rtol=1e-5, atol=1e-6)
+    assert len(fn.variants) == 2
+
+
+def test_wrong_input_shape_and_unknown_option_are_refused():
+    graph = ir.parse("""
+func @f(%x: f32[4]) -> f32[4] {
+  %0 = abs %x : f32[4]
+  return %0
+}""")
+    with pytest.raises(TypeError, match="compiled for"):
+        compile_triton(graph)(torch.zeros(5))
+    with pytest.raises(ValueError, match="valid: fuse, max_rblock"):
+        compile_triton(graph, block=4)
+
+
+def test_kernels_are_interpreted_without_changing_the_environment(tmp_path, monkeypatch):
+    import os
+
+    from triton.runtime.interpreter import InterpretedFunction
+
+    monkeypatch.setenv("REFCOMP_TRITON_CACHE", str(tmp_path))
+    monkeypatch.delenv("TRITON_INTERPRET", raising=False)
+    graph = ir.parse("""
+func @f(%x: f32[3]) -> f32[3] {
+  %0 = cos %x : f32[3]
+  %1 = full {value=0.25} : f32[]
+  %2 = add %0, %1 : f32[3]
+  return %2
+}""")
+    fn = compile_triton(graph)
+    (launcher,) = fn.compiled.launchers
+    assert isinstance(launcher.fn, InterpretedFunction)
+    assert "TRITON_INTERPRET" not in os.environ
+    assert [p.name for p in tmp_path.glob("*.py")] == [f"{launcher.emitted.name}.py"]
+    assert (tmp_path / f"{launcher.emitted.name}.py").read_text() == launcher.source
+    x = torch.tensor([0.0, 1.0, 2.0])
+    torch.testing.assert_close(fn(x)[0], torch.cos(x) + 0.25)
+
+
+def test_missing_triton_names_the_install_extra(monkeypatch):
+    import importlib.util
+
+    from codegen.triton import load_triton
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec",
+                        lambda name, *a: None if name == "triton" else real(name, *a))
+    with pytest.raises(ImportError, match=r"pip install -e '\.\[test\]'"):
+        load_triton()
+
+
+def test_refcomp_compile_with_the_triton_backend():
+    import refcomp
+
+    def f(x, w):
+        return torch.softmax(x @ w, dim=-1) * 2 + torch.tanh(x).sum(-1, keepdim=True)
+
+    x, w = torch.randn(4, 8), torch.randn(8, 8)
+    compiled = refcomp.compile(f, backend="triton")
+    torch.testing.assert_close(compiled(x, w), f(x, w), rtol=1e-5, atol=1e-5)
