@@ -343,7 +343,15 @@ def _make_rms_norm(node, attrs):
 
 def _make_batch_norm(node, attrs):
     eps = attrs["eps"]
-    return lambda x, mean, var, w, b: F.batch_norm(x, mean, var, w, b, False, 0.0, eps)
+    shape = (1, -1) + (1,) * (node.inputs[0].type.rank - 2)
+
+    def batch_norm(x, mean, var, w, b):
+        if mean.requires_grad or var.requires_grad:
+            # F.batch_norm does not differentiate running statistics; the ref's formula does.
+            scale = w / torch.sqrt(var + eps)
+            return (x - mean.reshape(shape)) * scale.reshape(shape) + b.reshape(shape)
+        return F.batch_norm(x, mean, var, w, b, False, 0.0, eps)
+    return batch_norm
 
 
 EAGER_OPS.update({

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from codegen.backends import get_backend
 from codegen.eager import EAGER_OPS, EagerError, missing_ops
 from codegen.torch_bridge import from_numpy, to_numpy, torch_dtype
-from ir import GraphBuilder, TensorType, run
+from ir import GraphBuilder, TensorType, run, verify
 from ir.ops.registry import all_ops
 from ir.types import bf16, bool_, f16, f32, f64, i8, i16, i32, i64, round_to_dtype, u8
 from tests.strategies import graphs
@@ -305,21 +305,76 @@ def mlp_by_hand(x, w, b, g, beta):
     return torch.tanh(torch.log_softmax(h, 1)[:, 1:4] * x).sum()
 
 
-def test_eager_gradients_equal_plain_torch():
+CONV_TEXT = """func @conv(%x: f64[2,3,5,5], %w: f64[4,3,3,3], %m: f64[4], %v: f64[4], %g: f64[4], %b: f64[4], %e: f64[6,4], %i: i64[2,3], %j: i64[4]) -> (f64[], f64[2,3,4]) {
+  %0 = conv2d %x, %w {padding=[1,1]} : f64[2,4,5,5]
+  %1 = batch_norm %0, %m, %v, %g, %b : f64[2,4,5,5]
+  %2 = pad %1 {pads=[1,0,0,1], value=0.5} : f64[2,4,6,6]
+  %3 = amax %2 {dims=[2,3]} : f64[2,4]
+  %4 = var %2 {dims=[2,3]} : f64[2,4]
+  %5 = clamp %4 {min=0.05, max=3.0} : f64[2,4]
+  %6 = maximum %3, %5 : f64[2,4]
+  %7 = softmax %6 {dim=1} : f64[2,4]
+  %8 = cat %7, %5 {dim=0} : f64[4,4]
+  %9 = index_select %8, %j {dim=0} : f64[4,4]
+  %10 = embedding %e, %i : f64[2,3,4]
+  %11 = rms_norm %10, %g {normalized_ndim=1} : f64[2,3,4]
+  %12 = sum %9 : f64[]
+  return %12, %11
+}"""
+
+
+def conv_by_hand(x, w, m, v, g, b, e, i, j):
+    F = torch.nn.functional
+    h = F.batch_norm(F.conv2d(x, w, padding=1), m, v, g, b, training=False)
+    h = F.pad(h, (1, 0, 0, 1), value=0.5)
+    var = torch.clamp(h.var(dim=(2, 3)), 0.05, 3.0)
+    top = torch.softmax(torch.maximum(h.amax(dim=(2, 3)), var), 1)
+    rows = torch.cat([top, var]).index_select(0, j)
+    return rows.sum(), F.rms_norm(F.embedding(i, e), (4,), g, 1e-6)
+
+
+@pytest.mark.parametrize("text, by_hand", [(MLP_TEXT, mlp_by_hand), (CONV_TEXT, conv_by_hand)],
+                         ids=["mlp", "conv"])
+def test_eager_gradients_equal_plain_torch(text, by_hand):
     from ir import parse
 
-    graph = parse(MLP_TEXT)
+    graph = parse(text)
+    assert verify(graph) == []
     gen = torch.Generator().manual_seed(0)
-    shapes = [(4, 3), (3, 5), (5,), (5,), (5,)]
-    leaves = [torch.randn(s, generator=gen, dtype=torch.float64, requires_grad=True)
-              for s in shapes]
-    (out,) = get_backend("eager").compile_graph(graph, {})(*leaves)
-    assert out.requires_grad
-    got = torch.autograd.grad(out, leaves)
-    want = torch.autograd.grad(mlp_by_hand(*leaves), leaves)
+    leaves = []
+    for value in graph.inputs:
+        shape = [int(d) for d in value.type.shape]
+        if value.type.dtype.is_float:
+            t = torch.rand(shape, generator=gen, dtype=torch.float64) + 0.1
+            # Running statistics are buffers (F.batch_norm does not differentiate them).
+            leaves.append(t.requires_grad_(value.name not in ("m", "v")))
+        else:
+            leaves.append(torch.tensor([[0, 2, 3], [1, 1, 0]] if value.name == "i"
+                                       else [0, 2, 3, 1]))
+    floats = [t for t in leaves if t.requires_grad]
+    got_outs = get_backend("eager").compile_graph(graph, {})(*leaves)
+    want_outs = by_hand(*leaves)
+    want_outs = want_outs if isinstance(want_outs, tuple) else (want_outs,)
+    weights = [torch.randn(o.shape, generator=gen, dtype=torch.float64) for o in want_outs]
+    for g, w in zip(got_outs, want_outs):
+        assert g.requires_grad
+        torch.testing.assert_close(g, w)
+    got = torch.autograd.grad(sum((o * k).sum() for o, k in zip(got_outs, weights)), floats)
+    want = torch.autograd.grad(sum((o * k).sum() for o, k in zip(want_outs, weights)), floats)
     for g, w in zip(got, want):
         torch.testing.assert_close(g, w)
-    assert all(g.abs().sum() > 0 for g in got)  # every input reaches the output
+    assert all(g.abs().sum() > 0 for g in got)  # every float input reaches an output
+
+
+def test_eager_batch_norm_differentiates_running_statistics():
+    graph = single_op_graph("batch_norm", [TensorType(f64, (2, 3, 2))]
+                            + [TensorType(f64, (3,))] * 4, {})
+    fn = get_backend("eager").compile_graph(graph, {})
+    gen = torch.Generator().manual_seed(1)
+    args = [torch.rand(s, generator=gen, dtype=torch.float64, requires_grad=True) + 0.5
+            for s in [(2, 3, 2)] + [(3,)] * 4]
+    args = [a.detach().requires_grad_() for a in args]
+    assert torch.autograd.gradcheck(lambda *xs: fn(*xs)[0], args)
 
 
 @given(graphs(dtypes=(f64,), max_nodes=6), st.integers(0, 2**32 - 1))
