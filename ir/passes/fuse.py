@@ -43,6 +43,9 @@ log = logging.getLogger("ir.fuse")
 INDEX_MAPS = frozenset({"reshape", "permute", "slice", "expand", "squeeze", "unsqueeze"})
 ROW_BROADCASTS = frozenset({"reshape", "squeeze", "unsqueeze", "expand"})
 FULL, REDUCED, SCALAR = "full", "reduced", "scalar"
+# A row kernel runs one pass per dependent reduction and recomputes the row's pointwise
+# values in each (spec/codegen.md); two passes cover softmax, log_softmax and layer_norm.
+MAX_ROW_PASSES = 2
 
 
 class Refusal(Exception):
@@ -126,29 +129,32 @@ def region_domain(members: list[Node], producers: dict) -> Domain:
         shape, dims = (shapes.pop() if shapes else ()), None
         reduced = set()
     space: dict[Value, str] = {}
-    after: dict[Value, bool] = {}  # computed from a reduction result (a later row pass)
+    passes: dict[Value, int] = {}  # reductions on the longest path to the value
     rowwise = False
     for node in members:
-        operand_spaces, operand_after = [], False
+        operand_spaces, operand_passes = [], 0
         for v in node.inputs:
             root, chain = trace(v, producers)
             if producers.get(root) in member_set:
                 sp = _row_broadcast(space[root], chain, shape, reduced)
-                operand_after = operand_after or after[root]
+                operand_passes = max(operand_passes, passes[root])
             else:
                 sp = _load_space(v, shape, reduced)
             operand_spaces.append(sp)
         out = node.outputs[0]
         if node.op.category == REDUCTION:
-            rowwise = rowwise or operand_after
-            space[out], after[out] = REDUCED, True
+            rowwise = rowwise or operand_passes > 0
+            space[out], passes[out] = REDUCED, operand_passes + 1
+            if passes[out] > MAX_ROW_PASSES:
+                raise Refusal(f"a row would need {passes[out]} reduction passes (at most"
+                              f" {MAX_ROW_PASSES}: each pass recomputes the row's values)")
             continue
         sp = FULL if FULL in operand_spaces else REDUCED if REDUCED in operand_spaces \
             else SCALAR
         _check_fits(out, sp, shape, reduced)
-        if sp == FULL and operand_after and tuple(out.type.shape) not in reduced:
+        if sp == FULL and operand_passes and tuple(out.type.shape) not in reduced:
             rowwise = True
-        space[out], after[out] = sp, operand_after
+        space[out], passes[out] = sp, operand_passes
     kind = "pointwise" if not reductions else "rowwise" if rowwise else "reduction"
     return Domain(kind, tuple(shape), dims)
 
@@ -219,7 +225,8 @@ class _Groups:
             n = self.parent[n]
         return n
 
-    def try_merge(self, a: Node, b: Node, why_context: tuple[Node, Node]) -> bool:
+    def try_merge(self, a: Node, b: Node, why_context: Optional[tuple[Node, Node]]) -> bool:
+        """Merge the groups of a and b if legal; log the refusal unless why_context is None."""
         ga, gb = self.find(a), self.find(b)
         if ga is gb:
             return True
@@ -229,7 +236,8 @@ class _Groups:
                 raise Refusal("another kernel runs between them (fusing would form a cycle)")
             region_domain(union, self.producers)
         except Refusal as why:
-            self.refuse(*why_context, str(why))
+            if why_context is not None:
+                self.refuse(*why_context, str(why))
             return False
         self.parent[gb] = ga
         self.members[ga] = union
@@ -262,6 +270,45 @@ class _Groups:
 
     def groups(self) -> list[list[Node]]:
         return list(self.members.values())
+
+
+def _prologues(groups: _Groups) -> None:
+    """Each reduction first takes the pointwise producers that only it reads.
+
+    Done before `_vertical` so that where a chain must be split (a third row pass, a
+    different domain) the split falls before a reduction's private prologue, not
+    after it: the stored value is then the one the next region really needs.
+    Failed attempts here are not refusals; `_vertical` retries and logs them.
+    """
+    for node in groups.graph.nodes:
+        if not is_work(node) or node.op.category != REDUCTION:
+            continue
+        stack = [node]
+        while stack:
+            for v in stack.pop().inputs:
+                root, chain = trace(v, groups.producers)
+                producer = groups.producers.get(root)
+                if chain or producer is None or not is_work(producer) or \
+                        producer.op.category != POINTWISE:
+                    continue
+                if groups.find(producer) is groups.find(node):
+                    continue
+                readers = _readers(groups, producer)
+                if all(r in groups.parent and groups.find(r) is groups.find(node)
+                       for r in readers) and groups.try_merge(producer, node, None):
+                    stack.append(producer)
+
+
+def _readers(groups: _Groups, node: Node) -> list[Node]:
+    """The non-free nodes reading node's results, directly or through free nodes."""
+    out, stack = [], list(groups.succ[node])
+    while stack:
+        user = stack.pop()
+        if is_free(user):
+            stack.extend(groups.succ[user])
+        else:
+            out.append(user)
+    return out
 
 
 def _vertical(groups: _Groups) -> None:
@@ -332,6 +379,7 @@ def fuse_with_report(graph: Graph) -> FusionResult:
     """`fuse`, also returning every refusal."""
     names = value_names(graph)
     groups = _Groups(graph, names)
+    _prologues(groups)
     _vertical(groups)
     _siblings(groups)
     return FusionResult(_rebuild(graph, groups), groups.refusals)

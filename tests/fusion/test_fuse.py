@@ -110,6 +110,21 @@ def test_reductions_over_different_domains_do_not_fuse_and_nothing_is_duplicated
     assert any(m.startswith("cannot fuse %") for m in caplog.messages)
 
 
+def test_chained_row_patterns_split_at_pattern_boundaries():
+    b = GraphBuilder("rows")
+    x = b.input("x", TensorType(f32, (4, 16)))
+    w = b.input("w", TensorType(f32, (16,)))
+    y = models.rms_norm(b, models.softmax(b, models.layer_norm(b, x, w, w)), w)
+    g = b.build([models.log_softmax(b, y)])
+    result = fuse_with_report(g)
+    f = check(result.graph)
+    # layer_norm | softmax | rms_norm + the first pass of log_softmax | the rest: each
+    # region stores one row value, and no region needs more than two row passes.
+    assert [len(r.outputs) for r in regions(f)] == [1, 1, 1, 1]
+    assert any("a row would need 3 reduction passes" in m for m in result.refusals)
+    same_results(g, f, random_inputs(g, np.random.default_rng(6)))
+
+
 def test_broadcast_of_a_computed_value_is_not_fused():
     b = GraphBuilder()
     x = b.input("x", TensorType(f32, (4, 1)))
