@@ -203,3 +203,22 @@ func @f(%x: f32[5,300]) -> f32[5,300] {
     x = np.random.default_rng(5).standard_normal((5, 300)).astype(np.float32) * 4
     (got,) = fn(torch.from_numpy(x))
     np.testing.assert_allclose(got.numpy(), ir.run(graph, [x])[0], rtol=2e-6, atol=1e-7)
+
+
+def test_rows_split_across_threads_give_the_same_result():
+    graph = ir.parse("""
+func @f(%x: f32[300,300]) -> (f32[300,300], f32[300]) {
+  %0 = softmax %x {dim=1} : f32[300,300]
+  %1 = sum %x {dims=[0]} : f32[300]
+  return %0, %1
+}""")
+    fn = compile_llvm(graph)
+    x = np.random.default_rng(6).standard_normal((300, 300)).astype(np.float32)
+    threads = torch.get_num_threads()
+    try:
+        torch.set_num_threads(3)
+        results = fn(torch.from_numpy(x))
+    finally:
+        torch.set_num_threads(threads)
+    for got, want in zip(results, ir.run(graph, [x])):
+        np.testing.assert_allclose(got.numpy(), want, rtol=1e-5, atol=1e-5)
