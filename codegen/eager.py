@@ -445,10 +445,6 @@ def _checked(step, node: Node):
     return check
 
 
-# Layout ops whose torch result may be a view of their first operand.
-_VIEW_OPS = frozenset({"reshape", "permute", "slice", "squeeze", "unsqueeze", "expand"})
-
-
 def _constant_value(node: Node, fn: Callable):
     """The tensor a creation node always makes, made once now; None if it must run per call.
 
@@ -462,6 +458,19 @@ def _constant_value(node: Node, fn: Callable):
         return None
     with torch.inference_mode(False), torch.no_grad():
         return fn()
+
+
+def _may_alias(node: Node, aliased: set) -> bool:
+    """Whether a result of `node` may share memory with a value in `aliased`.
+
+    Conservative: torch may return a view of the first operand (reshape, permute,
+    slice, ...) or the operand itself (a cast to its own dtype, floor of an int, clamp
+    without bounds), always in the operand's dtype; a fused body may return an input.
+    """
+    if node.body is not None:
+        return any(v in aliased for v in node.inputs)
+    return (bool(node.inputs) and node.inputs[0] in aliased
+            and node.outputs[0].type.dtype == node.inputs[0].type.dtype)
 
 
 def compile_graph(graph: Graph, options: dict) -> Callable:
@@ -498,8 +507,8 @@ def compile_graph(graph: Graph, options: dict) -> Callable:
             namespace[results[0]] = constant
             may_alias_constant.add(node.outputs[0])
             continue
-        if node.op.name in _VIEW_OPS and node.inputs[0] in may_alias_constant:
-            may_alias_constant.add(node.outputs[0])
+        if _may_alias(node, may_alias_constant):
+            may_alias_constant.update(node.outputs)
         namespace[f"f{k}"] = _checked(fn, node) if check else fn
         operands = [names[v] for v in node.inputs]
         if _symbolic_attr_names(node) and node.body is None:

@@ -537,6 +537,22 @@ CONSTANT_TEXT = """func @f(%x: f32[2]) -> (f32[2], f32[1,1], f32[2]) {
 }"""
 
 
+def test_eager_outputs_that_may_be_a_constant_itself_are_copies():
+    from ir import parse
+
+    # floor of an int and a cast to the same dtype return their operand in torch.
+    graph = parse("""func @f() -> (i64[2], i64[2]) {
+  %0 = full {value=3, shape=[2], dtype=i64} : i64[2]
+  %1 = floor %0 : i64[2]
+  %2 = cast %1 {dtype=i64} : i64[2]
+  return %1, %2
+}""")
+    fn = get_backend("eager").compile_graph(graph, {})
+    for out in fn():
+        out.fill_(-1)
+    assert [t.tolist() for t in fn()] == [[3, 3], [3, 3]]
+
+
 def test_eager_constants_are_made_once_and_never_handed_out():
     from ir import parse
 
