@@ -155,18 +155,18 @@ def shift(draw):
 
 
 @st.composite
-def where_inputs(draw):
+def where_inputs(draw, dtypes=ALL):
     shape = draw(shapes())
     cond = draw(arrays(bool_, shape))
-    a_t, b_t = draw(st.sampled_from(ALL)), draw(st.sampled_from(ALL))
+    a_t, b_t = draw(st.sampled_from(dtypes)), draw(st.sampled_from(dtypes))
     a = draw(arrays(a_t, shape))
     b = draw(arrays(b_t, draw(st.sampled_from([shape, ()]))))
     return [(cond, bool_), (a, a_t), (b, b_t)], {}
 
 
 @st.composite
-def clamp_inputs(draw):
-    dtype = draw(st.sampled_from(NON_BOOL))
+def clamp_inputs(draw, dtypes=NON_BOOL):
+    dtype = draw(st.sampled_from(dtypes))
     x = draw(arrays(dtype, draw(shapes())))
     bound = st.integers(-4, 4) | st.floats(-4, 4, width=16)
     lo = draw(st.none() | bound)
@@ -240,8 +240,8 @@ def _prod(x, dims, keepdim):
 
 # --- layout ---------------------------------------------------------------------------------
 @st.composite
-def reshape_inputs(draw):
-    dtype = draw(st.sampled_from(ALL))
+def reshape_inputs(draw, dtypes=ALL):
+    dtype = draw(st.sampled_from(dtypes))
     shape = draw(shapes())
     x = draw(arrays(dtype, shape))
     n = int(np.prod(shape))
@@ -265,15 +265,15 @@ def reshape_inputs(draw):
 
 
 @st.composite
-def permute_inputs(draw):
-    dtype = draw(st.sampled_from(ALL))
+def permute_inputs(draw, dtypes=ALL):
+    dtype = draw(st.sampled_from(dtypes))
     shape = draw(shapes())
     return [(draw(arrays(dtype, shape)), dtype)], {"perm": draw(st.permutations(range(len(shape))))}
 
 
 @st.composite
-def slice_inputs(draw):
-    dtype = draw(st.sampled_from(ALL))
+def slice_inputs(draw, dtypes=ALL):
+    dtype = draw(st.sampled_from(dtypes))
     shape = draw(shapes(min_rank=1, max_side=6))
     rank = len(shape)
     attrs = {"dim": draw(st.integers(-rank, rank - 1)), "start": draw(st.integers(-7, 7)),
@@ -288,8 +288,8 @@ def _torch_slice(x, dim, start, stop, step):
 
 
 @st.composite
-def squeeze_inputs(draw):
-    dtype = draw(st.sampled_from(ALL))
+def squeeze_inputs(draw, dtypes=ALL):
+    dtype = draw(st.sampled_from(dtypes))
     shape = draw(shapes(max_side=2))
     rank = len(shape)
     dims = draw(st.lists(st.integers(-rank, rank - 1), unique_by=lambda d: d % rank,
@@ -298,24 +298,24 @@ def squeeze_inputs(draw):
 
 
 @st.composite
-def unsqueeze_inputs(draw):
-    dtype = draw(st.sampled_from(ALL))
+def unsqueeze_inputs(draw, dtypes=ALL):
+    dtype = draw(st.sampled_from(dtypes))
     shape = draw(shapes())
     rank = len(shape)
     return [(draw(arrays(dtype, shape)), dtype)], {"dim": draw(st.integers(-rank - 1, rank))}
 
 
 @st.composite
-def expand_inputs(draw):
-    dtype = draw(st.sampled_from(ALL))
+def expand_inputs(draw, dtypes=ALL):
+    dtype = draw(st.sampled_from(dtypes))
     shape = draw(shapes(max_side=2))
     target = [draw(st.integers(0, 3)) if d == 1 else d for d in shape]
     return [(draw(arrays(dtype, shape)), dtype)], {"shape": target}
 
 
 @st.composite
-def cat_inputs(draw):
-    dtype = draw(st.sampled_from(ALL))
+def cat_inputs(draw, dtypes=ALL):
+    dtype = draw(st.sampled_from(dtypes))
     shape = list(draw(shapes(min_rank=1)))
     dim = draw(st.integers(-len(shape), len(shape) - 1))
     parts = []
@@ -326,8 +326,8 @@ def cat_inputs(draw):
 
 
 @st.composite
-def pad_inputs(draw):
-    dtype = draw(st.sampled_from(NON_BOOL))
+def pad_inputs(draw, dtypes=NON_BOOL):
+    dtype = draw(st.sampled_from(dtypes))
     shape = draw(shapes())
     pads = draw(st.lists(st.integers(0, 2), min_size=2 * min(len(shape), 1),
                          max_size=2 * len(shape)).filter(lambda p: len(p) % 2 == 0))
@@ -391,8 +391,8 @@ def constant_attrs(draw):
 
 
 @st.composite
-def matmul_inputs(draw):
-    dtype = draw(st.sampled_from((f32, f64, f16, bf16, i64, i32)))
+def matmul_inputs(draw, dtypes=(f32, f64, f16, bf16, i64, i32)):
+    dtype = draw(st.sampled_from(dtypes))
     m, k, n = (draw(st.integers(0, 3)) for _ in range(3))
     batch = list(draw(shapes(max_rank=2)))
     kind = draw(st.sampled_from(["mm", "bmm", "mv", "vm", "vv"]))
