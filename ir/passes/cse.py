@@ -11,13 +11,20 @@ from ir.passes.dce import has_effects
 from ir.passes.registry import register_pass
 from ir.printer import format_attrs
 
+# Ops whose result does not depend on operand order, bit for bit (IEEE + and * are
+# commutative, signed zeros and NaN included).  Not maximum/minimum: numpy's
+# maximum(-0.0, 0.0) is 0.0 but maximum(0.0, -0.0) is -0.0.
+COMMUTATIVE = frozenset({"add", "mul", "eq", "ne", "logical_and", "logical_or", "logical_xor",
+                         "bitwise_and", "bitwise_or", "bitwise_xor"})
+
 
 @register_pass("cse")
 def cse(g: Graph) -> Graph:
     """Merge identical pure nodes.
 
-    Rewrites: a node with the same op, the same operands (after earlier merges) and the
-    same attributes as an earlier node; its results are replaced by the earlier node's.
+    Rewrites: a node with the same op, the same operands (after earlier merges; in any
+    order for the COMMUTATIVE ops) and the same attributes as an earlier node; its
+    results are replaced by the earlier node's.
     Attributes compare by their canonical printed form, so `full 1.0 : f32` and
     `full 1 : i64` (different dtype attributes) stay distinct, as do 0.0 and -0.0.
     Never merges: nodes with effects (random draws each give new numbers), fused nodes
@@ -39,7 +46,10 @@ def cse(g: Graph) -> Graph:
         if has_effects(node):
             kept.append(node)
             continue
-        key = (node.op.name, tuple(v.id for v in inputs), format_attrs(node))
+        operand_ids = tuple(v.id for v in inputs)
+        if node.op.name in COMMUTATIVE:
+            operand_ids = tuple(sorted(operand_ids))
+        key = (node.op.name, operand_ids, format_attrs(node))
         earlier = seen.get(key)
         if earlier is None:
             seen[key] = node
