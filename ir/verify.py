@@ -37,6 +37,10 @@ def verify(graph: Graph) -> list[Diagnostic]:
     _, line_of = print_graph_with_lines(graph)
     out: list[Diagnostic] = []
     _verify_graph(graph, line_of, out, f"func @{graph.name}")
+    if graph.plan is not None and not out:  # a memory plan must hold (spec/memory.md)
+        from ir.plan import check_plan
+
+        out += [Diagnostic(problem, "plan { ... }") for problem in check_plan(graph)]
     return out
 
 

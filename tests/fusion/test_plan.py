@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from hypothesis import given
 
-from ir import GraphBuilder, TensorType, check, parse, print_graph, run
+from ir import GraphBuilder, ParseError, TensorType, check, parse, print_graph, run, verify
 from ir.passes.fuse import fuse
 from ir.passes.manager import random_inputs
 from ir.passes.plan_memory import plan_memory
@@ -227,3 +227,18 @@ def test_the_checker_accepts_every_plan_of_the_textual_tests():
                 assert check_plan(p) == [], (path, g.name)
                 checked += 1
     assert checked >= 2
+
+
+def test_the_verifier_checks_an_attached_plan_and_the_parser_names_plan_errors():
+    text = print_graph(planned(models.mlp_graph()))
+    bad = text.replace("%1: offset=0, size=1024, live=[1,2], reuses=%0",
+                       "%1: offset=0, size=1024, live=[1,2]")
+    assert bad != text
+    problems = [d.message for d in verify(parse(bad))]
+    assert any("%0 and %1 overlap while both are live" in m for m in problems), problems
+    with pytest.raises(ParseError) as info:
+        parse(text.replace(", live=[0,1]", ""))
+    # The missing field is noticed at the next entry, which the error points at.
+    next_entry = text.count("\n", 0, text.index("%1: offset")) + 1
+    assert "expected ','" in str(info.value)
+    assert (info.value.line, info.value.col) == (next_entry, 3)
