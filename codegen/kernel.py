@@ -341,12 +341,16 @@ def _indices(k: Kernel) -> list[Index]:
 
 
 def _rewrite(k: Kernel, group: int, dims: tuple, fn) -> Kernel:
-    """Replace loop group `group` (0: outer, i+1: stage i) by dims; map every index."""
+    """Replace loop group `group` (0: outer, i+1: stage i) by dims; map the indices that
+    see that group: every stage's for the outer space, else only that stage's (stages
+    reuse variable names, so another stage's `r0` is another loop)."""
     outer = dims if group == 0 else k.outer
     stages = []
     for i, st in enumerate(k.stages):
-        body = tuple(_map_index(s, fn) for s in st.body)
-        stages.append(Stage(dims if group == i + 1 else st.ranges, body))
+        if group in (0, i + 1):
+            st = Stage(dims if group == i + 1 else st.ranges,
+                       tuple(_map_index(s, fn) for s in st.body))
+        stages.append(st)
     return Kernel(k.buffers, outer, k.accs, tuple(stages), k.meta)
 
 
