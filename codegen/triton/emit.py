@@ -180,8 +180,8 @@ class _Emitter:
         elif s.op == "acc":
             value = TV(attrs["acc"], s.dtype)
         elif s.op == "const":
-            value = TV(f"tl.full([], {literal(attrs['value'], s.dtype)}, {tl_dtype(s.dtype)})",
-                       s.dtype)
+            self.ops.block_shape = shape
+            value = self.ops.const(attrs["value"], TV("", s.dtype))
         else:
             args = [self.temps[a] for a in s.args]
             if s.op == "cast":

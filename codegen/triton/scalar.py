@@ -266,6 +266,10 @@ class TritonScalarOps:
 
     def __init__(self):
         self.helpers: set = set()
+        # The block shape constants are made in (set by the emitter per stage): Triton's
+        # interpreter mishandles some ops between 0-d scalars and blocks (`|` fails), and
+        # on a GPU a constant block costs nothing.
+        self.block_shape = "[]"
 
     def _helper(self, key: str, *args: TV) -> TV:
         self.helpers.add(key)
@@ -278,8 +282,8 @@ class TritonScalarOps:
 
     # --- conventions that differ from f(*operands) (see codegen/scalar.py) ----------------
     def const(self, value, like: TV) -> TV:
-        return TV(f"tl.full([], {literal(value, like.dtype)}, {tl_dtype(like.dtype)})",
-                  like.dtype)
+        return TV(f"tl.full({self.block_shape}, {literal(value, like.dtype)},"
+                  f" {tl_dtype(like.dtype)})", like.dtype)
 
     def cast(self, x: TV, dtype: DType) -> TV:
         dst = compute_dtype(dtype)

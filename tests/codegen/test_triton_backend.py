@@ -15,6 +15,7 @@ import ir
 from codegen import stats
 from codegen.backends import get_backend
 from codegen.torch_bridge import from_numpy, to_numpy
+from tests.frontend.test_random_programs import programs as random_programs
 from tests.strategies import graphs
 
 triton = pytest.importorskip("triton")
@@ -357,3 +358,26 @@ def test_refcomp_compile_with_the_triton_backend():
     x, w = torch.randn(4, 8), torch.randn(8, 8)
     compiled = refcomp.compile(f, backend="triton")
     torch.testing.assert_close(compiled(x, w), f(x, w), rtol=1e-5, atol=1e-5)
+
+
+@settings(max_examples=8, deadline=None)
+@given(random_programs())
+def test_random_programs_equal_eager(program):
+    """The frontend's random-program property (tests/frontend) through the triton backend."""
+    import refcomp
+    from tests.frontend.test_random_programs import _load, _make
+
+    source, dtype, shape, layouts, seed = program
+    f = _load(source)
+    gen = torch.Generator().manual_seed(seed)
+    args = [_make(shape, dtype, layout, gen) for layout in layouts]
+    try:
+        want = f(*[a.clone() for a in args])
+    except Exception:
+        return  # invalid in eager (e.g. a shape mismatch): nothing to compare
+    got = refcomp.compile(f, backend="triton")(*args)
+    for g, w in zip(got, want, strict=True):
+        assert g.dtype == w.dtype and g.shape == w.shape, source
+        tol = 1e-4 if dtype == torch.float32 else 1e-9
+        torch.testing.assert_close(g, w, rtol=tol, atol=tol, equal_nan=True,
+                                   msg=lambda m: f"{source}\n{m}")

@@ -43,7 +43,7 @@ func @f(%x: f32[6,5], %y: f32[5,6]) -> f32[6,5] {
 # CHECK-NEXT:   [[Y:t[0-9]+]] = tl.load(in1 + ([[I]] + 6 * [[J]]), xmask, other=0)
 # CHECK-NEXT:   [[M:t[0-9]+]] = ([[X]] * [[Y]])
 # CHECK-NEXT:   [[T:t[0-9]+]] = _tanh([[M]])
-# CHECK-NEXT:   [[Z:t[0-9]+]] = tl.full([], 0.0, tl.float32)
+# CHECK-NEXT:   [[Z:t[0-9]+]] = tl.full([XBLOCK], 0.0, tl.float32)
 # CHECK-NEXT:   [[R:t[0-9]+]] = tl.maximum([[T]], [[Z]], propagate_nan=tl.PropagateNan.ALL)
 # CHECK-NEXT:   tl.store(out0 + (5 * [[I]] + [[J]]), [[R]], xmask)
 # CHECK-NOT:  tl.reduce
