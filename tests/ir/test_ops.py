@@ -619,3 +619,76 @@ def test_every_op_is_in_spec_ops_md():
     assert missing == [], f"spec/ops.md has no row for: {missing}"
     unknown = sorted(listed - {op.name for op in all_ops()})
     assert unknown == [], f"spec/ops.md lists ops that are not registered: {unknown}"
+
+
+# --- the builder's broadcasting and weak scalars against torch ------------------------------
+BROADCAST_OPS = {"add": torch.add, "mul": torch.mul, "maximum": torch.maximum,
+                 "div": torch.div, "lt": torch.lt, "sub": torch.sub}
+
+
+@st.composite
+def broadcast_case(draw):
+    name = draw(st.sampled_from(sorted(BROADCAST_OPS)))
+    # Rank >= 1: torch's zero-dim-tensor promotion rule is the frontend's job (spec/ir.md).
+    shapes_ = draw(hnp.mutually_broadcastable_shapes(num_shapes=2, min_dims=1, max_dims=3,
+                                                     max_side=3))
+    dtypes = NON_BOOL if name == "sub" else ALL
+    a_t, b_t = draw(st.sampled_from(dtypes)), draw(st.sampled_from(dtypes))
+    a = draw(arrays(a_t, shapes_.input_shapes[0]))
+    if draw(st.booleans()):  # a Python scalar operand: torch's weak promotion applies
+        b = draw(st.sampled_from([2, -1.5, True])) if name != "sub" else draw(
+            st.sampled_from([2, -1.5]))
+    else:
+        b = (draw(arrays(b_t, shapes_.input_shapes[1])), b_t)
+    return name, (a, a_t), b
+
+
+@given(broadcast_case())
+def test_builder_broadcasting_and_weak_scalars_equal_torch(case):
+    name, (a, a_t), b = case
+    builder = GraphBuilder()
+    x = builder.input("a", TensorType(a_t, a.shape))
+    args, torch_args = [a], [to_torch(a, a_t)]
+    if isinstance(b, tuple):
+        y = builder.input("b", TensorType(b[1], b[0].shape))
+        args.append(b[0])
+        torch_args.append(to_torch(*b))
+    else:
+        y = b
+        torch_args.append(b)
+    out = builder.op(name, x, y)
+    (result,) = run(builder.build([out]), args)
+    if name == "maximum" and not isinstance(b, tuple):
+        torch_args[1] = torch.tensor(b)  # torch.maximum takes tensors only; zero-dim is weak
+    expected = BROADCAST_OPS[name](*torch_args)
+    assert str(out.type.dtype.torch_name) == str(expected.dtype).removeprefix("torch.")
+    assert_close(result, from_torch(expected), out.type.dtype, f"{name} {a.shape} {b!r:.60}")
+
+
+# --- clear errors for what an op does not accept ----------------------------------------------
+REJECTED = [
+    ("argmax", [(bool_, (3,))], {}, "not defined for bool"),
+    ("matmul", [(bool_, (2, 2)), (bool_, (2, 2))], {}, "not defined for bool"),
+    ("matmul", [(f32, (2, 3)), (f32, (2, 3))], {}, "contraction sizes differ"),
+    ("clamp", [(f32, (3,))], {}, "at least one of min and max"),
+    ("gelu", [(f32, (3,))], {"approximate": "fast"}, "'none' or 'tanh'"),
+    ("silu", [(i64, (3,))], {}, "needs floating operands"),
+    ("index_select", [(f32, (3,)), (u8, (2,))], {"dim": 0}, "i64 or i32"),
+    ("gather", [(f32, (2, 2)), (i64, (3, 2))], {"dim": 1}, "larger than x"),
+    ("bitwise_left_shift", [(bool_, (2,)), (bool_, (2,))], {}, "needs integer operands"),
+    ("sub", [(bool_, (2,)), (bool_, (2,))], {}, "not defined for bool"),
+    ("mean", [(i64, (2,))], {}, "needs a floating input"),
+    ("add", [(f32, (2,)), (f32, (3,))], {}, "broadcast explicitly"),
+    ("where", [(f32, (2,)), (f32, (2,)), (f32, (2,))], {}, "condition must be bool"),
+    ("reshape", [(f32, (2, 3))], {"shape": [4]}, "element counts differ"),
+    ("slice", [(f32, (4,))], {"dim": 0, "start": 0, "stop": 4, "step": 0}, "step must be positive"),
+]
+
+
+@pytest.mark.parametrize("name, operands, attrs, message", REJECTED,
+                         ids=[f"{r[0]}-{r[3]}" for r in REJECTED])
+def test_type_rules_reject_with_a_clear_message(name, operands, attrs, message):
+    b = GraphBuilder()
+    values = [b.input(f"x{i}", TensorType(dt, shape)) for i, (dt, shape) in enumerate(operands)]
+    with pytest.raises(TypeError, match=message):
+        b.insert(lookup(name), values, attrs)
