@@ -578,3 +578,10 @@ def test_eager_rejects_a_size_symbol_no_input_binds():
 }""")
     with pytest.raises(EagerError, match="size symbol.*s1 are bound by no input"):
         get_backend("eager").compile_graph(graph, {})
+
+
+def test_layouts_under_test_are_really_non_contiguous():
+    array = np.arange(6, dtype=np.float32).reshape(2, 3)
+    for layout in ("transposed", "strided"):
+        t = as_tensor(array, f32, layout)
+        assert not t.is_contiguous() and t.tolist() == array.tolist()
