@@ -131,7 +131,7 @@ def _pair(ctx, out, meta, operands, e, name):
     if isinstance(out, _Deferred):
         out = _resolve_deferred(ctx, operands[0], out, meta)
     elif isinstance(out, _Copy):
-        out = operands[0].value
+        out, view = operands[0].value, name in ("detach",)
     elif isinstance(out, _Cast):
         x = operands[0]
         if meta.dtype == x.meta.dtype:
@@ -644,7 +644,9 @@ def _squeeze(ctx, x, dim=None):
 
 @entry(T.contiguous, view=True)
 def _contiguous(ctx, x, memory_format=torch.contiguous_format):
-    return x  # the IR has no layouts; contiguous() of a contiguous tensor is itself
+    # torch returns the tensor itself when it is already contiguous, else a copy; the IR
+    # has no layouts, so only the aliasing differs (it matters to in-place ops).
+    return x if x.meta.is_contiguous() else _Copy()
 
 
 @entry(T.clone, torch.clone)

@@ -306,3 +306,26 @@ def test_spec_lists_every_reason_id():
     spec = (Path(__file__).resolve().parents[2] / "spec" / "tracer.md").read_text()
     missing = [rid for rid, r in REASONS.items() if f"| {rid} | {r.title}" not in spec]
     assert not missing, f"spec/tracer.md's reason table lacks {missing}"
+
+
+def test_contiguous_copy_is_not_an_alias_of_its_input():
+    def f(x):
+        y = x.contiguous()  # a copy when x is not contiguous, x itself when it is
+        y.add_(1)
+        return y
+
+    for x in (torch.zeros(3, 4), torch.zeros(4, 3).t()):
+        run_both(f, x)  # checks results and that x changed exactly as in eager
+
+
+def test_other_python_versions_fall_back_with_a_clear_reason(monkeypatch):
+    import types
+
+    from refcomp.tracer import frame
+
+    monkeypatch.setattr(frame, "sys", types.SimpleNamespace(version_info=(3, 12, 0),
+                                                            version="3.12.0 (fake)"))
+    report = refcomp.explain(lambda x: x + 1, torch.ones(2), backend="eager")
+    assert [r["id"] for r in report.break_reasons] == ["RB007"]
+    assert "3.12.0" in report.break_reasons[0]["reason"]
+    torch.testing.assert_close(report.result, torch.full((2,), 2.0))
