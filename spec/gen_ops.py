@@ -3,7 +3,8 @@
 Each row comes from one registry entry: name, operands, attributes (kind = default),
 type rule (the first docstring line of the op's `infer`), VJP (yes/no) and `doc`.
 Only the text between the BEGIN/END markers of each category is rewritten; the
-prose around it is hand-written.  tests/ir/test_ops.py checks every op has a row.
+prose around it is hand-written.  tests/ir/test_ops.py checks every op has a row
+and that the tables equal what this script writes.
 """
 
 from __future__ import annotations
@@ -49,7 +50,8 @@ def _rule(op) -> str:
         return doc[0]
     if op.name in FALLBACK_RULES:
         return FALLBACK_RULES[op.name]
-    raise SystemExit(f"op {op.name!r}: its infer has no docstring and no fallback rule")
+    raise ValueError(f"op {op.name!r}: its infer has no docstring (its first line is the"
+                     " type rule in spec/ops.md)")
 
 
 def table(category: str) -> str:
@@ -64,16 +66,20 @@ def table(category: str) -> str:
     return "\n".join(rows)
 
 
-def main() -> None:
-    path = ROOT / "spec" / "ops.md"
-    text = path.read_text()
+def render(text: str) -> str:
+    """`text` (spec/ops.md) with every category's table regenerated."""
     for category in CATEGORIES:
         begin, end = f"<!-- BEGIN {category} -->", f"<!-- END {category} -->"
         pattern = re.compile(re.escape(begin) + ".*?" + re.escape(end), re.S)
         if not pattern.search(text):
-            raise SystemExit(f"spec/ops.md has no {begin} ... {end} markers")
+            raise ValueError(f"spec/ops.md has no {begin} ... {end} markers")
         text = pattern.sub(lambda _: f"{begin}\n{table(category)}\n{end}", text)
-    path.write_text(text)
+    return text
+
+
+def main() -> None:
+    path = ROOT / "spec" / "ops.md"
+    path.write_text(render(path.read_text()))
 
 
 if __name__ == "__main__":

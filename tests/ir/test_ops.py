@@ -9,6 +9,7 @@ A registry walk fails if an op has no case.  Spec: spec/ops.md.
 
 from __future__ import annotations
 
+import importlib.util
 import re
 from pathlib import Path
 
@@ -32,6 +33,7 @@ from ir.types import (
     f32,
     f64,
     i8,
+    i16,
     i32,
     i64,
     round_to_dtype,
@@ -40,7 +42,7 @@ from ir.types import (
 
 ROOT = Path(__file__).resolve().parents[2]
 FLOATS = (f32, f64, f16, bf16)
-INTS = (i64, i32, i8, u8)
+INTS = (i64, i32, i16, i8, u8)
 ALL = FLOATS + INTS + (bool_,)
 NON_BOOL = FLOATS + INTS
 
@@ -619,6 +621,15 @@ def test_every_op_is_in_spec_ops_md():
     assert missing == [], f"spec/ops.md has no row for: {missing}"
     unknown = sorted(listed - {op.name for op in all_ops()})
     assert unknown == [], f"spec/ops.md lists ops that are not registered: {unknown}"
+
+
+def test_spec_ops_md_tables_match_the_registry():
+    spec = importlib.util.spec_from_file_location("gen_ops", ROOT / "spec" / "gen_ops.py")
+    gen_ops = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(gen_ops)
+    text = (ROOT / "spec" / "ops.md").read_text()
+    assert gen_ops.render(text) == text, \
+        "spec/ops.md is out of date with the registry: run `python spec/gen_ops.py`"
 
 
 # --- the builder's broadcasting and weak scalars against torch ------------------------------
