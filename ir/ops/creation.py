@@ -190,10 +190,20 @@ def _random_infer(types, shape, dtype=f32, device="cpu"):
 
 _RANDOM_ATTRS = {"shape": "dims", "dtype": ("dtype", f32), "device": ("str", "cpu")}
 
+# The largest value below 1 in each float dtype: a draw rounded to a narrow dtype could
+# otherwise become 1.0 and leave [0, 1).
+_BELOW_ONE = {"f16": 1 - 2**-11, "bf16": 1 - 2**-8, "f32": 1 - 2**-24, "f64": 1 - 2**-53}
+
+
+def _rand_ref(shape, dtype=f32, device="cpu", rng=None):
+    d = _dtype(dtype)
+    draw = (rng or np.random.default_rng()).random(_static(shape))
+    return np.minimum(draw, _BELOW_ONE[d.short]).astype(d.np)
+
+
 defop("rand", RANDOM, operands=(), attrs=_RANDOM_ATTRS, infer=_random_infer, effects=True,
-      ref=lambda shape, dtype=f32, device="cpu", rng=None: (
-          rng or np.random.default_rng()).random(_static(shape)).astype(_dtype(dtype).np),
-      doc="uniform on [0, 1); draws from the interpreter's generator")
+      ref=_rand_ref, doc="uniform on [0, 1) (also after rounding to dtype); draws from the"
+      " interpreter's generator")
 defop("randn", RANDOM, operands=(), attrs=_RANDOM_ATTRS, infer=_random_infer, effects=True,
       ref=lambda shape, dtype=f32, device="cpu", rng=None: (
           rng or np.random.default_rng()).standard_normal(_static(shape)).astype(

@@ -599,17 +599,17 @@ def test_ref_equals_torch(name):
 @pytest.mark.parametrize("dtype", FLOATS)
 def test_random_op(name, dtype):
     b = GraphBuilder()
-    out = b.op(name, shape=[64, 32], dtype=dtype)
+    out = b.op(name, shape=[256, 64], dtype=dtype)
     g = b.build([out])
     (first,) = run(g, [], rng=np.random.default_rng(0))
     (again,) = run(g, [], rng=np.random.default_rng(0))
     (other,) = run(g, [], rng=np.random.default_rng(1))
-    assert first.shape == (64, 32) and first.dtype == dtype.np
+    assert first.shape == (256, 64) and first.dtype == dtype.np
     np.testing.assert_array_equal(first, again)  # the generator decides the draw
     assert not np.array_equal(first, other)
     data = first.astype(np.float64)
     if name == "rand":
-        assert data.min() >= 0.0 and data.max() <= 1.0 and abs(data.mean() - 0.5) < 0.05
+        assert data.min() >= 0.0 and data.max() < 1.0 and abs(data.mean() - 0.5) < 0.05
     else:
         assert abs(data.mean()) < 0.1 and abs(data.std() - 1.0) < 0.1
 
