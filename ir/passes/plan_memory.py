@@ -4,7 +4,9 @@ Owns: the planning algorithm (liveness, in-place reuse, best-fit placement).  Th
 plan's data, text form and checker live in ir/plan.py.  Spec: spec/memory.md.
 
 Algorithm:
-1. Steps are the top-level nodes in order (the order `fuse` emits).  Top-level
+0. Order: the input's node order, or a memory-aware topological order
+   (`memory_order`) when planning that order gives a smaller arena.
+1. Steps are the top-level nodes in that order.  Top-level
    layout results are views of their operand, not buffers; reading a view keeps
    the viewed buffer live (`ir.plan.liveness`).
 2. In place: a result of a pointwise region takes the bytes of an operand buffer
@@ -41,19 +43,75 @@ HINT = 64  # a size symbol's value when ranking symbolic sizes (never for correc
 
 @register_pass("plan_memory")
 def plan_memory(graph: Graph) -> Graph:
-    """Attach a MemoryPlan to a copy of `graph` (spec/memory.md).
+    """Order the top-level nodes and attach a MemoryPlan (spec/memory.md).
 
-    Rewrites: nothing in the nodes; the result carries `plan`.  Requires: a verified
-    graph (normally after `fuse`).  Preserves: nodes, inputs, outputs, results.
-    Guarantees (checked by `ir.plan.check_plan`): every intermediate has a slot or is
-    a view; live slots never share bytes except a safe in-place reuse; no graph input
-    or output is in the arena.  Idempotent (replans from scratch).
+    Rewrites: the order of top-level nodes, only when a memory-aware order gives a
+    smaller arena than the input's order; the result carries `plan`.  Requires: a
+    verified graph (normally after `fuse`).  Preserves: nodes, inputs, outputs,
+    results, the relative order of effectful nodes.  Guarantees (checked by
+    `ir.plan.check_plan`): every intermediate has a slot or is a view; live slots
+    never share bytes except a safe in-place reuse; no graph input or output is in
+    the arena.  Idempotent up to the order it picks (replans from scratch).
     """
+    best = _planned(graph)
+    order = memory_order(graph)
+    if order != graph.nodes:
+        other = _planned(graph.with_nodes(order))
+        if _hint(other.plan.arena_bytes()) < _hint(best.plan.arena_bytes()):
+            best = other
+    return best
+
+
+def memory_order(graph: Graph) -> list:
+    """A topological order that runs next the ready node freeing the most bytes net of
+    what it allocates (ties: original position); effectful nodes keep their order."""
+    position = {node: i for i, node in enumerate(graph.nodes)}
+    producer = {v: node for node in graph.nodes for v in node.outputs}
+    users: dict = {}
+    for node in graph.nodes:
+        for v in node.inputs:
+            users.setdefault(v, []).append(node)
+    view_of = views_in(graph)
+    outputs = set(graph.outputs)
+    buffer = {v for v in intermediates(graph) if v not in view_of}
+    waiting = {node: {producer[v] for v in node.inputs if v in producer}
+               for node in graph.nodes}
+    effectful = [n for n in graph.nodes if any(m.op.effects for m in _with_body(n))]
+    reads_left = {v: len(us) for v, us in users.items()}
+    done: set = set()
+    out: list = []
+
+    def gain(node) -> int:
+        freed = sum(_hint(aligned(v.type.nbytes())) for v in set(node.inputs)
+                    if v in buffer and reads_left[v] == node.inputs.count(v))
+        made = sum(_hint(aligned(v.type.nbytes())) for v in node.outputs
+                   if v in buffer and v not in outputs)
+        return freed - made
+
+    while len(out) < len(graph.nodes):
+        next_effect = next((n for n in effectful if n not in done), None)
+        ready = [n for n in graph.nodes if n not in done and not waiting[n] - done
+                 and (n is next_effect or n not in effectful)]
+        node = max(ready, key=lambda n: (gain(n), -position[n]))
+        out.append(node)
+        done.add(node)
+        for v in node.inputs:
+            reads_left[v] -= 1
+    return out
+
+
+def _with_body(node):
+    yield node
+    if node.body is not None:
+        yield from node.body.walk()
+
+
+def _planned(graph: Graph) -> Graph:
+    """`graph` (its node order as given) with a fresh plan attached."""
     view_of = views_in(graph)
     live = liveness(graph)
     buffers = [v for v in intermediates(graph) if v not in view_of]
-    producer = {v: node for node in graph.nodes for v in node.outputs}
-    reuse = _inplace_pairs(graph, buffers, live, view_of, producer)
+    reuse = _inplace_pairs(graph, buffers, live, view_of)
     # Groups: chains of buffers that take over each other's bytes, first owner first.
     group_of = {}
     groups: list[list] = []
@@ -84,7 +142,7 @@ def plan_memory(graph: Graph) -> Graph:
     return out
 
 
-def _inplace_pairs(graph, buffers, live, view_of, producer) -> dict:
+def _inplace_pairs(graph, buffers, live, view_of) -> dict:
     """result -> the dying operand whose bytes it takes (each operand at most once)."""
     is_buffer = set(buffers)
     reuse, taken = {}, set()
