@@ -85,9 +85,13 @@ def _cells(w, res, eager, copy_gbs):
     kernels = "" if res.kernels is None else str(res.kernels)
     note = ""
     if w.bytes:  # from the best rounds: the copy's median suffers most from other load
-        gbs = w.bytes / res.min_s / 1e9
+        moved = res.extra["bytes"] if res.candidate == "copy" else w.bytes
+        gbs = moved / res.min_s / 1e9
         note = f"{gbs:.1f} GB/s" if res.candidate == "copy" else \
             f"{gbs:.1f} GB/s = {gbs / copy_gbs:.2f} of copy"
+    diff = res.extra.get("max_abs_diff")
+    if diff is not None and res.candidate != "eager":
+        note = (note + "; " if note else "") + f"max diff {diff:.1e}"
     best = res.min_s * 1e3
     best_speed = f"{eager_best / res.min_s:.2f}x" if eager_best and res.candidate != "copy" \
         else ""
@@ -101,7 +105,7 @@ def _ms(ms: float) -> str:
 def _copy_gbs(w, results, fallback):
     for r in results:
         if r.candidate == "copy" and r.min_s:
-            return w.bytes / r.min_s / 1e9
+            return r.extra["bytes"] / r.min_s / 1e9
     return fallback
 
 
@@ -147,7 +151,8 @@ def _markdown(rows, copy_gbs, opts, seconds, malloc_configured, startup) -> str:
            " other processes load it, and the best round is the least disturbed); speedup ="
            " eager time / time, each from the same statistic (higher is better);"
            " cold = first call incl. compilation; GB/s from best rounds, against the"
-           " `copy` candidate's best round; peak = peak-RSS growth during one warm call; kernels ="
+           " `copy` candidate's best round (a copy of the largest input); max diff = largest"
+           " |result - eager result|; peak = peak-RSS growth during one warm call; kernels ="
            " kernels generated (refcomp: LLVM kernels in the compiled graphs; Inductor: its"
            " generated-kernel counter).", "",
            "| workload | candidate | median ms | speedup | best ms | best speedup | cold s |"

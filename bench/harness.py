@@ -8,8 +8,10 @@ Method: candidates are compiled by calling them once (cold compile time = that
 first call, compile and run); each gets warm-up calls; then `reps` rounds, each
 timing every candidate once in turn (interleaved, so machine noise hits all
 alike), each round timing a batch of calls long enough to measure.  Reported time
-is the median over rounds.  Peak memory is the growth of the process's peak RSS
-(VmHWM, reset through /proc/self/clear_refs) during one warm call: tensors of
+is the median over rounds, and the best round.  Each candidate's first result is
+compared with eager's (largest absolute difference, reported).  Peak memory is
+the growth of the process's peak RSS (VmHWM, reset through /proc/self/clear_refs)
+during one warm call (smallest of three): tensors of
 the inputs' size and up are mmapped by the allocator, so it sees outputs and
 temporaries; small ones may be served from memory already resident.
 
@@ -111,6 +113,19 @@ def copy_bandwidth(n: int, reps: int = 15) -> float:
     return 2 * 4 * n / statistics.median(times) / 1e9
 
 
+def max_abs_diff(out, expected) -> float:
+    """Largest |out - expected| over all outputs (inf if their shapes differ)."""
+    outs = out if isinstance(out, (tuple, list)) else [out]
+    wants = expected if isinstance(expected, (tuple, list)) else [expected]
+    worst = 0.0
+    for o, w in zip(outs, wants):
+        if tuple(o.shape) != tuple(w.shape):
+            return float("inf")
+        if o.numel():
+            worst = max(worst, float((o.double() - w.double()).abs().max()))
+    return worst
+
+
 def _error_line(e: Exception) -> str:
     """The most telling line of a candidate's failure, for the table."""
     lines = [ln.strip() for ln in str(e).splitlines() if ln.strip()]
@@ -128,6 +143,7 @@ def _batch_size(fn, args) -> int:
 def run_workload(workload, candidates: dict, reps: int) -> list[Result]:
     """Results per candidate (name -> factory(fn) returning (callable, kernel counter))."""
     args = workload.make_inputs()
+    expected = workload.fn(*args)  # eager's answer: every candidate is checked against it
     results, ready = [], []
     for name, factory in candidates.items():
         res = Result(name)
@@ -136,24 +152,30 @@ def run_workload(workload, candidates: dict, reps: int) -> list[Result]:
             compiled, count_kernels = factory(workload.fn)
             before = count_kernels()
             t = time.perf_counter()
-            compiled(*args)
+            out = compiled(*args)
             res.cold_s = time.perf_counter() - t
+            res.extra["max_abs_diff"] = max_abs_diff(out, expected)
             after = count_kernels()
             res.kernels = None if before is None else after - before
             for _ in range(2):
                 compiled(*args)
-            res.peak_mb = peak_memory_mb(compiled, args)
+            # Smallest of three: other threads and allocator state only ever add to it.
+            peaks = [peak_memory_mb(compiled, args) for _ in range(3)]
+            res.peak_mb = None if None in peaks else min(peaks)
             ready.append((res, compiled, _batch_size(compiled, args)))
         except Exception as e:  # report and go on: one broken candidate must not hide others
             res.error = _error_line(e)
             print(f"[{workload.name}/{name}] failed:\n{e}", file=sys.stderr, flush=True)
     if workload.bytes:
-        # The same bytes moved by a plain copy, timed in the same rounds: the bandwidth
-        # a memory-bound kernel is held against, under the same machine conditions.
-        src, dst = torch.randn(workload.bytes // 8), torch.empty(workload.bytes // 8)
-        copy = Result("copy")
+        # A plain copy of the workload's largest input, timed in the same rounds: the
+        # bandwidth a memory-bound kernel is held against, under the same conditions.
+        n = max(t.numel() for t in args)
+        src, dst = torch.randn(n), torch.empty(n)
+        dst.copy_(src)
+        copy = Result("copy", extra={"bytes": 8 * n})
         results.append(copy)
-        ready.append((copy, lambda: dst.copy_(src), 1))
+        copy_fn = dst.copy_
+        ready.append((copy, lambda: copy_fn(src), _batch_size(lambda: copy_fn(src), ())))
     samples: dict = {id(r): [] for r, _, _ in ready}
     for _ in range(reps):
         for res, fn, batch in ready:
