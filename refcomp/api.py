@@ -11,7 +11,6 @@ from __future__ import annotations
 import functools
 import inspect
 import time
-import warnings
 
 import torch
 
@@ -42,22 +41,18 @@ def compile(fn_or_module=None, *, backend=None, dynamic=None, fullgraph=False, o
     opts = resolve_options(options)
     if dynamic not in (None, False, True):
         raise ValueError(f"dynamic must be None, False or True, got {dynamic!r}")
-    if dynamic:
-        warnings.warn("refcomp: dynamic=True is not implemented yet; shapes are specialized "
-                      "and each new shape recompiles (see spec/guards.md)", RuntimeWarning,
-                      stacklevel=2)
     if isinstance(fn_or_module, torch.nn.Module):
-        return OptimizedModule(fn_or_module, backend, fullgraph, opts)
+        return OptimizedModule(fn_or_module, backend, fullgraph, opts, dynamic=bool(dynamic))
     if not callable(fn_or_module):
         raise TypeError(f"refcomp.compile expects a function or nn.Module, got"
                         f" {type(fn_or_module).__name__}")
-    return CompiledFunction(fn_or_module, backend, fullgraph, opts)
+    return CompiledFunction(fn_or_module, backend, fullgraph, opts, dynamic=bool(dynamic))
 
 
 class CompiledFunction:
     """A function whose calls go through the guarded cache of its code object."""
 
-    def __init__(self, fn, backend, fullgraph, options, private_cache=False):
+    def __init__(self, fn, backend, fullgraph, options, private_cache=False, dynamic=False):
         bound_self = None
         if inspect.ismethod(fn):
             bound_self, fn = fn.__self__, fn.__func__
@@ -68,6 +63,7 @@ class CompiledFunction:
         self.backend = backend
         self.fullgraph = fullgraph
         self.options = options
+        self.dynamic = dynamic
         self.code = fn.__code__
         self.signature = inspect.signature(fn)
         self.arg_names = self.code.co_varnames[:self.code.co_argcount]
@@ -134,7 +130,7 @@ class CompiledFunction:
 
     def _compile(self, L):
         start = time.perf_counter()
-        ctx = TraceContext(self.code.co_name)
+        ctx = TraceContext(self.code.co_name, dynamic=self.dynamic)
         try:
             check_code_supported(self.code)
             result = trace(self.fn, L, ctx)
@@ -173,12 +169,13 @@ class CompiledFunction:
 class OptimizedModule(torch.nn.Module):
     """The compiled wrapper of an nn.Module: same parameters, state_dict and modes."""
 
-    def __init__(self, mod: torch.nn.Module, backend, fullgraph, options, private=False):
+    def __init__(self, mod: torch.nn.Module, backend, fullgraph, options, private=False,
+                 dynamic=False):
         super().__init__()
         self._orig_mod = mod
         forward = type(mod).forward
         self._compiled_forward = CompiledFunction(forward, backend, fullgraph, options,
-                                                  private_cache=private)
+                                                  private_cache=private, dynamic=dynamic)
 
     def forward(self, *args, **kwargs):
         mod = self._orig_mod

@@ -55,10 +55,10 @@ class ExplainOutput:
         return "\n".join(lines)
 
 
-def explain(fn, *args, backend=None, **kwargs):
+def explain(fn, *args, backend=None, dynamic=None, **kwargs):
     """`explain(fn, *args)` -> ExplainOutput; `explain(fn)` -> a function taking the args."""
     if not args and not kwargs:
-        return lambda *a, **k: explain(fn, *a, backend=backend, **k)
+        return lambda *a, **k: explain(fn, *a, backend=backend, dynamic=dynamic, **k)
     from refcomp.api import CompiledFunction, OptimizedModule, default_backend
     from refcomp.config import resolve_options
 
@@ -69,10 +69,12 @@ def explain(fn, *args, backend=None, **kwargs):
     elif isinstance(fn, CompiledFunction):
         fn = fn.fn if fn.bound_self is None else fn.fn.__get__(fn.bound_self)
     if isinstance(fn, torch.nn.Module):
-        compiled = OptimizedModule(fn, backend, False, options, private=True)
+        compiled = OptimizedModule(fn, backend, False, options, private=True,
+                                   dynamic=bool(dynamic))
         cf = compiled._compiled_forward
     else:
-        compiled = cf = CompiledFunction(fn, backend, False, options, private_cache=True)
+        compiled = cf = CompiledFunction(fn, backend, False, options, private_cache=True,
+                                         dynamic=bool(dynamic))
     result = compiled(*args, **kwargs)
     out = ExplainOutput(result=result)
     for entry in cf.cache.entries:

@@ -40,8 +40,9 @@ DICT_KEYS = "DICT_KEYS"  # type and key order of a dict
 GRAD_MODE = "GRAD_MODE"  # torch.is_grad_enabled()
 DEFAULT_DTYPE = "DEFAULT_DTYPE"  # torch.get_default_dtype()
 NO_ALIASING = "NO_ALIASING"  # tensors that the graph mutates share no storage
+SHAPE_ENV = "SHAPE_ENV"  # dynamic sizes: equalities (duck sizing), >= 2, decided relations
 GUARD_KINDS = (TENSOR_MATCH, ID_MATCH, EQUALS_MATCH, TYPE_MATCH, LENGTH_CHECK, DICT_KEYS,
-               GRAD_MODE, DEFAULT_DTYPE, NO_ALIASING)
+               GRAD_MODE, DEFAULT_DTYPE, NO_ALIASING, SHAPE_ENV)
 
 
 @dataclass(frozen=True)
@@ -54,8 +55,10 @@ class TensorFacts:
     requires_grad: bool
 
 
-def tensor_facts(t: torch.Tensor) -> TensorFacts:
-    return TensorFacts(type(t), t.dtype, t.device, tuple(t.shape), tuple(t.stride()),
+def tensor_facts(t: torch.Tensor, dynamic_dims=()) -> TensorFacts:
+    """The facts of `t`; sizes of `dynamic_dims` are None (checked by SHAPE_ENV instead)."""
+    shape = tuple(None if i in dynamic_dims else d for i, d in enumerate(t.shape))
+    return TensorFacts(type(t), t.dtype, t.device, shape, tuple(t.stride()),
                        bool(t.requires_grad))
 
 
@@ -94,6 +97,8 @@ class Guard:
             return f"torch.get_default_dtype() == {e}"
         if self.kind == NO_ALIASING:
             return "no storage shared among " + ", ".join(x.name() for x in self.sources)
+        if self.kind == SHAPE_ENV:
+            return e[0]
         return f"{self.kind} {s}"
 
     def failure_reason(self, value) -> str:
@@ -110,7 +115,7 @@ class Guard:
         if value.dim() != len(e.shape):
             return f"{s}.dim() == {len(e.shape)}"
         for i, (got, want) in enumerate(zip(value.shape, e.shape)):
-            if got != want:
+            if want is not None and got != want:
                 return f"{s}.shape[{i}] == {want}"
         if tuple(value.stride()) != e.stride:
             return f"{s}.stride() == {e.stride}"
@@ -191,17 +196,28 @@ def _emit(cg: _Codegen, g: Guard) -> None:
     if g.kind == DEFAULT_DTYPE:
         cg.require(f"{cg.const(torch.get_default_dtype)}() is {cg.const(e)}")
         return
+    if g.kind == SHAPE_ENV:
+        # e = (text, callable over sizes, [(source, dim) per size argument])
+        sizes = [f"{cg.load(src)}.shape[{dim}]" for src, dim in e[2]]
+        cg.require(f"{cg.const(e[1])}({', '.join(sizes)})")
+        return
     if g.kind == NO_ALIASING:
         ptrs = [f"{cg.load(s)}.untyped_storage().data_ptr()" for s in g.sources]
         cg.require(f"len({{{', '.join(ptrs)}}}) == {len(ptrs)}")
         return
     v = cg.load(g.source)
     if g.kind == TENSOR_MATCH:
-        cg.require(f"_type({v}) is {cg.const(e.type)} and {v}.dtype is {cg.const(e.dtype)}"
-                   f" and {v}.shape == {cg.const(e.shape)}"
-                   f" and {v}.stride() == {cg.const(e.stride)}"
-                   f" and {v}.device == {cg.const(e.device)}"
-                   f" and {v}.requires_grad is {cg.const(e.requires_grad)}")
+        conds = [f"_type({v}) is {cg.const(e.type)}", f"{v}.dtype is {cg.const(e.dtype)}"]
+        if None in e.shape:  # dynamic dims: static dims and contiguity pin the strides
+            conds.append(f"{v}.dim() == {len(e.shape)}")
+            conds += [f"{v}.shape[{i}] == {d}" for i, d in enumerate(e.shape) if d is not None]
+            conds.append(f"{v}.is_contiguous()")
+        else:
+            conds.append(f"{v}.shape == {cg.const(e.shape)}")
+            conds.append(f"{v}.stride() == {cg.const(e.stride)}")
+        conds.append(f"{v}.device == {cg.const(e.device)}")
+        conds.append(f"{v}.requires_grad is {cg.const(e.requires_grad)}")
+        cg.require(" and ".join(conds))
     elif g.kind == ID_MATCH:
         cg.require(f"_id({v}) == {cg.const(e[0])}")
     elif g.kind == EQUALS_MATCH:

@@ -17,6 +17,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
+import sympy
 import torch
 
 from codegen.backends import get_backend
@@ -70,6 +71,8 @@ def _rebuild(spec, outs, inputs):
         return inputs[spec[1]]
     if kind == "const":
         return spec[1]
+    if kind == "size":  # a dynamic size the frame returned, read off this call's inputs
+        return int(spec[1](*(inputs[i].shape[d] for i, d in spec[2])))
     if kind == "tuple":
         return tuple(_rebuild(s, outs, inputs) for s in spec[1])
     if kind == "list":
@@ -92,6 +95,14 @@ class _Outputs:
         self.requires_grad.append(requires_grad)
         return len(self.values) - 1
 
+    def size_spec(self, expr):
+        symbols = sorted(expr.free_symbols, key=str)
+        where = []
+        for sym in symbols:
+            source, dim = self.ctx.sym_sources[sym][0]
+            where.append((self.input_index[source.name()], dim))
+        return ("size", sympy.lambdify(symbols, expr), where)
+
     def spec(self, vt: VT):
         if isinstance(vt, TensorVar):
             name = vt.source.name() if vt.source is not None else None
@@ -107,6 +118,8 @@ class _Outputs:
         if isinstance(vt, ConstVar):
             if isinstance(vt.value, torch.Tensor):
                 raise Unsupported("RB012", "returning a tensor constant")
+            if isinstance(vt.value, sympy.Basic) and vt.value.free_symbols:
+                return self.size_spec(vt.value)
             return ("const", vt.value)
         if isinstance(vt, TupleVar):
             return ("tuple", [self.spec(i) for i in vt.items])

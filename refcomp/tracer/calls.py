@@ -14,6 +14,7 @@ import math
 import operator
 import types
 
+import sympy
 import torch
 
 from refcomp.reasons import Unsupported
@@ -163,6 +164,8 @@ def setitem(tx, obj: VT, index: VT, value: VT) -> None:
 def binary(tx, sym: str, a: VT, b: VT) -> VT:
     if isinstance(a, TensorVar) or isinstance(b, TensorVar):
         return torch_table.call_torch(tx.ctx, _BINARY[sym], [a, b], {})
+    if _symbolic(a) or _symbolic(b):
+        return _symbolic_binary(tx, sym, a.value, b.value)
     if isinstance(a, (TupleVar, ListVar)) or isinstance(b, (TupleVar, ListVar)):
         return _sequence_op(sym, a, b)
     if isinstance(a, ConstVar) and isinstance(b, ConstVar):
@@ -170,6 +173,29 @@ def binary(tx, sym: str, a: VT, b: VT) -> VT:
     if sym in ("==", "!=") and all(isinstance(v, (TupleVar, ListVar, ConstVar)) for v in (a, b)):
         return _fold(_BINARY[sym], as_python(a), as_python(b))
     raise Unsupported("RB013", f"operator {sym} on {a!r}, {b!r}")
+
+
+def _symbolic(v: VT) -> bool:
+    return isinstance(v, ConstVar) and isinstance(v.value, sympy.Basic) and bool(
+        v.value.free_symbols)
+
+
+def _symbolic_binary(tx, sym, a, b) -> ConstVar:
+    """Arithmetic on dynamic sizes stays symbolic; `==`/`!=` become sympy relations (Python
+    `==` on sympy is structural); `/` and the rest specialize to the traced sizes."""
+    if sym in ("+", "-", "*", "//", "%") and all(isinstance(v, (int, sympy.Basic))
+                                                 and not isinstance(v, bool) for v in (a, b)):
+        return _fold(_BINARY[sym], a, b)
+    if sym in ("==", "!=", "<", "<=", ">", ">=") and all(
+            isinstance(v, (int, float, sympy.Basic)) for v in (a, b)):
+        rel = {"==": sympy.Eq, "!=": sympy.Ne, "<": sympy.Lt, "<=": sympy.Le, ">": sympy.Gt,
+               ">=": sympy.Ge}[sym](a, b)
+        return ConstVar(tx.ctx.decide(rel) if isinstance(rel, sympy.Basic) and
+                        rel.free_symbols else bool(rel))
+    ctx = tx.ctx
+    a = ctx.specialize(a) if isinstance(a, sympy.Basic) else a
+    b = ctx.specialize(b) if isinstance(b, sympy.Basic) else b
+    return _fold(_BINARY[sym], a, b)
 
 
 def _sequence_op(sym, a, b):
@@ -204,6 +230,9 @@ def unary(tx, name: str, a: VT) -> VT:
 
 
 def _fold(fn, *args, **kwargs) -> ConstVar:
+    if any(isinstance(a, sympy.Basic) and a.free_symbols for a in args) and fn not in (
+            operator.add, operator.sub, operator.mul, operator.floordiv, operator.mod):
+        raise Unsupported("RB013", f"{getattr(fn, '__name__', fn)} of a dynamic size")
     try:
         return ConstVar(fn(*args, **kwargs))
     except Exception as e:
@@ -236,6 +265,8 @@ def truth(tx, v: VT) -> bool:
         raise Unsupported("RB003", "the truth value of a tensor")
     if isinstance(v, (TupleVar, ListVar, DictVar)):
         return bool(v.items)
+    if _symbolic(v):
+        return tx.ctx.decide(sympy.Ne(v.value, 0))
     if isinstance(v, ConstVar):
         return bool(v.value)
     return True
@@ -469,7 +500,7 @@ def _len(tx, args, kwargs):
     if isinstance(obj, TensorVar):
         if obj.meta.dim() == 0:
             raise Unsupported("RB017", "len() of a 0-d tensor")
-        return ConstVar(int(obj.meta.shape[0]))
+        return ConstVar(obj.value.type.shape[0])
     return _fold(len, as_python(obj))
 
 

@@ -11,10 +11,11 @@ from __future__ import annotations
 import types
 from typing import Optional
 
+import sympy
 import torch
 
 from ir import GraphBuilder, TensorType
-from ir.types import BY_TORCH_NAME
+from ir.types import BY_TORCH_NAME, size_symbol
 from refcomp import guards as G
 from refcomp.reasons import Unsupported
 from refcomp.sources import BUFFER, MODULE, PARAM, AttrSource, ItemSource, Source
@@ -47,6 +48,13 @@ def meta_like(t: torch.Tensor, requires_grad: bool) -> torch.Tensor:
 class TraceContext:
     """One capture of one frame (with everything inlined into it).
 
+    Note [Dynamic batch]: with dynamic=True, dim 0 of each contiguous argument tensor
+    (not parameters or buffers) is a size symbol; equal sizes share one symbol (duck
+    sizing, as in torch) and sizes 0 and 1 stay static.  Python code sees symbolic
+    sizes (`x.shape[0]` is `s0`); a decision on one (`if x.shape[0] > 4`) is evaluated
+    at the traced size and becomes a SHAPE_ENV guard, and a use the tracer cannot keep
+    symbolic is specialized to the traced size, also guarded.
+
     Note [In-place]: an in-place op is functionalized by giving the TensorVar a new IR
     value; every holder of that TensorVar object sees the change, exactly like holders
     of one torch tensor.  A *different* tensor sharing storage (a view, or the view's
@@ -54,8 +62,13 @@ class TraceContext:
     reachable from a running frame, or when the tensor is a view of a graph input.
     """
 
-    def __init__(self, name: str = "forward"):
+    def __init__(self, name: str = "forward", dynamic: bool = False):
         self.builder = GraphBuilder(name)
+        self.dynamic = bool(dynamic)
+        self.sym_values: dict = {}  # size symbol -> the size seen while tracing
+        self.sym_by_size: dict = {}  # size -> symbol (duck sizing: equal sizes, one symbol)
+        self.sym_sources: dict = {}  # symbol -> [(source, dim)] where it was read
+        self.shape_facts: list = []  # (sympy relation, its value) decided while tracing
         self.guards: dict = {}  # key -> Guard (deduplicated)
         self.input_sources: list[Source] = []
         self.input_vars: dict = {}  # source name -> TensorVar (as first read)
@@ -133,9 +146,13 @@ class TraceContext:
             raise Unsupported("RB013", f"{source.name()} is a {t.layout}/{t.dtype} tensor")
         if type(t) not in (torch.Tensor, torch.nn.Parameter):
             raise Unsupported("RB013", f"{source.name()} is a tensor subclass {type(t).__name__}")
-        facts = G.tensor_facts(t)
+        dynamic_dims = (0,) if self._dynamic_batch(t, source) else ()
+        facts = G.tensor_facts(t, dynamic_dims)
         self.add_guard(G.TENSOR_MATCH, source, facts)
-        ttype = TensorType(ir_dtype(t.dtype), tuple(t.shape), ir_device(t.device))
+        shape = list(t.shape)
+        if dynamic_dims:
+            shape[0] = self._size_symbol(int(t.shape[0]), source, 0)
+        ttype = TensorType(ir_dtype(t.dtype), tuple(shape), ir_device(t.device))
         value = self.builder.input(f"a{len(self.input_sources)}", ttype)
         self.input_sources.append(source)
         var = TensorVar(value, meta_like(t, t.requires_grad), requires_grad=t.requires_grad,
@@ -144,6 +161,62 @@ class TraceContext:
         self.input_aliases.add(var.alias)
         self.examples[source.name()] = t  # for the C++ tensor check; dropped after compile
         return var
+
+    # --- dynamic sizes (See Note [Dynamic batch]) ---------------------------------------
+    def _dynamic_batch(self, t: torch.Tensor, source: Source) -> bool:
+        if not self.dynamic or t.dim() == 0 or t.shape[0] < 2 or not t.is_contiguous():
+            return False
+        while source is not None:  # arguments and their items, not module state
+            if isinstance(source, AttrSource):
+                return False
+            source = source.base()
+        return True
+
+    def _size_symbol(self, size: int, source: Source, dim: int):
+        sym = self.sym_by_size.get(size)
+        if sym is None:
+            sym = size_symbol(f"s{len(self.sym_by_size)}")
+            self.sym_by_size[size] = sym
+            self.sym_values[sym] = size
+            self.sym_sources[sym] = []
+        self.sym_sources[sym].append((source, dim))
+        return sym
+
+    def concrete(self, expr) -> int:
+        """The value a size expression had while tracing (no guard)."""
+        return int(sympy.sympify(expr).subs(self.sym_values))
+
+    def decide(self, relation) -> bool:
+        """Evaluate a relation between sizes at trace time and guard that it stays so."""
+        value = bool(sympy.sympify(relation).subs(self.sym_values))
+        if relation.free_symbols:
+            self.shape_facts.append((relation, value))
+        return value
+
+    def specialize(self, expr) -> int:
+        """Turn a size expression into its traced value, guarding the equality."""
+        value = self.concrete(expr)
+        if sympy.sympify(expr).free_symbols:
+            self.shape_facts.append((sympy.Eq(expr, value), True))
+        return value
+
+    def _shape_guards(self) -> None:
+        for sym, uses in self.sym_sources.items():
+            text = " == ".join(f"{s.name()}.size({d})" for s, d in uses) + " >= 2"
+            check = (lambda *sizes: sizes[0] >= 2 and all(x == sizes[0] for x in sizes))
+            self.guards[(G.SHAPE_ENV, text)] = G.Guard(G.SHAPE_ENV, None,
+                                                       (text, check, list(uses)))
+        for relation, value in self.shape_facts:
+            symbols = sorted(relation.free_symbols, key=str)
+            fn = sympy.lambdify(symbols, relation)
+            text = f"({relation}) is {value}  where " + ", ".join(
+                f"{s} = {self.sym_sources[s][0][0].name()}.size({self.sym_sources[s][0][1]})"
+                for s in symbols)
+            key = (G.SHAPE_ENV, text)
+            if key not in self.guards:
+                self.guards[key] = G.Guard(G.SHAPE_ENV, None, (
+                    text, (lambda f, v: lambda *sizes: bool(f(*sizes)) == v)(fn, value),
+                    [self.sym_sources[s][0] for s in symbols]))
 
     def shares_storage_with_live(self, tv: TensorVar) -> bool:
         """Could mutating `tv` be seen through another tensor?  (See Note [In-place].)"""
@@ -180,6 +253,7 @@ class TraceContext:
         self.mutated[old.source.name()] = (old.source, new)
 
     def finish_guards(self) -> list:
+        self._shape_guards()
         if self.mutated:
             sources = [s for s in self.input_sources]
             if len(sources) > 1:

@@ -16,6 +16,7 @@ import operator
 from dataclasses import dataclass
 from typing import Callable
 
+import sympy
 import torch
 import torch.nn.functional as F
 
@@ -35,6 +36,7 @@ class Entry:
     python: bool = False  # result is a Python value computed from the meta tensors
     creation: bool = False  # takes device=; the meta call runs on the meta device
     host: bool = False  # needs the tensor's value on the host: never capturable (RB002)
+    sizes: bool = False  # takes sizes that may be symbolic (see Note [Dynamic batch])
 
 
 TABLE: dict = {}
@@ -70,14 +72,39 @@ def _unwrap(vt):
     raise Unsupported("RB013", f"argument {vt!r}")
 
 
-def _to_meta(x):
+def _to_meta(x, ctx=None):
+    """Arguments for the meta call: tensors as meta tensors, sizes at their traced value."""
     if isinstance(x, TensorVar):
         return x.meta
     if isinstance(x, (list, tuple)):
-        return type(x)(_to_meta(i) for i in x)
+        return type(x)(_to_meta(i, ctx) for i in x)
     if isinstance(x, dict):
-        return {k: _to_meta(v) for k, v in x.items()}
+        return {k: _to_meta(v, ctx) for k, v in x.items()}
+    if isinstance(x, sympy.Basic):
+        return ctx.concrete(x)
     return x
+
+
+def _has_symbolic(x) -> bool:
+    if isinstance(x, (list, tuple)):
+        return any(_has_symbolic(i) for i in x)
+    if isinstance(x, dict):
+        return any(_has_symbolic(v) for v in x.values())
+    return isinstance(x, sympy.Basic) and bool(x.free_symbols)
+
+
+def _specialize(ctx, x):
+    if isinstance(x, (list, tuple)):
+        return type(x)(_specialize(ctx, i) for i in x)
+    if isinstance(x, dict):
+        return {k: _specialize(ctx, v) for k, v in x.items()}
+    if isinstance(x, sympy.Basic):
+        return ctx.specialize(x)
+    return x
+
+
+def is_symbolic_shape(shape) -> bool:
+    return any(not isinstance(d, int) for d in shape)
 
 
 def _tensors(x) -> list:
@@ -96,9 +123,12 @@ def call_torch(ctx, fn, args: list, kwargs: dict) -> VT:
         e.build(ctx)
     pargs = [_unwrap(a) for a in args]
     pkwargs = {k: _unwrap(v) for k, v in kwargs.items()}
-    operands = _tensors(pargs) + _tensors(pkwargs)
     name = getattr(fn, "__name__", str(fn))
-    margs, mkwargs = _to_meta(pargs), _to_meta(pkwargs)
+    if not e.sizes and (_has_symbolic(pargs) or _has_symbolic(pkwargs)):
+        # A symbolic size where this op needs a number: specialize it (guarded).
+        pargs, pkwargs = _specialize(ctx, pargs), _specialize(ctx, pkwargs)
+    operands = _tensors(pargs) + _tensors(pkwargs)
+    margs, mkwargs = _to_meta(pargs, ctx), _to_meta(pkwargs, ctx)
     if e.creation:
         mkwargs["device"] = "meta"
     if e.inplace:
@@ -112,7 +142,7 @@ def call_torch(ctx, fn, args: list, kwargs: dict) -> VT:
     except Exception as err:  # eager raises this too; it runs (and raises) there
         raise Unsupported("RB017", f"{name}: {type(err).__name__}: {err}") from None
     if e.python:
-        return ctx.wrap(meta_out, None)
+        return _python_query(ctx, fn, pargs, meta_out)
     try:
         out = e.build(ctx, *pargs, **pkwargs)
     except Unsupported:
@@ -128,8 +158,8 @@ def _pair(ctx, out, meta, operands, e, name):
     if isinstance(out, TensorVar):  # identity ops return their operand itself
         return out
     view = e.view
-    if isinstance(out, _Deferred):
-        out = _resolve_deferred(ctx, operands[0], out, meta)
+    if isinstance(out, _Shaped):
+        out = _resolve_shaped(ctx, operands[0], out, meta)
     elif isinstance(out, _Copy):
         out, view = operands[0].value, name in ("detach",)
     elif isinstance(out, _Cast):
@@ -143,16 +173,33 @@ def _pair(ctx, out, meta, operands, e, name):
     if isinstance(out, Value):
         if not isinstance(meta, torch.Tensor):
             raise Unsupported("RB013", f"{name}: torch returns {type(meta).__name__}")
-        _check_type(out, meta, name)
+        _check_type(out, meta, name, ctx)
         return _new_tensor(ctx, out, meta, operands, view)
     if isinstance(out, tuple):
         return TupleVar([_pair(ctx, o, m, operands, e, name) for o, m in zip(out, meta)])
     return ctx.wrap(out, None)
 
 
-def _check_type(value: Value, meta: torch.Tensor, name: str) -> None:
+def _python_query(ctx, fn, pargs, meta_out):
+    """size()/numel() answer symbolically for dynamic sizes; the rest from the meta."""
+    x = pargs[0] if pargs and isinstance(pargs[0], TensorVar) else None
+    if x is not None and is_symbolic_shape(x.value.type.shape):
+        shape = list(x.value.type.shape)
+        if fn is T.size:
+            if len(pargs) > 1:
+                return ConstVar(shape[pargs[1]])
+            return TupleVar([ConstVar(d) for d in shape])
+        if fn in (T.numel, T.nelement, torch.numel):
+            return ConstVar(sympy.simplify(_prod(shape)))
+    return ctx.wrap(meta_out, None)
+
+
+def _check_type(value: Value, meta: torch.Tensor, name: str, ctx=None) -> None:
     want_dtype, want_shape = ir_dtype(meta.dtype), tuple(meta.shape)
-    if value.type.dtype != want_dtype or tuple(value.type.shape) != want_shape:
+    have = tuple(value.type.shape)
+    if ctx is not None and is_symbolic_shape(have):
+        have = tuple(ctx.concrete(d) for d in have)
+    if value.type.dtype != want_dtype or have != want_shape:
         raise Unsupported("RB013", f"{name}: IR gives {value.type}, torch gives"
                                    f" {meta.dtype} {list(want_shape)}")
 
@@ -190,7 +237,7 @@ def _apply_inplace(ctx, tv: TensorVar, out, meta_out) -> TensorVar:
         raise Unsupported("RB013", "in-place result has a different shape")
     if out.type.dtype != tv.value.type.dtype:
         out = b.cast(out, dtype=tv.value.type.dtype)
-    _check_type(out, meta_out, "in-place op")
+    _check_type(out, meta_out, "in-place op", ctx)
     tv.value = out
     tv.meta = meta_out.detach()
     if tv.source is not None and tv.source.name() in ctx.input_vars:
@@ -588,29 +635,82 @@ def _pad(ctx, x, pad, mode="constant", value=None):
 
 
 # --- layout ---------------------------------------------------------------------------------
-@entry(T.reshape, torch.reshape, T.view, torch.flatten, T.flatten, T.unflatten,
-       torch.unflatten, T.view_as, T.reshape_as, view=True)
-def _reshape(ctx, x, *args, **kwargs):
+def _sizes(args):
+    return list(args[0]) if len(args) == 1 and isinstance(args[0], (list, tuple)) \
+        else list(args)
+
+
+@entry(T.reshape, torch.reshape, T.view, view=True, sizes=True)
+def _reshape(ctx, x, *args, shape=None):
     if args and isinstance(args[0], torch.dtype):
         raise Unsupported("RB013", "view(dtype) reinterprets bits")
-    return _Deferred("reshape")
+    target = _sizes(args) if shape is None else list(shape)
+    if -1 in target:
+        known = _prod([d for d in target if not (isinstance(d, int) and d == -1)])
+        target = [sympy.simplify(sympy.sympify(_prod(x.value.type.shape)) / known)
+                  if isinstance(d, int) and d == -1 else d for d in target]
+    return _Shaped("reshape", target)
 
 
-@entry(T.expand, T.expand_as, torch.broadcast_to, T.broadcast_to, view=True)
-def _expand(ctx, x, *args, **kwargs):
-    return _Deferred("expand")
+@entry(T.flatten, torch.flatten, view=True)
+def _flatten(ctx, x, start_dim=0, end_dim=-1):
+    shape = list(x.value.type.shape)
+    if not shape:
+        return _Shaped("reshape", [1])
+    r = len(shape)
+    a, b = start_dim % r, end_dim % r
+    return _Shaped("reshape", shape[:a] + [_prod(shape[a:b + 1])] + shape[b + 1:])
 
 
-class _Deferred:
-    """A layout op whose target shape is taken from the meta result (see call_torch)."""
+@entry(T.unflatten, torch.unflatten, view=True)
+def _unflatten(ctx, x, dim, sizes):
+    return _Shaped("reshape", None)  # static shapes only: the meta result's
 
-    def __init__(self, kind):
+
+@entry(T.view_as, T.reshape_as, view=True)
+def _view_as(ctx, x, other):
+    return _Shaped("reshape", list(other.value.type.shape))
+
+
+@entry(T.expand, torch.broadcast_to, T.broadcast_to, view=True, sizes=True)
+def _expand(ctx, x, *args):
+    target = _sizes(args)
+    lead = len(target) - x.value.type.rank
+    return _Shaped("expand", [x.value.type.shape[i - lead] if isinstance(d, int) and d == -1
+                              else d for i, d in enumerate(target)])
+
+
+@entry(T.expand_as, view=True)
+def _expand_as(ctx, x, other):
+    return _Shaped("expand", list(other.value.type.shape))
+
+
+def _dim(d):
+    """A size as the IR wants it: an int, or a sympy expression with symbols."""
+    if isinstance(d, sympy.Basic):
+        d = sympy.simplify(d)
+        if not d.is_Integer and not d.free_symbols:
+            raise Unsupported("RB017", f"size {d} is not an integer")
+        return int(d) if d.is_Integer else d
+    return d
+
+
+class _Shaped:
+    """A reshape/expand to `shape` (sizes may be symbolic); None: the meta result's."""
+
+    def __init__(self, kind, shape):
         self.kind = kind
+        self.shape = shape
 
 
-def _resolve_deferred(ctx, x: TensorVar, deferred: _Deferred, meta) -> Value:
-    shape = list(meta.shape)
-    if deferred.kind == "reshape":
+def _resolve_shaped(ctx, x: TensorVar, shaped: _Shaped, meta) -> Value:
+    if shaped.shape is None:
+        if is_symbolic_shape(x.value.type.shape):
+            raise Unsupported("RB013", "unflatten of a tensor with a dynamic size")
+        shape = list(meta.shape)
+    else:
+        shape = [_dim(d) for d in shaped.shape]
+    if shaped.kind == "reshape":
         return ctx.builder.reshape(x.value, shape=shape)
     return ctx.builder.broadcast_to(x.value, shape)
 
@@ -729,8 +829,9 @@ def _full_builder(value):
               pin_memory=False, out=None):
         if requires_grad:
             raise Unsupported("RB013", "creating a leaf that requires grad inside the graph")
+        shape = [_dim(d) for d in _sizes(size)]
         return _Creation(lambda meta: ctx.builder.op(
-            "full", value=value, shape=list(meta.shape), dtype=ir_dtype(meta.dtype),
+            "full", value=value, shape=shape, dtype=ir_dtype(meta.dtype),
             device=_device(device)))
     return build
 
@@ -740,11 +841,11 @@ class _Creation:
         self.make = make
 
 
-entry(torch.zeros, torch.empty, creation=True)(_full_builder(0))
-entry(torch.ones, creation=True)(_full_builder(1))
+entry(torch.zeros, torch.empty, creation=True, sizes=True)(_full_builder(0))
+entry(torch.ones, creation=True, sizes=True)(_full_builder(1))
 
 
-@entry(torch.full, creation=True)
+@entry(torch.full, creation=True, sizes=True)
 def _full(ctx, size, fill_value, *, dtype=None, device=None, requires_grad=False,
           layout=None, out=None):
     return _full_builder(fill_value)(ctx, size, dtype=dtype, device=device,
@@ -756,7 +857,7 @@ def _like_builder(value):
               memory_format=None, pin_memory=False):
         fill = args[0] if value is None else value
         return _Creation(lambda meta: ctx.builder.op(
-            "full", value=fill, shape=list(meta.shape), dtype=ir_dtype(meta.dtype),
+            "full", value=fill, shape=list(x.value.type.shape), dtype=ir_dtype(meta.dtype),
             device=_device(device, x)))
     return build
 
@@ -772,14 +873,14 @@ def _random_builder(op, like):
         if generator is not None:
             raise Unsupported("RB013", f"{op}(generator=...)")
         src = args[0] if like else None
+        shape = list(src.value.type.shape) if like else [_dim(d) for d in _sizes(args)]
         return _Creation(lambda meta: ctx.builder.op(
-            op, shape=list(meta.shape), dtype=ir_dtype(meta.dtype),
-            device=_device(device, src)))
+            op, shape=shape, dtype=ir_dtype(meta.dtype), device=_device(device, src)))
     return build
 
 
-entry(torch.rand, creation=True)(_random_builder("rand", False))
-entry(torch.randn, creation=True)(_random_builder("randn", False))
+entry(torch.rand, creation=True, sizes=True)(_random_builder("rand", False))
+entry(torch.randn, creation=True, sizes=True)(_random_builder("randn", False))
 entry(torch.rand_like)(_random_builder("rand", True))
 entry(torch.randn_like)(_random_builder("randn", True))
 
@@ -835,7 +936,7 @@ def tensor_attr(ctx, tv: TensorVar, name: str) -> VT:
     from refcomp.tracer.values import MethodVar
 
     if name == "shape":
-        return TupleVar([ConstVar(int(d)) for d in tv.meta.shape])
+        return TupleVar([ConstVar(d) for d in tv.value.type.shape])
     if name in _PLAIN_ATTRS:
         return ConstVar(getattr(tv.meta, name) if name != "device" else _real_device(tv))
     if name == "T" or name == "mT":
@@ -870,7 +971,7 @@ def tensor_getitem(ctx, tv: TensorVar, index: VT) -> VT:
     except Exception as err:
         raise Unsupported("RB017", f"indexing: {type(err).__name__}: {err}") from None
     value = _basic_index(ctx, tv.value, items)
-    _check_type(value, meta, "getitem")
+    _check_type(value, meta, "getitem", ctx)
     operands = [tv] + [it for it in items if isinstance(it, TensorVar)]
     return _new_tensor(ctx, value, meta, operands,
                        view=not any(isinstance(it, TensorVar) for it in items))
@@ -896,6 +997,10 @@ def _basic_index(ctx, v: Value, items) -> Value:
             dim += 1
         elif isinstance(it, bool):
             raise Unsupported("RB013", "indexing with a Python bool")
+        elif it == slice(None):
+            dim += 1
+        elif not isinstance(v.type.shape[dim], int) and not (isinstance(it, int) and it >= 0):
+            raise Unsupported("RB013", f"index {it!r} into a dynamic size")
         elif isinstance(it, int):
             size = v.type.shape[dim]
             i = it + size if it < 0 else it
@@ -923,6 +1028,8 @@ def tensor_setitem(ctx, tv: TensorVar, index: VT, value: VT) -> None:
     if any(isinstance(it, (TensorVar, list, bool)) for it in items):
         raise Unsupported("RB013", "item assignment with tensor or list indices")
     _check_inplace(ctx, tv, "item assignment")
+    if is_symbolic_shape(tv.value.type.shape):
+        raise Unsupported("RB013", "item assignment into a tensor with a dynamic size")
     meta = tv.meta.detach().clone()
     try:
         meta[idx] = _to_meta(val)
@@ -970,4 +1077,5 @@ def tensor_setitem(ctx, tv: TensorVar, index: VT, value: VT) -> None:
 def unbind(ctx, tv: TensorVar) -> list:
     if tv.meta.dim() == 0:
         raise Unsupported("RB017", "iteration over a 0-d tensor")
-    return [tensor_getitem(ctx, tv, ConstVar(i)) for i in range(int(tv.meta.shape[0]))]
+    n = ctx.specialize(tv.value.type.shape[0])  # unrolling fixes the count (guarded)
+    return [tensor_getitem(ctx, tv, ConstVar(i)) for i in range(n)]

@@ -396,3 +396,57 @@ def test_threads_compile_once_and_get_correct_results():
     assert refcomp.stats()["counters"]["graphs"] == 1
     for i, x in enumerate(xs):
         same(results[i], f(x))
+
+
+# --- dynamic sizes (SHAPE_ENV) ------------------------------------------------------------
+def test_dynamic_batch_reuses_one_entry_and_guards_decisions():
+    def f(x, y):
+        n = x.shape[0]
+        z = x.reshape(n, -1) * 2
+        if n > 4:
+            z = z + y.sum()
+        return z.view(-1), torch.zeros(n, 2), n * 2, len(x)
+
+    cf = refcomp.compile(f, backend="eager", dynamic=True)
+    for n in (6, 7, 3, 8, 2):
+        x, y = torch.randn(n, 2, 3), torch.randn(5)
+        got, want = cf(x, y), f(x, y)
+        for a, b in zip(got, want, strict=True):
+            if isinstance(b, torch.Tensor):
+                same(a, b)
+            else:
+                assert a == b and type(a) is type(b)
+    es = entries(cf)
+    assert [e.hits for e in es] == [2, 1]  # n > 4 and n <= 4: two entries, both reused
+    assert any(g.kind == G.SHAPE_ENV and "(s0 > 4) is True" in g.describe()
+               for g in es[0].guards.guards)
+    assert cf.cache.miss_reasons[0][1] == ["(s0 > 4) is True  where s0 = L['x'].size(0)"]
+
+
+def test_dynamic_sizes_zero_and_one_and_parameters_stay_static():
+    lin = nn.Linear(3, 3)
+    cf = refcomp.compile(lambda x: lin(x), backend="eager", dynamic=True)
+    with torch.no_grad():
+        for n in (4, 5, 1):
+            x = torch.randn(n, 3)
+            same(cf(x), lin(x))
+    es = entries(cf)
+    assert len(es) == 2  # size 1 is specialized, as in torch
+    assert str(es[0].graph.inputs[0].type) == "f32[s0,3]"
+    assert all(str(v.type) in ("f32[3,3]", "f32[3]") for v in es[0].graph.inputs[1:])
+
+
+def test_dynamic_size_used_where_a_number_is_needed_is_specialized():
+    def f(x):
+        out = x
+        for row in x:  # unrolling needs the count: specialized and guarded
+            out = out + row
+        return out
+
+    cf = refcomp.compile(f, backend="eager", dynamic=True)
+    for n in (3, 3, 4):
+        x = torch.randn(n, 2)
+        same(cf(x), f(x))
+    assert len(entries(cf)) == 2
+    assert any(g.kind == G.SHAPE_ENV and "Eq(s0, 3)" in g.describe()
+               for g in entries(cf)[0].guards.guards)

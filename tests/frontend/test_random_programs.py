@@ -126,3 +126,28 @@ def test_mutations_of_inputs_are_written_back(n, how, backend):
     got = refcomp.compile(f, backend=backend)(x2, y)
     torch.testing.assert_close(got, want)
     torch.testing.assert_close(x2, x1)
+
+
+@settings(max_examples=25)
+@given(programs(), st.integers(2, 6))
+def test_random_programs_with_dynamic_batch_equal_eager(program, other_rows):
+    """dynamic=True: one compiled function called at two batch sizes equals eager at both
+    (an unsupported use of a dynamic size may fall back, but never gives a wrong result)."""
+    source, dtype, (rows, cols), layouts, seed = program
+    f = _load(source)
+    cf = refcomp.compile(f, backend="eager", dynamic=True)
+    gen = torch.Generator().manual_seed(seed)
+    for n in (max(rows, 2), other_rows):
+        args = [_make((n, cols), dtype, layout, gen) for layout in layouts]
+        try:
+            want = f(*[a.clone() for a in args])
+        except Exception:
+            return
+        got = cf(*args)
+        for g, w in zip(got, want, strict=True):
+            assert g.dtype == w.dtype and g.shape == w.shape, source
+            tol = 1e-4 if dtype == torch.float32 else 1e-9
+            torch.testing.assert_close(g, w, rtol=tol, atol=tol, equal_nan=True,
+                                       msg=lambda m: f"{source}\n{m}")
+    assert not any(e.reason is not None and e.reason.rid == "RB018"
+                   for e in cf.cache.entries), source

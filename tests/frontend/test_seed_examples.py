@@ -84,3 +84,19 @@ def test_compiled_module_reuses_its_graph_and_matches_eager_under_no_grad():
     entries = compiled._compiled_forward.cache.entries
     assert len(entries) == 2 and [e.hits for e in entries] == [1, 1]
     assert all(e.backend == "interp" for e in entries)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_good_dynamic_is_one_graph_for_both_batch_sizes(backend):
+    refcomp.reset()
+    torch.manual_seed(0)
+    model = GoodDynamic()
+    compiled = refcomp.compile(model, backend=backend, dynamic=True)
+    for n in (8, 16):
+        x = torch.randn(n, 16)
+        report = refcomp.explain(model, x, backend=backend, dynamic=True)
+        assert (report.graph_count, report.graph_break_count) == (1, 0)
+        _assert_same(compiled(x), model(x))
+    (entry,) = compiled._compiled_forward.cache.entries
+    assert entry.hits == 1
+    assert "s0" in str(entry.graph.inputs[0].type)
