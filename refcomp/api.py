@@ -16,6 +16,7 @@ import torch
 
 from codegen.backends import available_backends, get_backend
 from refcomp import cache as cache_mod
+from refcomp import resume
 from refcomp.cache import COUNTERS, FrameCache, cache_for
 from refcomp.config import resolve_options
 from refcomp.reasons import CaptureError, Unsupported
@@ -103,6 +104,9 @@ class CompiledFunction:
                 if entry is None:
                     entry, inputs = self._miss(cache, L, G, C, B)
         self.last_entry = entry
+        if getattr(entry, "segment", None) is not None:  # graph breaks: spec/runtime.md
+            COUNTERS["compiled_calls"] += 1
+            return resume.run(entry, inputs, L, G, C, B, self)
         if entry is None or entry.graph is None:
             COUNTERS["eager_calls"] += 1
             return fn(*args, **kwargs)
@@ -145,6 +149,9 @@ class CompiledFunction:
                 reason.locate(self.code.co_filename, self.code.co_firstlineno, "<frame>")
             if self.fullgraph:
                 raise CaptureError(reason) from err
+            entry = resume.compile_with_breaks(self, L, reason)
+            if entry is not None:
+                return entry  # split at the break, resumed after it (spec/runtime.md)
             COUNTERS["fallbacks"] += 1
             entry = fallback_entry(ctx, reason, self._filter(list(ctx.guards.values())))
         entry.refs_to_hold = tuple(ctx.id_objects)

@@ -77,7 +77,9 @@ def explain(fn, *args, backend=None, dynamic=None, **kwargs):
                                          dynamic=bool(dynamic))
     result = compiled(*args, **kwargs)
     out = ExplainOutput(result=result)
-    for entry in cf.cache.entries:
+    from refcomp.resume import all_entries
+
+    for entry in all_entries(cf.cache):  # the frame's entries, then its resume points'
         out.compile_time_s += entry.compile_time_s
         out.guards.extend(g.describe() for g in entry.guards.guards)
         out.notes.extend(entry.notes)
@@ -85,7 +87,7 @@ def explain(fn, *args, backend=None, dynamic=None, **kwargs):
             out.graph_count += 1
             out.graphs.append(print_graph(entry.graph))
             out.ops_per_graph.append(entry.graph.op_counts())
-        else:
+        if entry.reason is not None:  # a whole-frame fallback, or a segment's break
             r = entry.reason
             out.graph_break_count += 1
             out.break_reasons.append({

@@ -82,6 +82,10 @@ _reason("RB017", "exception raised while tracing",
 _reason("RB018", "internal error in the tracer",
         "refcomp's tracer failed on this frame (a refcomp bug); the frame runs eagerly so "
         "the result stays correct.", "Please report it with the function that triggered it.")
+_reason("RB019", "loop continues across a graph break",
+        "An earlier break left the loop's iterator a real Python object, so each step of "
+        "the loop is taken outside the graph.", "Move the break (print, .item()...) out of "
+        "the loop, or accept one graph per loop iteration.")
 
 
 class Unsupported(Exception):

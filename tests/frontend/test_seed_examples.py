@@ -54,9 +54,9 @@ def test_no_break_examples_are_one_graph_and_equal_eager(cls, shapes, backend):
         _assert_same(report.result, want)
 
 
-@pytest.mark.parametrize("cls,rid,marker", [(BadIf, "RB003", "if torch.rand(1)"),
-                                            (LogInsideForward, "RB002", ".item()")])
-def test_unsupported_examples_fall_back_with_their_reason(cls, rid, marker):
+@pytest.mark.parametrize("cls,rid,marker,graphs", [(BadIf, "RB003", "if torch.rand(1)", 2),
+                                                   (LogInsideForward, "RB002", ".item()", 1)])
+def test_breaking_examples_split_with_their_reason(cls, rid, marker, graphs):
     torch.manual_seed(0)
     model = cls()
     x = torch.randn(8, 16)
@@ -64,7 +64,7 @@ def test_unsupported_examples_fall_back_with_their_reason(cls, rid, marker):
     report = refcomp.explain(model, x, backend="eager")
     torch.manual_seed(2)
     want = model(x)
-    assert report.graph_count == 0 and report.graph_break_count == 1
+    assert report.graph_count == graphs and report.graph_break_count == 1, str(report)
     assert [r["id"] for r in report.break_reasons] == [rid]
     lines, first = inspect.getsourcelines(cls.forward)
     line = first + next(i for i, text in enumerate(lines) if marker in text)

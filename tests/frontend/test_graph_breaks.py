@@ -1,0 +1,162 @@
+"""Graph breaks with resume (spec/runtime.md): split, resume, reuse, fall back safely."""
+
+import pytest
+import torch
+
+import refcomp
+from refcomp.resume import all_entries
+
+BACKENDS = ["eager", "interp"]
+
+
+def entries(cf):
+    return all_entries(cf.cache)
+
+
+def loop_with_item(x):
+    total = 0.0
+    for i in range(100):
+        x = x * 0.5 + 1
+        total += x.mean().item()
+    return x, total
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_item_inside_a_loop_reuses_one_resume_entry(backend):
+    refcomp.reset()
+    cf = refcomp.compile(loop_with_item, backend=backend, options={})
+    for _ in range(2):
+        x = torch.randn(3, 4)
+        got, want = cf(x), loop_with_item(x)
+        torch.testing.assert_close(got[0], want[0])
+        assert got[1] == pytest.approx(want[1], rel=1e-5)
+    es = entries(cf)
+    assert len(es) <= 2, [e.segment for e in es]
+    assert es[-1].hits >= 2 * 99 - 2  # the resume entry serves (nearly) every iteration
+    assert all(e.reason.rid == "RB002" for e in es)
+
+
+def while_on_tensor(x):
+    while x.sum() > 0:
+        x = x - 1
+    return x * 2
+
+
+def if_on_tensor(x):
+    y = x.sin()
+    if y.sum() > 0:
+        z = y + 1
+    else:
+        z = y - 1
+    return z * 3
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("f", [while_on_tensor, if_on_tensor])
+def test_jump_on_a_tensor_takes_the_branch_eager_takes(f, backend):
+    cf = refcomp.compile(f, backend=backend)
+    for sign in (1, -1, 1, -1):
+        x = torch.rand(5) * 3 * sign
+        torch.testing.assert_close(cf(x), f(x))
+    report = refcomp.explain(f, torch.rand(5) * 3, backend=backend)
+    assert report.graph_count >= 2 and report.graph_break_count >= 1
+    assert {r["id"] for r in report.break_reasons} == {"RB003"}
+    assert all(r["instruction"].startswith("POP_JUMP") for r in report.break_reasons)
+
+
+def unsupported_call(x):
+    y = x.exp()
+    n = torch.special.erfcx(y)  # not in the torch table: called concretely
+    return y + n
+
+
+def int_of_tensor(x):
+    k = int(x.sum())
+    return x + k
+
+
+def tolist_then_tensor(x):
+    vals = x.tolist()
+    return x * len(vals)
+
+
+@pytest.mark.parametrize("f,rid", [(unsupported_call, "RB004"), (int_of_tensor, "RB002"),
+                                   (tolist_then_tensor, "RB002")])
+def test_breaking_calls_run_once_concretely_and_equal_eager(f, rid):
+    x = torch.randn(6)
+    report = refcomp.explain(f, x, backend="eager")
+    assert [r["id"] for r in report.break_reasons] == [rid], str(report)
+    assert report.break_reasons[0]["instruction"].startswith("CALL")
+    torch.testing.assert_close(report.result, f(x))
+
+
+def helper_that_prints(t):
+    print("inside helper", tuple(t.shape))
+    return t * 2
+
+
+def calls_printing_helper(x):
+    y = x + 1
+    z = helper_that_prints(y)
+    return z - 1
+
+
+def test_break_inside_an_inlined_callee_breaks_at_the_call(capsys):
+    x = torch.randn(2, 3)
+    report = refcomp.explain(calls_printing_helper, x, backend="eager")
+    torch.testing.assert_close(report.result, calls_printing_helper(x))
+    assert capsys.readouterr().out == "inside helper (2, 3)\n" * 2
+    assert report.graph_count == 2 and report.graph_break_count == 1
+    # The reason names the construct inside the callee; the frame broke at its call.
+    assert report.break_reasons[0]["id"] == "RB008"
+
+
+def break_inside_no_grad(x):
+    with torch.no_grad():
+        y = x * 2
+        print("in no_grad")
+    return y
+
+
+def test_frames_the_machine_cannot_resume_run_eagerly_with_reason(capsys):
+    x = torch.randn(3)
+    report = refcomp.explain(break_inside_no_grad, x, backend="eager")
+    assert (report.graph_count, report.graph_break_count) == (0, 1)
+    assert report.break_reasons[0]["id"] == "RB008"
+    torch.testing.assert_close(report.result, x * 2)
+    assert capsys.readouterr().out == "in no_grad\n"
+
+
+def view_then_break(x):
+    v = x[0]
+    print("break")
+    v.add_(1)
+    return x
+
+
+def test_a_view_of_an_input_alive_at_a_break_keeps_the_frame_eager(capsys):
+    x1, x2 = torch.zeros(2, 3), torch.zeros(2, 3)
+    cf = refcomp.compile(view_then_break, backend="eager")
+    torch.testing.assert_close(cf(x1), view_then_break(x2))
+    torch.testing.assert_close(x1, x2)
+    (entry,) = cf.cache.entries
+    assert entry.graph is None and entry.reason.rid == "RB008"
+
+
+def test_fullgraph_raises_on_the_first_break_with_its_reason():
+    with pytest.raises(refcomp.CaptureError, match="RB002") as info:
+        refcomp.compile(loop_with_item, backend="eager", fullgraph=True)(torch.randn(2))
+    assert info.value.rid == "RB002"
+    report = refcomp.explain(loop_with_item, torch.randn(2), backend="eager")
+    assert report.break_reasons[0]["reason"] in str(info.value)
+
+
+def test_a_changed_fact_at_a_resume_point_recompiles_only_that_point():
+    refcomp.reset()
+    cf = refcomp.compile(if_on_tensor, backend="eager")
+    for dtype in (torch.float32, torch.float64, torch.float32):
+        x = torch.rand(4, dtype=dtype) + 0.5
+        torch.testing.assert_close(cf(x), if_on_tensor(x))
+    frame_entries = cf.cache.entries
+    assert len(frame_entries) == 2  # one per dtype
+    assert len(entries(cf)) == 4  # and one resume entry per dtype on the taken branch
