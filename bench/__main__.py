@@ -141,7 +141,7 @@ def _markdown(rows, copy_gbs, opts, seconds, malloc_configured, startup) -> str:
            f" (torch.set_num_threads), torch {torch.__version__}, Python"
            f" {sys.version.split()[0]}; whole run {seconds:.0f} s.",
            f"Copy bandwidth at the start of the run (4M f32 `copy_`): {copy_gbs:.1f} GB/s;"
-           " workloads with a byte count also time a `copy_` of the same bytes in the same"
+           " workloads with a byte count also time a `copy_` of their largest input in the same"
            " interleaved rounds (candidate `copy`), and their GB/s ratios are against that.",
            "Start-up (first compile of `x * 2 + 1`, imports included; not in the cold times"
            " below): " + ", ".join(f"{k} {v:.1f} s" for k, v in startup.items()) + ".",
