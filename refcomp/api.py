@@ -23,6 +23,7 @@ from refcomp.reasons import CaptureError, Unsupported
 from refcomp.runtime import build_entry, fallback_entry
 from refcomp.tracer.context import TraceContext
 from refcomp.tracer.frame import check_code_supported, trace
+from refcomp.tracer.modules import MODULE_TABLE
 
 _DISABLED = "_refcomp_disabled"
 
@@ -180,7 +181,9 @@ class OptimizedModule(torch.nn.Module):
                  dynamic=False):
         super().__init__()
         self._orig_mod = mod
-        forward = type(mod).forward
+        # A torch.nn module that the module table maps (Linear, MultiheadAttention...) is
+        # entered through a call, so the table handles it instead of torch's forward code.
+        forward = call_module if type(mod) in MODULE_TABLE else type(mod).forward
         self._compiled_forward = CompiledFunction(forward, backend, fullgraph, options,
                                                   private_cache=private, dynamic=dynamic)
 
@@ -201,6 +204,11 @@ class OptimizedModule(torch.nn.Module):
             return super().__getattr__(name)
         except AttributeError:
             return getattr(self._modules["_orig_mod"], name)
+
+
+def call_module(self, *args, **kwargs):
+    """The frame compiled for a built-in module: one call, resolved by the module table."""
+    return self(*args, **kwargs)
 
 
 def disable(fn):

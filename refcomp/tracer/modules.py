@@ -154,5 +154,62 @@ def _sequential(tx, m, x):
     return x
 
 
+@module(nn.MultiheadAttention)
+def _multihead_attention(tx, m, query, key, value, key_padding_mask=None, need_weights=None,
+                         attn_mask=None, average_attn_weights=None, is_causal=None):
+    mha = m.value
+    if _training(tx, m) and mha.dropout > 0:
+        raise Unsupported("RB009", "MultiheadAttention dropout in training mode")
+    if mha.bias_k is not None or mha.add_zero_attn:
+        raise Unsupported("RB013", "MultiheadAttention with add_bias_kv or add_zero_attn")
+    for name, vt in (("key_padding_mask", key_padding_mask), ("is_causal", is_causal)):
+        if vt is not None and not (isinstance(vt, ConstVar) and vt.value in (None, False)):
+            raise Unsupported("RB013", f"MultiheadAttention({name}=...)")
+    kwargs = {"need_weights": need_weights or ConstVar(True),
+              "attn_mask": attn_mask or ConstVar(None),
+              "average_attn_weights": average_attn_weights or ConstVar(True)}
+    # The decomposition is plain Python over torch ops, traced (inlined) like user code.
+    return calls.call_function(tx, ConstVar(mha_forward), [m, query, key, value], kwargs)
+
+
+def mha_forward(mha, query, key, value, need_weights=True, attn_mask=None,
+                average_attn_weights=True):
+    """nn.MultiheadAttention.forward in eval mode (no bias_k/v, no padding mask), as torch
+    computes it when need_weights=True: softmax(q k^T / sqrt(d) + mask) v, then out_proj."""
+    if query.dim() != 3:
+        raise ValueError("unbatched MultiheadAttention input")
+    if not mha.batch_first:
+        query, key, value = query.transpose(0, 1), key.transpose(0, 1), value.transpose(0, 1)
+    n, tgt, e = query.shape
+    src = key.shape[1]
+    h = mha.num_heads
+    d = e // h
+    if mha._qkv_same_embed_dim:
+        wq, wk, wv = mha.in_proj_weight[:e], mha.in_proj_weight[e:2 * e], \
+            mha.in_proj_weight[2 * e:]
+    else:
+        wq, wk, wv = mha.q_proj_weight, mha.k_proj_weight, mha.v_proj_weight
+    bq = bk = bv = None
+    if mha.in_proj_bias is not None:
+        bq, bk, bv = mha.in_proj_bias[:e], mha.in_proj_bias[e:2 * e], mha.in_proj_bias[2 * e:]
+    q = F.linear(query, wq, bq).reshape(n, tgt, h, d).transpose(1, 2)
+    k = F.linear(key, wk, bk).reshape(n, src, h, d).transpose(1, 2)
+    v = F.linear(value, wv, bv).reshape(n, src, h, d).transpose(1, 2)
+    scores = (q * (1.0 / d) ** 0.5) @ k.transpose(-2, -1)
+    if attn_mask is not None:
+        if attn_mask.dtype == torch.bool:
+            scores = scores.masked_fill(attn_mask, float("-inf"))
+        else:
+            scores = scores + attn_mask
+    weights = torch.softmax(scores, dim=-1)
+    out = (weights @ v).transpose(1, 2).reshape(n, tgt, e)
+    out = F.linear(out, mha.out_proj.weight, mha.out_proj.bias)
+    if not mha.batch_first:
+        out = out.transpose(0, 1)
+    if not need_weights:
+        return out, None
+    return out, weights.mean(dim=1) if average_attn_weights else weights
+
+
 def is_tensor(vt) -> bool:
     return isinstance(vt, TensorVar)
