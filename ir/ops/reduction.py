@@ -104,6 +104,20 @@ def _extremum_vjp(b, g, out, x, dims=(), keepdim=False):
     return (b.where(hit, share, 0.0),)
 
 
+def _prod_vjp(b, g, out, x, dims=(), keepdim=False):
+    # d prod / dx_i is the product of the other elements.  With p the product of the
+    # nonzero elements and z the number of zeros (per result): out / x_i = p / x_i when
+    # z = 0; at the one zero it is p; with two or more zeros every gradient is 0.
+    if not x.type.dtype.is_float:
+        return (None,)
+    zero = b.eq(x, 0.0)
+    p = _back(b, b.prod(b.where(zero, 1.0, x), dims=list(dims), keepdim=True), x, dims, True)
+    z = _back(b, b.sum(zero, dims=list(dims), keepdim=True), x, dims, True)
+    at_zero = b.where(b.eq(z, 1), p, 0.0)
+    elsewhere = b.where(b.eq(z, 0), b.div(p, x), 0.0)
+    return (b.mul(_back(b, g, x, dims, keepdim), b.where(zero, at_zero, elsewhere)),)
+
+
 def _var_vjp(b, g, out, x, dims=(), keepdim=False, correction=1):
     # d var / dx = 2 (x - mean) / (N - correction)
     mean = b.mean(x, dims=list(dims), keepdim=True)
@@ -117,7 +131,7 @@ defop("sum", REDUCTION, operands=("x",), attrs=_REDUCE_ATTRS,
       infer=_reduce_infer(_accumulating), ref=_np_reduce(np.sum, acc_int=True),
       vjp=_sum_vjp, doc="sum over dims (ints and bool accumulate in i64); empty sum is 0")
 defop("prod", REDUCTION, operands=("x",), attrs=_REDUCE_ATTRS,
-      infer=_reduce_infer(_accumulating), ref=_np_reduce(np.prod, acc_int=True),
+      infer=_reduce_infer(_accumulating), ref=_np_reduce(np.prod, acc_int=True), vjp=_prod_vjp,
       doc="product over dims (ints and bool accumulate in i64, wrapping); empty product is 1")
 defop("amax", REDUCTION, operands=("x",), attrs=_REDUCE_ATTRS,
       infer=_reduce_infer(_same), ref=_np_reduce(np.max), vjp=_extremum_vjp,

@@ -79,7 +79,7 @@ VJP_CASES = {
     "atan2": binary(F64, lo=0.5, hi=3.0),
     "where": where_inputs(F64), "clamp": clamp_inputs(F64), "cast": cast_inputs(),
     "sum": reduce_inputs(F64), "mean": reduce_inputs(F64), "amax": reduce_inputs(F64),
-    "amin": reduce_inputs(F64),
+    "amin": reduce_inputs(F64), "prod": reduce_inputs(F64),
     "var": reduce_inputs(F64, st.fixed_dictionaries({"correction": st.integers(0, 1)})),
     "reshape": reshape_inputs(F64), "permute": permute_inputs(F64),
     "slice": slice_inputs(F64), "squeeze": squeeze_inputs(F64),
@@ -158,3 +158,13 @@ def test_vjp_equals_torch_autograd(name):
                                        equal_nan=True, err_msg=f"{name} input {i} {attrs}")
 
     check_case()
+
+
+@pytest.mark.parametrize("values", [[2.0, 3.0, 4.0], [0.0, 3.0, 4.0], [0.0, 0.0, 4.0]])
+def test_prod_vjp_at_zeros(values):
+    # One zero: only it gets a gradient (the product of the others); two zeros: none.
+    x = np.array(values)
+    (grad,), _ = _ir_grads("prod", [(x, f64)], {"dims": [], "keepdim": False}, np.array(1.0))
+    t = torch.tensor(values, requires_grad=True)
+    (expected,) = torch.autograd.grad(torch.prod(t), [t])
+    assert grad.tolist() == expected.tolist()
