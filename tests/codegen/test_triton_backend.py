@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 import torch
 from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import ir
 from codegen import stats
@@ -37,12 +38,24 @@ def assert_matches(got, want, dtype):
         np.testing.assert_array_equal(got, want)
 
 
+def strided(t: torch.Tensor) -> torch.Tensor:
+    """The same values in a non-contiguous tensor (every other element of a wider one)."""
+    if t.dim() == 0 or t.numel() == 0:
+        return t
+    wide = torch.zeros(*t.shape[:-1], 2 * t.shape[-1], dtype=t.dtype)
+    wide[..., ::2] = t
+    return wide[..., ::2]
+
+
 @settings(max_examples=12, deadline=None)
-@given(graphs(max_nodes=5))
-def test_triton_equals_interpreter_on_random_graphs(case):
+@given(graphs(max_nodes=5), st.booleans(), st.sampled_from([1024, 2]))
+def test_triton_equals_interpreter_on_random_graphs(case, make_strided, max_rblock):
+    """max_rblock=2 makes every reduction over more than 2 points a looped one."""
     graph, args = case
-    fn = compile_triton(graph)
+    fn = compile_triton(graph, max_rblock=max_rblock)
     tensors = [from_numpy(a, v.type.dtype) for a, v in zip(args, graph.inputs)]
+    if make_strided:
+        tensors = [strided(t) for t in tensors]
     expected = ir.run(graph, args)
     results = fn(*tensors)
     assert len(results) == len(expected)
@@ -247,6 +260,28 @@ func @f(%x: f32[4,7]) -> (bool[4], bool[4], i64[4]) {
     for got, want in zip(compile_triton(graph, max_rblock=4)(torch.from_numpy(x)),
                          ir.run(graph, [x])):
         np.testing.assert_array_equal(got.numpy(), want)
+
+
+def test_full_reduction_read_back_over_the_whole_tensor():
+    """x + x.sum(): the reading stage keeps its own loop variables when the reducing stage's
+    are collapsed (a collapse that rewrote every stage's indices read in0[r0] here)."""
+    from codegen.kernel_numpy import run_kernel
+    from codegen.lower import lower_region
+
+    graph = ir.parse("""
+func @f(%x: i64[2,3]) -> i64[2,3] {
+  %0 = sum %x {dims=[0,1]} : i64[]
+  %1 = expand %0 {shape=[2,3]} : i64[2,3]
+  %2 = add %x, %1 : i64[2,3]
+  return %2
+}""")
+    x = np.arange(6, dtype=np.int64).reshape(2, 3)
+    want = ir.run(graph, [x])[0]
+    bufs = {"in0": x.reshape(-1).copy(), "out0": np.zeros(6, np.int64)}
+    run_kernel(lower_region(graph), bufs)
+    np.testing.assert_array_equal(bufs["out0"].reshape(2, 3), want)
+    (got,) = compile_triton(graph)(torch.from_numpy(x))
+    np.testing.assert_array_equal(got.numpy(), want)
 
 
 # --- the runtime around the kernels -----------------------------------------------------------
