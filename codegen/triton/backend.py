@@ -78,7 +78,6 @@ class TritonGraph:
                 unit.kind, unit.fn = "eager", _eager(unit.fn)
                 continue
             stats.STATS.kernels += 1
-            stats.STATS.kernels_compiled += 1
             unit.fn = launcher
             self.launchers.append(launcher)
         self.kernels = [u.kernel for u in self.units if u.kind == "kernel"]

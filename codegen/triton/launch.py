@@ -2,7 +2,8 @@
 
 Owns: the module cache directory (`cache_dir`), `load_module` (source -> the
 imported module, in interpreter mode when refcomp runs Triton on the CPU),
-`compile_kernel` (Kernel -> `Launcher`, cached by the kernel's printed form) and
+`compile_kernel` (Kernel -> `Launcher`, cached by the kernel's printed form; counted
+in codegen.stats as kernels compiled or cache hits) and
 `Launcher` (`launcher(*tensors)` launches the kernel on the buffers, inputs
 then outputs).  Must not know: graphs.  Spec: spec/codegen.md, "Triton".
 
@@ -23,6 +24,7 @@ import sys
 import tempfile
 from pathlib import Path
 
+from codegen import stats
 from codegen.kernel import Kernel, print_kernel
 from codegen.triton import check_interpreted, interpret_scope, load_triton
 from codegen.triton.emit import MAX_RBLOCK, TritonKernel, emit_kernel
@@ -87,6 +89,7 @@ def compile_kernel(kernel: Kernel, max_rblock: int = MAX_RBLOCK) -> Launcher:
     key = (print_kernel(kernel), max_rblock)
     hit = _KERNELS.get(key)
     if hit is not None:
+        stats.STATS.kernel_cache_hits += 1
         return hit
     digest = hashlib.sha1(repr(key).encode()).hexdigest()[:16]
     name = f"k_{digest}"
@@ -97,4 +100,5 @@ def compile_kernel(kernel: Kernel, max_rblock: int = MAX_RBLOCK) -> Launcher:
     check_interpreted(fn)
     launcher = Launcher(emitted, fn)
     _KERNELS[key] = launcher
+    stats.STATS.kernels_compiled += 1
     return launcher

@@ -302,6 +302,38 @@ func @f(%x: f32[4,5]) -> i64[4] {
     assert after["fallback_calls"] > before["fallback_calls"]
 
 
+def test_a_kernel_without_triton_form_falls_back_and_is_counted():
+    graph = ir.parse("""
+func @f(%a: i64[5], %b: i64[5]) -> i64[5] {
+  %0 = pow %a, %b : i64[5]
+  return %0
+}""")
+    before = stats.snapshot()
+    a, b = np.arange(5, dtype=np.int64), np.full(5, 3, np.int64)
+    fn = compile_triton(graph)
+    assert fn.compiled.kernels == []  # integer pow: no Triton form, run by torch
+    (got,) = fn(torch.from_numpy(a), torch.from_numpy(b))
+    np.testing.assert_array_equal(got.numpy(), ir.run(graph, [a, b])[0])
+    after = stats.snapshot()
+    assert after["fallback_nodes"] == before["fallback_nodes"] + 1
+    assert "no Triton kernel: pow on i64" in after["fallback_reasons"][-1]
+
+
+def test_same_kernel_is_emitted_and_loaded_once():
+    text = """
+func @f(%x: f32[7,3]) -> f32[7,3] {
+  %0 = neg %x : f32[7,3]
+  %1 = exp %0 : f32[7,3]
+  return %1
+}"""
+    compile_triton(ir.parse(text))
+    before = stats.snapshot()
+    compile_triton(ir.parse(text))
+    after = stats.snapshot()
+    assert after["kernel_cache_hits"] == before["kernel_cache_hits"] + 1
+    assert after["kernels_compiled"] == before["kernels_compiled"]
+
+
 def test_matmul_is_an_extern_call_between_kernels():
     graph = ir.parse("""
 func @f(%x: f32[8,16], %w: f32[16,4]) -> f32[8,4] {
