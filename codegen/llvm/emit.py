@@ -160,8 +160,18 @@ class _Emitter:
 
     def stage_body(self, stage):
         env: dict = {}
+        invariant: set = set()  # temps that do not change within the stage's loops
         for s in stage.body:
             if isinstance(s, Let):
+                if s.op in ("acc", "const") or (s.op != "load" and s.args and
+                                                all(a in invariant for a in s.args)):
+                    invariant.add(s.name)
+                if s.op == "truediv" and s.args[1] in invariant and s.dtype.is_float:
+                    # Note [Reciprocal of row values]: x / d with d fixed for the whole
+                    # stage may become x * (1/d), 1/d hoisted out of the loop (arcp).
+                    a, d = env[s.args[0]], env[s.args[1]]
+                    env[s.name] = TV(self.b.fdiv(a.value, d.value, flags=("arcp",)), s.dtype)
+                    continue
                 plan = self.reuse.get(s.name)
                 if plan is not None and plan[0] == "load":
                     env[s.name] = TV(self.b.load(self.row_slot(plan[1], stage),
