@@ -407,7 +407,7 @@ def matmul_inputs(draw, dtypes=(f32, f64, f16, bf16, i64, i32)):
 
 @st.composite
 def conv2d_inputs(draw):
-    dtype = draw(st.sampled_from((f32, f64)))
+    dtype = draw(st.sampled_from(FLOATS))
     groups = draw(st.integers(1, 2))
     n, cg, og = draw(st.integers(1, 2)), draw(st.integers(1, 2)), draw(st.integers(1, 2))
     kh, kw = draw(st.integers(1, 3)), draw(st.integers(1, 3))
