@@ -79,6 +79,7 @@ class TraceContext:
         self.frames: list = []  # the translators now running (innermost last)
         self.input_aliases: set = set()  # alias objects of graph-input tensors
         self.examples: dict = {}  # source name -> the real tensor seen while tracing
+        self.storage_alias: dict = {}  # storage data pointer -> alias object of its inputs
         self.id_objects: list = []  # objects under ID_MATCH (modules are held weakly)
         self.add_guard(G.GRAD_MODE, None, self.grad_enabled)
         self.add_guard(G.DEFAULT_DTYPE, None, torch.get_default_dtype())
@@ -155,8 +156,12 @@ class TraceContext:
         ttype = TensorType(ir_dtype(t.dtype), tuple(shape), ir_device(t.device))
         value = self.builder.input(f"a{len(self.input_sources)}", ttype)
         self.input_sources.append(source)
+        # Inputs that share storage (one tensor at two sources, or views of one base) share
+        # an alias, so an in-place op on one sees the other (Note [In-place]).
+        ptr = t.untyped_storage().data_ptr() if t.untyped_storage().nbytes() else None
+        alias = self.storage_alias.setdefault(ptr, object()) if ptr is not None else None
         var = TensorVar(value, meta_like(t, t.requires_grad), requires_grad=t.requires_grad,
-                        source=source)
+                        alias=alias, source=source)
         self.input_vars[source.name()] = var
         self.input_aliases.add(var.alias)
         self.examples[source.name()] = t  # for the C++ tensor check; dropped after compile

@@ -332,3 +332,21 @@ def test_other_python_versions_fall_back_with_a_clear_reason(monkeypatch):
     assert [r["id"] for r in report.break_reasons] == ["RB007"]
     assert "3.12.0" in report.break_reasons[0]["reason"]
     torch.testing.assert_close(report.result, torch.full((2,), 2.0))
+
+
+def test_inplace_on_one_of_two_aliased_arguments_matches_eager():
+    def f(a, b):
+        a.add_(1)
+        return b * 2
+
+    cf = refcomp.compile(f, backend="eager")
+    for make in (lambda x: (x, x.clone()), lambda x: (x, x), lambda x: (x, x[:])):
+        x1, x2 = torch.zeros(3), torch.zeros(3)
+        want = f(*make(x1))
+        got = cf(*make(x2))
+        torch.testing.assert_close(got, want)
+        torch.testing.assert_close(x2, x1)
+    # distinct inputs compile (with a no-aliasing guard); aliased ones trace again and
+    # fall back, since the in-place op would be seen through the other argument
+    reasons = [e.reason.rid if e.reason else None for e in cf.cache.entries]
+    assert reasons == [None, "RB010"]
