@@ -51,13 +51,12 @@ def load_triton():
 
 
 @contextlib.contextmanager
-def interpret_scope():
-    """While active, `@triton.jit` makes interpreted functions if `interpreting()`."""
-    if not interpreting():
-        yield
-        return
+def interpret_scope(interpret: bool | None = None):
+    """While active, `@triton.jit` makes interpreted functions if `interpret` (default:
+    `interpreting()`), GPU-compiled ones otherwise."""
+    interpret = interpreting() if interpret is None else interpret
     before = os.environ.get("TRITON_INTERPRET")
-    os.environ["TRITON_INTERPRET"] = "1"
+    os.environ["TRITON_INTERPRET"] = "1" if interpret else "0"
     try:
         yield
     finally:

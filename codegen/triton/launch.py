@@ -42,8 +42,9 @@ def cache_dir() -> Path:
     return path
 
 
-def load_module(name: str, source: str):
-    """Write `source` to `<cache_dir>/<name>.py` (if not there yet) and import it."""
+def load_module(name: str, source: str, interpret: bool | None = None):
+    """Write `source` to `<cache_dir>/<name>.py` (if not there yet) and import it, its
+    functions interpreted if `interpret` (default: `interpreting()`)."""
     load_triton()
     path = cache_dir() / f"{name}.py"
     if not path.exists() or path.read_text() != source:
@@ -54,7 +55,7 @@ def load_module(name: str, source: str):
     module_name = f"refcomp_triton_{name}"
     spec = importlib.util.spec_from_file_location(module_name, path)
     module = importlib.util.module_from_spec(spec)
-    with interpret_scope():
+    with interpret_scope(interpret):
         spec.loader.exec_module(module)
     sys.modules[module_name] = module
     return module
@@ -102,3 +103,32 @@ def compile_kernel(kernel: Kernel, max_rblock: int = MAX_RBLOCK) -> Launcher:
     _KERNELS[key] = launcher
     stats.STATS.kernels_compiled += 1
     return launcher
+
+
+# Triton's signature names of refcomp's storage dtypes (pointers to them).
+_SIGNATURE = {"bool": "*i1", "u8": "*u8", "i8": "*i8", "i16": "*i16", "i32": "*i32",
+              "i64": "*i64", "f16": "*fp16", "bf16": "*bf16", "f32": "*fp32", "f64": "*fp64"}
+
+
+def compile_for_gpu(kernel: Kernel, max_rblock: int = MAX_RBLOCK, arch: int = 90):
+    """Compile `kernel` ahead of time for an NVIDIA GPU of compute capability `arch`
+    (sm_90: H100) with Triton's real compiler, down to a cubin; no GPU is needed.
+
+    The interpreter accepts programs a GPU compiler rejects (loop-carried values
+    whose type changes, for one), so tests use this to hold every generated kernel
+    to the compiler that a GPU run would use.  Returns Triton's compiled kernel
+    (`.asm` holds ttir, ttgir, llir, ptx, cubin).
+    """
+    triton = load_triton()
+    from triton.backends.compiler import GPUTarget
+    from triton.compiler import ASTSource
+
+    digest = hashlib.sha1(repr((print_kernel(kernel), max_rblock)).encode()).hexdigest()[:16]
+    emitted = emit_kernel(kernel, f"k_{digest}", max_rblock)
+    module = load_module(f"k_{digest}_gpu", emitted.source, interpret=False)
+    signature = {b.name: _SIGNATURE[b.dtype.short] for b in kernel.buffers}
+    signature.update({name: "i32" for name, _ in emitted.sizes})
+    signature.update({name: "constexpr" for name, _ in emitted.blocks})
+    source = ASTSource(getattr(module, emitted.name), signature,
+                       constexprs=dict(emitted.blocks))
+    return triton.compile(source, target=GPUTarget("cuda", arch, 32))
