@@ -3,7 +3,8 @@
 Owns: the module cache directory (`cache_dir`), `load_module` (source -> the
 imported module, in interpreter mode when refcomp runs Triton on the CPU),
 `compile_kernel` (Kernel -> `Launcher`, cached by the kernel's printed form; counted
-in codegen.stats as kernels compiled or cache hits) and
+in codegen.stats as kernels compiled or cache hits), `compile_for_gpu` (ahead-of-time
+compilation for an NVIDIA target with no GPU present: the tests' check) and
 `Launcher` (`launcher(*tensors)` launches the kernel on the buffers, inputs
 then outputs).  Must not know: graphs.  Spec: spec/codegen.md, "Triton".
 

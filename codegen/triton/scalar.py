@@ -3,15 +3,16 @@
 Owns: `TritonScalarOps` (one method per name in SCALAR_VOCABULARY, on typed
 expressions `TV(expr, dtype)`), `tl_dtype` (refcomp dtype -> `tl.<name>`),
 `literal` (a Python value as Triton source), the `@triton.jit` helper functions
-(`HELPERS`, emitted into a kernel's module only when it uses them) and the
-reduction combiners (`COMBINE`, `REDUCE_IDENTITY`).  Must not know: Kernels,
+(`HELPERS`, emitted into a kernel's module only when it uses them, `_to_bf16`
+among them) and the reduction combiners (`combiner`).  Must not know: Kernels,
 graphs, launching.  Spec: spec/codegen.md, "Triton".
 
 Only functions that Triton's interpreter implements are used (Note [tl.math
 only]), so every kernel CI runs under `TRITON_INTERPRET=1` is the kernel a GPU
-runs.  Semantics follow `ir.scalar.NumpyScalarOps`, as the LLVM backend's do:
-maximum/minimum propagate NaN, integer division and remainder by zero give 0,
-floor division and remainder round toward -inf like Python.
+runs.  Semantics are the ops' refs (ir/ops), as the LLVM backend's are:
+maximum/minimum propagate NaN, sign(NaN) is 0, integer division and remainder by
+zero give 0, floor division and remainder round toward -inf like Python (float
+floor division from the exact fmod remainder, as numpy computes it).
 
 Note [tl.math only]: Triton 3.9's interpreter raises NotImplementedError for
 `extern_elementwise`, so `tl.extra.cuda.libdevice` (tanh, pow, log1p, expm1,
