@@ -11,7 +11,10 @@ from hypothesis import strategies as st
 import refcomp
 
 FLOAT_DTYPES = [torch.float32, torch.float64]
-ANY_DTYPES = FLOAT_DTYPES + [torch.int64, torch.int32]
+HALF_DTYPES = [torch.float16, torch.bfloat16]
+INT_DTYPES = [torch.int64, torch.int32]
+TOLERANCE = {torch.float64: 1e-9, torch.float32: 1e-4, torch.float16: 1e-2,
+             torch.bfloat16: 5e-2}
 
 # Statement templates over same-shaped tensors a, b (new value is assigned to the target).
 # `{f}` marks templates only valid for floating operands.
@@ -50,9 +53,11 @@ def _stmt(draw, names, floating):
 
 
 @st.composite
-def programs(draw):
+def programs(draw, half=False):
+    """(source, dtype, (rows, cols), layouts, seed); half=True adds f16 and bf16."""
     floating = draw(st.booleans())
-    dtype = draw(st.sampled_from(FLOAT_DTYPES if floating else ANY_DTYPES[2:]))
+    floats = FLOAT_DTYPES + (HALF_DTYPES if half else [])
+    dtype = draw(st.sampled_from(floats if floating else INT_DTYPES))
     nargs = draw(st.integers(1, 3))
     names = [f"x{i}" for i in range(nargs)]
     body = [f"    {_stmt(draw, names, floating)}"
@@ -93,7 +98,7 @@ def _load(source, counter=[0]):
 
 
 @settings(max_examples=60)
-@given(programs(), st.sampled_from(["eager", "interp"]))
+@given(programs(half=True), st.sampled_from(["eager", "interp"]))
 def test_random_programs_equal_eager(program, backend):
     source, dtype, shape, layouts, seed = program
     f = _load(source)
@@ -108,7 +113,7 @@ def test_random_programs_equal_eager(program, backend):
     assert report.graph_count == 1, f"{source}\n{report}"
     for got, exp in zip(report.result, want, strict=True):
         assert got.dtype == exp.dtype and got.shape == exp.shape, source
-        tol = 1e-4 if dtype == torch.float32 else 1e-9
+        tol = TOLERANCE.get(dtype, 0)
         torch.testing.assert_close(got, exp, rtol=tol, atol=tol, equal_nan=True,
                                    msg=lambda m: f"{source}\n{m}")
 
@@ -146,7 +151,7 @@ def test_random_programs_with_dynamic_batch_equal_eager(program, other_rows):
         got = cf(*args)
         for g, w in zip(got, want, strict=True):
             assert g.dtype == w.dtype and g.shape == w.shape, source
-            tol = 1e-4 if dtype == torch.float32 else 1e-9
+            tol = TOLERANCE.get(dtype, 0)
             torch.testing.assert_close(g, w, rtol=tol, atol=tol, equal_nan=True,
                                        msg=lambda m: f"{source}\n{m}")
     assert not any(e.reason is not None and e.reason.rid == "RB018"

@@ -350,3 +350,22 @@ def test_inplace_on_one_of_two_aliased_arguments_matches_eager():
     # fall back, since the in-place op would be seen through the other argument
     reasons = [e.reason.rid if e.reason else None for e in cf.cache.entries]
     assert reasons == [None, "RB010"]
+
+
+def test_explain_curried_form_and_stats():
+    def f(x):
+        return torch.relu(x) * 2
+
+    x = torch.randn(3)
+    curried = refcomp.explain(f)(x)
+    direct = refcomp.explain(f, x)
+    assert str(curried).splitlines()[:2] == str(direct).splitlines()[:2] == [
+        "Graph Count: 1", "Graph Break Count: 0"]
+    cf = refcomp.compile(f, backend="eager")
+    for _ in range(3):
+        cf(x)
+    stats = refcomp.stats()
+    (frame,) = [v for k, v in stats["frames"].items() if k.startswith("f (")]
+    assert frame[0]["hits"] == 2 and frame[0]["guard_checks"] == 2  # first call: traced
+    assert frame[0]["guard_time_us_per_check"] > 0
+    assert stats["counters"]["compiled_calls"] == 3
