@@ -34,7 +34,7 @@ concrete ints: symbolic graphs are lowered once per set of bound sizes.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Union
 
 from ir.types import DType
@@ -218,7 +218,6 @@ class Kernel:
     outer: tuple  # ((var, size), ...): the parallel space
     accs: tuple  # Acc
     stages: tuple  # Stage
-    meta: dict = field(default_factory=dict, compare=False, hash=False)  # origin, for logs
 
     @property
     def inputs(self) -> list[Buffer]:
@@ -351,7 +350,7 @@ def _rewrite(k: Kernel, group: int, dims: tuple, fn) -> Kernel:
             st = Stage(dims if group == i + 1 else st.ranges,
                        tuple(_map_index(s, fn) for s in st.body))
         stages.append(st)
-    return Kernel(k.buffers, outer, k.accs, tuple(stages), k.meta)
+    return Kernel(k.buffers, outer, k.accs, tuple(stages))
 
 
 def _map_index(s, fn):
