@@ -361,6 +361,7 @@ def test_explain_curried_form_and_stats():
     direct = refcomp.explain(f, x)
     assert str(curried).splitlines()[:2] == str(direct).splitlines()[:2] == [
         "Graph Count: 1", "Graph Break Count: 0"]
+    before = refcomp.stats()["counters"].get("compiled_calls", 0)
     cf = refcomp.compile(f, backend="eager")
     for _ in range(3):
         cf(x)
@@ -368,4 +369,4 @@ def test_explain_curried_form_and_stats():
     (frame,) = [v for k, v in stats["frames"].items() if k.startswith("f (")]
     assert frame[0]["hits"] == 2 and frame[0]["guard_checks"] == 2  # first call: traced
     assert frame[0]["guard_time_us_per_check"] > 0
-    assert stats["counters"]["compiled_calls"] == 3
+    assert stats["counters"]["compiled_calls"] - before == 3
