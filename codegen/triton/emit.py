@@ -20,6 +20,16 @@ Two kernel shapes (Note [Triton tiling]):
   the loop.  Stages with no ranges run once per row on `[XBLOCK, 1]`.  So
   softmax (max, sum of exp, normalize) is one kernel with three stages.
 
+Note [Reuse across stages]: in a rows kernel, a stage with no ranges and a
+persistent stage compute at the top level of the function, and two persistent
+stages over the same ranges see the same tile (same `rindex`, decoded
+variables and `mask`).  Temporaries are SSA and loads read inputs only, so a
+value whose expression text was already computed in such a stage is reused
+instead of recomputed: softmax loads x and computes exp once, as Inductor's
+persistent reductions do.  An `acc` read is keyed with the number of folds
+emitted into that accumulator so far.  Looped stages compute inside their loop,
+so nothing of theirs is visible later and nothing is reused.
+
 Sizes: the element counts of the spaces (`xnumel`, `rnumel`...) are kernel
 arguments; index coefficients and the divisors that decode variables are
 literals of the source, because Kernels have concrete sizes (one Kernel per
@@ -128,6 +138,9 @@ class _Emitter:
         self.temps: dict = {}  # Let name -> TV
         self.storage = {b.name: b.dtype for b in kernel.buffers}
         self.sizes: list = []  # (name, value) size arguments
+        self.memo: dict = {}  # (scope, expression) -> TV; see Note [Reuse across stages]
+        self.memo_scope = None  # None: the current stage's values are not reused
+        self.acc_version: dict = {}  # acc -> number of folds emitted so far
 
     def line(self, text: str, depth: int = 1):
         self.lines.append("    " * depth + text)
@@ -167,6 +180,7 @@ class _Emitter:
                 ptr = self.pointer(s.buf, s.index, block_vars, shape)
                 self.line(f"tl.store({ptr}, {expr}, {mask})", depth)
             elif isinstance(s, Reduce):
+                self.acc_version[s.acc] = self.acc_version.get(s.acc, 0) + 1
                 reduce_fn(s, depth)
 
     def let(self, s: Let, mask: str, block_vars, shape: str, depth: int):
@@ -180,7 +194,9 @@ class _Emitter:
         elif s.op == "acc":
             value = TV(attrs["acc"], s.dtype)
         elif s.op == "const":
-            self.ops.block_shape = shape
+            # A [1] / [1, 1] block: broadcasts against every value of the stage, so
+            # per-row arithmetic on constants stays [XBLOCK, 1] (see TritonScalarOps).
+            self.ops.block_shape = "[1]" if shape == "[XBLOCK]" else "[1, 1]"
             value = self.ops.const(attrs["value"], TV("", s.dtype))
         else:
             args = [self.temps[a] for a in s.args]
@@ -192,9 +208,18 @@ class _Emitter:
                 value = getattr(self.ops, s.op)(*args)
             else:
                 raise NotImplementedError(f"scalar op {s.op} has no Triton form")
+        key = None
+        if self.memo_scope is not None:  # See Note [Reuse across stages]
+            version = f" @{self.acc_version.get(attrs['acc'], 0)}" if s.op == "acc" else ""
+            key = (self.memo_scope, value.expr + version)
+            if key in self.memo:
+                self.temps[s.name] = self.memo[key]
+                return
         name = f"t{s.name}"
         self.line(f"{name} = {value.expr}", depth)
         self.temps[s.name] = TV(name, s.dtype)
+        if key is not None:
+            self.memo[key] = self.temps[s.name]
 
     def module(self, params: list[str]) -> str:
         helpers = set(self.ops.helpers)
@@ -270,6 +295,7 @@ class _RowsEmitter(_Emitter):
             kind = "" if not stage.ranges else (" persistent" if persistent else " looped")
             self.line(f"# stage {s}: [{_ranges_text(stage.ranges)}]{kind}")
             if not stage.ranges:
+                self.memo_scope = ("rows", ())
                 self.body(stage.body, "xmask", [outer_vars], "[XBLOCK, 1]", 1,
                           self._reduce_row)
                 continue
@@ -280,6 +306,7 @@ class _RowsEmitter(_Emitter):
             block_vars = [outer_vars, {v for v, _ in stage.ranges}]
             shape = "[XBLOCK, RBLOCK]"
             reduced = [st.acc for st in stage.body if isinstance(st, Reduce)]
+            self.memo_scope = ("rows", stage.ranges) if persistent else None
             if persistent:
                 self.line("rindex = tl.arange(0, RBLOCK)[None, :]")
                 self._tile_head(stage, rnumel, 1)

@@ -267,9 +267,9 @@ class TritonScalarOps:
 
     def __init__(self):
         self.helpers: set = set()
-        # The block shape constants are made in (set by the emitter per stage): Triton's
-        # interpreter mishandles some ops between 0-d scalars and blocks (`|` fails), and
-        # on a GPU a constant block costs nothing.
+        # The block shape constants are made in, set by the emitter per stage ([1] or
+        # [1, 1]): Triton's interpreter mishandles some ops between 0-d scalars and
+        # blocks (`|` fails); a size-1 block broadcasts like a scalar and costs nothing.
         self.block_shape = "[]"
 
     def _helper(self, key: str, *args: TV) -> TV:

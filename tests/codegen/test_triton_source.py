@@ -43,7 +43,7 @@ func @f(%x: f32[6,5], %y: f32[5,6]) -> f32[6,5] {
 # CHECK-NEXT:   [[Y:t[0-9]+]] = tl.load(in1 + ([[I]] + 6 * [[J]]), xmask, other=0)
 # CHECK-NEXT:   [[M:t[0-9]+]] = ([[X]] * [[Y]])
 # CHECK-NEXT:   [[T:t[0-9]+]] = _tanh([[M]])
-# CHECK-NEXT:   [[Z:t[0-9]+]] = tl.full([XBLOCK], 0.0, tl.float32)
+# CHECK-NEXT:   [[Z:t[0-9]+]] = tl.full([1], 0.0, tl.float32)
 # CHECK-NEXT:   [[R:t[0-9]+]] = tl.maximum([[T]], [[Z]], propagate_nan=tl.PropagateNan.ALL)
 # CHECK-NEXT:   tl.store(out0 + (5 * [[I]] + [[J]]), [[R]], xmask)
 # CHECK-NOT:  tl.reduce
@@ -75,12 +75,16 @@ func @f(%x: f32[4,10]) -> f32[4,10] {
 # Stage 1: the sum of exp(x - max).
 # CHECK-NEXT:   # stage 1: [r0 < 10] persistent
 # CHECK-NOT:    for roffset
-# CHECK:        tl.math.exp
+# CHECK:        [[E:t[0-9]+]] = tl.math.exp
 # CHECK:        [[SUM]] = _sum([[SUM]], tl.reduce(
-# Stage 2: normalize and store the row.
+# Stage 2: normalize and store the row, reusing the tile of x and exp(x - max) of
+# stage 1 (same tile: nothing is loaded or recomputed).
 # CHECK-NEXT:   # stage 2: [r0 < 10] persistent
-# CHECK:        = [[SUM]]
-# CHECK-NEXT:   [[Q:t[0-9]+]] = ({{t[0-9]+}} / {{t[0-9]+}})
+# CHECK-NEXT:   rindex = tl.arange(0, RBLOCK)[None, :]
+# CHECK-NEXT:   mask = xmask & (rindex < rnumel)
+# CHECK-NEXT:   r0 = rindex
+# CHECK-NEXT:   [[S:t[0-9]+]] = [[SUM]]
+# CHECK-NEXT:   [[Q:t[0-9]+]] = ([[E]] / [[S]])
 # CHECK-NEXT:   tl.store(out0 + (10 * o0 + r0), [[Q]], mask)
 """)
     assert dict(emitted.blocks) == {"XBLOCK": 4, "RBLOCK": 16}  # 4 rows, 10 per row
