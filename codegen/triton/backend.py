@@ -94,6 +94,9 @@ class TritonGraph:
         return [launcher.source for launcher in self.launchers]
 
     def __call__(self, *tensors) -> list:
+        if len(tensors) != len(self.graph.inputs):
+            raise TypeError(f"compiled graph takes {len(self.graph.inputs)} tensors,"
+                            f" got {len(tensors)}")
         env = {}
         for i, (v, t) in enumerate(zip(self.graph.inputs, tensors)):
             shape, dtype = self.input_types[i]

@@ -376,6 +376,8 @@ func @f(%x: f32[4]) -> f32[4] {
 }""")
     with pytest.raises(TypeError, match="compiled for"):
         compile_triton(graph)(torch.zeros(5))
+    with pytest.raises(TypeError, match="takes 1 tensors, got 2"):
+        compile_triton(graph)(torch.zeros(4), torch.zeros(4))
     with pytest.raises(ValueError, match="valid: fuse, max_rblock"):
         compile_triton(graph, block=4)
 
