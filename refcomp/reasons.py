@@ -86,6 +86,10 @@ _reason("RB019", "loop continues across a graph break",
         "An earlier break left the loop's iterator a real Python object, so each step of "
         "the loop is taken outside the graph.", "Move the break (print, .item()...) out of "
         "the loop, or accept one graph per loop iteration.")
+_reason("RB020", "Python number that changes between calls",
+        "A number live at a resume point changed between calls, so it is not baked into "
+        "the graph; the instruction that needs its value runs outside the graph.",
+        "Keep the value in a tensor (e.g. do not call .item()), or accept the break.")
 
 
 class Unsupported(Exception):

@@ -52,7 +52,7 @@ from refcomp.concrete import NULL as REAL_NULL
 from refcomp.guards import EQUALS_MATCH, TYPE_MATCH, GuardSet
 from refcomp.reasons import Unsupported
 from refcomp.runtime import Entry, build_entry, make_guard_set
-from refcomp.side_effects import stored_names
+from refcomp.side_effects import mutated_containers, stored_names
 from refcomp.sources import (
     ATTR,
     AttrSource,
@@ -127,6 +127,8 @@ class SegmentTranslator(InstructionTranslator):
         self.pending = dict(pending)  # real locals not read yet (wrapped on first read)
         self.dedupe = dedupe
         self.opaque = opaque  # names in L whose numbers are not specialized
+        self.mutated_containers = mutated_containers(code)
+        self.any_opaque = False
         self.by_id: dict = {}
         self.stop = stop
         self.visits: dict = {}
@@ -138,9 +140,23 @@ class SegmentTranslator(InstructionTranslator):
     def wrap_real(self, value, source):
         if value is REAL_NULL:
             return NULL
-        if source.local in self.opaque and type(value) in (int, float):
+        if source.local in self.opaque and type(value) in (int, float) or \
+                type(value) in (list, dict) and self._mutated(source.local, value) or \
+                isinstance(value, types.BuiltinMethodType) and \
+                not isinstance(value.__self__, types.ModuleType):
+            # A changing number, a container the frame mutates, or a builtin bound to an
+            # object (`lst.append`, made anew each time): only their type is guarded.
             self.ctx.add_guard(TYPE_MATCH, source, type(value))
+            self.any_opaque = True
             return OpaqueVar(value, source)
+        if isinstance(value, types.MethodType) and isinstance(value.__func__,
+                                                              types.FunctionType):
+            # `obj.method` left on the stack by a break: guard the function, not the
+            # bound method (a new object each time).
+            self.ctx.wrap(value.__func__, AttrSource(source, "__func__"))
+            return MethodVar(value.__func__,
+                             self.wrap_real(value.__self__, AttrSource(source, "__self__")),
+                             value.__func__.__name__)
         if self.dedupe and isinstance(value, torch.Tensor):
             vt = self.by_id.get(id(value))
             if vt is None:
@@ -149,6 +165,13 @@ class SegmentTranslator(InstructionTranslator):
                 self.ctx.objects[source.name()] = vt
             return vt
         return self.ctx.wrap(value, source)
+
+    def _mutated(self, name, value) -> bool:
+        """Is this list/dict one the frame mutates (Note [Mutated containers])?"""
+        if name in self.mutated_containers:
+            return True
+        return name.startswith("stack[") and any(
+            self.pending.get(n) is value for n in self.mutated_containers)
 
     def run(self):
         self.ctx.frames.append(self)
@@ -174,7 +197,8 @@ class SegmentTranslator(InstructionTranslator):
                     raise
                 except Exception as err:  # Note [Opaque numbers]: run it concretely instead
                     self.break_at = self.break_at or (index, visit)
-                    raise Unsupported("RB018", f"{type(err).__name__}: {err}") from err
+                    rid = "RB020" if self.any_opaque else "RB018"
+                    raise Unsupported(rid, f"{type(err).__name__}: {err}") from err
         except _Return as r:
             return r.value
         except Unsupported as e:
@@ -207,6 +231,7 @@ class SegmentTranslator(InstructionTranslator):
         super().LOAD_GLOBAL(inst)
 
     def LOAD_ATTR(self, inst):
+        self._no_opaque(self.stack[-1], f"`.{inst.argval}` of")
         if inst.argval in self.stored_attrs and not isinstance(self.stack[-1], TensorVar):
             raise Unsupported("RB008", f"attribute {inst.argval!r} is assigned in this"
                                        " frame; it is read and updated outside the graph")
@@ -214,27 +239,58 @@ class SegmentTranslator(InstructionTranslator):
 
     def _no_opaque(self, vt, what):
         if isinstance(vt, OpaqueVar):
-            raise Unsupported("RB013", f"{what} of {vt!r}, a number that changes per call")
+            if vt.kind in (list, dict):
+                raise Unsupported("RB008", f"{what} {vt.source.name()}, a {vt.kind.__name__}"
+                                           " the frame mutates")
+            if vt.kind in (int, float):
+                raise Unsupported("RB020", f"{what} {vt.source.name()}")
+            raise Unsupported("RB004", f"{what} {vt.source.name()}, a builtin method bound"
+                                       " to a real object")
+
+    def _no_opaque_deep(self, vts, what):
+        todo = list(vts)
+        while todo:
+            vt = todo.pop()
+            self._no_opaque(vt, what)
+            if isinstance(vt, (TupleVar, ListVar)):
+                todo.extend(vt.items)
+            elif isinstance(vt, DictVar):
+                todo.extend(vt.items.values())
+            elif isinstance(vt, MethodVar):
+                todo.append(vt.self_vt)
+
+    # An opaque value never enters an inlined callee, whose handlers would not expect it.
+    def CALL(self, inst):
+        self._no_opaque_deep(self.stack[len(self.stack) - inst.arg - 2:], "a call with")
+        super().CALL(inst)
+
+    def CALL_FUNCTION_EX(self, inst):
+        self._no_opaque_deep(self.stack[-4:], "a call with")
+        super().CALL_FUNCTION_EX(inst)
+
+    def LOAD_METHOD(self, inst):
+        self._no_opaque(self.stack[-1], f"`.{inst.argval}` of")
+        super().LOAD_METHOD(inst)
 
     def _jump_if(self, inst, predicate):
-        self._no_opaque(self.stack[-1], "a jump on the truth")
+        self._no_opaque(self.stack[-1], "a jump on the truth of")
         super()._jump_if(inst, predicate)
 
     def JUMP_IF_TRUE_OR_POP(self, inst):
-        self._no_opaque(self.stack[-1], "a jump on the truth")
+        self._no_opaque(self.stack[-1], "a jump on the truth of")
         super().JUMP_IF_TRUE_OR_POP(inst)
 
     def JUMP_IF_FALSE_OR_POP(self, inst):
-        self._no_opaque(self.stack[-1], "a jump on the truth")
+        self._no_opaque(self.stack[-1], "a jump on the truth of")
         super().JUMP_IF_FALSE_OR_POP(inst)
 
     def UNARY_NOT(self, inst):
-        self._no_opaque(self.stack[-1], "`not`")
+        self._no_opaque(self.stack[-1], "`not` of")
         super().UNARY_NOT(inst)
 
     def IS_OP(self, inst):
-        self._no_opaque(self.stack[-1], "`is`")
-        self._no_opaque(self.stack[-2], "`is`")
+        self._no_opaque(self.stack[-1], "`is` on")
+        self._no_opaque(self.stack[-2], "`is` on")
         super().IS_OP(inst)
 
     def FOR_ITER(self, inst):

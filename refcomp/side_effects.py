@@ -33,3 +33,35 @@ def stored_names(code) -> tuple:
                                                                   "DELETE_ATTR"))
         cached = _STORED[code] = (globs, attrs)
     return cached
+
+
+MUTATORS = frozenset("append extend insert pop remove clear update setdefault popitem sort "
+                     "reverse __setitem__ __delitem__".split())
+
+
+def mutated_containers(code) -> frozenset:
+    """Locals the code mutates in place: `name.append(...)`, `name[k] = v`, `del name[k]`.
+
+    Note [Mutated containers]: a list or dict passed in and appended to would be a
+    LENGTH_CHECK guard (and its items graph inputs) if the tracer read it, so every
+    call would recompile.  At a break point the tracer treats such a local as opaque
+    (its type is guarded, its contents are not) and its mutations run concretely.
+    """
+    cached = _MUTATED.get(code)
+    if cached is None:
+        insts, _ = instructions(code)
+        names = set()
+        for i, inst in enumerate(insts[:-1]):
+            if inst.opname != "LOAD_FAST":
+                continue
+            nxt = insts[i + 1]
+            if nxt.opname in ("LOAD_METHOD", "LOAD_ATTR") and nxt.argval in MUTATORS:
+                names.add(inst.argval)
+            elif i + 2 < len(insts) and nxt.opname in ("LOAD_CONST", "LOAD_FAST") and \
+                    insts[i + 2].opname in ("STORE_SUBSCR", "DELETE_SUBSCR"):
+                names.add(inst.argval)
+        cached = _MUTATED[code] = frozenset(names)
+    return cached
+
+
+_MUTATED: dict = {}
