@@ -11,6 +11,7 @@ from __future__ import annotations
 import functools
 import inspect
 import time
+import warnings
 
 import torch
 
@@ -126,11 +127,16 @@ class CompiledFunction:
         if cache.entries:
             COUNTERS["recompiles"] += 1
         entry = self._compile(L)
-        cache.add(entry)
         inputs = entry.guards.check(L, G, C, B)
-        if inputs is None:  # a guard that cannot hold right after tracing: refcomp's bug
-            raise RuntimeError(f"refcomp: fresh guards fail for {self.code.co_name}:"
-                               f" {entry.guards.failures(L, G, C, B)}")
+        if inputs is None:
+            # A fact that changed between tracing and checking (a property returning a new
+            # object each time...): the entry could never hit, so run eagerly, say why.
+            warnings.warn(f"refcomp: {self.code.co_name}: guards fail right after tracing"
+                          f" ({'; '.join(entry.guards.failures(L, G, C, B))}); running"
+                          " eagerly", RuntimeWarning, stacklevel=4)
+            COUNTERS["unstable_guards"] += 1
+            return None, None
+        cache.add(entry)
         return entry, inputs
 
     def _compile(self, L):

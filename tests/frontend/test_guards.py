@@ -450,3 +450,20 @@ def test_dynamic_size_used_where_a_number_is_needed_is_specialized():
     assert len(entries(cf)) == 2
     assert any(g.kind == G.SHAPE_ENV and "Eq(s0, 3)" in g.describe()
                for g in entries(cf)[0].guards.guards)
+
+
+class Fresh:
+    @property
+    def layer(self):
+        return nn.Identity()  # a new object at every read: an identity guard cannot hold
+
+
+def test_unstable_fact_runs_eagerly_with_a_warning():
+    def f(x, obj):
+        return obj.layer(x) + 1
+
+    cf = refcomp.compile(f, backend="eager")
+    x = torch.randn(3)
+    with pytest.warns(RuntimeWarning, match="guards fail right after tracing"):
+        same(cf(x, Fresh()), x + 1)
+    assert entries(cf) == []
