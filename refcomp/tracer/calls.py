@@ -27,7 +27,7 @@ from refcomp.sources import (
     ItemSource,
     Source,
 )
-from refcomp.tracer import torch_table
+from refcomp.tracer import tensor_layout, torch_table
 from refcomp.tracer.context import module_attr_source
 from refcomp.tracer.values import (
     VT,
@@ -84,7 +84,7 @@ def load_global(tx, name: str) -> VT:
 
 def load_attr(tx, obj: VT, name: str) -> VT:
     if isinstance(obj, TensorVar):
-        return torch_table.tensor_attr(tx.ctx, obj, name)
+        return tensor_layout.tensor_attr(tx.ctx, obj, name)
     if isinstance(obj, (TupleVar, ListVar, DictVar)):
         return MethodVar(name, obj, name)
     if not isinstance(obj, ConstVar):
@@ -117,7 +117,7 @@ def _getattr(value, name):
 # --- subscripts -----------------------------------------------------------------------------
 def getitem(tx, obj: VT, index: VT) -> VT:
     if isinstance(obj, TensorVar):
-        return torch_table.tensor_getitem(tx.ctx, obj, index)
+        return tensor_layout.tensor_getitem(tx.ctx, obj, index)
     key = as_python(require_const(tx, index, "subscript"))
     if isinstance(obj, (TupleVar, ListVar)):
         if isinstance(key, slice):
@@ -148,7 +148,7 @@ def getitem(tx, obj: VT, index: VT) -> VT:
 
 def setitem(tx, obj: VT, index: VT, value: VT) -> None:
     if isinstance(obj, TensorVar):
-        torch_table.tensor_setitem(tx.ctx, obj, index, value)
+        tensor_layout.tensor_setitem(tx.ctx, obj, index, value)
         return
     if isinstance(obj, (ListVar, DictVar)) and obj.source is None:
         key = as_python(require_const(tx, index, "subscript"))
@@ -291,7 +291,7 @@ def iterate(tx, obj: VT) -> list:
     if isinstance(obj, IteratorVar):
         return obj.items[obj.pos:]
     if isinstance(obj, TensorVar):
-        return torch_table.unbind(tx.ctx, obj)
+        return tensor_layout.unbind(tx.ctx, obj)
     if isinstance(obj, ConstVar):
         value = obj.value
         if isinstance(value, (torch.nn.ModuleList, torch.nn.Sequential)):

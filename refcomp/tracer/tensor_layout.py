@@ -1,0 +1,320 @@
+"""Torch table entries for layout, dtype conversion and indexing; Tensor attributes.
+
+Owns: reshape/view/expand/permute/... builders, `.to()` and friends, `cat`/`stack`,
+and the rules for `tensor.attr`, `tensor[idx]` and `tensor[idx] = v` (item
+assignment is functionalized as where(mask, placed value, x)).  Spec:
+spec/tracer.md, "Torch coverage" and "Outputs, mutation and autograd".
+"""
+
+from __future__ import annotations
+
+import sympy
+import torch
+
+from ir.graph import Value
+from refcomp.reasons import Unsupported
+from refcomp.tracer.context import ir_device, ir_dtype
+from refcomp.tracer.torch_table import (
+    T,
+    _apply_inplace,
+    _Cast,
+    _check_inplace,
+    _check_type,
+    _Copy,
+    _dims,
+    _new_tensor,
+    _prod,
+    _Shaped,
+    _sizes,
+    _to_meta,
+    _unwrap,
+    call_torch,
+    cast,
+    entry,
+    is_symbolic_shape,
+    result_dtype,
+)
+from refcomp.tracer.values import VT, ConstVar, TensorVar, TupleVar
+
+
+# --- layout ---------------------------------------------------------------------------------
+@entry(T.reshape, torch.reshape, T.view, view=True, sizes=True)
+def _reshape(ctx, x, *args, shape=None):
+    if args and isinstance(args[0], torch.dtype):
+        raise Unsupported("RB013", "view(dtype) reinterprets bits")
+    target = _sizes(args) if shape is None else list(shape)
+    if -1 in target:
+        known = _prod([d for d in target if not (isinstance(d, int) and d == -1)])
+        target = [sympy.simplify(sympy.sympify(_prod(x.value.type.shape)) / known)
+                  if isinstance(d, int) and d == -1 else d for d in target]
+    return _Shaped("reshape", target)
+
+
+@entry(T.flatten, torch.flatten, view=True)
+def _flatten(ctx, x, start_dim=0, end_dim=-1):
+    shape = list(x.value.type.shape)
+    if not shape:
+        return _Shaped("reshape", [1])
+    r = len(shape)
+    a, b = start_dim % r, end_dim % r
+    return _Shaped("reshape", shape[:a] + [_prod(shape[a:b + 1])] + shape[b + 1:])
+
+
+@entry(T.unflatten, torch.unflatten, view=True)
+def _unflatten(ctx, x, dim, sizes):
+    return _Shaped("reshape", None)  # static shapes only: the meta result's
+
+
+@entry(T.view_as, T.reshape_as, view=True)
+def _view_as(ctx, x, other):
+    return _Shaped("reshape", list(other.value.type.shape))
+
+
+@entry(T.expand, torch.broadcast_to, T.broadcast_to, view=True, sizes=True)
+def _expand(ctx, x, *args):
+    target = _sizes(args)
+    lead = len(target) - x.value.type.rank
+    return _Shaped("expand", [x.value.type.shape[i - lead] if isinstance(d, int) and d == -1
+                              else d for i, d in enumerate(target)])
+
+
+@entry(T.expand_as, view=True)
+def _expand_as(ctx, x, other):
+    return _Shaped("expand", list(other.value.type.shape))
+
+
+@entry(T.permute, torch.permute, view=True)
+def _permute(ctx, x, *dims):
+    perm = list(dims[0]) if len(dims) == 1 and isinstance(dims[0], (list, tuple)) else list(dims)
+    return ctx.builder.permute(x.value, perm=[d % max(x.value.type.rank, 1) for d in perm])
+
+
+@entry(T.transpose, torch.transpose, T.swapaxes, torch.swapaxes, view=True)
+def _transpose(ctx, x, d0, d1):
+    r = max(x.value.type.rank, 1)
+    return ctx.builder.transpose(x.value, d0 % r, d1 % r)
+
+
+@entry(T.t, torch.t, view=True)
+def _t(ctx, x):
+    return x.value if x.value.type.rank < 2 else ctx.builder.transpose(x.value, 0, 1)
+
+
+@entry(T.unsqueeze, torch.unsqueeze, view=True)
+def _unsqueeze(ctx, x, dim):
+    return ctx.builder.unsqueeze(x.value, dim=dim)
+
+
+@entry(T.squeeze, torch.squeeze, view=True)
+def _squeeze(ctx, x, dim=None):
+    return ctx.builder.squeeze(x.value, dims=_dims(dim))
+
+
+@entry(T.contiguous, view=True)
+def _contiguous(ctx, x, memory_format=torch.contiguous_format):
+    # torch returns the tensor itself when it is already contiguous, else a copy; the IR
+    # has no layouts, so only the aliasing differs (it matters to in-place ops).
+    return x if x.meta.is_contiguous() else _Copy()
+
+
+@entry(T.clone, torch.clone)
+def _clone(ctx, x, memory_format=None):
+    return _Copy()
+
+
+@entry(T.detach, torch.detach, view=True)
+def _detach(ctx, x):
+    return _Copy()
+
+
+def _cast_builder(dtype):
+    def build(ctx, x, memory_format=None):
+        return _Cast(dtype)
+    return build
+
+
+for _name, _dt in {"float": torch.float32, "double": torch.float64, "half": torch.float16,
+                   "bfloat16": torch.bfloat16, "int": torch.int32, "long": torch.int64,
+                   "short": torch.int16, "char": torch.int8, "byte": torch.uint8,
+                   "bool": torch.bool}.items():
+    entry(getattr(T, _name), view=True)(_cast_builder(_dt))
+
+
+@entry(T.to, T.type, T.type_as, view=True)
+def _to(ctx, x, *args, **kwargs):
+    for a in list(args) + list(kwargs.values()):
+        if isinstance(a, (str, torch.device)) and ir_device(torch.device(a)) != \
+                x.value.type.device:
+            raise Unsupported("RB013", f"moving a tensor to {a} inside the graph")
+        if isinstance(a, TensorVar) and a.value.type.device != x.value.type.device:
+            raise Unsupported("RB013", "moving a tensor to another device inside the graph")
+    return _Cast(None)  # the target dtype is read off the meta result
+
+
+@entry(torch.cat, torch.concat, torch.concatenate)
+def _cat(ctx, tensors, dim=0):
+    dt = result_dtype(*tensors) if len(tensors) > 1 else tensors[0].meta.dtype
+    return ctx.builder.cat([cast(ctx, t, dt) for t in tensors], dim=dim)
+
+
+@entry(torch.stack)
+def _stack(ctx, tensors, dim=0):
+    dt = result_dtype(*tensors) if len(tensors) > 1 else tensors[0].meta.dtype
+    r = tensors[0].value.type.rank + 1
+    d = dim % r
+    parts = [ctx.builder.unsqueeze(cast(ctx, t, dt), dim=d) for t in tensors]
+    return ctx.builder.cat(parts, dim=d)
+
+
+# --- attributes, indexing, item assignment --------------------------------------------------
+_PLAIN_ATTRS = {"dtype", "shape", "device", "ndim", "is_cuda", "requires_grad", "layout",
+                "is_leaf"}
+
+
+def tensor_attr(ctx, tv: TensorVar, name: str) -> VT:
+    from refcomp.tracer.values import MethodVar
+
+    if name == "shape":
+        return TupleVar([ConstVar(d) for d in tv.value.type.shape])
+    if name in _PLAIN_ATTRS:
+        return ConstVar(getattr(tv.meta, name) if name != "device" else _real_device(tv))
+    if name == "T" or name == "mT":
+        return call_torch(ctx, T.permute if name == "T" else T.transpose,
+                          [tv] + ([ConstVar(list(range(tv.meta.dim()))[::-1])] if name == "T"
+                                  else [ConstVar(-2), ConstVar(-1)]), {})
+    if name in ("data", "grad", "grad_fn", "_version"):
+        raise Unsupported("RB005", f"Tensor.{name}")
+    method = getattr(T, name, None)
+    if method is not None and callable(method):
+        return MethodVar(name, tv, name)
+    raise Unsupported("RB005", f"Tensor.{name}")
+
+
+def _real_device(tv):
+    dev = tv.value.type.device
+    return torch.device(dev if dev != "cpu" else "cpu")
+
+
+def tensor_getitem(ctx, tv: TensorVar, index: VT) -> VT:
+    idx = _unwrap(index)
+    items = list(idx) if isinstance(idx, tuple) else [idx]
+    for it in items:
+        if isinstance(it, TensorVar) and it.meta.dtype == torch.bool:
+            raise Unsupported("RB013", "boolean-mask indexing has a data-dependent shape")
+        if isinstance(it, list) or (isinstance(it, TensorVar) and it.meta.dim() != 1):
+            raise Unsupported("RB013", "advanced indexing beyond one 1-D index tensor")
+    if sum(isinstance(it, TensorVar) for it in items) > 1:
+        raise Unsupported("RB013", "indexing with several index tensors")
+    try:
+        meta = tv.meta[_to_meta(idx)]
+    except Exception as err:
+        raise Unsupported("RB017", f"indexing: {type(err).__name__}: {err}") from None
+    value = _basic_index(ctx, tv.value, items)
+    _check_type(value, meta, "getitem", ctx)
+    operands = [tv] + [it for it in items if isinstance(it, TensorVar)]
+    return _new_tensor(ctx, value, meta, operands,
+                       view=not any(isinstance(it, TensorVar) for it in items))
+
+
+def _expand_ellipsis(items, rank):
+    consuming = sum(1 for it in items if it is not None and it is not Ellipsis)
+    out = []
+    for it in items:
+        if it is Ellipsis:
+            out.extend([slice(None)] * (rank - consuming))
+        else:
+            out.append(it)
+    return out
+
+
+def _basic_index(ctx, v: Value, items) -> Value:
+    B = ctx.builder
+    dim = 0
+    for it in _expand_ellipsis(items, v.type.rank):
+        if it is None:
+            v = B.unsqueeze(v, dim=dim)
+            dim += 1
+        elif isinstance(it, bool):
+            raise Unsupported("RB013", "indexing with a Python bool")
+        elif it == slice(None):
+            dim += 1
+        elif not isinstance(v.type.shape[dim], int) and not (isinstance(it, int) and it >= 0):
+            raise Unsupported("RB013", f"index {it!r} into a dynamic size")
+        elif isinstance(it, int):
+            size = v.type.shape[dim]
+            i = it + size if it < 0 else it
+            v = B.squeeze(B.slice(v, dim=dim, start=i, stop=i + 1), dims=[dim])
+        elif isinstance(it, slice):
+            start, stop, step = it.indices(v.type.shape[dim])
+            if step < 1:
+                raise Unsupported("RB013", "negative slice step")
+            if (start, stop, step) != (0, v.type.shape[dim], 1):
+                v = B.slice(v, dim=dim, start=start, stop=max(stop, start), step=step)
+            dim += 1
+        elif isinstance(it, TensorVar):
+            v = B.index_select(v, it.value, dim=dim)
+            dim += 1
+        else:
+            raise Unsupported("RB013", f"index {it!r}")
+    return v
+
+
+def tensor_setitem(ctx, tv: TensorVar, index: VT, value: VT) -> None:
+    """`x[idx] = v` as x' = where(mask, v placed in x's shape, x); x takes x's place."""
+    idx = _unwrap(index)
+    val = _unwrap(value)
+    items = list(idx) if isinstance(idx, tuple) else [idx]
+    if any(isinstance(it, (TensorVar, list, bool)) for it in items):
+        raise Unsupported("RB013", "item assignment with tensor or list indices")
+    _check_inplace(ctx, tv, "item assignment")
+    if is_symbolic_shape(tv.value.type.shape):
+        raise Unsupported("RB013", "item assignment into a tensor with a dynamic size")
+    meta = tv.meta.detach().clone()
+    try:
+        meta[idx] = _to_meta(val)
+    except Exception as err:
+        raise Unsupported("RB017", f"item assignment: {type(err).__name__}: {err}") from None
+    B = ctx.builder
+    x = tv.value
+    shape = list(x.type.shape)
+    block_starts, block_sizes = [], []
+    dim = 0
+    for it in _expand_ellipsis(items, x.type.rank):
+        if it is None:
+            continue
+        size = shape[dim]
+        if isinstance(it, int):
+            i = it + size if it < 0 else it
+            block_starts.append(i)
+            block_sizes.append(1)
+        else:
+            start, stop, step = it.indices(size)
+            if step != 1:
+                raise Unsupported("RB013", "item assignment into a strided slice")
+            block_starts.append(start)
+            block_sizes.append(max(stop - start, 0))
+        dim += 1
+    block_starts += [0] * (len(shape) - dim)
+    block_sizes += shape[dim:]
+    sub_shape = list(tv.meta[idx].shape)
+    if isinstance(val, TensorVar):
+        v = cast(ctx, val, tv.meta.dtype)
+        v = B.broadcast_to(v, sub_shape)
+    else:
+        v = B.op("full", value=val, shape=sub_shape, dtype=x.type.dtype, device=x.type.device)
+    v = B.reshape(v, shape=block_sizes)
+    pads, mask_pads = [], []
+    for d in reversed(range(len(shape))):
+        pads += [block_starts[d], shape[d] - block_starts[d] - block_sizes[d]]
+    mask_pads = pads
+    placed = B.pad(v, pads=pads, value=0)
+    mask = B.pad(B.op("full", value=True, shape=block_sizes, dtype=ir_dtype(torch.bool),
+                      device=x.type.device), pads=mask_pads, value=False)
+    _apply_inplace(ctx, tv, B.where(mask, placed, x), meta)
+
+
+def unbind(ctx, tv: TensorVar) -> list:
+    if tv.meta.dim() == 0:
+        raise Unsupported("RB017", "iteration over a 0-d tensor")
+    n = ctx.specialize(tv.value.type.shape[0])  # unrolling fixes the count (guarded)
+    return [tensor_getitem(ctx, tv, ConstVar(i)) for i in range(n)]

@@ -1,0 +1,473 @@
+"""Torch table entries for computation: pointwise, reductions, NN functions, creation.
+
+Owns: the IR builders of torch's math (registered into `torch_table.TABLE` with
+`entry`).  The calling convention, type oracle and result markers live in
+refcomp/tracer/torch_table.py.  Spec: spec/tracer.md, "Torch coverage".
+"""
+
+from __future__ import annotations
+
+import operator
+
+import torch
+import torch.nn.functional as F
+
+from ir.graph import Value
+from refcomp.reasons import Unsupported
+from refcomp.tracer.context import ir_device, ir_dtype
+from refcomp.tracer.torch_table import (
+    T,
+    TensorVar,
+    _Creation,
+    _dim,
+    _dims,
+    _prod,
+    _sizes,
+    _tensors,
+    cast,
+    entry,
+    result_dtype,
+)
+
+# --- pointwise ------------------------------------------------------------------------------
+_UNARY = {
+    "neg": (torch.neg, T.neg, operator.neg, T.negative, torch.negative),
+    "abs": (torch.abs, T.abs),
+    "relu": (torch.relu, T.relu, F.relu),
+    "sign": (torch.sign, T.sign),
+    "floor": (torch.floor, T.floor), "ceil": (torch.ceil, T.ceil),
+    "round": (torch.round, T.round), "trunc": (torch.trunc, T.trunc),
+    "exp": (torch.exp, T.exp), "log": (torch.log, T.log),
+    "log1p": (torch.log1p, T.log1p), "expm1": (torch.expm1, T.expm1),
+    "sqrt": (torch.sqrt, T.sqrt), "rsqrt": (torch.rsqrt, T.rsqrt),
+    "sin": (torch.sin, T.sin), "cos": (torch.cos, T.cos),
+    "tanh": (torch.tanh, T.tanh, F.tanh), "sigmoid": (torch.sigmoid, T.sigmoid, F.sigmoid),
+    "erf": (torch.erf, T.erf), "silu": (F.silu,),
+    "reciprocal": (torch.reciprocal, T.reciprocal),
+    "logical_not": (torch.logical_not, T.logical_not),
+    "isnan": (torch.isnan, T.isnan),
+    "bitwise_not": (torch.bitwise_not, T.bitwise_not, operator.invert),
+}
+_INPLACE_UNARY = {"relu": (torch.relu_, T.relu_), "neg": (T.neg_,), "abs": (T.abs_,),
+                  "exp": (T.exp_,), "sqrt": (T.sqrt_,), "sigmoid": (T.sigmoid_,),
+                  "tanh": (T.tanh_,)}
+
+
+def _unary_builder(op):
+    def build(ctx, x, *args, **kwargs):
+        if op == "relu" and args and args[0]:  # F.relu(x, inplace=True)
+            raise Unsupported("RB010", "F.relu(inplace=True)")
+        if kwargs.get("inplace"):
+            raise Unsupported("RB010", f"{op}(inplace=True)")
+        return ctx.builder.op(op, x.value)
+    return build
+
+
+for _op, _fns in _UNARY.items():
+    entry(*_fns)(_unary_builder(_op))
+for _op, _fns in _INPLACE_UNARY.items():
+    entry(*_fns, inplace=True)(_unary_builder(_op))
+
+
+@entry(operator.pos)
+def _pos(ctx, x):
+    return x
+
+
+@entry(F.gelu)
+def _gelu(ctx, x, approximate="none"):
+    return ctx.builder.gelu(x.value, approximate=approximate)
+
+
+@entry(F.leaky_relu)
+def _leaky_relu(ctx, x, negative_slope=0.01, inplace=False):
+    if inplace:
+        raise Unsupported("RB010", "leaky_relu(inplace=True)")
+    b = ctx.builder
+    return b.where(b.gt(x.value, 0), x.value, b.mul(x.value, negative_slope))
+
+
+_BINARY = {
+    "add": (torch.add, T.add, operator.add, T.__radd__),
+    "sub": (torch.sub, T.sub, operator.sub, torch.subtract),
+    "mul": (torch.mul, T.mul, operator.mul, torch.multiply, T.__rmul__),
+    "div": (torch.div, T.div, operator.truediv, torch.true_divide, torch.divide),
+    "floor_divide": (torch.floor_divide, T.floor_divide, operator.floordiv),
+    "remainder": (torch.remainder, T.remainder, operator.mod),
+    "fmod": (torch.fmod, T.fmod),
+    "pow": (torch.pow, T.pow, operator.pow),
+    "maximum": (torch.maximum, T.maximum), "minimum": (torch.minimum, T.minimum),
+    "atan2": (torch.atan2, T.atan2),
+    "eq": (torch.eq, T.eq, operator.eq), "ne": (torch.ne, T.ne, operator.ne),
+    "lt": (torch.lt, T.lt, operator.lt), "le": (torch.le, T.le, operator.le),
+    "gt": (torch.gt, T.gt, operator.gt), "ge": (torch.ge, T.ge, operator.ge),
+    "logical_and": (torch.logical_and, T.logical_and),
+    "logical_or": (torch.logical_or, T.logical_or),
+    "logical_xor": (torch.logical_xor, T.logical_xor),
+    "bitwise_and": (torch.bitwise_and, T.bitwise_and, operator.and_),
+    "bitwise_or": (torch.bitwise_or, T.bitwise_or, operator.or_),
+    "bitwise_xor": (torch.bitwise_xor, T.bitwise_xor, operator.xor),
+}
+_INPLACE_BINARY = {"add": (T.add_,), "sub": (T.sub_,), "mul": (T.mul_,), "div": (T.div_,),
+                   "floor_divide": (T.floor_divide_,), "remainder": (T.remainder_,),
+                   "pow": (T.pow_,), "bitwise_and": (T.bitwise_and_,),
+                   "bitwise_or": (T.bitwise_or_,), "bitwise_xor": (T.bitwise_xor_,)}
+_REVERSED = {operator.matmul}
+
+
+def _binary_builder(op):
+    def build(ctx, a, b, *, alpha=1, rounding_mode=None, out=None):
+        if out is not None:
+            raise Unsupported("RB008", f"{op}(out=...)")
+        dt = result_dtype(a, b)
+        if op in ("add", "sub") and alpha != 1:
+            b = ctx.builder.mul(cast(ctx, b, dt), alpha) if isinstance(b, TensorVar) \
+                else b * alpha
+            b = _AsValue(b) if isinstance(b, Value) else b
+        x, y = cast(ctx, a, dt), (b.value if isinstance(b, _AsValue) else cast(ctx, b, dt))
+        name = op
+        if op == "div" and rounding_mode is not None:
+            if rounding_mode == "floor":
+                name = "floor_divide"
+            elif rounding_mode == "trunc":
+                q = ctx.builder.div(x, y)
+                return ctx.builder.cast(ctx.builder.trunc(q), dtype=ir_dtype(dt)) \
+                    if not dt.is_floating_point else ctx.builder.trunc(q)
+            else:
+                raise TypeError(f"rounding_mode {rounding_mode!r}")
+        if not isinstance(x, Value) and not isinstance(y, Value):
+            raise TypeError("no tensor operand")
+        return ctx.builder.op(name, x, y)
+    return build
+
+
+class _AsValue:
+    def __init__(self, value):
+        self.value = value
+
+
+for _op, _fns in _BINARY.items():
+    entry(*_fns)(_binary_builder(_op))
+for _op, _fns in _INPLACE_BINARY.items():
+    entry(*_fns, inplace=True)(_binary_builder(_op))
+
+
+@entry(T.__rsub__)
+def _rsub(ctx, a, b):
+    return _binary_builder("sub")(ctx, b, a)
+
+
+@entry(T.__rtruediv__)
+def _rdiv(ctx, a, b):
+    return _binary_builder("div")(ctx, b, a)
+
+
+@entry(T.__rpow__)
+def _rpow(ctx, a, b):
+    return _binary_builder("pow")(ctx, b, a)
+
+
+@entry(torch.where, T.where)
+def _where(ctx, cond, a=None, b=None):
+    if a is None:
+        raise Unsupported("RB013", "torch.where(cond) has a data-dependent shape")
+    dt = result_dtype(a, b)
+    c = cond.value if isinstance(cond, TensorVar) else cond
+    return ctx.builder.where(c, cast(ctx, a, dt), cast(ctx, b, dt))
+
+
+@entry(T.masked_fill)
+def _masked_fill(ctx, x, mask, value):
+    v = value.value if isinstance(value, TensorVar) else value
+    if isinstance(v, Value) and v.type.dtype != x.value.type.dtype:
+        v = ctx.builder.cast(v, dtype=x.value.type.dtype)
+    return ctx.builder.where(mask.value, v, x.value)
+
+
+@entry(torch.clamp, T.clamp, torch.clip, T.clip)
+def _clamp(ctx, x, min=None, max=None):
+    b = ctx.builder
+    dt = result_dtype(x, *(v for v in (min, max) if v is not None))
+    out = cast(ctx, x, dt)
+    if isinstance(min, TensorVar) or isinstance(max, TensorVar):
+        if min is not None:
+            out = b.maximum(out, cast(ctx, min, dt))
+        if max is not None:
+            out = b.minimum(out, cast(ctx, max, dt))
+        return out
+    return b.clamp(out, min=min, max=max)
+
+
+# --- reductions -----------------------------------------------------------------------------
+def _reduce_builder(op):
+    def build(ctx, x, dim=None, keepdim=False, *, dtype=None):
+        v = cast(ctx, x, dtype) if dtype is not None else x.value
+        return ctx.builder.op(op, v, dims=_dims(dim), keepdim=keepdim)
+    return build
+
+
+for _op, _fns in {"sum": (torch.sum, T.sum), "mean": (torch.mean, T.mean),
+                  "prod": (torch.prod, T.prod), "amax": (torch.amax, T.amax),
+                  "amin": (torch.amin, T.amin), "any": (torch.any, T.any),
+                  "all": (torch.all, T.all)}.items():
+    entry(*_fns)(_reduce_builder(_op))
+
+
+def _var_builder(std):
+    def build(ctx, x, dim=None, unbiased=None, keepdim=False, *, correction=None):
+        if isinstance(dim, bool):  # torch.var(x, unbiased)
+            dim, unbiased = None, dim
+        corr = correction if correction is not None else (0 if unbiased is False else 1)
+        out = ctx.builder.var(x.value, dims=_dims(dim), keepdim=keepdim, correction=int(corr))
+        return ctx.builder.sqrt(out) if std else out
+    return build
+
+
+entry(torch.var, T.var)(_var_builder(False))
+entry(torch.std, T.std)(_var_builder(True))
+
+
+def _minmax_builder(reduce_op, arg_op, binary_op):
+    def build(ctx, x, dim=None, keepdim=False):
+        if isinstance(dim, TensorVar):
+            return _binary_builder(binary_op)(ctx, x, dim)
+        if dim is None:
+            return ctx.builder.op(reduce_op, x.value, dims=[])
+        values = ctx.builder.op(reduce_op, x.value, dims=[dim], keepdim=keepdim)
+        indices = ctx.builder.op(arg_op, x.value, dim=dim, keepdim=keepdim)
+        return (values, indices)
+    return build
+
+
+entry(torch.max, T.max)(_minmax_builder("amax", "argmax", "maximum"))
+entry(torch.min, T.min)(_minmax_builder("amin", "argmin", "minimum"))
+
+
+def _arg_builder(op):
+    def build(ctx, x, dim=None, keepdim=False):
+        return ctx.builder.op(op, x.value, dim=dim, keepdim=keepdim)
+    return build
+
+
+entry(torch.argmax, T.argmax)(_arg_builder("argmax"))
+entry(torch.argmin, T.argmin)(_arg_builder("argmin"))
+
+
+@entry(torch.softmax, T.softmax, F.softmax)
+def _softmax(ctx, x, dim=None, _stacklevel=3, dtype=None):
+    return _softmax_like(ctx, "softmax", x, dim, dtype)
+
+
+@entry(torch.log_softmax, T.log_softmax, F.log_softmax)
+def _log_softmax(ctx, x, dim=None, _stacklevel=3, dtype=None):
+    return _softmax_like(ctx, "log_softmax", x, dim, dtype)
+
+
+def _softmax_like(ctx, op, x, dim, dtype):
+    if dim is None:
+        raise Unsupported("RB013", f"{op} without dim (implicit dim is deprecated)")
+    v = cast(ctx, x, dtype) if dtype is not None else x.value
+    return ctx.builder.op(op, v, dim=dim)
+
+
+# --- linear algebra and NN functions ----------------------------------------------------
+@entry(torch.matmul, T.matmul, operator.matmul, torch.mm, T.mm, torch.bmm, T.bmm)
+def _matmul(ctx, a, b):
+    return matmul(ctx, a.value, b.value)
+
+
+def matmul(ctx, x: Value, y: Value) -> Value:
+    B = ctx.builder
+    if x.type.rank <= 2 and y.type.rank <= 2:
+        return B.matmul(x, y)
+    squeeze = None
+    if x.type.rank == 1:
+        x, squeeze = B.unsqueeze(x, dim=0), -2
+    if y.type.rank == 1:
+        y, squeeze = B.unsqueeze(y, dim=1), -1
+    from ir.ops.rules import broadcast_shapes
+
+    batch = broadcast_shapes(x.type.shape[:-2], y.type.shape[:-2])
+    x = B.broadcast_to(x, tuple(batch) + tuple(x.type.shape[-2:]))
+    y = B.broadcast_to(y, tuple(batch) + tuple(y.type.shape[-2:]))
+    out = B.matmul(x, y)
+    if squeeze is not None:
+        out = B.squeeze(out, dims=[out.type.rank + squeeze])
+    return out
+
+
+@entry(F.linear)
+def _linear(ctx, x, weight, bias=None):
+    B = ctx.builder
+    v = x.value
+    wt = B.transpose(weight.value, 0, 1) if weight.value.type.rank == 2 else weight.value
+    if v.type.rank > 2:
+        lead = v.type.shape[:-1]
+        flat = B.reshape(v, shape=[_prod(lead), v.type.shape[-1]])
+        out = B.reshape(B.matmul(flat, wt), shape=list(lead) + [wt.type.shape[-1]])
+    else:
+        out = B.matmul(v, wt)
+    if bias is not None:
+        out = B.add(out, bias.value)
+    return out
+
+
+def _pair2(v):
+    return tuple(v) if isinstance(v, (tuple, list)) else (v, v)
+
+
+@entry(F.conv2d, torch.conv2d)
+def _conv2d(ctx, x, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
+    if isinstance(padding, str):
+        if padding != "valid":
+            raise Unsupported("RB013", f"conv2d padding={padding!r}")
+        padding = 0
+    B = ctx.builder
+    out = B.conv2d(x.value, weight.value, stride=_pair2(stride), padding=_pair2(padding),
+                   dilation=_pair2(dilation), groups=groups)
+    if bias is not None:
+        out = B.add(out, B.reshape(bias.value, shape=[1, bias.value.type.shape[0], 1, 1]))
+    return out
+
+
+@entry(F.embedding)
+def _embedding(ctx, indices, weight, padding_idx=None, max_norm=None, norm_type=2.0,
+               scale_grad_by_freq=False, sparse=False):
+    if max_norm is not None:
+        raise Unsupported("RB013", "embedding(max_norm=...) renormalizes the weight in place")
+    return ctx.builder.embedding(weight.value, indices.value)
+
+
+@entry(F.layer_norm)
+def _layer_norm(ctx, x, normalized_shape, weight=None, bias=None, eps=1e-5):
+    B = ctx.builder
+    shape = list(normalized_shape)
+    like = x.value.type
+    w = weight.value if weight is not None else B.op(
+        "full", value=1.0, shape=shape, dtype=like.dtype, device=like.device)
+    bb = bias.value if bias is not None else B.op(
+        "full", value=0.0, shape=shape, dtype=like.dtype, device=like.device)
+    return B.layer_norm(x.value, w, bb, normalized_ndim=len(shape), eps=float(eps))
+
+
+@entry(F.batch_norm)
+def _batch_norm(ctx, x, running_mean, running_var, weight=None, bias=None, training=False,
+                momentum=0.1, eps=1e-5):
+    if training or running_mean is None:
+        raise Unsupported("RB009", "batch_norm with batch statistics (training mode)")
+    B = ctx.builder
+    like = x.value.type
+    c = [like.shape[1]]
+    w = weight.value if weight is not None else B.op(
+        "full", value=1.0, shape=c, dtype=like.dtype, device=like.device)
+    bb = bias.value if bias is not None else B.op(
+        "full", value=0.0, shape=c, dtype=like.dtype, device=like.device)
+    return B.batch_norm(x.value, running_mean.value, running_var.value, w, bb, eps=float(eps))
+
+
+@entry(F.dropout, torch.dropout)
+def _dropout(ctx, x, p=0.5, training=True, inplace=False):
+    if training and p > 0:
+        raise Unsupported("RB009", "dropout in training mode draws its own random mask")
+    return x
+
+
+@entry(F.pad)
+def _pad(ctx, x, pad, mode="constant", value=None):
+    if mode != "constant" or any(p < 0 for p in pad):
+        raise Unsupported("RB013", f"pad mode={mode!r} or negative padding")
+    return ctx.builder.pad(x.value, pads=list(pad), value=0.0 if value is None else value)
+
+
+# --- creation -------------------------------------------------------------------------------
+def _creation_dtype(dtype, default=None):
+    return dtype if dtype is not None else (default or torch.get_default_dtype())
+
+
+def _shape_arg(size):
+    if len(size) == 1 and isinstance(size[0], (list, tuple, torch.Size)):
+        return list(size[0])
+    return list(size)
+
+
+def _device(device, like=None) -> str:
+    if device is None:
+        return like.value.type.device if like is not None else "cpu"
+    return ir_device(torch.device(device))
+
+
+def _full_builder(value):
+    def build(ctx, *size, dtype=None, device=None, requires_grad=False, layout=None,
+              pin_memory=False, out=None):
+        if requires_grad:
+            raise Unsupported("RB013", "creating a leaf that requires grad inside the graph")
+        shape = [_dim(d) for d in _sizes(size)]
+        return _Creation(lambda meta: ctx.builder.op(
+            "full", value=value, shape=shape, dtype=ir_dtype(meta.dtype),
+            device=_device(device)))
+    return build
+
+
+entry(torch.zeros, torch.empty, creation=True, sizes=True)(_full_builder(0))
+entry(torch.ones, creation=True, sizes=True)(_full_builder(1))
+
+
+@entry(torch.full, creation=True, sizes=True)
+def _full(ctx, size, fill_value, *, dtype=None, device=None, requires_grad=False,
+          layout=None, out=None):
+    return _full_builder(fill_value)(ctx, size, dtype=dtype, device=device,
+                                     requires_grad=requires_grad)
+
+
+def _like_builder(value):
+    def build(ctx, x, *args, dtype=None, device=None, requires_grad=False, layout=None,
+              memory_format=None, pin_memory=False):
+        fill = args[0] if value is None else value
+        return _Creation(lambda meta: ctx.builder.op(
+            "full", value=fill, shape=list(x.value.type.shape), dtype=ir_dtype(meta.dtype),
+            device=_device(device, x)))
+    return build
+
+
+entry(torch.zeros_like, torch.empty_like)(_like_builder(0))
+entry(torch.ones_like)(_like_builder(1))
+entry(torch.full_like)(_like_builder(None))
+
+
+def _random_builder(op, like):
+    def build(ctx, *args, dtype=None, device=None, generator=None, requires_grad=False,
+              layout=None, pin_memory=False, memory_format=None, out=None):
+        if generator is not None:
+            raise Unsupported("RB013", f"{op}(generator=...)")
+        src = args[0] if like else None
+        shape = list(src.value.type.shape) if like else [_dim(d) for d in _sizes(args)]
+        return _Creation(lambda meta: ctx.builder.op(
+            op, shape=shape, dtype=ir_dtype(meta.dtype), device=_device(device, src)))
+    return build
+
+
+entry(torch.rand, creation=True, sizes=True)(_random_builder("rand", False))
+entry(torch.randn, creation=True, sizes=True)(_random_builder("randn", False))
+entry(torch.rand_like)(_random_builder("rand", True))
+entry(torch.randn_like)(_random_builder("randn", True))
+
+
+@entry(torch.arange, creation=True)
+def _arange(ctx, start, end=None, step=1, *, dtype=None, device=None, requires_grad=False,
+            layout=None, out=None):
+    if end is None:
+        start, end = 0, start
+    if not all(isinstance(v, int) for v in (start, end, step)):
+        raise Unsupported("RB013", "arange with non-integer bounds")
+    return _Creation(lambda meta: ctx.builder.op(
+        "arange", start=start, end=end, step=step, dtype=ir_dtype(meta.dtype),
+        device=_device(device)))
+
+
+@entry(torch.tensor, torch.as_tensor, creation=True)
+def _tensor(ctx, data, *, dtype=None, device=None, requires_grad=False, pin_memory=False):
+    if _tensors(data):
+        raise Unsupported("RB013", "torch.tensor() of tensors copies their values")
+    return _Creation(lambda meta: ctx.builder.op(
+        "constant", data=torch.tensor(data, dtype=meta.dtype).tolist(),
+        dtype=ir_dtype(meta.dtype), device=_device(device)))
