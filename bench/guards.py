@@ -48,7 +48,7 @@ def refcomp_guard_us(m, x) -> tuple[float, int]:
         cm(x)
     cf = cm._compiled_forward
     (entry,) = cf.cache.entries
-    L = {"self": m, "input": x}
+    L = cf._bind((m, x), {})  # the frame's locals, bound as the runtime binds them
     G, C, B = cf.fn.__globals__, cf.fn.__closure__, cf.builtins
     check = entry.guards.check
     with torch.no_grad():  # the entry was compiled under no_grad: grad mode is guarded
