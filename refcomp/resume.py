@@ -403,15 +403,25 @@ class _Recipes:
     L/G/C/B (inputs, and objects the trace only looked at: identity is kept);
     ("const", v) an immutable constant; ("copy", v) a fresh copy of a list/dict the
     trace built from constants; ("null",); containers and ("iter", items) of recipes;
-    ("method", self recipe, function or None, name).
+    ("method", self recipe, function or None, name); ("shared", slot, recipe): a mutable
+    object built once per rebuild, however many live values hold it.
     """
 
     def __init__(self, ctx):
         self.ctx = ctx
         self.tensors: list = []
         self.index: dict = {}
+        self.shared: dict = {}  # id(mutable VT) -> slot
 
     def of(self, vt):
+        recipe = self._of(vt)
+        if recipe[0] in ("copy", "list", "dict", "iter"):
+            # Mutable: two names for one list must stay one list after the break.
+            slot = self.shared.setdefault(id(vt), len(self.shared))
+            return ("shared", slot, recipe)
+        return recipe
+
+    def _of(self, vt):
         if vt is NULL:
             return ("null",)
         if isinstance(vt, TensorVar):
@@ -479,8 +489,12 @@ def load_source(src, L, G, C, B):
     raise TypeError(f"cannot read source {src!r}")
 
 
-def make(r, outs, L, G, C, B):
+def make(r, outs, L, G, C, B, memo):
     kind = r[0]
+    if kind == "shared":  # one object however many live values hold it
+        if r[1] not in memo:
+            memo[r[1]] = make(r[2], outs, L, G, C, B, memo)
+        return memo[r[1]]
     if kind == "out":
         return outs[r[1]]
     if kind == "source":
@@ -492,14 +506,14 @@ def make(r, outs, L, G, C, B):
     if kind == "null":
         return REAL_NULL
     if kind == "tuple":
-        return tuple(make(i, outs, L, G, C, B) for i in r[1])
+        return tuple(make(i, outs, L, G, C, B, memo) for i in r[1])
     if kind == "list":
-        return [make(i, outs, L, G, C, B) for i in r[1]]
+        return [make(i, outs, L, G, C, B, memo) for i in r[1]]
     if kind == "dict":
-        return {k: make(v, outs, L, G, C, B) for k, v in r[1]}
+        return {k: make(v, outs, L, G, C, B, memo) for k, v in r[1]}
     if kind == "iter":
-        return iter([make(i, outs, L, G, C, B) for i in r[1]])
-    obj = make(r[1], outs, L, G, C, B)  # "method"
+        return iter([make(i, outs, L, G, C, B, memo) for i in r[1]])
+    obj = make(r[1], outs, L, G, C, B, memo)  # "method"
     return types.MethodType(r[2], obj) if r[2] is not None else getattr(obj, r[3])
 
 
@@ -528,11 +542,12 @@ def run(entry, inputs, L, G, C, B, cf):
     while True:
         segment = entry.segment
         outs = entry.run(inputs) if entry.graph is not None else ()
+        memo: dict = {}
         if segment.kind == "return":
-            return make(segment.result, outs, L, G, C, B)
-        fr = Frame(code, G, B, C, {n: make(r, outs, L, G, C, B)
+            return make(segment.result, outs, L, G, C, B, memo)
+        fr = Frame(code, G, B, C, {n: make(r, outs, L, G, C, B, memo)
                                    for n, r in segment.locals.items()},
-                   [make(r, outs, L, G, C, B) for r in segment.stack], segment.index,
+                   [make(r, outs, L, G, C, B, memo) for r in segment.stack], segment.index,
                    segment.kw_names)
         try:
             concrete.execute(fr, fr.insts[fr.index])

@@ -160,3 +160,20 @@ def test_a_changed_fact_at_a_resume_point_recompiles_only_that_point():
     frame_entries = cf.cache.entries
     assert len(frame_entries) == 2  # one per dtype
     assert len(entries(cf)) == 4  # and one resume entry per dtype on the taken branch
+
+
+def shared_local_list(x):
+    a = [x + 1]
+    b = a
+    print("break")
+    b.append(x * 2)
+    return a
+
+
+def test_one_list_under_two_names_stays_one_list_after_a_break(capsys):
+    x = torch.randn(3)
+    got = refcomp.compile(shared_local_list, backend="eager")(x)
+    want = shared_local_list(x)
+    assert len(got) == len(want) == 2
+    for g, w in zip(got, want):
+        torch.testing.assert_close(g, w)
