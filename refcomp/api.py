@@ -15,6 +15,7 @@ import warnings
 
 import torch
 
+import codegen.stats as codegen_stats
 from codegen.backends import available_backends, get_backend
 from refcomp import cache as cache_mod
 from refcomp import resume
@@ -224,8 +225,9 @@ def disable(fn):
 
 
 def reset() -> None:
-    """Forget every compiled entry and counter."""
+    """Forget every compiled entry and counter (the frontend's and codegen's)."""
     cache_mod.reset()
+    codegen_stats.reset()
 
 
 def stats() -> dict:
@@ -234,7 +236,8 @@ def stats() -> dict:
     for code, cache in cache_mod.all_caches().items():
         frames[f"{code.co_name} ({code.co_filename}:{code.co_firstlineno})"] = [
             entry_stats(e) for e in cache.entries]
-    return {"counters": dict(COUNTERS), "frames": frames}
+    # Kernels, extern calls and fallbacks are counted where they happen, in codegen/.
+    return {"counters": dict(COUNTERS), "codegen": codegen_stats.snapshot(), "frames": frames}
 
 
 def entry_stats(e) -> dict:
