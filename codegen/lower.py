@@ -331,6 +331,8 @@ class _Lowering:
         name, a = node.op.name, node.attrs
         src = self.shape(node.inputs[0])
         if name == "reshape":
+            if 0 in src:  # no element is ever read (and strides of 0 would divide by 0)
+                return tuple(Index.of(0) for _ in src)
             offset = flat(idx, self.shape(node.outputs[0]))
             out, stride = [], 1
             strides = []
