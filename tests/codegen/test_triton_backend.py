@@ -284,6 +284,17 @@ func @f(%x: i64[2,3]) -> i64[2,3] {
     np.testing.assert_array_equal(got.numpy(), want)
 
 
+def test_reshape_of_an_empty_tensor():
+    graph = ir.parse("""
+func @f(%x: f32[0,3]) -> f32[3,0] {
+  %0 = reshape %x {shape=[3,0]} : f32[3,0]
+  %1 = exp %0 : f32[3,0]
+  return %1
+}""")
+    (got,) = compile_triton(graph)(torch.zeros(0, 3))
+    assert got.shape == (3, 0)
+
+
 # --- the runtime around the kernels -----------------------------------------------------------
 
 def test_unlowerable_node_falls_back_and_is_counted():
