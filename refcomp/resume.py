@@ -38,6 +38,8 @@ are one graph input, which is why object identity is part of the key.
 from __future__ import annotations
 
 import copy
+import functools
+import sys
 import time
 import types
 from dataclasses import dataclass, field
@@ -133,6 +135,7 @@ class SegmentTranslator(InstructionTranslator):
         self.stop = stop
         self.visits: dict = {}
         self.break_at = None  # (index, visit) of the first failing instruction
+        self.break_in_callee = False
         self.stored_globals, self.stored_attrs = stored_names(code)
         for i, value in enumerate(stack):
             self.stack.append(self.wrap_real(value, LocalSource(stack_name(i))))
@@ -189,9 +192,10 @@ class SegmentTranslator(InstructionTranslator):
                     if handler is None:
                         raise Unsupported("RB001", f"opcode {inst.opname}")
                     handler(inst)
-                except Unsupported:
+                except Unsupported as err:
                     if self.break_at is None:
                         self.break_at = (index, visit)
+                        self.break_in_callee = err.filename is not None  # located inside
                     raise
                 except (_Return, _Stop):
                     raise
@@ -321,6 +325,7 @@ class Segment:
     locals: dict = field(default_factory=dict)  # name -> recipe
     stack: list = field(default_factory=list)  # recipes, bottom first
     result: Any = None  # recipe of the return value
+    callee: bool = False  # the break is inside the function this CALL inlined
 
 
 def trace_segment(cf, G, B, C, start, pending, stack, *, root, opaque=frozenset()) -> Entry:
@@ -348,6 +353,7 @@ def trace_segment(cf, G, B, C, start, pending, stack, *, root, opaque=frozenset(
         if tx.break_at is None:
             raise
         reason = err
+    callee = tx.break_in_callee
     ctx, tx = fresh(tx.break_at)
     try:
         tx.run()
@@ -356,7 +362,8 @@ def trace_segment(cf, G, B, C, start, pending, stack, *, root, opaque=frozenset(
         pass
     except Unsupported as err:
         raise Refused(f"the second trace failed earlier: {err}") from None
-    segment = Segment("break", tx.ip, tx.kw_names)
+    segment = Segment("break", tx.ip, tx.kw_names,
+                      callee=callee and tx.instructions[tx.ip].opname == "CALL")
     return _build(cf, ctx, tx, segment, None, reason)
 
 
@@ -549,6 +556,8 @@ def run(entry, inputs, L, G, C, B, cf):
                                    for n, r in segment.locals.items()},
                    [make(r, outs, L, G, C, B, memo) for r in segment.stack], segment.index,
                    segment.kw_names)
+        if segment.callee:
+            _compile_callee(cf, fr)
         try:
             concrete.execute(fr, fr.insts[fr.index])
             concrete.step(fr, *stored)
@@ -584,6 +593,58 @@ class ResumePoint(FrameCache):
         return True
 
 
+def _compile_callee(cf, fr) -> None:
+    """Replace the callable of the CALL about to run by its compiled frame.
+
+    The break was inside a user function the tracer had inlined: rather than run
+    all of it eagerly, the function is compiled as a frame of its own (with its own
+    graphs and breaks), cached on the caller's cache under its code object.
+    """
+    n = fr.insts[fr.index].arg
+    at = len(fr.stack) - n - 2 if fr.stack[-n - 2] is not REAL_NULL else len(fr.stack) - n - 1
+    target = fr.stack[at]
+    bound = None
+    if isinstance(target, types.MethodType) and isinstance(target.__func__,
+                                                           types.FunctionType):
+        bound, fn = target.__self__, target.__func__
+    elif isinstance(target, types.FunctionType):
+        fn = target
+    elif isinstance(target, torch.nn.Module) and not _has_hooks(target) and \
+            isinstance(type(target).forward, types.FunctionType) and \
+            not type(target).__module__.startswith("torch."):
+        bound, fn = target, type(target).forward
+    else:
+        return
+    package = (getattr(fn, "__module__", None) or "").split(".")[0]
+    if package in sys.stdlib_module_names or package == "torch":
+        return  # library code (logging, ...) runs eagerly, as torch.compile's skipfiles
+    callees = callee_functions(cf.cache)
+    compiled = callees.get(fn)
+    if compiled is None:
+        from refcomp.api import CompiledFunction
+
+        compiled = callees.setdefault(fn, CompiledFunction(
+            fn, cf.backend, False, cf.options, private_cache=cf.private is not None))
+    fr.stack[at] = compiled if bound is None else functools.partial(compiled, bound)
+
+
+def _has_hooks(m) -> bool:
+    from torch.nn.modules import module as mm
+
+    return bool(m._forward_hooks or m._forward_pre_hooks or m._backward_hooks
+                or m._backward_pre_hooks or mm._global_forward_hooks
+                or mm._global_forward_pre_hooks or mm._global_backward_hooks)
+
+
+def callee_functions(cache: FrameCache) -> dict:
+    """function -> its CompiledFunction, for breaks inside inlined callees."""
+    callees = cache.__dict__.get("callees")
+    if callees is None:
+        with cache.lock:
+            callees = cache.__dict__.setdefault("callees", {})
+    return callees
+
+
 def resume_points(cache: FrameCache) -> dict:
     """(index, identity key) -> FrameCache of that resume point (Note [Resume points])."""
     points = cache.__dict__.get("resume_points")
@@ -594,10 +655,13 @@ def resume_points(cache: FrameCache) -> dict:
 
 
 def all_entries(cache: FrameCache) -> list:
-    """The frame's entries, then every resume point's (explain() counts them all)."""
+    """The frame's entries, every resume point's, and callees compiled at breaks."""
     out = list(cache.entries)
     for point in list(resume_points(cache).values()):
         out.extend(point.entries)
+    for compiled in list(callee_functions(cache).values()):
+        if compiled.cache is not cache:  # recursion shares the global cache
+            out.extend(all_entries(compiled.cache))
     return out
 
 

@@ -4,6 +4,7 @@ import pytest
 import torch
 
 import refcomp
+from refcomp import resume
 from refcomp.resume import all_entries
 
 BACKENDS = ["eager", "interp"]
@@ -101,14 +102,21 @@ def calls_printing_helper(x):
     return z - 1
 
 
-def test_break_inside_an_inlined_callee_breaks_at_the_call(capsys):
+def test_break_inside_an_inlined_callee_compiles_the_callee_as_its_own_frame(capsys):
     x = torch.randn(2, 3)
     report = refcomp.explain(calls_printing_helper, x, backend="eager")
     torch.testing.assert_close(report.result, calls_printing_helper(x))
     assert capsys.readouterr().out == "inside helper (2, 3)\n" * 2
-    assert report.graph_count == 2 and report.graph_break_count == 1
-    # The reason names the construct inside the callee; the frame broke at its call.
-    assert report.break_reasons[0]["id"] == "RB008"
+    # Graphs: x + 1 | (callee) t * 2 | z - 1.  Breaks: the caller at its call into the
+    # helper, the helper at its print; both report the print's reason and line.
+    assert report.graph_count == 3 and report.graph_break_count == 2
+    assert [r["id"] for r in report.break_reasons] == ["RB008", "RB008"]
+    assert report.break_reasons[0]["where"] == report.break_reasons[1]["where"]
+    cf = refcomp.compile(calls_printing_helper, backend="eager")
+    for _ in range(3):
+        torch.testing.assert_close(cf(x), calls_printing_helper(x))
+    (callee,) = resume.callee_functions(cf.cache).values()
+    assert callee.fn is helper_that_prints and callee.cache.entries[0].hits >= 2
 
 
 def break_inside_no_grad(x):
@@ -177,3 +185,39 @@ def test_one_list_under_two_names_stays_one_list_after_a_break(capsys):
     assert len(got) == len(want) == 2
     for g, w in zip(got, want):
         torch.testing.assert_close(g, w)
+
+
+class Noisy(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = torch.nn.Linear(4, 4)
+
+    def forward(self, x):
+        y = self.fc(x)
+        print("noisy", y.shape[0])
+        return y.relu()
+
+
+class Outer(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.inner = Noisy()
+        self.out = torch.nn.Linear(4, 2)
+
+    def forward(self, x):
+        return self.out(self.inner(x * 2))
+
+
+def test_a_submodule_that_breaks_is_compiled_as_its_own_frame(capsys):
+    torch.manual_seed(0)
+    model = Outer()
+    cm = refcomp.compile(model, backend="eager")
+    for _ in range(3):
+        x = torch.randn(3, 4)
+        torch.testing.assert_close(cm(x), model(x))
+    assert capsys.readouterr().out == "noisy 3\n" * 6
+    (callee,) = resume.callee_functions(cm._compiled_forward.cache).values()
+    assert callee.fn is Noisy.forward
+    report = refcomp.explain(model, torch.randn(3, 4))
+    assert report.graph_count == 4  # x * 2 | fc | relu | out
+    assert report.graph_break_count == 2
