@@ -93,7 +93,10 @@ def _let(s: Let, env, buffers, grid, accs, n_stage_dims):
     if s.op == "const":
         return np.asarray(attrs["value"]).astype(s.dtype.np)
     if s.op == "cast":
-        return _OPS.cast(args[0], s.dtype)
+        x, target = np.asarray(args[0]), attrs["dtype"]
+        if target != s.dtype:  # a rounding cast to f16/bf16 (Note [Half casts], lower.py)
+            x = _OPS.cast(x.astype(np.float32), target)
+        return _OPS.cast(x, s.dtype)
     if s.op == "compare":
         return _OPS.compare(attrs["name"], *args)
     result = getattr(_OPS, s.op)(*args)

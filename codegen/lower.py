@@ -31,6 +31,15 @@ from ir.ops.registry import CREATION, LAYOUT, POINTWISE, REDUCTION
 from ir.ops.rules import normalize_dim, normalize_dims
 from ir.types import bool_, is_symbolic
 
+# Note [Half casts]
+# f16/bf16 values are computed in f32 (compute_dtype) and round once when stored,
+# so an op whose result type is f16 does not round inside a kernel.  An explicit
+# `cast` to f16/bf16 does: `x.half().float()` must lose the bits eager loses.  It
+# lowers to `cast` with attribute dtype=f16 (or bf16) and Let dtype f32: round to
+# the half type, widen back to f32.  The source is first converted to f32, as
+# torch does (c10::Half and c10::BFloat16 convert from float): f64 -> f16 rounds
+# twice, exactly like eager.
+
 
 class Unsupported(Exception):
     """This region (or node) has no Kernel form; the caller must fall back."""
@@ -323,6 +332,9 @@ class _Lowering:
         targets = compute_dtypes(node.op.name, [x.type.dtype for x in node.inputs], out)
         if node.op.name != "cast":
             operands = [self.rec.cast(t, d) for t, d in zip(operands, targets)]
+        elif compute_dtype(out) != out:
+            # See Note [Half casts]: an explicit cast to f16/bf16 rounds, result in f32.
+            return self.rec.call("cast", operands, dtype=out)
         result = node.op.scalar(self.rec, *operands, **node.attrs)
         return self.rec.cast(result, out)
 

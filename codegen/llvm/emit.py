@@ -23,7 +23,7 @@ import math
 import llvmlite.ir as lir
 
 from codegen.kernel import DivMod, Index, Kernel, Let, Reduce, Store
-from codegen.llvm.scalar import F32, I16, I32, I64, TV, LLVMScalarOps, llvm_type
+from codegen.llvm.scalar import F32, I32, I64, TV, LLVMScalarOps, llvm_type, to_bf16
 from codegen.scalar import compute_dtype
 from ir.types import DType
 
@@ -234,7 +234,7 @@ class _Emitter:
         addr, dtype = self.address(s.buf, s.index)
         v = value.value
         if dtype.short == "bf16":
-            v = _to_bf16(b, v)
+            v = to_bf16(b, v)
         elif dtype.short == "f16":
             v = b.fptrunc(v, llvm_type(dtype, storage=True))
         elif dtype.is_bool:
@@ -366,14 +366,4 @@ def _combine(b: lir.IRBuilder, ops, op: str, dtype: DType, old, new):
 
 def _binary_intrinsic(module, name: str, ty):
     return module.declare_intrinsic(name, [ty], lir.FunctionType(ty, [ty, ty]))
-
-
-def _to_bf16(b: lir.IRBuilder, v):
-    """Round an f32 to bf16 bits, nearest even; NaN stays a (quiet) NaN."""
-    bits = b.bitcast(v, I32)
-    lsb = b.and_(b.lshr(bits, lir.Constant(I32, 16)), lir.Constant(I32, 1))
-    rounded = b.lshr(b.add(b.add(bits, lir.Constant(I32, 0x7FFF)), lsb), lir.Constant(I32, 16))
-    is_nan = b.fcmp_unordered("uno", v, v)
-    out = b.select(is_nan, lir.Constant(I32, 0x7FC0), rounded)
-    return b.trunc(out, I16)
 

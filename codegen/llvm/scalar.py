@@ -20,7 +20,7 @@ import llvmlite.ir as lir
 
 from codegen.llvm import vmath
 from codegen.scalar import compute_dtype
-from ir.types import DType, bool_, f32, f64
+from ir.types import DType, bf16, bool_, f16, f32, f64
 
 I1, I8, I16, I32, I64 = (lir.IntType(n) for n in (1, 8, 16, 32, 64))
 F32, F64, F16 = lir.FloatType(), lir.DoubleType(), lir.HalfType()
@@ -93,6 +93,8 @@ class LLVMScalarOps:
 
     def cast(self, x: TV, dtype: DType) -> TV:
         b, src, dst = self.b, x.dtype, compute_dtype(dtype)
+        if dtype in (f16, bf16):
+            return TV(round_half(b, self.cast(x, f32).value, dtype), f32)
         if src == dst:
             return x
         ty = llvm_type(dst)
@@ -340,3 +342,20 @@ class LLVMScalarOps:
 
     def bitwise_not(self, x):
         return TV(self.b.not_(x.value), x.dtype)
+
+
+def round_half(b: lir.IRBuilder, v, dtype: DType):
+    """The f32 `v` rounded to f16 or bf16 and widened back to f32 (Note [Half casts])."""
+    if dtype == f16:
+        return b.fpext(b.fptrunc(v, F16), F32)
+    return b.bitcast(b.shl(b.zext(to_bf16(b, v), I32), lir.Constant(I32, 16)), F32)
+
+
+def to_bf16(b: lir.IRBuilder, v):
+    """Round an f32 to bf16 bits, nearest even; NaN stays a (quiet) NaN."""
+    bits = b.bitcast(v, I32)
+    lsb = b.and_(b.lshr(bits, lir.Constant(I32, 16)), lir.Constant(I32, 1))
+    rounded = b.lshr(b.add(b.add(bits, lir.Constant(I32, 0x7FFF)), lsb), lir.Constant(I32, 16))
+    is_nan = b.fcmp_unordered("uno", v, v)
+    out = b.select(is_nan, lir.Constant(I32, 0x7FC0), rounded)
+    return b.trunc(out, I16)

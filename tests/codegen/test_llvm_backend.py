@@ -240,3 +240,51 @@ func @f(%x: f32[300,300]) -> (f32[300,300], f32[300]) {
         torch.set_num_threads(threads)
     for got, want in zip(results, ir.run(graph, [x])):
         np.testing.assert_allclose(got.numpy(), want, rtol=1e-5, atol=1e-5)
+
+
+# Values an explicit cast to f16/bf16 must round like eager: ties (to even), just above
+# ties, f16 subnormals and underflow, overflow, signed zero, inf, NaN; for f64 and i64
+# sources values whose rounding to f32 first lands on a tie (torch rounds through f32).
+HALF_CAST_VALUES = {
+    "f32": [1 + 2**-11, 1 + 3 * 2**-11, 1 + 2**-11 + 2**-20, 1 + 2**-8, 1 + 3 * 2**-8,
+            1 + 2**-8 + 2**-20, 3e-6, 1e-8, 7e4, 4e38 / 2, -0.0, 0.1, -2.7, float("inf"),
+            float("nan")],
+    "f64": [1 + 2**-11 + 2**-40, 1 + 2**-8 + 2**-40, 1 + 2**-11, 0.1, -1e-9, 1e300],
+    "i64": [2**24 + 2**16 + 1, 2049, 2051, -70000, 3, 0],
+}
+
+
+@pytest.mark.parametrize("half", ["f16", "bf16"])
+@pytest.mark.parametrize("src", ["f32", "f64", "i64"])
+def test_explicit_half_casts_round_like_eager(src, half):
+    # Note [Half casts] (codegen/lower.py): x.to(half).float() loses the bits eager loses.
+    from codegen.kernel_numpy import run_kernel
+
+    values = HALF_CAST_VALUES[src] + [-v for v in HALF_CAST_VALUES[src]]
+    n = len(values)
+    graph = ir.parse(f"""
+func @f(%x: {src}[{n}]) -> (f32[{n}], f32[{n}], {half}[{n}]) {{
+  %0 = cast %x {{dtype={half}}} : {half}[{n}]
+  %1 = cast %0 {{dtype=f32}} : f32[{n}]
+  %2 = cast %x {{dtype=f64}} : f64[{n}]
+  %3 = cast %2 {{dtype={half}}} : {half}[{n}]
+  %4 = cast %3 {{dtype=f32}} : f32[{n}]
+  %5 = mul %1, %4 : f32[{n}]
+  %6 = cast %5 {{dtype={half}}} : {half}[{n}]
+  return %1, %4, %6
+}}""")
+    tdtype = {"f32": torch.float32, "f64": torch.float64, "i64": torch.int64}[src]
+    thalf = {"f16": torch.float16, "bf16": torch.bfloat16}[half]
+    x = torch.tensor(values, dtype=torch.float64).to(tdtype)
+    a = x.to(thalf).float()
+    b = x.double().to(thalf).float()
+    expected = [a, b, (a * b).to(thalf)]
+    fn = compile_llvm(graph)
+    (kernel,) = fn.compiled.kernels
+    for got, want in zip(fn(x), expected):
+        torch.testing.assert_close(got, want, rtol=0, atol=0, equal_nan=True)
+    buffers = {"in0": to_numpy(x)}
+    buffers.update({f"out{j}": np.zeros(n, np.float32) for j in range(3)})
+    run_kernel(kernel, buffers)  # the numpy executor rounds the same way
+    for j, want in enumerate(expected):
+        np.testing.assert_array_equal(buffers[f"out{j}"], to_numpy(want.float()))
