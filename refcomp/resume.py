@@ -654,14 +654,16 @@ def resume_points(cache: FrameCache) -> dict:
     return points
 
 
-def all_entries(cache: FrameCache) -> list:
+def all_entries(cache: FrameCache, _seen=None) -> list:
     """The frame's entries, every resume point's, and callees compiled at breaks."""
+    seen = _seen if _seen is not None else set()
+    seen.add(id(cache))
     out = list(cache.entries)
     for point in list(resume_points(cache).values()):
         out.extend(point.entries)
     for compiled in list(callee_functions(cache).values()):
-        if compiled.cache is not cache:  # recursion shares the global cache
-            out.extend(all_entries(compiled.cache))
+        if id(compiled.cache) not in seen:  # (mutual) recursion shares caches
+            out.extend(all_entries(compiled.cache, seen))
     return out
 
 

@@ -1,8 +1,8 @@
 """Property: Frontend I's random programs with graph-breaking constructs inserted at random
 statement boundaries (print, .item(), a tensor-valued if, a global counter, appends to a
-global list and to an argument list) still equal eager: the returned tensors, the
-printed text and every Python side effect, over two calls (the second reuses the cached
-segments and resume points)."""
+global list and to an argument list, a helper that prints) still equal eager: the
+returned tensors, the printed text and every Python side effect, over two calls (the
+second reuses the cached segments and resume points)."""
 
 import contextlib
 import io
@@ -22,7 +22,16 @@ BREAKS = ["print('p{k}', tuple({a}.shape), {a}.dtype)",
           "if {a}.float().sum() > 0:\n        {a} = {a} + 1\n    else:\n        {a} = {a} - 1",
           "N += 1\n    {a} = {a} + N",
           "out.append({a} * 2)",
-          "{a} = {a} * (2 if {a}.float().mean().item() > 0 else 3)"]
+          "{a} = {a} * (2 if {a}.float().mean().item() > 0 else 3)",
+          "{a} = HELPER({a}, out)"]
+# A user function that breaks inside: the caller breaks at the call, and the helper is
+# compiled as a frame of its own.
+HELPER = '''
+def HELPER(t, out):
+    print("helper", tuple(t.shape))
+    out.append(t.sum())
+    return t + 1
+'''
 
 
 @st.composite
@@ -47,7 +56,7 @@ def _load(source, counter=[0]):
     filename = f"<random breaking program {counter[0]}>"
     linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
     namespace = {"torch": torch, "ITEMS": [], "N": 0}
-    exec(compile(source, filename, "exec"), namespace)
+    exec(compile(source + HELPER, filename, "exec"), namespace)
     return namespace["f"], namespace
 
 
