@@ -45,6 +45,7 @@ import types
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
+import sympy
 import torch
 
 from refcomp import concrete
@@ -337,7 +338,7 @@ def trace_segment(cf, G, B, C, start, pending, stack, *, root, opaque=frozenset(
     code = cf.code
 
     def fresh(stop):
-        # `dynamic` only where set: symbolic sizes are refused at a break (see _Recipes).
+        # `dynamic` only where set (a symbolic size crossing a break: see _Recipes._size).
         ctx = TraceContext(code.co_name, **({"dynamic": True} if getattr(cf, "dynamic", False)
                                             else {}))
         tx = SegmentTranslator(ctx, code, G, B, _cells(ctx, code, C), start=start,
@@ -411,7 +412,8 @@ class _Recipes:
     ("const", v) an immutable constant; ("copy", v) a fresh copy of a list/dict the
     trace built from constants; ("null",); containers and ("iter", items) of recipes;
     ("method", self recipe, function or None, name); ("shared", slot, recipe): a mutable
-    object built once per rebuild, however many live values hold it.
+    object built once per rebuild, however many live values hold it; ("size", fn,
+    [(tensor source, dim)]): a symbolic size, from this call's input shapes.
     """
 
     def __init__(self, ctx):
@@ -442,6 +444,8 @@ class _Recipes:
         if isinstance(vt, (ConstVar, TupleVar, ListVar, DictVar, OpaqueVar)) and \
                 vt.source is not None:
             return ("source", vt.source)
+        if isinstance(vt, ConstVar) and isinstance(vt.value, sympy.Basic):
+            return self._size(vt.value)
         if isinstance(vt, ConstVar):
             if _immutable(vt.value):
                 return ("const", vt.value)
@@ -462,6 +466,16 @@ class _Recipes:
         if isinstance(vt, IteratorVar):
             return ("iter", [self.of(i) for i in vt.items[vt.pos:]])
         raise Refused(f"{type(vt).__name__} cannot cross a graph break")
+
+    def _size(self, expr):
+        """A symbolic size (dynamic=True): recomputed from the inputs' shapes after the graph."""
+        if not expr.free_symbols:
+            if expr.is_Integer:
+                return ("const", int(expr))
+            raise Refused(f"the size {expr} is not an integer")
+        symbols = sorted(expr.free_symbols, key=str)
+        where = [self.ctx.sym_sources[s][0] for s in symbols]  # (tensor source, dim)
+        return ("size", sympy.lambdify(symbols, expr), where)
 
     def check_aliasing(self):
         """Graph outputs are fresh tensors: views of inputs or of each other would not be."""
@@ -508,6 +522,8 @@ def make(r, outs, L, G, C, B, memo):
         return load_source(r[1], L, G, C, B)
     if kind == "const":
         return r[1]
+    if kind == "size":
+        return int(r[1](*(load_source(s, L, G, C, B).shape[d] for s, d in r[2])))
     if kind == "copy":
         return copy.deepcopy(r[1])
     if kind == "null":

@@ -221,3 +221,20 @@ def test_a_submodule_that_breaks_is_compiled_as_its_own_frame(capsys):
     report = refcomp.explain(model, torch.randn(3, 4))
     assert report.graph_count == 4  # x * 2 | fc | relu | out
     assert report.graph_break_count == 2
+
+
+def prints_batch(x):
+    y = x * 2
+    print("batch", y.shape[0])  # a symbolic size, rebuilt from this call's shapes
+    return y.sum(1) + 1
+
+
+def test_symbolic_sizes_cross_a_break_with_dynamic_shapes(capsys):
+    refcomp.reset()
+    cf = refcomp.compile(prints_batch, backend="eager", dynamic=True)
+    for n in (2, 3, 5):
+        x = torch.randn(n, 3)
+        torch.testing.assert_close(cf(x), prints_batch(x))
+    assert capsys.readouterr().out == "".join(f"batch {n}\n" * 2 for n in (2, 3, 5))
+    es = entries(cf)
+    assert len(es) == 2 and all(e.graph is not None for e in es)  # one entry per segment
