@@ -78,6 +78,9 @@ def next_power_of_2(n: int) -> int:
 
 def emit_kernel(kernel: Kernel, name: str, max_rblock: int = MAX_RBLOCK) -> TritonKernel:
     """The Triton module for `kernel`.  Raises NotImplementedError for what it cannot emit."""
+    if getattr(kernel, "inplace", ()):
+        # Reuse across stages assumes loads see inputs nothing in the kernel writes.
+        raise NotImplementedError("in-place kernels (an output over an input's bytes)")
     big = [b.name for b in kernel.buffers if b.numel >= INDEX_LIMIT]
     if big:
         raise NotImplementedError(f"buffers {big} need 64-bit indices (int32 is emitted)")
