@@ -7,7 +7,8 @@ imports ir/ and codegen/, never the other way round.  Spec: spec/architecture.md
     print(refcomp.explain(model, x))      # Graph Count: 1 ...
 """
 
-from refcomp.api import compile, default_backend, disable, reset, stats
+from refcomp.api import compile, disable, reset, stats
+from refcomp.config import default_backend
 from refcomp.explain import explain
 from refcomp.reasons import REASONS, CaptureError, Unsupported
 

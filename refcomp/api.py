@@ -16,7 +16,7 @@ import warnings
 import torch
 
 import codegen.stats as codegen_stats
-from codegen.backends import available_backends, get_backend
+from codegen.backends import get_backend
 from refcomp import cache as cache_mod
 from refcomp import resume
 from refcomp.cache import COUNTERS, FrameCache, cache_for
@@ -30,18 +30,13 @@ from refcomp.tracer.modules import MODULE_TABLE
 _DISABLED = "_refcomp_disabled"
 
 
-def default_backend() -> str:
-    """'llvm' once that backend is registered, else 'eager'."""
-    return "llvm" if "llvm" in available_backends() else "eager"
-
-
 def compile(fn_or_module=None, *, backend=None, dynamic=None, fullgraph=False, options=None):
     """Compile a function or nn.Module; usable as `@compile` or `@compile(backend=...)`."""
     if fn_or_module is None:
         return lambda f: compile(f, backend=backend, dynamic=dynamic, fullgraph=fullgraph,
                                  options=options)
-    backend = backend if backend is not None else default_backend()
-    get_backend(backend)  # unknown backend: ValueError listing the valid ones now
+    if backend is not None:
+        get_backend(backend)  # unknown backend: ValueError listing the valid ones now
     opts = resolve_options(options)
     if dynamic not in (None, False, True):
         raise ValueError(f"dynamic must be None, False or True, got {dynamic!r}")

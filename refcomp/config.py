@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import os
 
+from codegen.backends import available_backends
+
 OPTIONS = {
     "cache_size_limit": (int(os.environ.get("REFCOMP_CACHE_SIZE_LIMIT", "8")),
                          "entries per code object before calls that miss run eagerly"),
@@ -34,3 +36,14 @@ def resolve_options(options) -> dict:
     if out["guard_filter_fn"] is not None and not callable(out["guard_filter_fn"]):
         raise ValueError("guard_filter_fn must be callable")
     return out
+
+
+def default_backend(device: str = "cpu") -> str:
+    """The backend used when `compile` is given none, chosen per graph by its device.
+
+    CUDA tensors: "triton" when registered; CPU tensors: "llvm" when registered;
+    otherwise "eager".  Resolved when a graph is built, so one compiled function
+    follows its inputs' device.
+    """
+    wanted = "triton" if device.startswith("cuda") else "llvm"
+    return wanted if wanted in available_backends() else "eager"

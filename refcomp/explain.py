@@ -59,10 +59,12 @@ def explain(fn, *args, backend=None, dynamic=None, **kwargs):
     """`explain(fn, *args)` -> ExplainOutput; `explain(fn)` -> a function taking the args."""
     if not args and not kwargs:
         return lambda *a, **k: explain(fn, *a, backend=backend, dynamic=dynamic, **k)
-    from refcomp.api import CompiledFunction, OptimizedModule, default_backend
+    from codegen.backends import get_backend
+    from refcomp.api import CompiledFunction, OptimizedModule
     from refcomp.config import resolve_options
 
-    backend = backend or default_backend()
+    if backend is not None:  # None: chosen per graph by device, as in compile()
+        get_backend(backend)
     options = resolve_options(None)
     if isinstance(fn, OptimizedModule):
         fn = fn._orig_mod

@@ -22,6 +22,7 @@ import torch
 
 from codegen.backends import get_backend
 from ir.graph import Graph
+from refcomp.config import default_backend
 from refcomp.guards import GuardSet
 from refcomp.reasons import Unsupported
 from refcomp.tracer.context import CONSTANT_TYPES, TraceContext
@@ -158,6 +159,9 @@ def build_entry(ctx: TraceContext, output: VT, backend_name: str, options: dict,
 
         graph = run_pipeline(graph, passes)
     notes = []
+    if not backend_name:  # compile(backend=None): pick by the graph's device
+        devices = {v.type.device for v in graph.inputs} or {"cpu"}
+        backend_name = default_backend(sorted(devices)[0])
     backend = get_backend(backend_name)
     needs_grad = any(outs.requires_grad)
     if needs_grad and not backend.differentiable:
