@@ -1,0 +1,219 @@
+"""Values crossing a graph break: how each live value is rebuilt after the graph.
+
+Owns: `Recipes` (symbolic value -> recipe, and the check that rebuilt tensors alias
+as eager's would), `make` (recipe -> real object, after the graph has run),
+`load_source` (a Source read from a segment's L/G/C/B), `OpaqueVar` and `Refused`.
+Must not know the tracer's loop or the cache.  Spec: spec/runtime.md, "The state
+machine" (Rebuild) and "Frames that run eagerly instead".
+
+Note [Opaque numbers]: a Python number live at a resume point (a running total, a
+value read by `.item()`) is first specialized like any constant.  When a later
+call misses only because such a number changed, the resume point re-traces with
+that name opaque (`OpaqueVar`: its type is guarded, its value is not) and drops the
+specialized entries, so a loop does not recompile per value.  The tracer can only
+move an opaque value; an instruction that needs it (arithmetic, a jump, a call
+argument) fails and becomes a break executed concretely.  Any other failure of a
+handler inside a segment is turned into such a break too: running one instruction
+concretely is always what eager does.
+"""
+
+from __future__ import annotations
+
+import copy
+import types
+
+import sympy
+import torch
+
+from refcomp.concrete import NULL as REAL_NULL
+from refcomp.sources import (
+    ATTR,
+    AttrSource,
+    BuiltinSource,
+    ClosureSource,
+    GlobalSource,
+    ItemSource,
+    LocalSource,
+)
+from refcomp.tracer.context import CONSTANT_TYPES
+from refcomp.tracer.values import (
+    NULL,
+    VT,
+    ConstVar,
+    DictVar,
+    IteratorVar,
+    ListVar,
+    MethodVar,
+    TensorVar,
+    TupleVar,
+)
+
+
+class Refused(Exception):
+    """The state at a break cannot be rebuilt faithfully after the graph."""
+
+
+class OpaqueVar(VT):
+    """A Python number that changed between calls at a resume point (Note [Opaque numbers]).
+
+    The tracer only moves it around: any handler that needs its value fails, and the
+    instruction becomes a break that runs concretely.  Only its exact type is guarded.
+    """
+
+    def __init__(self, value, source):
+        self.kind = type(value)
+        self.source = source
+
+    def python_type(self):
+        return self.kind
+
+    def __repr__(self):
+        return f"OpaqueVar({self.source.name()})"
+
+
+_IMMUTABLE = CONSTANT_TYPES + (torch.dtype, torch.device, torch.Size, range, slice, type,
+                               types.FunctionType, types.BuiltinFunctionType, types.ModuleType,
+                               types.MethodDescriptorType, types.WrapperDescriptorType,
+                               types.MethodWrapperType, types.BuiltinMethodType)
+
+
+def _immutable(value) -> bool:
+    if isinstance(value, (tuple, frozenset)):
+        return all(_immutable(v) for v in value)
+    return isinstance(value, _IMMUTABLE)
+
+
+class Recipes:
+    """How each live symbolic value becomes a real object after the graph has run.
+
+    Recipes: ("out", i) graph output i; ("source", s) re-read from the segment's
+    L/G/C/B (inputs, and objects the trace only looked at: identity is kept);
+    ("const", v) an immutable constant; ("copy", v) a fresh copy of a list/dict the
+    trace built from constants; ("null",); containers and ("iter", items) of recipes;
+    ("method", self recipe, function or None, name); ("shared", slot, recipe): a mutable
+    object built once per rebuild, however many live values hold it; ("size", fn,
+    [(tensor source, dim)]): a symbolic size, from this call's input shapes.
+    """
+
+    def __init__(self, ctx):
+        self.ctx = ctx
+        self.tensors: list = []
+        self.index: dict = {}
+        self.shared: dict = {}  # id(mutable VT) -> slot
+
+    def of(self, vt):
+        recipe = self._of(vt)
+        if recipe[0] in ("copy", "list", "dict", "iter"):
+            # Mutable: two names for one list must stay one list after the break.
+            slot = self.shared.setdefault(id(vt), len(self.shared))
+            return ("shared", slot, recipe)
+        return recipe
+
+    def _of(self, vt):
+        if vt is NULL:
+            return ("null",)
+        if isinstance(vt, TensorVar):
+            src = vt.source
+            if src is not None and self.ctx.input_vars.get(src.name()) is vt:
+                return ("source", src)  # the caller's tensor (written back if mutated)
+            if id(vt) not in self.index:
+                self.index[id(vt)] = len(self.tensors)
+                self.tensors.append(vt)
+            return ("out", self.index[id(vt)])
+        if isinstance(vt, (ConstVar, TupleVar, ListVar, DictVar, OpaqueVar)) and \
+                vt.source is not None:
+            return ("source", vt.source)
+        if isinstance(vt, ConstVar) and isinstance(vt.value, sympy.Basic):
+            return self._size(vt.value)
+        if isinstance(vt, ConstVar):
+            if _immutable(vt.value):
+                return ("const", vt.value)
+            if type(vt.value) in (list, dict, set) and all(
+                    _immutable(v) for v in (vt.value.items() if isinstance(vt.value, dict)
+                                            else vt.value)):
+                return ("copy", vt.value)
+            raise Refused(f"a {type(vt.value).__name__} built while tracing")
+        if isinstance(vt, TupleVar):
+            return ("tuple", [self.of(i) for i in vt.items])
+        if isinstance(vt, ListVar):
+            return ("list", [self.of(i) for i in vt.items])
+        if isinstance(vt, DictVar):
+            return ("dict", [(k, self.of(v)) for k, v in vt.items.items()])
+        if isinstance(vt, MethodVar):
+            fn = vt.fn if isinstance(vt.fn, types.FunctionType) else None
+            return ("method", self.of(vt.self_vt), fn, vt.name)
+        if isinstance(vt, IteratorVar):
+            return ("iter", [self.of(i) for i in vt.items[vt.pos:]])
+        raise Refused(f"{type(vt).__name__} cannot cross a graph break")
+
+    def _size(self, expr):
+        """A symbolic size (dynamic=True): recomputed from the inputs' shapes after the graph."""
+        if not expr.free_symbols:
+            if expr.is_Integer:
+                return ("const", int(expr))
+            raise Refused(f"the size {expr} is not an integer")
+        symbols = sorted(expr.free_symbols, key=str)
+        where = [self.ctx.sym_sources[s][0] for s in symbols]  # (tensor source, dim)
+        return ("size", sympy.lambdify(symbols, expr), where)
+
+    def check_aliasing(self):
+        """Graph outputs are fresh tensors: views of inputs or of each other would not be."""
+        seen = {}
+        for vt in self.tensors:
+            if vt.alias in self.ctx.input_aliases:
+                raise Refused("a view of an input tensor is live at the break")
+            if vt.alias in seen:
+                raise Refused("two live tensors share storage at the break")
+            seen[vt.alias] = vt
+
+
+def load_source(src, L, G, C, B):
+    """The object a source names, read from a segment's L/G/C/B (as the guards read it)."""
+    if isinstance(src, LocalSource):
+        return L[src.local]
+    if isinstance(src, GlobalSource):
+        return G[src.glob]
+    if isinstance(src, BuiltinSource):
+        return B[src.builtin]
+    if isinstance(src, ClosureSource):
+        return C[src.index].cell_contents
+    if isinstance(src, AttrSource):
+        base = load_source(src.base_source, L, G, C, B)
+        if src.where == ATTR:
+            return getattr(base, src.attr)
+        return getattr(base, src.where)[src.attr]
+    if isinstance(src, ItemSource):
+        return load_source(src.base_source, L, G, C, B)[src.key]
+    if hasattr(src, "globals"):  # an inlined function's module globals
+        return src.globals
+    raise TypeError(f"cannot read source {src!r}")
+
+
+def make(r, outs, L, G, C, B, memo):
+    kind = r[0]
+    if kind == "shared":  # one object however many live values hold it
+        if r[1] not in memo:
+            memo[r[1]] = make(r[2], outs, L, G, C, B, memo)
+        return memo[r[1]]
+    if kind == "out":
+        return outs[r[1]]
+    if kind == "source":
+        return load_source(r[1], L, G, C, B)
+    if kind == "const":
+        return r[1]
+    if kind == "size":
+        return int(r[1](*(load_source(s, L, G, C, B).shape[d] for s, d in r[2])))
+    if kind == "copy":
+        return copy.deepcopy(r[1])
+    if kind == "null":
+        return REAL_NULL
+    if kind == "tuple":
+        return tuple(make(i, outs, L, G, C, B, memo) for i in r[1])
+    if kind == "list":
+        return [make(i, outs, L, G, C, B, memo) for i in r[1]]
+    if kind == "dict":
+        return {k: make(v, outs, L, G, C, B, memo) for k, v in r[1]}
+    if kind == "iter":
+        return iter([make(i, outs, L, G, C, B, memo) for i in r[1]])
+    obj = make(r[1], outs, L, G, C, B, memo)  # "method"
+    return types.MethodType(r[2], obj) if r[2] is not None else getattr(obj, r[3])
