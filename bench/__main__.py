@@ -1,4 +1,7 @@
-"""`python -m bench [--only a,b] [--reps N] [--no-inductor] [--out bench/RESULTS.md]`.
+"""`python -m bench [--only a,b] [--reps N] [--no-inductor] [--no-plan] [--out bench/RESULTS.md]`.
+
+`--no-plan` adds the candidate `refcomp-noplan`: the llvm backend without its
+memory plan (every intermediate a fresh tensor), to compare peak memory and time.
 
 Runs every workload with every candidate on one thread (torch.set_num_threads(1),
 as the targets in the LLVM backend's issue are stated) and writes a Markdown
@@ -24,6 +27,8 @@ def main(argv=None) -> int:
     ap.add_argument("--reps", type=int, default=15, help="interleaved rounds per workload")
     ap.add_argument("--no-inductor", action="store_true", help="skip torch.compile")
     ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--no-plan", action="store_true",
+                    help="also run refcomp without the memory plan (refcomp-noplan)")
     ap.add_argument("--out", default="", help="write the Markdown report here")
     opts = ap.parse_args(argv)
     torch.set_num_threads(opts.threads)
@@ -36,6 +41,8 @@ def main(argv=None) -> int:
     if not opts.no_inductor:
         candidates["inductor"] = harness.inductor_candidate
     candidates["refcomp"] = harness.refcomp_candidate
+    if opts.no_plan:
+        candidates["refcomp-noplan"] = harness.refcomp_noplan_candidate
 
     started = time.perf_counter()
     startup = {}

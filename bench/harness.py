@@ -208,3 +208,18 @@ def refcomp_candidate(fn):
     from codegen import stats
 
     return refcomp.compile(fn), lambda: stats.STATS.kernels
+
+
+def refcomp_noplan_candidate(fn):
+    import types
+
+    import refcomp
+    from codegen import stats
+
+    # refcomp caches per code object, whatever the options: a renamed copy of the code
+    # gets its own cache, so this candidate really compiles without the plan.
+    code = fn.__code__.replace(co_name=fn.__code__.co_name + "_noplan")
+    twin = types.FunctionType(code, fn.__globals__, code.co_name, fn.__defaults__,
+                              fn.__closure__)
+    return (refcomp.compile(twin, options={"backend_options": {"plan": False}}),
+            lambda: stats.STATS.kernels)

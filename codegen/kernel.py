@@ -218,6 +218,9 @@ class Kernel:
     outer: tuple  # ((var, size), ...): the parallel space
     accs: tuple  # Acc
     stages: tuple  # Stage
+    # ((output buffer, input buffer), ...): the output is written over the input's
+    # bytes (the runtime passes one pointer for both; see Note [In-place kernels]).
+    inplace: tuple = ()
 
     @property
     def inputs(self) -> list[Buffer]:
@@ -243,7 +246,8 @@ def print_kernel(k: Kernel) -> str:
     """The one printed form of a kernel: deterministic, used as its cache key."""
     bufs = ", ".join(f"{b.name}: {b.dtype}[{b.numel}]" for b in k.buffers)
     outer = ", ".join(f"{v} < {n}" for v, n in k.outer)
-    lines = [f"kernel({bufs}) outer [{outer}] {{"]
+    inplace = "".join(f" inplace [{o}={i}]" for o, i in k.inplace)
+    lines = [f"kernel({bufs}) outer [{outer}]{inplace} {{"]
     for a in k.accs:
         lines.append(f"  acc {a.name}: {a.dtype} = {a.op}")
     for stage in k.stages:
@@ -350,7 +354,7 @@ def _rewrite(k: Kernel, group: int, dims: tuple, fn) -> Kernel:
             st = Stage(dims if group == i + 1 else st.ranges,
                        tuple(_map_index(s, fn) for s in st.body))
         stages.append(st)
-    return Kernel(k.buffers, outer, k.accs, tuple(stages))
+    return Kernel(k.buffers, outer, k.accs, tuple(stages), k.inplace)
 
 
 def _map_index(s, fn):

@@ -9,9 +9,10 @@ launches.  Backend neutral: a backend passes `compile_kernels(kernels) ->
 Per-call work is the part every compiled function pays, so the call is a
 generated straight-line Python function (printable as `CompiledGraph.source`):
 check each input's shape and dtype, make non-contiguous inputs contiguous
-(kernels index flat contiguous buffers), allocate each kernel's outputs with
-torch.empty, pass data pointers to the ctypes launcher, return the outputs.
-Outputs are fresh tensors, except where the graph returns a view or an input.
+(kernels index flat contiguous buffers), allocate the arena (one tensor holding
+every planned intermediate, Note [Arena at run time]) and the outputs, pass data
+pointers to the ctypes launchers, return the outputs.  Outputs are fresh
+tensors, except where the graph returns a view or an input.
 
 A launcher is `fn(*pointers, start, end)` computing rows [start, end) of the
 kernel's parallel dimension.  Big kernels go through `_launch_parallel`, which
@@ -21,6 +22,8 @@ the GIL) and runs directly when one thread is set.
 
 from __future__ import annotations
 
+import dataclasses
+import math
 import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Callable, Optional
@@ -33,6 +36,7 @@ from codegen.stats import STATS
 from codegen.torch_bridge import torch_dtype
 from ir.graph import Graph, Node, Value
 from ir.ops.registry import EXTERN, LAYOUT, POINTWISE, REDUCTION
+from ir.plan import views_in
 from ir.types import is_symbolic
 
 VIEWS = frozenset({"reshape", "permute", "slice", "expand", "squeeze", "unsqueeze"})
@@ -136,8 +140,18 @@ class CompiledGraph:
         started = time.perf_counter()
         self.graph = graph
         units = plan_graph(graph, sizes)
+        self.arena = Arena(graph, sizes, units)
         kernel_units = [u for u in units if u.kind == "kernel"]
+        plain = [u.kernel for u in kernel_units]
+        for unit in kernel_units:
+            unit.kernel = self.arena.inplace_kernel(unit)
         launchers = compile_kernels([u.kernel for u in kernel_units])
+        if None in launchers and self.arena.offset:
+            # A fallback changes who writes what: run this graph without the arena.
+            self.arena = Arena(graph, sizes, [])
+            for unit, kernel in zip(kernel_units, plain):
+                unit.kernel = kernel
+            launchers = compile_kernels(plain)
         for unit, launcher in zip(kernel_units, launchers):
             if launcher is None:
                 STATS.fallback(unit.label, "the backend could not emit this kernel")
@@ -147,7 +161,7 @@ class CompiledGraph:
                 unit.fn = launcher
         self.units = units
         self.kernels = [u.kernel for u in units if u.kind == "kernel"]
-        self.source, self.fn = _generate(graph, sizes, units)
+        self.source, self.fn = _generate(graph, sizes, units, self.arena)
         STATS.graphs_compiled += 1
         STATS.compile_seconds += time.perf_counter() - started
 
@@ -155,12 +169,81 @@ class CompiledGraph:
         return self.fn(*tensors)
 
 
-def _generate(graph: Graph, sizes: dict, units: list[_Unit]):
+class Arena:
+    """Which intermediates live in the call's arena, at which byte offset.
+
+    Note [Arena at run time]: the graph's MemoryPlan (spec/memory.md) gives every
+    intermediate an offset; the runtime honours it for the values it writes itself
+    (kernel outputs, and matmul results through `out=`), so a call allocates one
+    uint8 arena tensor for all of them.  A planned value stays a fresh tensor
+    instead (always safe: fresh bytes overlap nothing) when its producer is a
+    fallback (torch allocates), when a graph output views it (the caller would see
+    bytes a later step reuses), or when an eager fallback reads it (its result may be
+    a torch view whose reads the plan does not count).  A `reuses` pair is honoured
+    as an in-place kernel (Note [In-place kernels], codegen/llvm/emit.py) only when
+    both values are in the arena and the kernel reads the operand through one buffer.
+    """
+
+    def __init__(self, graph: Graph, sizes: dict, units: list):
+        self.offset: dict = {}  # Value -> byte offset
+        self.reuses: dict = {}  # in-place result -> the operand whose bytes it takes
+        self.nbytes = 0
+        plan = graph.plan
+        if plan is None or not units:
+            return
+        _, offsets = plan.evaluate(sizes)
+        view_of = views_in(graph)  # also the views that are graph outputs
+        unsafe = set()
+        for v in graph.outputs:
+            while v in view_of:
+                v = view_of[v]
+                unsafe.add(v)
+        writers = set()
+        for unit in units:
+            if unit.kind == "eager":
+                unsafe.update(unit.inputs)
+            if unit.kind == "kernel" or (unit.kind == "extern" and unit.label == "matmul"):
+                writers.update(unit.outputs)
+        for slot in plan.slots:
+            v = slot.value
+            if v in writers and v not in unsafe:
+                self.offset[v] = offsets[v]
+                self.reuses[v] = slot.reuses
+        self._sizes = sizes
+        self._settle()
+
+    def _settle(self):
+        self.reuses = {v: r for v, r in self.reuses.items() if r in self.offset}
+        self.nbytes = max((off + _nbytes(v, self._sizes) for v, off in self.offset.items()),
+                          default=0)
+
+    def inplace_kernel(self, unit) -> Kernel:
+        """The unit's kernel, marked to write outputs over the operands they reuse."""
+        pairs = []
+        for j, v in enumerate(unit.outputs):
+            operand = self.reuses.get(v)
+            if operand is None:
+                continue
+            if unit.inputs.count(operand) != 1:
+                del self.reuses[v]  # read through two buffers: keep the bytes apart
+                self.offset.pop(v)
+                continue
+            pairs.append((f"out{j}", f"in{unit.inputs.index(operand)}"))
+        self._settle()
+        return dataclasses.replace(unit.kernel, inplace=tuple(pairs)) if pairs else unit.kernel
+
+
+def _nbytes(v: Value, sizes: dict) -> int:
+    return math.prod(concrete_shape(v, sizes)) * v.type.dtype.itemsize
+
+
+def _generate(graph: Graph, sizes: dict, units: list[_Unit], arena: Arena):
     """Python source for the call, and the function compiled from it."""
     names: dict = {}
     env: dict = {"torch": torch, "empty_like": torch.empty_like, "STATS": STATS,
                  "_launch_parallel": _launch_parallel, "_bad_input": _bad_input}
     contiguous: set = set()  # values known to be contiguous
+    materialized: set = set()  # arena values that have a tensor in this call
     params = []
     lines = []
     for i, v in enumerate(graph.inputs):
@@ -169,23 +252,45 @@ def _generate(graph: Graph, sizes: dict, units: list[_Unit]):
         shape = concrete_shape(v, sizes)
         env[f"S{i}"], env[f"D{i}"] = torch.Size(shape), torch_dtype(v.type.dtype)
         lines.append(f"if x{i}.shape != S{i} or x{i}.dtype != D{i}: _bad_input({i}, x{i})")
+    if arena.offset:
+        env["ARENA"] = torch.empty([1], dtype=torch.uint8).expand(arena.nbytes)
+        lines.append("arena = empty_like(ARENA)")
+        lines.append("A = arena.data_ptr()")
+
+    def pointer(v) -> str:
+        if v in arena.offset:
+            return f"A + {arena.offset[v]}" if arena.offset[v] else "A"
+        return f"{names[v]}.data_ptr()"
+
+    def tensor(v) -> str:
+        """The value as a tensor: arena values get a view of their bytes on first use."""
+        name = names[v]
+        if v in arena.offset and v not in materialized:
+            off = arena.offset[v]
+            env[f"T_{name}"] = torch_dtype(v.type.dtype)
+            env[f"S_{name}"] = torch.Size(concrete_shape(v, sizes))
+            lines.append(f"{name} = arena[{off}:{off + _nbytes(v, sizes)}]"
+                         f".view(T_{name}).view(S_{name})")
+            materialized.add(v)
+        return name
+
     for u_index, unit in enumerate(units):
         for v in unit.outputs:
             names[v] = f"v{len(names)}"
-        ins = [names[v] for v in unit.inputs]
         outs = [names[v] for v in unit.outputs]
         fn = f"f{u_index}"
         env[fn] = unit.fn
         if unit.kind == "kernel":
             for v in unit.inputs:
-                if v not in contiguous:
+                if v not in contiguous and v not in arena.offset:
                     lines.append(f"{names[v]} = {names[v]}.contiguous()")
                     contiguous.add(v)
             for v, out in zip(unit.outputs, outs):
-                env[f"P_{out}"] = _prototype(concrete_shape(v, sizes), v.type.dtype)
-                lines.append(f"{out} = empty_like(P_{out})")
+                if v not in arena.offset:
+                    env[f"P_{out}"] = _prototype(concrete_shape(v, sizes), v.type.dtype)
+                    lines.append(f"{out} = empty_like(P_{out})")
                 contiguous.add(v)
-            ptrs = ", ".join(f"{n}.data_ptr()" for n in ins + outs)
+            ptrs = ", ".join(pointer(v) for v in unit.inputs + unit.outputs)
             extent = unit.kernel.parallel_extent()
             work = max((b.numel for b in unit.kernel.buffers), default=0)
             if extent > 1 and work >= PARALLEL_MIN_WORK:
@@ -193,16 +298,21 @@ def _generate(graph: Graph, sizes: dict, units: list[_Unit]):
             else:
                 lines.append(f"{fn}({ptrs}{', ' if ptrs else ''}0, {extent})")
             continue
+        ins = [tensor(v) for v in unit.inputs]
         call = f"{fn}({', '.join(ins)})"
         if unit.kind == "extern":
             lines.append("STATS.extern_calls += 1")
+            if unit.outputs[0] in arena.offset:  # matmul into its planned bytes
+                lines.append(f"{fn}({', '.join(ins)}, out={tensor(unit.outputs[0])})")
+                contiguous.add(unit.outputs[0])
+                continue
         if unit.kind == "eager":
             lines.append("STATS.fallback_calls += 1")
         if unit.kind in ("extern", "view") and len(outs) == 1:
             lines.append(f"{outs[0]} = {call}")
         else:
             lines.append(f"{', '.join(outs)}{',' if len(outs) == 1 else ''} = {call}")
-    result = ", ".join(names[v] for v in graph.outputs)
+    result = ", ".join(tensor(v) for v in graph.outputs)
     lines.append(f"return [{result}]")
     source = f"def call({', '.join(params)}):\n" + "".join(f"    {ln}\n" for ln in lines)
     exec(compile(source, f"<refcomp {graph.name}>", "exec"), env)

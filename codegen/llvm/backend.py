@@ -5,8 +5,10 @@ Owns: `compile_graph(graph, options)` (the Backend contract of codegen/backends.
 registration.  Must not know: the frontend.  Spec: spec/codegen.md, "LLVM".
 
 Pipeline: composite ops are decomposed and pointwise/reduction nodes fused (the
-`decompose` and `fuse` passes) unless the graph already has regions; the runtime
-plans kernels, externs, views and fallbacks; every new kernel of the graph is
+`decompose` and `fuse` passes) unless the graph already has regions, and
+`plan_memory` gives intermediates their arena offsets (option `plan`, default
+on; Note [Arena at run time] in codegen/runtime.py); the runtime plans kernels,
+externs, views and fallbacks; every new kernel of the graph is
 emitted into one module, optimized at O3 for the host CPU and JIT-compiled once;
 kernels whose printed form was compiled before are reused.  Inputs may have any
 strides: non-contiguous inputs are copied to contiguous ones at the call (one
@@ -30,7 +32,7 @@ from ir.graph import Graph
 from ir.ops.registry import COMPOSITE, POINTWISE, REDUCTION
 from ir.types import is_symbolic
 
-OPTIONS = ("fuse",)
+OPTIONS = ("fuse", "plan")
 
 
 def compile_kernels(kernels: list[Kernel]) -> list[Optional[object]]:
@@ -66,7 +68,7 @@ def compile_kernels(kernels: list[Kernel]) -> list[Optional[object]]:
 
 
 def prepare(graph: Graph, options: dict) -> Graph:
-    """Decompose composites and fuse, unless the graph already holds regions."""
+    """Decompose composites and fuse, unless the graph already holds regions; plan memory."""
     from ir.passes.registry import get_pass
 
     ops = {n.op.category for n in graph.nodes}
@@ -75,6 +77,11 @@ def prepare(graph: Graph, options: dict) -> Graph:
         ops = {n.op.category for n in graph.nodes}
     if options.get("fuse", True) and ops & {POINTWISE, REDUCTION}:
         graph = get_pass("fuse")(graph)
+    if options.get("plan", True) and graph.plan is None:
+        try:
+            graph = get_pass("plan_memory")(graph)
+        except NotImplementedError:  # sizes that are not polynomials: no arena
+            pass
     return graph
 
 
@@ -108,7 +115,9 @@ def _specializing(graph: Graph, symbolic: list):
         fn = variants.get(key)
         if fn is None:
             sizes = {s: n for (s, _, _), n in zip(symbolic, key)}
-            fn = variants[key] = CompiledGraph(graph, sizes, compile_kernels).fn
+            compiled = CompiledGraph(graph, sizes, compile_kernels)
+            fn = variants[key] = compiled.fn
+            fn.compiled = compiled
         return fn(*tensors)
 
     call.variants = variants

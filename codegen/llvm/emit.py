@@ -46,6 +46,17 @@ def emit_kernel(module: lir.Module, kernel: Kernel, symbol: str) -> lir.Function
     return fn
 
 
+# Note [In-place kernels]
+# Every pointer argument is `noalias`, which two arguments pointing at the same
+# bytes would break (and without it the loop vectorizer would add overlap checks
+# that fail when the pointers are equal, running the scalar loop).  So an output
+# the memory plan writes over a dying input (Kernel.inplace) is stored through
+# the input's argument: one pointer, load and store of element i at the same
+# address, which LLVM sees as a distance-0 dependence and still vectorizes.  The
+# output's own argument is then unused.  The plan only allows this for pointwise
+# kernels reading that input elementwise (ir.plan.inplace_safe).
+
+
 TILE = 512  # outer points per tile when a reduction is tiled (see Note [Outer reductions])
 
 
@@ -55,6 +66,8 @@ class _Emitter:
         self.start, self.end = start, end
         self.ops = LLVMScalarOps(b, fn.module)
         self.bufs = {buf.name: (arg, buf.dtype) for arg, buf in zip(fn.args, kernel.buffers)}
+        for out, src in kernel.inplace:  # See Note [In-place kernels]
+            self.bufs[out] = (self.bufs[src][0], self.bufs[out][1])
         self.tile_var = _tile_var(kernel)
         self.accs = {}
         for acc in kernel.accs:

@@ -1,0 +1,146 @@
+"""The runtime keeps intermediates in one arena at the memory plan's offsets.
+
+Note [Arena at run time] (codegen/runtime.py): kernel outputs and matmul results
+live at their planned offsets, in-place pairs share one pointer, outputs are fresh.
+"""
+
+import hashlib
+
+import numpy as np
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import ir
+from codegen.backends import get_backend
+from codegen.torch_bridge import from_numpy, to_numpy
+from ir.plan import check_plan
+from tests.strategies import graphs
+
+
+def compile_llvm(graph, **options):
+    return get_backend("llvm").compile_graph(graph, options)
+
+
+@settings(max_examples=20, deadline=None)
+@given(graphs(max_nodes=10), st.booleans())
+def test_planned_graphs_equal_the_interpreter(case, fuse):
+    graph, args = case
+    fn = compile_llvm(graph, fuse=fuse)
+    compiled = fn.compiled
+    assert check_plan(compiled.graph) == []
+    expected = ir.run(graph, args)
+    tensors = [from_numpy(a, v.type.dtype) for a, v in zip(args, graph.inputs)]
+    for _ in range(2):  # the second call reuses nothing from the first
+        results = fn(*tensors)
+        for got, want, v in zip(results, expected, graph.outputs):
+            got = to_numpy(got)
+            if v.type.dtype.is_float:
+                np.testing.assert_allclose(got, want, rtol=3e-5, atol=3e-5, equal_nan=True)
+            else:
+                np.testing.assert_array_equal(got, want)
+
+
+MLP = """
+func @mlp(%x: f32[{n},64], %w1: f32[64,256], %w2: f32[256,64]) -> f32[{n},64] {{
+  %0 = matmul %x, %w1 : f32[{n},256]
+  %1 = gelu %0 : f32[{n},256]
+  %2 = matmul %1, %w2 : f32[{n},64]
+  %3 = add %2, %x : f32[{n},64]
+  return %3
+}}"""
+
+
+def mlp_args(n):
+    rng = np.random.default_rng(n)
+    return [rng.standard_normal(s).astype(np.float32) / 8 for s in ((n, 64), (64, 256),
+                                                                      (256, 64))]
+
+
+def test_mlp_intermediates_share_the_arena_as_planned():
+    graph = ir.parse(MLP.format(n=32))
+    compiled = compile_llvm(graph).compiled
+    plan, arena = compiled.graph.plan, compiled.arena
+    mm1, gelu, mm2 = (s.value for s in plan.slots)
+    # gelu's region writes over the first matmul's result (in place), the second matmul
+    # gets its own bytes: the arena is smaller than the three buffers together.
+    assert arena.offset == {s.value: s.offset for s in plan.slots}
+    assert arena.offset[gelu] == arena.offset[mm1] != arena.offset[mm2]
+    assert [k.inplace for k in compiled.kernels] == [(("out0", "in0"),), ()]
+    assert arena.nbytes == plan.arena_bytes() < sum(s.size for s in plan.slots)
+    # One allocation for the intermediates, one for the output.
+    assert compiled.source.count("empty_like(") == 2
+    args = mlp_args(32)
+    (got,) = compiled(*map(torch.from_numpy, args))
+    np.testing.assert_allclose(got.numpy(), ir.run(graph, args)[0], rtol=1e-5, atol=1e-5)
+
+
+def test_without_plan_every_intermediate_is_fresh():
+    graph = ir.parse(MLP.format(n=32))
+    compiled = compile_llvm(graph, plan=False).compiled
+    assert compiled.arena.nbytes == 0 and "arena" not in compiled.source
+    args = mlp_args(32)
+    (got,) = compiled(*map(torch.from_numpy, args))
+    np.testing.assert_allclose(got.numpy(), ir.run(graph, args)[0], rtol=1e-5, atol=1e-5)
+
+
+def test_symbolic_graph_arena_follows_the_plan_formula():
+    graph = ir.parse(MLP.format(n="s0"))
+    fn = compile_llvm(graph)
+    for n in (3, 40, 3):
+        args = mlp_args(n)
+        (got,) = fn(*map(torch.from_numpy, args))
+        np.testing.assert_allclose(got.numpy(), ir.run(graph, args)[0], rtol=1e-5, atol=1e-5)
+    assert len(fn.variants) == 2
+    for (n,), variant in fn.variants.items():
+        compiled = variant.compiled
+        (s0,) = compiled.graph.inputs[0].type.shape[0].free_symbols
+        assert compiled.arena.nbytes == compiled.graph.plan.evaluate({s0: n})[0] > 0
+
+
+def test_outputs_are_fresh_even_when_they_view_an_intermediate():
+    # %5 is only returned through views: it must not sit in the arena, where %6's
+    # kernel (planned over the same bytes) would overwrite it.
+    graph = ir.parse("""
+func @f(%x: f32[8,16], %w: f32[16,32]) -> (f32[16,8], f32[8,32]) {
+  %5 = matmul %x, %w : f32[8,32]
+  %6 = slice %5 {dim=1, start=0, stop=16, step=1} : f32[8,16]
+  %7 = permute %6 {perm=[1,0]} : f32[16,8]
+  %8 = matmul %x, %w : f32[8,32]
+  %9 = exp %8 : f32[8,32]
+  %10 = mul %9, %9 : f32[8,32]
+  return %7, %10
+}""")
+    compiled = compile_llvm(graph).compiled
+    slot_values = {s.value for s in compiled.graph.plan.slots}
+    viewed = [v for v in slot_values if v.type.shape == (8, 32)
+              and any(n.op.name == "slice" and n.inputs[0] is v for n in compiled.graph.nodes)]
+    assert viewed and all(v not in compiled.arena.offset for v in viewed)
+    rng = np.random.default_rng(0)
+    args = [rng.standard_normal((8, 16)).astype(np.float32),
+            rng.standard_normal((16, 32)).astype(np.float32) / 4]
+    results = compiled(*map(torch.from_numpy, args))
+    for got, want in zip(results, ir.run(graph, args)):
+        np.testing.assert_allclose(got.numpy(), want, rtol=1e-5, atol=1e-5)
+
+
+def test_in_place_kernel_vectorizes_and_splits_across_threads():
+    # Note [In-place kernels]: the output is stored through the input's argument, so the
+    # loop still vectorizes; rows split over threads each read before they write.
+    from codegen.llvm import jit
+
+    graph = ir.parse(MLP.format(n=520))
+    compiled = compile_llvm(graph).compiled
+    (inplace,) = [k for k in compiled.kernels if k.inplace]
+    assert "inplace [out0=in0]" in str(inplace)
+    symbol = "k_" + hashlib.sha1(str(inplace).encode()).hexdigest()[:16]
+    body = jit.optimized_ir().split(f"@{symbol}(", 1)[1].split("\n}\n", 1)[0]
+    assert "x float>" in body  # vector loads and stores in the in-place kernel
+    args = mlp_args(520)
+    threads = torch.get_num_threads()
+    try:
+        torch.set_num_threads(3)
+        (got,) = compiled(*map(torch.from_numpy, args))
+    finally:
+        torch.set_num_threads(threads)
+    np.testing.assert_allclose(got.numpy(), ir.run(graph, args)[0], rtol=1e-5, atol=1e-5)
