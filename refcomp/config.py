@@ -19,6 +19,8 @@ OPTIONS = {
     "passes": (None, "IR pass names to run on every graph (default: the pass manager's "
                      "DEFAULT_PIPELINE, restricted to registered passes)"),
     "backend_options": ({}, "dict passed to the backend's compile_graph"),
+    "freeze": (False, "True: a module's parameters and buffers are compile-time values "
+                      "(batch norms folded), guarded by identity and _version; for inference"),
 }
 
 
@@ -35,6 +37,8 @@ def resolve_options(options) -> dict:
         raise ValueError(f"cache_size_limit must be a positive int, got {limit!r}")
     if out["guard_filter_fn"] is not None and not callable(out["guard_filter_fn"]):
         raise ValueError("guard_filter_fn must be callable")
+    if out["freeze"] not in (False, True) or not isinstance(out["freeze"], bool):
+        raise ValueError(f"freeze must be True or False, got {out['freeze']!r}")
     return out
 
 

@@ -66,9 +66,11 @@ def explain(fn, *args, backend=None, dynamic=None, **kwargs):
     if backend is not None:  # None: chosen per graph by device, as in compile()
         get_backend(backend)
     options = resolve_options(None)
-    if isinstance(fn, OptimizedModule):
+    if isinstance(fn, OptimizedModule):  # a compiled wrapper: explained with its options
+        options = fn._compiled_forward.options
         fn = fn._orig_mod
     elif isinstance(fn, CompiledFunction):
+        options = fn.options
         fn = fn.fn if fn.bound_self is None else fn.fn.__get__(fn.bound_self)
     if isinstance(fn, torch.nn.Module):
         compiled = OptimizedModule(fn, backend, False, options, private=True,

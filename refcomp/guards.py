@@ -41,8 +41,9 @@ GRAD_MODE = "GRAD_MODE"  # torch.is_grad_enabled()
 DEFAULT_DTYPE = "DEFAULT_DTYPE"  # torch.get_default_dtype()
 NO_ALIASING = "NO_ALIASING"  # tensors that the graph mutates share no storage
 SHAPE_ENV = "SHAPE_ENV"  # dynamic sizes: equalities (duck sizing), >= 2, decided relations
+TENSOR_VERSION = "TENSOR_VERSION"  # a frozen tensor: same object, not modified in place
 GUARD_KINDS = (TENSOR_MATCH, ID_MATCH, EQUALS_MATCH, TYPE_MATCH, LENGTH_CHECK, DICT_KEYS,
-               GRAD_MODE, DEFAULT_DTYPE, NO_ALIASING, SHAPE_ENV)
+               GRAD_MODE, DEFAULT_DTYPE, NO_ALIASING, SHAPE_ENV, TENSOR_VERSION)
 
 
 @dataclass(frozen=True)
@@ -99,11 +100,17 @@ class Guard:
             return "no storage shared among " + ", ".join(x.name() for x in self.sources)
         if self.kind == SHAPE_ENV:
             return e[0]
+        if self.kind == TENSOR_VERSION:
+            return f"{s} is the frozen tensor and {s}._version == {e[1]}"
         return f"{self.kind} {s}"
 
     def failure_reason(self, value) -> str:
         """Why this guard fails for `value` (readable, like `L['x'].shape[0] == 8`)."""
         s, e = self.name, self.expected
+        if self.kind == TENSOR_VERSION:
+            if id(value) != e[0]:
+                return f"{s} is the frozen tensor (it was replaced)"
+            return f"{s}._version == {e[1]}"
         if self.kind != TENSOR_MATCH:
             return self.describe()
         if type(value) is not e.type:
@@ -220,6 +227,8 @@ def _emit(cg: _Codegen, g: Guard) -> None:
         cg.require(" and ".join(conds))
     elif g.kind == ID_MATCH:
         cg.require(f"_id({v}) == {cg.const(e[0])}")
+    elif g.kind == TENSOR_VERSION:  # bumped by every in-place op (optimizer.step(), copy_)
+        cg.require(f"_id({v}) == {cg.const(e[0])} and {v}._version == {cg.const(e[1])}")
     elif g.kind == EQUALS_MATCH:
         cg.require(f"_type({v}) is {cg.const(type(e))} and {v} == {cg.const(e)}")
     elif g.kind == TYPE_MATCH:

@@ -153,12 +153,18 @@ def build_entry(ctx: TraceContext, output: VT, backend_name: str, options: dict,
             _, tv = ctx.mutated[src.name()]
             writeback.append((i, outs.add_value(tv.value, False)))
     graph = ctx.builder.build(outs.values)
+    frozen = None
+    if options["freeze"]:  # before decompose: it folds the batch_norm composite
+        from refcomp.freeze import freeze_entry
+
+        frozen = freeze_entry(ctx, graph, guard_list)
+        graph, guard_list = frozen.graph, guard_list + frozen.guards
     passes = options["passes"] if options["passes"] is not None else default_passes()
     if passes:
         from ir.passes.manager import run_pipeline
 
         graph = run_pipeline(graph, passes)
-    notes = []
+    notes = list(frozen.notes) if frozen is not None else []
     if not backend_name:  # compile(backend=None): pick by the graph's device
         devices = {v.type.device for v in graph.inputs} or {"cpu"}
         backend_name = default_backend(sorted(devices)[0])
@@ -169,6 +175,9 @@ def build_entry(ctx: TraceContext, output: VT, backend_name: str, options: dict,
                      f"(backend {backend_name!r} does not differentiate)")
         backend = get_backend("eager")
     fn = backend.compile_graph(graph, dict(options["backend_options"]))
+    n_inputs = len(ctx.input_sources)
+    if frozen is not None and frozen.plan != [("in", i) for i in range(n_inputs)]:
+        fn = frozen.wrap(fn, n_inputs)  # drops frozen inputs, feeds the tensors it computed
     detach = frozenset(i for i, rg in enumerate(outs.requires_grad)
                        if not rg and backend.differentiable)
     guards = make_guard_set(ctx, guard_list, list(ctx.input_sources))

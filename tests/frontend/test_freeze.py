@@ -1,0 +1,205 @@
+"""options={"freeze": True}: parameters as compile-time values, batch norms folded, guarded.
+
+Spec: spec/guards.md, "Freezing".
+"""
+
+import pytest
+import torch
+import torch.nn as nn
+
+import refcomp
+from refcomp import guards as G
+
+FREEZE = {"freeze": True}
+
+
+class ConvBNReLU(nn.Module):
+    def __init__(self, c=8):
+        super().__init__()
+        self.conv = nn.Conv2d(c, c, 3, padding=1)
+        self.bn = nn.BatchNorm2d(c)
+        self.relu = nn.ReLU()
+
+    def forward(self, x):
+        return self.relu(self.bn(self.conv(x)))
+
+
+class LinearBN(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(6, 5)
+        self.bn = nn.BatchNorm1d(5)
+
+    def forward(self, x):
+        return torch.tanh(self.bn(self.fc(x)))
+
+
+def randomized(model):
+    """Non-trivial statistics, so that a batch norm left out would be noticed."""
+    torch.manual_seed(0)
+    with torch.no_grad():
+        for bn in (m for m in model.modules() if isinstance(m, nn.modules.batchnorm._BatchNorm)):
+            bn.running_mean.normal_()
+            bn.running_var.uniform_(0.5, 2.0)
+            bn.weight.normal_()
+            bn.bias.normal_()
+    return model.eval()
+
+
+def entry_of(compiled):
+    return compiled._compiled_forward.last_entry
+
+
+@pytest.mark.parametrize("backend", [None, "eager", "interp"])
+def test_conv_bn_relu_folds_and_equals_eager(backend):
+    model = randomized(ConvBNReLU())
+    cm = refcomp.compile(model, backend=backend, options=FREEZE)
+    x = torch.randn(2, 8, 6, 6)
+    with torch.no_grad():
+        torch.testing.assert_close(cm(x), model(x), rtol=1e-5, atol=1e-5)
+    graph = entry_of(cm).graph
+    # No batch_norm nor its decomposition (rsqrt/sqrt, sub, mul on the activations).
+    assert graph.op_counts() == {"conv2d": 1, "expand": 1, "add": 1, "relu": 1}, str(graph)
+    # Folded W' and b' are tensors the entry passes; the parameters are inputs no more.
+    assert [v.type.shape for v in graph.inputs] == [(2, 8, 6, 6), (8, 8, 3, 3), (1, 8, 1, 1)]
+
+
+def test_without_freeze_the_batch_norm_stays():
+    model = randomized(ConvBNReLU())
+    cm = refcomp.compile(model, backend="eager")
+    with torch.no_grad():
+        cm(torch.randn(2, 8, 6, 6))
+    graph = entry_of(cm).graph
+    assert len(graph.inputs) == 7 and "batch_norm" not in graph.op_counts()
+    assert {"rsqrt", "sqrt"} & set(graph.op_counts()), str(graph)  # decomposed, unfolded
+
+
+def test_linear_batch_norm_1d_folds():
+    model = randomized(LinearBN())
+    cm = refcomp.compile(model, options=FREEZE)
+    x = torch.randn(7, 6)
+    with torch.no_grad():
+        torch.testing.assert_close(cm(x), model(x), rtol=1e-5, atol=1e-5)
+    graph = entry_of(cm).graph
+    assert graph.op_counts() == {"matmul": 1, "expand": 1, "add": 1, "tanh": 1}, str(graph)
+    (note,) = [n for n in entry_of(cm).notes if n.startswith("freeze")]
+    assert "6 tensor(s) frozen" in note and "1 batch norm(s) folded" in note
+
+
+def test_in_place_change_of_a_frozen_weight_recompiles():
+    model = randomized(ConvBNReLU())
+    cm = refcomp.compile(model, options=FREEZE)
+    x = torch.randn(2, 8, 6, 6)
+    with torch.no_grad():
+        cm(x)
+        version = model.conv.weight._version
+        model.conv.weight.add_(1)          # what optimizer.step() does
+        torch.testing.assert_close(cm(x), model(x), rtol=1e-5, atol=1e-5)
+    cache = cm._compiled_forward.cache
+    assert len(cache.entries) == 2
+    assert cache.miss_reasons == [(0, [f"L['self'].conv.weight._version == {version}"])]
+    kinds = [g.kind for g in cache.entries[1].guards.guards]
+    assert kinds.count(G.TENSOR_VERSION) == 6
+
+
+def test_replaced_or_reloaded_weights_recompile():
+    model = randomized(ConvBNReLU())
+    cm = refcomp.compile(model, options=FREEZE)
+    x = torch.randn(2, 8, 6, 6)
+    with torch.no_grad():
+        cm(x)
+        model.bn.weight = nn.Parameter(torch.randn(8))  # same metadata, another tensor
+        torch.testing.assert_close(cm(x), model(x), rtol=1e-5, atol=1e-5)
+        reasons = cm._compiled_forward.cache.miss_reasons
+        assert reasons == [(0, ["L['self'].bn.weight is the frozen tensor (it was replaced)"])]
+        state = {k: torch.randn_like(v) if v.is_floating_point() else v
+                 for k, v in model.state_dict().items()}
+        state["bn.running_var"] = state["bn.running_var"].abs()
+        model.load_state_dict(state)       # copy_ into every tensor: versions move
+        torch.testing.assert_close(cm(x), model(x), rtol=1e-5, atol=1e-5)
+    assert len(cm._compiled_forward.cache.entries) == 3
+
+
+def test_training_mode_refuses_then_eval_freezes():
+    model = nn.Sequential(nn.Conv2d(3, 4, 3), nn.ReLU()).train()
+    cm = refcomp.compile(model, options=FREEZE)
+    x = torch.randn(1, 3, 5, 5)
+    with torch.no_grad():
+        torch.testing.assert_close(cm(x), model(x))
+        report = refcomp.explain(cm, x)
+    (note,) = [n for n in report.notes if n.startswith("freeze")]
+    assert note.startswith("freeze refused: getattr(L['self'], '0') is in training mode"), note
+    assert len(entry_of(cm).graph.inputs) == 3  # x, weight, bias: nothing frozen
+    model.eval()                               # the `training` guard fails: now it freezes
+    with torch.no_grad():
+        torch.testing.assert_close(cm(x), model(x))
+    # Only the bias is read at compile time (reshaped once); the weight stays an input
+    # read at every call, so it needs no version guard.
+    notes = entry_of(cm).notes
+    assert "freeze: 1 tensor(s) frozen (getattr(L['self'], '0').bias)" in notes[0], notes
+    versioned = [g.name for g in entry_of(cm).guards.guards if g.kind == G.TENSOR_VERSION]
+    assert versioned == ["getattr(L['self'], '0').bias"]
+
+
+def test_grad_mode_with_trainable_parameters_refuses_and_keeps_gradients():
+    model = randomized(LinearBN())
+    cm = refcomp.compile(model, options=FREEZE)
+    x = torch.randn(7, 6)
+    out = cm(x)                            # grad mode on, parameters require grad
+    assert out.requires_grad
+    out.sum().backward()
+    got = [p.grad.clone() for p in model.parameters()]
+    model.zero_grad()
+    model(x).sum().backward()
+    for g, want in zip(got, (p.grad for p in model.parameters()), strict=True):
+        torch.testing.assert_close(g, want, rtol=1e-5, atol=1e-5)
+    notes = entry_of(cm).notes
+    assert any(n.startswith("freeze refused: grad mode is on and") and "requires grad" in n
+               for n in notes), notes
+    report = refcomp.explain(cm, x)
+    assert any("freeze refused" in n for n in report.notes), str(report)
+
+
+def test_grad_mode_with_frozen_parameters_still_differentiates_the_input():
+    model = randomized(ConvBNReLU()).requires_grad_(False)
+    cm = refcomp.compile(model, options=FREEZE)
+    x = torch.randn(2, 8, 6, 6, requires_grad=True)
+    cm(x).square().sum().backward()
+    got = x.grad.clone()
+    x.grad = None
+    model(x).square().sum().backward()
+    torch.testing.assert_close(got, x.grad, rtol=1e-5, atol=1e-5)
+    assert "batch_norm" not in entry_of(cm).graph.op_counts()
+
+
+class ParamOutputs(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.w = nn.Parameter(torch.randn(3, 4))
+        self.register_buffer("calls", torch.zeros(()))
+
+    def forward(self, x):
+        self.calls.add_(1)                 # a mutated buffer is never frozen
+        return self.w.t() * 2, x @ self.w.t() + self.calls
+
+
+def test_outputs_computed_from_parameters_are_fresh_and_mutated_buffers_stay_live():
+    model = ParamOutputs()
+    twin = ParamOutputs()
+    twin.load_state_dict(model.state_dict())
+    cm = refcomp.compile(model, options=FREEZE)
+    x = torch.randn(2, 4)
+    with torch.no_grad():
+        for _ in range(3):
+            got, want = cm(x), twin(x)
+            for g, w in zip(got, want, strict=True):
+                torch.testing.assert_close(g, w)
+            got[0].zero_()                 # the caller owns its outputs
+    torch.testing.assert_close(model.calls, twin.calls)
+    assert len(cm._compiled_forward.cache.entries) == 1  # the buffer has no version guard
+
+
+@pytest.mark.parametrize("value", ["yes", 1, None])
+def test_freeze_option_values_are_checked(value):
+    with pytest.raises(ValueError, match="freeze must be True or False"):
+        refcomp.compile(nn.Linear(2, 2), options={"freeze": value})
