@@ -41,7 +41,14 @@ def emit_kernel(module: lir.Module, kernel: Kernel, symbol: str) -> lir.Function
     start, end = fn.args[-2], fn.args[-1]
     start.name, end.name = "start", "end"
     b = lir.IRBuilder(fn.append_basic_block("entry"))
-    _Emitter(fn, b, kernel, start, end).run()
+    emitter = _Emitter(fn, b, kernel, start, end)
+    emitter.run()
+    if emitter.streams:
+        # Non-temporal stores are weakly ordered: drain them before the kernel returns,
+        # so whoever synchronizes with this thread next sees the data.
+        sfence = module.globals.get("llvm.x86.sse.sfence") or lir.Function(
+            module, lir.FunctionType(lir.VoidType(), []), "llvm.x86.sse.sfence")
+        b.call(sfence, [])
     b.ret_void()
     return fn
 
@@ -79,6 +86,15 @@ class _Emitter:
         self.reuse, sizes = ({}, []) if self.tile_var else _plan_reuse(kernel)
         self.scratch = [b.alloca(lir.ArrayType(llvm_type(dtype), n), name=f"row{i}")
                         for i, (n, dtype) in enumerate(sizes)]
+        # Note [Streaming stores]: stage -> {buffer: (aligned row scratch, row start, n)}
+        self.streams: dict = {}
+        if self.tile_var is None and _x86(fn.module):
+            for i, buf, row, n in _plan_streams(kernel):
+                ty = llvm_type(self.bufs[buf][1], storage=True)
+                row_scratch = b.alloca(lir.ArrayType(ty, n), name=f"stream{i}.{buf}")
+                row_scratch.align = 64
+                self.streams.setdefault(i, {})[buf] = (row_scratch, row, n)
+        self.redirect: dict = {}  # buffer -> (row scratch, inner var) while a stage streams
 
     def run(self):
         k = self.k
@@ -141,9 +157,55 @@ class _Emitter:
 
     def outer_body(self):
         self.init_accs()
-        for stage in self.k.stages:
+        for i, stage in enumerate(self.k.stages):
+            streams = self.streams.get(i, {})
+            self.redirect = {buf: (scratch, stage.ranges[-1][0])
+                             for buf, (scratch, _, _) in streams.items()}
             self.loops(list(stage.ranges), lambda st=stage: self.stage_body(st),
                        parallel=self.parallel_stage)
+            self.redirect = {}
+            for buf, (scratch, row, n) in streams.items():
+                self.stream_row(buf, scratch, row, n)
+
+    def stream_row(self, buf: str, scratch, row: Index, n: int):
+        """Copy a finished output row from its scratch with non-temporal vector stores.
+
+        See Note [Streaming stores].  Only when the row's address is 32-byte aligned;
+        otherwise (and for the tail) with plain stores.
+        """
+        b = self.b
+        arg, dtype = self.bufs[buf]
+        ty = llvm_type(dtype, storage=True)
+        width = STREAM_BYTES // dtype.itemsize
+        vec = lir.VectorType(ty, width)
+        out = b.gep(arg, [self.index(row)], inbounds=True, source_etype=ty)
+        misaligned = b.and_(b.ptrtoint(out, I64), lir.Constant(I64, STREAM_BYTES - 1))
+        fast = self.fn.append_basic_block(f"{buf}.stream")
+        plain = self.fn.append_basic_block(f"{buf}.plain")
+        done = self.fn.append_basic_block(f"{buf}.streamed")
+        b.cbranch(b.icmp_unsigned("==", misaligned, lir.Constant(I64, 0)), fast, plain)
+        nontemporal = self.fn.module.add_metadata([lir.Constant(I32, 1)])
+
+        def copy(i, vector: bool):
+            src = b.gep(scratch, [lir.Constant(I64, 0), i], inbounds=True)
+            dst = b.gep(out, [i], inbounds=True, source_etype=ty)
+            if vector:
+                st = b.store(b.load(src, typ=vec, align=STREAM_BYTES), dst, align=STREAM_BYTES)
+                st.set_metadata("nontemporal", nontemporal)
+            else:
+                b.store(b.load(src, typ=ty, align=dtype.itemsize), dst, align=dtype.itemsize)
+        body = n - n % width
+        b.position_at_end(fast)
+        self.counted_loop(f"{buf}.nt", lir.Constant(I64, 0), lir.Constant(I64, body), width,
+                          lambda i: copy(i, True))
+        self.counted_loop(f"{buf}.tail", lir.Constant(I64, body), lir.Constant(I64, n), 1,
+                          lambda i: copy(i, False))
+        b.branch(done)
+        b.position_at_end(plain)
+        self.counted_loop(f"{buf}.copy", lir.Constant(I64, 0), lir.Constant(I64, n), 1,
+                          lambda i: copy(i, False))
+        b.branch(done)
+        b.position_at_end(done)
 
     def tile_body(self, tile_start, hi):
         """Note [Outer reductions]: the tiled outer dim becomes every stage's innermost loop.
@@ -245,6 +307,9 @@ class _Emitter:
     def store(self, s: Store, value: TV):
         b = self.b
         addr, dtype = self.address(s.buf, s.index)
+        if s.buf in self.redirect:  # a streamed row: into its scratch first
+            scratch, var = self.redirect[s.buf]
+            addr = b.gep(scratch, [lir.Constant(I64, 0), self.vars[var]], inbounds=True)
         v = value.value
         if dtype.short == "bf16":
             v = to_bf16(b, v)
@@ -320,6 +385,59 @@ def _plan_reuse(k: Kernel):
                     sizes.append((n, s.dtype))
                 plan[s.name] = ("load", plan[producer][1])
     return plan, sizes
+
+
+# Note [Streaming stores]
+# A row kernel writing a big output (softmax, layer_norm on [4096,1024]) is bound by
+# memory traffic, and a plain store first reads the line it writes (read for
+# ownership): 16 MB written cost 32 MB of traffic.  Non-temporal stores write whole
+# lines without reading them.  LLVM's vectorizer only keeps the `!nontemporal` mark
+# on stores it can prove 32-byte aligned, which a scalar store in a loop never is;
+# so the final stage writes the row into an aligned stack scratch (L1, vectorized
+# as before) and a copy loop emitted here in vector form streams it out with
+# aligned non-temporal stores when the row's address is 32-byte aligned (checked per
+# row; the runtime's buffers are 64-byte aligned), plain stores otherwise and for
+# the tail.  Only for outputs of at least STREAM_MIN_BYTES, which would not stay in
+# cache anyway, and only on x86 (an sfence ends the kernel).
+STREAM_BYTES = 32  # one AVX2 vector
+STREAM_MIN_BYTES = 8 << 20
+_STREAM_DTYPES = frozenset({"f32", "f64", "i32", "i64"})
+
+
+def _x86(module) -> bool:
+    return str(module.triple).startswith(("x86_64", "i686", "i386"))
+
+
+def _plan_streams(k: Kernel) -> list:
+    """[(stage index, buffer, row start Index, row length)] to write with streaming stores.
+
+    A stage qualifies when it has one range, inside an outer loop, and a buffer it
+    stores exactly once, contiguously along that range (index = row start + r) with
+    a row start made of outer vars only; the buffer is big (STREAM_MIN_BYTES) and
+    its rows fit a stack scratch (ROW_SCRATCH_MAX).
+    """
+    if not k.outer:
+        return []
+    outer = {var for var, _ in k.outer}
+    dtypes = {b.name: b.dtype for b in k.buffers}
+    numel = {b.name: b.numel for b in k.buffers}
+    out = []
+    for i, stage in enumerate(k.stages):
+        if len(stage.ranges) != 1:
+            continue
+        var, n = stage.ranges[0]
+        stores = [s for s in stage.body if isinstance(s, Store)]
+        for s in stores:
+            dtype = dtypes[s.buf]
+            if ([t.buf for t in stores].count(s.buf) != 1 or dtype.short not in _STREAM_DTYPES
+                    or numel[s.buf] * dtype.itemsize < STREAM_MIN_BYTES
+                    or n > ROW_SCRATCH_MAX or n * dtype.itemsize < 4 * STREAM_BYTES):
+                continue
+            rest = tuple((a, c) for a, c in s.index.terms if a != var)
+            if s.index.coeff(var) != 1 or any(a not in outer for a, _ in rest):
+                continue
+            out.append((i, s.buf, Index(rest, s.index.const), n))
+    return out
 
 
 def _tile_var(k: Kernel):

@@ -288,3 +288,47 @@ func @f(%x: {src}[{n}]) -> (f32[{n}], f32[{n}], {half}[{n}]) {{
     run_kernel(kernel, buffers)  # the numpy executor rounds the same way
     for j, want in enumerate(expected):
         np.testing.assert_array_equal(buffers[f"out{j}"], to_numpy(want.float()))
+
+
+@pytest.mark.parametrize("offset", [0, 1])
+def test_streamed_rows_equal_plain_stores(monkeypatch, offset):
+    # Note [Streaming stores]: rows go through an aligned scratch and out with
+    # non-temporal stores; 301 columns leave a tail, offset 1 a misaligned output row
+    # (the plain path).  The threshold is lowered so a small output streams.
+    import hashlib
+
+    from codegen.llvm import emit, jit
+
+    monkeypatch.setattr(emit, "STREAM_MIN_BYTES", 0)
+    graph = ir.parse("""
+func @f(%x: f32[37,301], %w: f32[301], %b: f32[301]) -> (f32[37,301], f32[37,301]) {
+  %0 = softmax %x {dim=1} : f32[37,301]
+  %1 = layer_norm %x, %w, %b {normalized_ndim=1, eps=1e-5} : f32[37,301]
+  return %0, %1
+}""")
+    fn = compile_llvm(graph)
+    kernels = fn.compiled.kernels
+    assert all(emit._plan_streams(k) for k in kernels)
+    ir_text = jit.optimized_ir()
+    for k in kernels:
+        symbol = "k_" + hashlib.sha1(str(k).encode()).hexdigest()[:16]
+        if f"@{symbol}(" in ir_text:
+            body = ir_text.split(f"@{symbol}(", 1)[1].split("\n}\n", 1)[0]
+            assert "!nontemporal" in body
+    rng = np.random.default_rng(7)
+    args = [rng.standard_normal(s).astype(np.float32) for s in ((37, 301), (301,), (301,))]
+    expected = ir.run(graph, args)
+    tensors = [torch.from_numpy(a) for a in args]
+    # Launch the kernels by hand on outputs that start `offset` elements into a buffer.
+    outputs = fn.compiled.graph.outputs
+    for unit in (u for u in fn.compiled.units if u.kind == "kernel"):
+        ins = [tensors[fn.compiled.graph.inputs.index(v)] for v in unit.inputs]
+        outs = [torch.full((37 * 301 + 8,), float("nan"))[offset:offset + 37 * 301]
+                for _ in unit.outputs]
+        unit.fn(*(t.data_ptr() for t in ins + outs), 0, 37)
+        for v, result in zip(unit.outputs, outs):
+            want = expected[outputs.index(v)]
+            np.testing.assert_allclose(result.view(37, 301).numpy(), want, rtol=2e-5,
+                                       atol=2e-5)
+    for result, want in zip(fn(*tensors), expected):  # through the runtime
+        np.testing.assert_allclose(result.numpy(), want, rtol=2e-5, atol=2e-5)
