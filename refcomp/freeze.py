@@ -158,8 +158,9 @@ def freeze_graph(graph: Graph, frozen: dict) -> tuple:
     tensors = {renamed[v]: t for v, t in held.items()}
     b = GraphBuilder(graph.name)
     b.inputs = list(graph.inputs) + list(renamed.values())
-    b.nodes, folded = _fold_batch_norms(kept, b, inputs, tensors, read, index, graph.outputs)
-    g = dce(b.build(graph.outputs))
+    b.nodes, outputs, folded = _fold_batch_norms(kept, b, inputs, tensors, read, index,
+                                                 graph.outputs)
+    g = dce(b.build(outputs))
     used = {v for n in g.nodes for v in n.inputs} | set(g.outputs)
     final, plan = [], []
     for v in g.inputs:
@@ -231,7 +232,7 @@ def _fold_batch_norms(nodes, b, inputs, tensors, read, index, outputs) -> tuple:
         replace[node.output] = b.add(y, b.expand(new_b, shape=list(y.type.shape)))
         read.update(arrays.accessed)
         folded += 1
-    return b.nodes, folded
+    return b.nodes, [replace.get(v, v) for v in outputs], folded
 
 
 def _held(b: GraphBuilder, tensors: dict, array: np.ndarray, ttype: TensorType) -> Value:

@@ -13,6 +13,11 @@ from refcomp import guards as G
 FREEZE = {"freeze": True}
 
 
+@pytest.fixture(autouse=True)
+def fresh_caches():
+    refcomp.reset()  # models of one class share a code object, hence a cache
+
+
 class ConvBNReLU(nn.Module):
     def __init__(self, c=8):
         super().__init__()
@@ -84,6 +89,19 @@ def test_linear_batch_norm_1d_folds():
     assert graph.op_counts() == {"matmul": 1, "expand": 1, "add": 1, "tanh": 1}, str(graph)
     (note,) = [n for n in entry_of(cm).notes if n.startswith("freeze")]
     assert "6 tensor(s) frozen" in note and "1 batch norm(s) folded" in note
+
+
+@pytest.mark.parametrize("model", [nn.Sequential(nn.Linear(4, 3), nn.BatchNorm1d(3)),
+                                   nn.Sequential(nn.Conv2d(2, 3, 1, bias=False),
+                                                 nn.BatchNorm2d(3))])
+def test_batch_norm_returned_by_the_graph_folds(model):
+    model = randomized(model)
+    cm = refcomp.compile(model, options=FREEZE)
+    x = torch.randn(5, 4) if isinstance(model[0], nn.Linear) else torch.randn(2, 2, 3, 3)
+    with torch.no_grad():
+        torch.testing.assert_close(cm(x), model(x), rtol=1e-5, atol=1e-5)
+    counts = entry_of(cm).graph.op_counts()
+    assert counts.keys() == {"matmul" if x.dim() == 2 else "conv2d", "expand", "add"}, counts
 
 
 def test_in_place_change_of_a_frozen_weight_recompiles():
