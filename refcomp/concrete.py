@@ -254,6 +254,12 @@ def execute(fr: Frame, inst) -> None:
             fr.jump(inst)
         else:
             s.pop()
+    elif op == "BEFORE_WITH":
+        cm = s.pop()
+        if type(cm) not in GRAD_CONTEXTS:  # refcomp.resume.resumable admits no other `with`
+            raise RuntimeError(f"refcomp: `with` on {type(cm).__name__} in a split frame")
+        s.append(cm.__exit__)
+        s.append(cm.__enter__())
     elif op == "GET_ITER":
         s.append(iter(s.pop()))
     elif op == "FOR_ITER":
@@ -278,7 +284,11 @@ CONCRETE_OPS = frozenset(
     "POP_JUMP_FORWARD_IF_FALSE POP_JUMP_FORWARD_IF_NONE POP_JUMP_FORWARD_IF_NOT_NONE "
     "POP_JUMP_BACKWARD_IF_TRUE POP_JUMP_BACKWARD_IF_FALSE POP_JUMP_BACKWARD_IF_NONE "
     "POP_JUMP_BACKWARD_IF_NOT_NONE JUMP_IF_TRUE_OR_POP JUMP_IF_FALSE_OR_POP GET_ITER "
-    "FOR_ITER".split())
+    "FOR_ITER BEFORE_WITH".split())
+# A `with` block's exception handler: never executed here (an exception leaves the
+# machine; refcomp.resume.run restores the grad mode, as the handler's __exit__ would).
+HANDLER_OPS = frozenset("PUSH_EXC_INFO WITH_EXCEPT_START RERAISE POP_EXCEPT".split())
+GRAD_CONTEXTS = (torch.no_grad, torch.enable_grad)
 
 
 def load_global(fr: Frame, name: str):

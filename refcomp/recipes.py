@@ -41,6 +41,7 @@ from refcomp.tracer.values import (
     VT,
     ConstVar,
     DictVar,
+    ExitVar,
     IteratorVar,
     ListVar,
     MethodVar,
@@ -144,6 +145,8 @@ class Recipes:
             return ("method", self.of(vt.self_vt), fn, vt.name)
         if isinstance(vt, IteratorVar):
             return ("iter", [self.of(i) for i in vt.items[vt.pos:]])
+        if isinstance(vt, ExitVar):  # inside `with torch.no_grad():`
+            return ("exit", vt.previous)
         raise Refused(f"{type(vt).__name__} cannot cross a graph break")
 
     def _size(self, expr):
@@ -189,6 +192,16 @@ def load_source(src, L, G, C, B):
     raise TypeError(f"cannot read source {src!r}")
 
 
+class GradExit:
+    """The `__exit__` of a traced `with torch.no_grad():` block: restores `previous`."""
+
+    def __init__(self, previous: bool):
+        self.previous = previous
+
+    def __call__(self, *exc_info):
+        torch.set_grad_enabled(self.previous)
+
+
 def make(r, outs, L, G, C, B, memo):
     kind = r[0]
     if kind == "shared":  # one object however many live values hold it
@@ -205,6 +218,8 @@ def make(r, outs, L, G, C, B, memo):
         return int(r[1](*(load_source(s, L, G, C, B).shape[d] for s, d in r[2])))
     if kind == "copy":
         return copy.deepcopy(r[1])
+    if kind == "exit":
+        return GradExit(r[1])
     if kind == "null":
         return REAL_NULL
     if kind == "tuple":

@@ -29,7 +29,7 @@ import torch
 
 from refcomp import concrete
 from refcomp.cache import COUNTERS, FrameCache
-from refcomp.concrete import CONCRETE_OPS, Frame, Returned
+from refcomp.concrete import CONCRETE_OPS, HANDLER_OPS, Frame, Returned
 from refcomp.concrete import NULL as REAL_NULL
 from refcomp.guards import EQUALS_MATCH, GuardSet
 from refcomp.recipes import make
@@ -40,11 +40,30 @@ from refcomp.sources import LocalSource
 
 
 def resumable(code) -> bool:
-    """Frames whose every instruction the concrete machine can execute, without cells."""
+    """Frames whose every instruction the concrete machine can execute, without cells.
+
+    `with` blocks are admitted only as `with torch.no_grad():` / `torch.enable_grad()`
+    (their handlers only restore the grad mode, which `run` does on an exception), and
+    then only in frames that never call set_grad_enabled.
+    """
     if code.co_cellvars:
         return False
     insts, _ = concrete.instructions(code)
-    return all(i.opname in CONCRETE_OPS for i in insts)
+    for i, inst in enumerate(insts):
+        if inst.opname == "BEFORE_WITH" and (not _grad_with(insts, i)
+                                             or "set_grad_enabled" in code.co_names):
+            return False
+        if inst.opname not in CONCRETE_OPS and inst.opname not in HANDLER_OPS:
+            return False
+    return True
+
+
+def _grad_with(insts, i) -> bool:
+    """Is instruction i the BEFORE_WITH of `with torch.no_grad():` or `torch.enable_grad()`?"""
+    ops = [(x.opname, x.argval) for x in insts[max(i - 4, 0):i]]
+    return len(ops) == 4 and ops[0] == ("LOAD_GLOBAL", "torch") and \
+        ops[1][0] in ("LOAD_ATTR", "LOAD_METHOD") and ops[1][1] in ("no_grad", "enable_grad") \
+        and ops[2][0] == "PRECALL" and ops[3] == ("CALL", 0)
 
 
 def compile_with_breaks(cf, L, reason) -> Optional[Entry]:
@@ -66,11 +85,32 @@ def compile_with_breaks(cf, L, reason) -> Optional[Entry]:
 
 def run(entry, inputs, L, G, C, B, cf):
     """Run a frame from a segment entry to its return (See spec/runtime.md)."""
+    if "BEFORE_WITH" not in {i.opname for i in concrete.instructions(cf.code)[0]}:
+        return _run(entry, inputs, L, G, C, B, cf)
+    grad_on_entry = torch.is_grad_enabled()
+    try:
+        return _run(entry, inputs, L, G, C, B, cf)
+    except BaseException:
+        # The frame's `with torch.no_grad()` blocks would restore the mode on the way
+        # out (resumable() admits no other `with`, and no set_grad_enabled call).
+        torch.set_grad_enabled(grad_on_entry)
+        raise
+
+
+def _run(entry, inputs, L, G, C, B, cf):
     code = cf.code
     stored = stored_names(code)
     while True:
         segment = entry.segment
-        outs = entry.run(inputs) if entry.graph is not None else ()
+        if entry.graph is None:
+            outs = ()
+        elif segment.run_with_grad:  # See Note [Leaving no_grad inside a segment]
+            with torch.enable_grad():
+                outs = entry.run(inputs)
+        else:
+            outs = entry.run(inputs)
+        if segment.grad_mode is not None:  # the segment entered or left a no_grad block
+            torch.set_grad_enabled(segment.grad_mode)
         memo: dict = {}
         if segment.kind == "return":
             return make(segment.result, outs, L, G, C, B, memo)

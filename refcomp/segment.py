@@ -18,14 +18,15 @@ from __future__ import annotations
 
 import types
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Optional
 
 import torch
 
+from refcomp.concrete import GRAD_CONTEXTS
 from refcomp.concrete import NULL as REAL_NULL
 from refcomp.guards import TYPE_MATCH
 from refcomp.reasons import Unsupported
-from refcomp.recipes import OpaqueVar, Recipes, Refused
+from refcomp.recipes import GradExit, OpaqueVar, Recipes, Refused
 from refcomp.runtime import Entry, build_entry, make_guard_set
 from refcomp.side_effects import mutated_containers, stored_names
 from refcomp.sources import AttrSource, ClosureSource, LocalSource
@@ -35,6 +36,7 @@ from refcomp.tracer.values import (
     NULL,
     CellVar,
     DictVar,
+    ExitVar,
     IteratorVar,
     ListVar,
     MethodVar,
@@ -84,6 +86,15 @@ class SegmentTranslator(InstructionTranslator):
             self.ctx.add_guard(TYPE_MATCH, source, type(value))
             self.any_opaque = True
             return OpaqueVar(value, source)
+        if isinstance(value, types.MethodType) and value.__name__ == "__exit__" and \
+                type(value.__self__) in GRAD_CONTEXTS:
+            # The `__exit__` a break left inside `with torch.no_grad():` restores `prev`.
+            owner = AttrSource(source, "__self__")
+            self.ctx.add_guard(TYPE_MATCH, owner, type(value.__self__))
+            return ExitVar(self.ctx.wrap(value.__self__.prev, AttrSource(owner, "prev")).value)
+        if type(value) is GradExit:  # the same, rebuilt after an earlier break
+            self.ctx.add_guard(TYPE_MATCH, source, GradExit)
+            return ExitVar(self.ctx.wrap(value.previous, AttrSource(source, "previous")).value)
         if isinstance(value, types.MethodType) and isinstance(value.__func__,
                                                               types.FunctionType):
             # `obj.method` left on the stack by a break: guard the function, not the
@@ -258,6 +269,8 @@ class Segment:
     stack: list = field(default_factory=list)  # recipes, bottom first
     result: Any = None  # recipe of the return value
     callee: bool = False  # the break is inside the function this CALL inlined
+    grad_mode: Optional[bool] = None  # the grad mode after the graph, where it changed
+    run_with_grad: bool = False  # see Note [Leaving no_grad inside a segment]
 
 
 def trace_segment(cf, G, B, C, start, pending, stack, *, root, opaque=frozenset()) -> Entry:
@@ -301,7 +314,7 @@ def trace_segment(cf, G, B, C, start, pending, stack, *, root, opaque=frozenset(
 
 def _build(cf, ctx, tx, segment, output, reason) -> Entry:
     if ctx.used_grad_toggle:
-        raise Refused("grad mode changes inside the segment")
+        segment.grad_mode = ctx.grad_enabled  # e.g. the break is inside a no_grad block
     recipes = Recipes(ctx)
     if segment.kind == "return":
         segment.result = recipes.of(output)
@@ -311,6 +324,12 @@ def _build(cf, ctx, tx, segment, output, reason) -> Entry:
             segment.locals[name] = ("source", LocalSource(name))
         segment.stack = [recipes.of(vt) for vt in tx.stack]
     recipes.check_aliasing()
+    # Note [Leaving no_grad inside a segment]: the runtime runs a graph in the grad mode
+    # of the call and detaches the outputs eager would not attach.  A segment that starts
+    # inside `no_grad` and leaves it has outputs that need autograd, so its graph runs
+    # with grad enabled (values from inside the block cannot feed them: RB011).
+    entry_mode = ctx.guards[("GRAD_MODE", None)].expected
+    segment.run_with_grad = not entry_mode and any(t.requires_grad for t in recipes.tensors)
     guards = cf._filter(ctx.finish_guards())
     if recipes.tensors or ctx.mutated:
         entry = build_entry(ctx, TupleVar(recipes.tensors), cf.backend, cf.options, guards)

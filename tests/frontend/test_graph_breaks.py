@@ -119,20 +119,68 @@ def test_break_inside_an_inlined_callee_compiles_the_callee_as_its_own_frame(cap
     assert callee.fn is helper_that_prints and callee.cache.entries[0].hits >= 2
 
 
-def break_inside_no_grad(x):
-    with torch.no_grad():
+class Tag:
+    def __enter__(self):
+        print("enter")
+
+    def __exit__(self, *exc):
+        print("exit")
+
+
+def break_inside_other_with(x):
+    with Tag():
         y = x * 2
-        print("in no_grad")
+        print("in block")
     return y
 
 
 def test_frames_the_machine_cannot_resume_run_eagerly_with_reason(capsys):
     x = torch.randn(3)
-    report = refcomp.explain(break_inside_no_grad, x, backend="eager")
+    report = refcomp.explain(break_inside_other_with, x, backend="eager")
     assert (report.graph_count, report.graph_break_count) == (0, 1)
-    assert report.break_reasons[0]["id"] == "RB008"
+    assert report.break_reasons[0]["id"] == "RB004"  # Tag(): only grad-mode `with` blocks
     torch.testing.assert_close(report.result, x * 2)
-    assert capsys.readouterr().out == "in no_grad\n"
+    assert capsys.readouterr().out == "enter\nin block\nexit\n"
+
+
+def break_inside_no_grad(x, w):
+    h = x * w
+    with torch.no_grad():
+        y = h * 2
+        print("inside no_grad", y.requires_grad)
+        k = y.sum().item()
+    return h * k, y
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_breaks_inside_no_grad_resume_in_the_right_grad_mode(backend, capsys):
+    x, w = torch.randn(3), torch.randn(3, requires_grad=True)
+    cf = refcomp.compile(break_inside_no_grad, backend=backend)
+    for _ in range(2):
+        got, want = cf(x, w), break_inside_no_grad(x, w)
+        assert torch.is_grad_enabled()
+        for g, e in zip(got, want):
+            torch.testing.assert_close(g, e)
+            assert g.requires_grad == e.requires_grad
+    assert capsys.readouterr().out == "inside no_grad False\n" * 4
+    (gw,) = torch.autograd.grad(got[0].sum(), w)
+    (ew,) = torch.autograd.grad(want[0].sum(), w)
+    torch.testing.assert_close(gw, ew)
+    report = refcomp.explain(break_inside_no_grad, x, w, backend=backend)
+    assert [r["id"] for r in report.break_reasons] == ["RB008", "RB002"]
+
+
+def raises_inside_no_grad(x):
+    with torch.no_grad():
+        print("about to fail")
+        raise ValueError("boom")
+
+
+def test_an_exception_inside_no_grad_restores_the_grad_mode(capsys):
+    cf = refcomp.compile(raises_inside_no_grad, backend="eager")
+    with pytest.raises(ValueError, match="boom"):
+        cf(torch.randn(2))
+    assert torch.is_grad_enabled()
 
 
 def view_then_break(x):

@@ -1,8 +1,8 @@
 """Property: Frontend I's random programs with graph-breaking constructs inserted at random
 statement boundaries (print, .item(), a tensor-valued if, a global counter, appends to a
-global list and to an argument list, a helper that prints) still equal eager: the
-returned tensors, the printed text and every Python side effect, over two calls (the
-second reuses the cached segments and resume points)."""
+global list and to an argument list, a helper that prints, a print inside no_grad) still
+equal eager: the returned tensors, the printed text and every Python side effect, over two
+calls (the second reuses the cached segments and resume points)."""
 
 import contextlib
 import io
@@ -23,7 +23,8 @@ BREAKS = ["print('p{k}', tuple({a}.shape), {a}.dtype)",
           "N += 1\n    {a} = {a} + N",
           "out.append({a} * 2)",
           "{a} = {a} * (2 if {a}.float().mean().item() > 0 else 3)",
-          "{a} = HELPER({a}, out)"]
+          "{a} = HELPER({a}, out)",
+          "with torch.no_grad():\n        {a} = {a} * 2\n        print('ng', {a}.dtype)"]
 # A user function that breaks inside: the caller breaks at the call, and the helper is
 # compiled as a frame of its own.
 HELPER = '''
