@@ -148,7 +148,7 @@ def freeze_graph(graph: Graph, frozen: dict) -> tuple:
             evaluated.append(node)
             derived.add(node.output)
     done = {n.output for n in evaluated}
-    kept = [n for n in graph.nodes if n not in evaluated]
+    kept = [n for n in graph.nodes if not (len(n.outputs) == 1 and n.output in done)]
     needed = [v for v in dict.fromkeys(x for n in kept for x in n.inputs) if v in done]
     read = {index[v] for n in evaluated for v in n.inputs if v in inputs}
     held = dict(zip(needed, _evaluate(graph.name, inputs, creations, evaluated, needed)))
