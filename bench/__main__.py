@@ -129,7 +129,7 @@ def _text_rows(w, results, notes, copy_gbs) -> str:
     copy_gbs = _copy_gbs(w, results, copy_gbs)
     lines = [f"{w.name}:"]
     for r in results:
-        lines.append("  " + r.candidate.ljust(9) + " | ".join(_cells(w, r, eager_s, copy_gbs)))
+        lines.append("  " + r.candidate.ljust(15) + " | ".join(_cells(w, r, eager_s, copy_gbs)))
     if notes:
         lines.append(f"  refcomp counters: {notes}")
     return "\n".join(lines)
@@ -144,7 +144,8 @@ def _markdown(rows, copy_gbs, opts, seconds, malloc_configured, startup) -> str:
     except Exception:
         pass
     out = ["# Benchmark results", "",
-           f"`python -m bench --reps {opts.reps}` on {cpu}, {opts.threads} thread(s)"
+           f"`python -m bench --reps {opts.reps}{' --no-plan' if opts.no_plan else ''}`"
+           f" on {cpu}, {opts.threads} thread(s)"
            f" (torch.set_num_threads), torch {torch.__version__}, Python"
            f" {sys.version.split()[0]}; whole run {seconds:.0f} s.",
            f"Copy bandwidth at the start of the run (4M f32 `copy_`): {copy_gbs:.1f} GB/s;"
@@ -154,6 +155,10 @@ def _markdown(rows, copy_gbs, opts, seconds, malloc_configured, startup) -> str:
            " below): " + ", ".join(f"{k} {v:.1f} s" for k, v in startup.items()) + ".",
            "malloc keeps freed memory during timing (bench/harness.py, Note [malloc and page"
            f" faults]): {'yes' if malloc_configured else 'NO (not glibc)'}.",
+           *(["`refcomp-noplan` is refcomp with the backend option plan=False (every"
+              " intermediate a fresh tensor; spec/memory.md, \"Runtime\"); where a graph has"
+              " no intermediates both compile the same code, and their difference is the"
+              " run's noise."] if opts.no_plan else []),
            "", "Time: median over interleaved rounds, and the best round (the machine is shared:"
            " other processes load it, and the best round is the least disturbed); speedup ="
            " eager time / time, each from the same statistic (higher is better);"
