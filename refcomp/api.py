@@ -19,7 +19,7 @@ import codegen.stats as codegen_stats
 from codegen.backends import get_backend
 from refcomp import cache as cache_mod
 from refcomp import resume
-from refcomp.cache import COUNTERS, FrameCache, cache_for
+from refcomp.cache import COUNTERS, FrameCache, cache_for, config_key
 from refcomp.config import resolve_options
 from refcomp.reasons import CaptureError, Unsupported
 from refcomp.runtime import build_entry, fallback_entry
@@ -72,6 +72,7 @@ class CompiledFunction:
         if not isinstance(self.builtins, dict):
             self.builtins = self.builtins.__dict__
         self.private = FrameCache(self.code) if private_cache else None
+        self.config = config_key(backend, dynamic, fullgraph, options)
         self.last_entry = None
         functools.update_wrapper(self, fn)
 
@@ -93,7 +94,7 @@ class CompiledFunction:
             return fn(*args, **kwargs)
         L = self._bind(args, kwargs)
         G, C, B = fn.__globals__, fn.__closure__, self.builtins
-        cache = cache_for(self.code, self.private)
+        cache = cache_for(self.code, self.private, self.config)
         COUNTERS["calls"] += 1
         entry, inputs = cache.lookup(L, G, C, B)
         if entry is None:
@@ -173,7 +174,7 @@ class CompiledFunction:
 
     @property
     def cache(self) -> FrameCache:
-        return cache_for(self.code, self.private)
+        return cache_for(self.code, self.private, self.config)
 
 
 class OptimizedModule(torch.nn.Module):
@@ -228,9 +229,12 @@ def reset() -> None:
 def stats() -> dict:
     """Counters plus, per cached code object, each entry's hits, guard time and failures."""
     frames = {}
-    for code, cache in cache_mod.all_caches().items():
-        frames[f"{code.co_name} ({code.co_filename}:{code.co_firstlineno})"] = [
-            entry_stats(e) for e in cache.entries]
+    for cache in cache_mod.all_caches().values():
+        code = cache.code
+        name = f"{code.co_name} ({code.co_filename}:{code.co_firstlineno})"
+        while name in frames:  # the same function compiled with another configuration
+            name += "'"
+        frames[name] = [entry_stats(e) for e in cache.entries]
     # Kernels, extern calls and fallbacks are counted where they happen, in codegen/.
     return {"counters": dict(COUNTERS), "codegen": codegen_stats.snapshot(), "frames": frames}
 

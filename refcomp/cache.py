@@ -21,7 +21,7 @@ from collections import Counter
 import torch
 
 COUNTERS: Counter = Counter()
-_CACHES: dict = {}  # code object -> FrameCache
+_CACHES: dict = {}  # (code object, config key) -> FrameCache
 _CACHES_LOCK = threading.Lock()
 
 
@@ -82,14 +82,26 @@ class FrameCache:
                       RuntimeWarning, stacklevel=4)
 
 
-def cache_for(code, private=None) -> FrameCache:
+def cache_for(code, private=None, config: str = "") -> FrameCache:
+    """The cache of `code` compiled with `config` (backend and options, see `config_key`).
+
+    Two `refcomp.compile` wrappers of one function with different backends or options
+    must not serve each other's entries, so the configuration is part of the key.
+    """
     if private is not None:
         return private
-    cache = _CACHES.get(code)
+    key = (code, config)
+    cache = _CACHES.get(key)
     if cache is None:
         with _CACHES_LOCK:
-            cache = _CACHES.setdefault(code, FrameCache(code))
+            cache = _CACHES.setdefault(key, FrameCache(code))
     return cache
+
+
+def config_key(backend, dynamic, fullgraph, options: dict) -> str:
+    """A string naming everything that changes what a compile produces."""
+    opts = sorted((name, repr(value)) for name, value in options.items())
+    return repr((backend, bool(dynamic), bool(fullgraph), opts))
 
 
 def all_caches() -> dict:

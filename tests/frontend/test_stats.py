@@ -18,3 +18,21 @@ def test_stats_count_graphs_kernels_and_cache_hits():
     assert entries[0]["hits"] == 2 and entries[0]["backend"] == "llvm"
     refcomp.reset()
     assert refcomp.stats()["codegen"]["kernels"] == 0 and refcomp.stats()["frames"] == {}
+
+
+def test_wrappers_with_different_backends_do_not_share_entries():
+    refcomp.reset()
+
+    def f(x):
+        return x.sin() * 2
+
+    a = refcomp.compile(f, backend="interp")
+    b = refcomp.compile(f, backend="eager")
+    x = torch.randn(4)
+    torch.testing.assert_close(a(x), f(x))
+    torch.testing.assert_close(b(x), f(x))
+    assert a.cache is not b.cache
+    assert [e.backend for e in a.cache.entries] == ["interp"]
+    assert [e.backend for e in b.cache.entries] == ["eager"]
+    # The same configuration shares one cache, as torch.compile shares per code object.
+    assert refcomp.compile(f, backend="interp").cache is a.cache
