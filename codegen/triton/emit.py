@@ -53,7 +53,7 @@ from codegen.triton.scalar import (
     literal,
     tl_dtype,
 )
-from ir.types import bf16
+from ir.types import bf16, f32
 
 MAX_XBLOCK = 1024  # elements per program of a pointwise kernel
 MAX_RBLOCK = 1024  # the longest stage run as one persistent tile
@@ -186,6 +186,18 @@ class _Emitter:
                 self.acc_version[s.acc] = self.acc_version.get(s.acc, 0) + 1
                 reduce_fn(s, depth)
 
+    def half_cast(self, x: TV, target) -> TV:
+        """An explicit cast to f16/bf16 rounds, and the value goes on in f32.
+
+        See Note [Half casts] in codegen/lower.py: the source converts to f32 first,
+        as torch does, then rounds once to the half type.
+        """
+        wide = self.ops.cast(x, f32)
+        if target == bf16:
+            self.ops.helpers.add("to_bf16")
+            return TV(f"_to_bf16({wide.expr}).to(tl.float32)", f32)
+        return TV(f"{wide.expr}.to({tl_dtype(target)}).to(tl.float32)", f32)
+
     def let(self, s: Let, mask: str, block_vars, shape: str, depth: int):
         attrs = dict(s.attrs)
         if s.op == "load":
@@ -203,7 +215,9 @@ class _Emitter:
             value = self.ops.const(attrs["value"], TV("", s.dtype))
         else:
             args = [self.temps[a] for a in s.args]
-            if s.op == "cast":
+            if s.op == "cast" and attrs["dtype"] != s.dtype:
+                value = self.half_cast(args[0], attrs["dtype"])
+            elif s.op == "cast":
                 value = self.ops.cast(args[0], s.dtype)
             elif s.op == "compare":
                 value = self.ops.compare(attrs["name"], *args)

@@ -461,3 +461,28 @@ def test_random_programs_equal_eager(program):
         tol = 1e-4 if dtype == torch.float32 else 1e-9
         torch.testing.assert_close(g, w, rtol=tol, atol=tol, equal_nan=True,
                                    msg=lambda m: f"{source}\n{m}")
+
+
+@pytest.mark.parametrize("half", ["f16", "bf16"])
+@pytest.mark.parametrize("src", ["f32", "f64"])
+def test_explicit_half_casts_round_like_eager(src, half):
+    # Note [Half casts] (codegen/lower.py): x.to(half).float() loses the bits eager
+    # loses; the llvm backend's test of the same name has the value table.
+    from tests.codegen.test_llvm_backend import HALF_CAST_VALUES
+
+    values = HALF_CAST_VALUES[src] + [-v for v in HALF_CAST_VALUES[src]]
+    n = len(values)
+    graph = ir.parse(f"""
+func @f(%x: {src}[{n}]) -> (f32[{n}], {half}[{n}]) {{
+  %0 = cast %x {{dtype={half}}} : {half}[{n}]
+  %1 = cast %0 {{dtype=f32}} : f32[{n}]
+  %2 = mul %1, %1 : f32[{n}]
+  %3 = cast %2 {{dtype={half}}} : {half}[{n}]
+  return %1, %3
+}}""")
+    tdtype = {"f32": torch.float32, "f64": torch.float64}[src]
+    thalf = {"f16": torch.float16, "bf16": torch.bfloat16}[half]
+    x = torch.tensor(values, dtype=torch.float64).to(tdtype)
+    a = x.to(thalf).float()
+    for got, want in zip(compile_triton(graph)(x), [a, (a * a).to(thalf)]):
+        torch.testing.assert_close(got, want, rtol=0, atol=0, equal_nan=True)
