@@ -36,7 +36,6 @@ from codegen.stats import STATS
 from codegen.torch_bridge import torch_dtype
 from ir.graph import Graph, Node, Value
 from ir.ops.registry import EXTERN, LAYOUT, POINTWISE, REDUCTION
-from ir.plan import views_in
 from ir.types import is_symbolic
 
 VIEWS = frozenset({"reshape", "permute", "slice", "expand", "squeeze", "unsqueeze"})
@@ -177,9 +176,9 @@ class Arena:
     (kernel outputs, and matmul results through `out=`), so a call allocates one
     uint8 arena tensor for all of them.  A planned value stays a fresh tensor
     instead (always safe: fresh bytes overlap nothing) when its producer is a
-    fallback (torch allocates), when a graph output views it (the caller would see
-    bytes a later step reuses), or when an eager fallback reads it (its result may be
-    a torch view whose reads the plan does not count).  A `reuses` pair is honoured
+    fallback (torch allocates), or when an eager fallback reads it (its result may be
+    a torch view whose reads the plan does not count).  (Values a graph output views
+    are never planned: ir/plan.py `intermediates`.)  A `reuses` pair is honoured
     as an in-place kernel (Note [In-place kernels], codegen/llvm/emit.py) only when
     both values are in the arena and the kernel reads the operand through one buffer.
     """
@@ -192,12 +191,7 @@ class Arena:
         if plan is None or not units:
             return
         _, offsets = plan.evaluate(sizes)
-        view_of = views_in(graph)  # also the views that are graph outputs
         unsafe = set()
-        for v in graph.outputs:
-            while v in view_of:
-                v = view_of[v]
-                unsafe.add(v)
         writers = set()
         for unit in units:
             if unit.kind == "eager":

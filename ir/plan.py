@@ -163,9 +163,18 @@ def views_in(graph: Graph) -> dict[Value, Value]:
 
 
 def intermediates(graph: Graph) -> list[Value]:
-    """Values defined by top-level nodes that the caller never sees."""
-    outputs = set(graph.outputs)
-    return [v for node in graph.nodes for v in node.outputs if v not in outputs]
+    """Values defined by top-level nodes that the caller never sees.
+
+    The caller sees the outputs and every value an output is a view of (a returned
+    `reshape` of a computed value shares its bytes), so none of those is in the arena.
+    """
+    view_of = views_in(graph)
+    visible: set = set()
+    for v in graph.outputs:
+        while v is not None and v not in visible:
+            visible.add(v)
+            v = view_of.get(v)
+    return [v for node in graph.nodes for v in node.outputs if v not in visible]
 
 
 # --- in-place safety -----------------------------------------------------------------------

@@ -281,3 +281,21 @@ def test_reordering_keeps_random_draws_in_order():
     got = run_with_plan(p, args, np.random.default_rng(9))
     for a, c in zip(want, got):
         np.testing.assert_array_equal(c, a)
+
+
+def test_a_value_an_output_views_is_not_in_the_arena():
+    # The caller sees a returned reshape's bytes, so its base is not an intermediate.
+    g = parse("""func @f(%x: f32[4,8]) -> (f32[32], f32[4,8]) {
+  %0 = exp %x : f32[4,8]
+  %1 = reshape %0 {shape=[32]} : f32[32]
+  %2 = neg %x : f32[4,8]
+  %3 = permute %2 {perm=[0,1]} : f32[4,8]
+  %4 = mul %3, %3 : f32[4,8]
+  return %1, %4
+}""")
+    planned = plan_memory(fuse(g))
+    assert check_plan(planned) == []
+    slotted = {s.value for s in planned.plan.slots}
+    base = planned.producers()[planned.outputs[0]].inputs[0]
+    assert base not in slotted  # the exp region's result: viewed by output 0
+    assert len(slotted) == 1  # the neg region's result: a true intermediate
