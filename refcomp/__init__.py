@@ -10,7 +10,8 @@ imports ir/ and codegen/, never the other way round.  Spec: spec/architecture.md
 from refcomp.api import compile, disable, reset, stats
 from refcomp.config import default_backend
 from refcomp.explain import explain
+from refcomp.logs import set_logs
 from refcomp.reasons import REASONS, CaptureError, Unsupported
 
 __all__ = ["REASONS", "CaptureError", "Unsupported", "compile", "default_backend", "disable",
-           "explain", "reset", "stats"]
+           "explain", "reset", "set_logs", "stats"]

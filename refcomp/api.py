@@ -18,7 +18,7 @@ import torch
 import codegen.stats as codegen_stats
 from codegen.backends import get_backend
 from refcomp import cache as cache_mod
-from refcomp import resume
+from refcomp import logs, resume
 from refcomp.cache import COUNTERS, FrameCache, cache_for, config_key
 from refcomp.config import resolve_options
 from refcomp.reasons import CaptureError, Unsupported
@@ -117,6 +117,7 @@ class CompiledFunction:
         if cache.entries:
             cache.explain_miss(L, G, C, B)
         limit = self.options["cache_size_limit"]
+        logs.recompile(cache, limit)  # REFCOMP_LOGS=recompiles: failed guards, limit hits
         if len(cache.entries) >= limit:
             cache.warn_limit(limit)
             COUNTERS["limit_hits"] += 1

@@ -20,6 +20,8 @@ from collections import Counter
 
 import torch
 
+from refcomp import logs
+
 COUNTERS: Counter = Counter()
 _CACHES: dict = {}  # (code object, config key) -> FrameCache
 _CACHES_LOCK = threading.Lock()
@@ -50,6 +52,7 @@ class FrameCache:
                 entry.refs.append(obj)
         entry.refs_to_hold = ()
         self.entries = self.entries + [entry]
+        logs.new_entry(self, entry)  # REFCOMP_LOGS=guards,graph_breaks (a miss only)
 
     def _drop_callback(self, entry):
         me = weakref.ref(self)

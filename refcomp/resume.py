@@ -27,7 +27,7 @@ from typing import Optional
 
 import torch
 
-from refcomp import concrete
+from refcomp import concrete, logs
 from refcomp.cache import COUNTERS, FrameCache
 from refcomp.concrete import CONCRETE_OPS, HANDLER_OPS, Frame, Returned
 from refcomp.concrete import NULL as REAL_NULL
@@ -255,6 +255,7 @@ def _resume_entry(cf, fr, L, G, C, B):
 def _compile_resume(cf, point, fr, L, G, C, B):
     COUNTERS["resume_compiles"] += 1
     start = time.perf_counter()
+    logs.recompile(point, cf.options["cache_size_limit"], (L, G, C, B))
     point.widen(L)
     if len(point.entries) >= cf.options["cache_size_limit"]:
         return _eager_step(fr, "cache_size_limit reached"), ()

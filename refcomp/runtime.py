@@ -22,6 +22,7 @@ import torch
 
 from codegen.backends import get_backend
 from ir.graph import Graph
+from refcomp import logs
 from refcomp.config import default_backend
 from refcomp.guards import GuardSet
 from refcomp.reasons import Unsupported
@@ -160,10 +161,11 @@ def build_entry(ctx: TraceContext, output: VT, backend_name: str, options: dict,
         frozen = freeze_entry(ctx, graph, guard_list)
         graph, guard_list = frozen.graph, guard_list + frozen.guards
     passes = options["passes"] if options["passes"] is not None else default_passes()
+    print_ir = logs.graph_captured(graph)  # REFCOMP_LOGS=ir: after capture, after each pass
     if passes:
         from ir.passes.manager import run_pipeline
 
-        graph = run_pipeline(graph, passes)
+        graph = run_pipeline(graph, passes, **print_ir)
     notes = list(frozen.notes) if frozen is not None else []
     if not backend_name:  # compile(backend=None): pick by the graph's device
         devices = {v.type.device for v in graph.inputs} or {"cpu"}
@@ -175,6 +177,7 @@ def build_entry(ctx: TraceContext, output: VT, backend_name: str, options: dict,
                      f"(backend {backend_name!r} does not differentiate)")
         backend = get_backend("eager")
     fn = backend.compile_graph(graph, dict(options["backend_options"]))
+    logs.output_code(fn)
     n_inputs = len(ctx.input_sources)
     if frozen is not None and frozen.plan != [("in", i) for i in range(n_inputs)]:
         fn = frozen.wrap(fn, n_inputs)  # drops frozen inputs, feeds the tensors it computed

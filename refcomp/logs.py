@@ -1,0 +1,230 @@
+"""Logs and debug dumps: what the compiler did, on request (`REFCOMP_LOGS`, like TORCH_LOGS).
+
+Owns: the channels (`CHANNELS`), `set_logs` (also read from the environment at import:
+`REFCOMP_LOGS=graph_breaks,guards`, `REFCOMP_DEBUG_DIR=<folder>`), the hooks the compile
+path calls, and the debug folder's numbered files.  Must not know how a frame is traced
+or a graph compiled: hooks are handed finished objects (a graph, an entry, a cache).
+Spec: spec/runtime.md, "Logs and debug dumps".
+
+Each channel is a `logging` logger named `refcomp.<channel>`, logged at INFO; a handler
+on the `refcomp` logger writes them to stderr (the stderr of the moment, so pytest's
+capture sees it).  Records propagate as usual, so `caplog` and user handlers see them.
+
+Note [Logging costs nothing when off]: every hook is called on a cache miss or while
+compiling, never on a guarded hit, and returns at once unless `_ON` (computed by
+`set_logs`) says some channel or the debug folder is active.
+"""
+
+from __future__ import annotations
+
+import io
+import logging
+import os
+import re
+import sys
+import threading
+from pathlib import Path
+from typing import Optional
+
+CHANNELS = ("graph_breaks", "guards", "recompiles", "ir", "output_code")
+LOGGERS = {c: logging.getLogger(f"refcomp.{c}") for c in CHANNELS}
+
+_enabled: frozenset = frozenset()
+_debug_dir: Optional[Path] = None
+_ON = False  # some channel or the debug folder is active (Note [Logging costs nothing...])
+_count = 0  # graphs numbered so far in the debug folder
+_lock = threading.Lock()
+_local = threading.local()  # .graph: (number, name) of the graph this thread compiles
+
+
+class _Stderr(logging.StreamHandler):
+    """Writes to the current sys.stderr (as logging.lastResort does)."""
+
+    @property
+    def stream(self):
+        return sys.stderr
+
+    @stream.setter
+    def stream(self, _value):
+        pass
+
+
+_HANDLER = _Stderr()
+_HANDLER.setFormatter(logging.Formatter("[%(name)s] %(message)s"))
+_HANDLER.set_name("refcomp.logs.stderr")
+
+
+def set_logs(channels: str = "", debug_dir: Optional[str] = None) -> None:
+    """Turn channels on (comma-separated names, or "all"); "" turns them all off.
+
+    Each call replaces the whole configuration, as torch._logging.set_logs does;
+    `debug_dir`: write each compiled graph's IR, kernels and guards there.
+    """
+    global _enabled, _debug_dir, _ON, _count
+    names = {c.strip() for c in (channels or "").split(",") if c.strip()}
+    unknown = sorted(names - set(CHANNELS) - {"all"})
+    if unknown:
+        raise ValueError(f"unknown REFCOMP_LOGS channel(s) {unknown}; valid: "
+                         f"{', '.join(CHANNELS + ('all',))}")
+    enabled = frozenset(CHANNELS) if "all" in names else frozenset(names)
+    for channel, logger in LOGGERS.items():
+        logger.setLevel(logging.INFO if channel in enabled else logging.NOTSET)
+    root = logging.getLogger("refcomp")
+    for handler in [h for h in root.handlers if h.get_name() == _HANDLER.get_name()]:
+        root.removeHandler(handler)  # by name: a reloaded module made a new one
+    if enabled:
+        root.addHandler(_HANDLER)
+    with _lock:
+        _enabled = enabled
+        _debug_dir = Path(debug_dir) if debug_dir else None
+        _count = _highest_number(_debug_dir)
+        _ON = bool(enabled) or _debug_dir is not None
+
+
+def enabled() -> frozenset:
+    """The channels now on."""
+    return _enabled
+
+
+def _highest_number(folder: Optional[Path]) -> int:
+    """Numbering continues after the files already in the folder (no run overwrites)."""
+    if folder is None or not folder.is_dir():
+        return 0
+    numbers = [int(m.group(1)) for p in folder.iterdir()
+               if (m := re.match(r"(\d+)_", p.name))]
+    return max(numbers, default=0)
+
+
+def _log(channel: str, text: str) -> None:
+    if channel in _enabled:
+        LOGGERS[channel].info("%s", text)
+
+
+def _dump(suffix: str, text: str) -> None:
+    """Append to `<debug_dir>/<number>_<graph name>.<suffix>` of this thread's graph."""
+    graph = getattr(_local, "graph", None)
+    if _debug_dir is None or graph is None:
+        return
+    _debug_dir.mkdir(parents=True, exist_ok=True)
+    with open(_debug_dir / f"{graph[0]:04d}_{graph[1]}.{suffix}", "a") as f:
+        f.write(text if text.endswith("\n") else text + "\n")
+
+
+def _frame(cache) -> str:
+    code = cache.code
+    where = f"{code.co_name} ({code.co_filename}:{code.co_firstlineno})"
+    index = getattr(cache, "index", None)  # a resume point (refcomp/resume.py)
+    return where if index is None else f"{where}, resume point at instruction {index}"
+
+
+# --- hooks: each is one call from the compile path -----------------------------------------
+
+class _PassStream(io.TextIOBase):
+    """run_pipeline's print_after stream: each `# after <pass>` block becomes one record."""
+
+    def write(self, text: str) -> int:
+        _log("ir", text.rstrip("\n"))
+        _dump("ir", text)
+        return len(text)
+
+
+def graph_captured(graph) -> dict:
+    """A graph leaves the tracer: log it, number it; run_pipeline's keywords for `ir`.
+
+    Called by build_entry before the passes; returns {} when neither `ir` nor the
+    debug folder is on, else print_after="all" with a stream that logs each pass.
+    """
+    if not _ON:
+        return {}
+    from ir.printer import print_graph
+
+    global _count
+    with _lock:
+        _count += 1
+        _local.graph = (_count, re.sub(r"[^\w.-]", "_", graph.name))
+    text = f"# after capture\n{print_graph(graph)}"
+    _log("ir", text.rstrip("\n"))
+    _dump("ir", text)
+    if "ir" not in _enabled and _debug_dir is None:
+        return {}
+    return {"print_after": "all", "stream": _PassStream()}
+
+
+def output_code(fn) -> None:
+    """The backend compiled the graph: its kernels (LLVM: printed Kernels and the call;
+    Triton: each kernel's source).  Symbolic graphs are specialized per size at their
+    first call with it, after this hook: they say so instead."""
+    if not _ON:
+        return
+    compiled = getattr(fn, "compiled", None)
+    if compiled is None:
+        what = ("kernels are compiled per input sizes at the first call with them"
+                if hasattr(fn, "variants") else "no generated code (this backend runs ops)")
+        text = f"# output code: {what}"
+    elif hasattr(compiled, "kernels"):  # codegen/runtime.py CompiledGraph (llvm)
+        from codegen.kernel import print_kernel
+
+        parts = [f"# kernel {i}\n{print_kernel(k)}" for i, k in enumerate(compiled.kernels)]
+        text = "\n".join(parts + [f"# call\n{compiled.source}"])
+    else:  # codegen/triton/backend.py TritonGraph
+        text = "\n".join(f"# triton kernel {i}\n{s}" for i, s in enumerate(compiled.sources))
+    _log("output_code", text.rstrip("\n"))
+    _dump("code", text)
+
+
+def _guard_lines(entry) -> str:
+    return "\n".join(f"  {g.kind}: {g.describe()}" for g in entry.guards.guards)
+
+
+def new_entry(cache, entry) -> None:
+    """An entry joins a cache: its guards, and the graph break or fallback that made it."""
+    if not _ON:
+        return
+    reason = entry.reason
+    if reason is not None:
+        kind = "graph break" if getattr(entry, "segment", None) is not None else \
+            "frame runs eagerly"
+        # message(): [id] title: detail at file:line (instruction). Hint: ...
+        _log("graph_breaks", f"{kind} in {_frame(cache)}: {reason.message()}")
+    n = len(cache.entries) - 1  # called after the entry was added
+    text = f"entry {n} of {_frame(cache)}: {len(entry.guards.guards)} guard(s)\n" \
+           f"{_guard_lines(entry)}"
+    _log("guards", text.rstrip("\n"))
+    if entry.graph is not None and getattr(_local, "graph", None) is not None:
+        _dump("guards", text)
+
+
+def recompile(cache, limit: int, frame_args=None) -> None:
+    """A miss on a cache that has entries: which guards failed, and a limit hit.
+
+    `cache.miss_reasons` holds the failures (explain_miss ran), unless `frame_args`
+    (L, G, C, B) are given: a resume point's miss, whose failures are computed here
+    without counting them in stats().
+    """
+    if not _ON or "recompiles" not in _enabled or not cache.entries:
+        return
+    if frame_args is None:
+        reasons = cache.miss_reasons
+    else:
+        reasons = [(i, _failing(e, *frame_args)) for i, e in enumerate(cache.entries)]
+    lines = [f"recompiling {_frame(cache)}: no entry's guards hold"]
+    for i, failed in reasons:
+        lines.append(f"  entry {i} failed: {'; '.join(failed) or '(nothing named)'}")
+    if getattr(cache, "auto_dims", None):  # automatic dynamic (refcomp/cache.py)
+        lines.append(f"  automatic dynamic: sizes now symbolic: {cache.auto_dims}")
+    if len(cache.entries) >= limit:
+        lines.append(f"  cache_size_limit={limit} reached: this call runs eagerly")
+    _log("recompiles", "\n".join(lines))
+
+
+def _failing(entry, L, G, C, B) -> list:
+    from refcomp.guards import GuardSet, _try_load
+
+    failed = []
+    for g in entry.guards.guards:
+        if GuardSet([g], []).check(L, G, C, B) is None:
+            failed.append(g.failure_reason(_try_load(g.source, L, G, C, B)))
+    return failed
+
+
+set_logs(os.environ.get("REFCOMP_LOGS", ""), os.environ.get("REFCOMP_DEBUG_DIR") or None)

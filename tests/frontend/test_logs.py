@@ -1,0 +1,220 @@
+"""REFCOMP_LOGS channels, set_logs and the debug folder (spec/runtime.md, "Logs and debug
+dumps"): each channel says what it promises for a small function and a graph break, and
+nothing is logged when logging is off."""
+
+import importlib
+import logging
+
+import pytest
+import torch
+
+import refcomp
+from refcomp import logs
+
+
+@pytest.fixture(autouse=True)
+def clean():
+    refcomp.reset()
+    yield
+    refcomp.set_logs("")
+    refcomp.reset()
+
+
+def messages(caplog, channel):
+    return [r.getMessage() for r in caplog.records if r.name == f"refcomp.{channel}"]
+
+
+def sin_plus(x):
+    return x.sin() + 1
+
+
+def with_print(x):
+    y = x.cos()
+    print("side effect")
+    return y * 2
+
+
+def test_unknown_channel_lists_the_valid_ones():
+    with pytest.raises(ValueError) as err:
+        refcomp.set_logs("guards,graphbreaks")
+    text = str(err.value)
+    assert "graphbreaks" in text
+    for name in logs.CHANNELS + ("all",):
+        assert name in text
+    assert logs.enabled() == frozenset()  # a bad call changes nothing
+
+
+def test_nothing_is_logged_when_off(caplog, capsys):
+    caplog.set_level(logging.DEBUG)
+    f = refcomp.compile(with_print, dynamic=False, options={"cache_size_limit": 1})
+    for n in (4, 5, 5):
+        f(torch.randn(n))  # compile, graph break, recompile, limit hit
+    assert [r for r in caplog.records if r.name.split(".")[-1] in logs.CHANNELS] == []
+    assert "[refcomp." not in capsys.readouterr().err
+    assert not logs._ON
+
+
+def test_guards_lists_each_new_entry(caplog):
+    refcomp.set_logs("guards")
+    caplog.set_level(logging.INFO)
+    f = refcomp.compile(sin_plus, backend="llvm", dynamic=False)
+    x = torch.randn(4)
+    torch.testing.assert_close(f(x), sin_plus(x))
+    f(x)  # a hit: nothing new
+    (text,) = messages(caplog, "guards")
+    assert text.startswith("entry 0 of sin_plus (")
+    assert "TENSOR_MATCH: L['x']: Tensor torch.float32 on cpu, shape [4]" in text
+    assert "GRAD_MODE: torch.is_grad_enabled() == True" in text
+    assert messages(caplog, "ir") == [] and messages(caplog, "output_code") == []
+
+
+def test_graph_breaks_give_reason_location_and_instruction(caplog):
+    refcomp.set_logs("graph_breaks")
+    caplog.set_level(logging.INFO)
+    f = refcomp.compile(with_print)
+    x = torch.randn(3)
+    torch.testing.assert_close(f(x), with_print(x))
+    (text,) = messages(caplog, "graph_breaks")
+    line = with_print.__code__.co_firstlineno + 2  # the print
+    assert text.startswith("graph break in with_print (")
+    assert "[RB008]" in text and "side effect on a Python object" in text
+    assert f"{__file__}:{line} (CALL)" in text
+
+
+def test_fallback_frame_is_logged_as_eager(caplog):
+    refcomp.set_logs("graph_breaks")
+    caplog.set_level(logging.INFO)
+
+    def item_in_try(x):
+        try:
+            return x + 1
+        finally:
+            pass
+
+    f = refcomp.compile(item_in_try)
+    f(torch.ones(2))
+    (text,) = messages(caplog, "graph_breaks")
+    assert text.startswith("frame runs eagerly in item_in_try") and "[RB006]" in text
+
+
+def test_recompiles_name_failed_guards_and_limit_hits(caplog):
+    refcomp.set_logs("recompiles")
+    caplog.set_level(logging.INFO)
+    f = refcomp.compile(sin_plus, dynamic=False, options={"cache_size_limit": 2})
+    f(torch.randn(4))
+    assert messages(caplog, "recompiles") == []  # a first compile is not a recompile
+    f(torch.randn(5))
+    first = messages(caplog, "recompiles")
+    assert len(first) == 1
+    assert "recompiling sin_plus (" in first[0]
+    assert "entry 0 failed: L['x'].shape[0] == 4" in first[0]
+    assert "cache_size_limit" not in first[0]
+    with pytest.warns(RuntimeWarning, match="cache_size_limit"):
+        f(torch.randn(6))
+    last = messages(caplog, "recompiles")[-1]
+    assert "entry 1 failed: L['x'].shape[0] == 5" in last
+    assert "cache_size_limit=2 reached: this call runs eagerly" in last
+
+
+def test_recompiles_at_a_resume_point(caplog):
+    refcomp.set_logs("recompiles")
+    caplog.set_level(logging.INFO)
+    f = refcomp.compile(with_print, dynamic=False)
+    f(torch.randn(4))
+    f(torch.randn(5))
+    texts = messages(caplog, "recompiles")
+    assert any("resume point at instruction" in t and "L['stack[0]'].shape[0] == 4" in t
+               for t in texts)
+
+
+def test_ir_after_capture_and_after_each_pass(caplog):
+    refcomp.set_logs("ir")
+    caplog.set_level(logging.INFO)
+    f = refcomp.compile(sin_plus, options={"passes": ["fold", "dce"]})
+    f(torch.randn(4))
+    texts = messages(caplog, "ir")
+    assert [t.splitlines()[0].split(" (")[0] for t in texts] == [
+        "# after capture", "# after fold", "# after dce"]
+    assert "func @sin_plus(%a0: f32[4])" in texts[0] and "sin %a0" in texts[0]
+
+
+def test_output_code_llvm_kernels_and_eager(caplog):
+    refcomp.set_logs("output_code")
+    caplog.set_level(logging.INFO)
+    refcomp.compile(sin_plus, backend="llvm")(torch.randn(4))
+    (text,) = messages(caplog, "output_code")
+    assert text.startswith("# kernel 0\nkernel(in0: f32[4], out0: f32[4])")
+    assert "sin" in text and "# call\ndef call(x0):" in text
+    refcomp.compile(sin_plus, backend="eager")(torch.randn(4))
+    assert messages(caplog, "output_code")[-1].startswith("# output code: no generated code")
+
+
+def test_output_code_triton_sources(caplog):
+    # The Triton branch reads TritonGraph.sources; a stand-in keeps triton's import cost
+    # out of this file (tests/codegen/test_triton_backend.py runs the real backend).
+    class Compiled:
+        sources = ["@triton.jit\ndef k_0(in0, out0): ..."]
+
+    def fn():
+        pass
+
+    fn.compiled = Compiled()
+    refcomp.set_logs("output_code")
+    caplog.set_level(logging.INFO)
+    logs.output_code(fn)
+    assert messages(caplog, "output_code") == [
+        "# triton kernel 0\n@triton.jit\ndef k_0(in0, out0): ..."]
+
+
+def test_all_goes_to_stderr(capsys):
+    refcomp.set_logs("all")
+    assert logs.enabled() == frozenset(logs.CHANNELS)
+    refcomp.compile(with_print)(torch.randn(2))
+    err = capsys.readouterr().err
+    for channel in logs.CHANNELS:
+        if channel != "recompiles":
+            assert f"[refcomp.{channel}] " in err
+    refcomp.set_logs("")
+    refcomp.compile(sin_plus)(torch.randn(2))
+    assert "[refcomp." not in capsys.readouterr().err
+
+
+def test_debug_dir_numbered_files(tmp_path, caplog):
+    caplog.set_level(logging.DEBUG)
+    refcomp.set_logs("", debug_dir=str(tmp_path))
+    f = refcomp.compile(sin_plus, backend="llvm", dynamic=False)
+    f(torch.randn(4))
+    f(torch.randn(5))
+    names = sorted(p.name for p in tmp_path.iterdir())
+    assert names == [f"000{i}_sin_plus.{s}" for i in (1, 2) for s in ("code", "guards", "ir")]
+    ir = (tmp_path / "0002_sin_plus.ir").read_text()
+    assert ir.startswith("# after capture\nfunc @sin_plus(%a0: f32[5])")
+    assert "# after dce" in ir
+    assert "kernel(in0: f32[5]" in (tmp_path / "0002_sin_plus.code").read_text()
+    assert "shape [5]" in (tmp_path / "0002_sin_plus.guards").read_text()
+    assert messages(caplog, "ir") == []  # the folder alone logs nothing
+    refcomp.set_logs("", debug_dir=str(tmp_path))  # a new run continues the numbering
+    refcomp.compile(sin_plus, backend="eager")(torch.randn(3))
+    assert (tmp_path / "0003_sin_plus.ir").exists()
+
+
+def test_environment_variables_at_import(tmp_path, monkeypatch, capsys):
+    # Re-running the module body is what `import refcomp` does in a fresh process.
+    monkeypatch.setenv("REFCOMP_LOGS", "guards")
+    monkeypatch.setenv("REFCOMP_DEBUG_DIR", str(tmp_path))
+    try:
+        importlib.reload(logs)
+        assert logs.enabled() == {"guards"}
+        refcomp.compile(lambda x: x * 2, dynamic=False)(torch.ones(2))
+        assert "[refcomp.guards] entry 0 of <lambda>" in capsys.readouterr().err
+        assert sorted(p.suffix for p in tmp_path.iterdir()) == [".code", ".guards", ".ir"]
+        monkeypatch.setenv("REFCOMP_LOGS", "guards,bogus")
+        with pytest.raises(ValueError, match="unknown REFCOMP_LOGS channel"):
+            importlib.reload(logs)
+    finally:
+        monkeypatch.delenv("REFCOMP_LOGS")
+        monkeypatch.delenv("REFCOMP_DEBUG_DIR")
+        importlib.reload(logs)
+    assert not logs._ON
+    assert [h for h in logging.getLogger("refcomp").handlers
+            if h.get_name() == "refcomp.logs.stderr"] == []
