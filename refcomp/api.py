@@ -1,8 +1,9 @@
-"""The public surface: compile, explain, reset, disable, stats.
+"""The public surface: compile, explain, reset, disable, mark_dynamic, stats.
 
 Owns: `compile` (functions, methods and nn.Modules; lazy: the first call traces),
 the call path (bind arguments -> guarded cache lookup -> run, or trace and add
-an entry, or run eagerly), `OptimizedModule`, `disable`, `reset` and `stats`.
+an entry, or run eagerly), automatic dynamic on a miss, `OptimizedModule`,
+`disable`, `mark_dynamic`, `reset` and `stats`.
 Spec: spec/tracer.md ("Using refcomp.compile") and spec/guards.md.
 """
 
@@ -23,7 +24,7 @@ from refcomp.cache import COUNTERS, FrameCache, cache_for, config_key
 from refcomp.config import resolve_options
 from refcomp.reasons import CaptureError, Unsupported
 from refcomp.runtime import build_entry, fallback_entry
-from refcomp.tracer.context import TraceContext
+from refcomp.tracer.context import MARK_ATTR, TraceContext
 from refcomp.tracer.frame import check_code_supported, trace
 from refcomp.tracer.modules import MODULE_TABLE
 
@@ -41,11 +42,25 @@ def compile(fn_or_module=None, *, backend=None, dynamic=None, fullgraph=False, o
     if dynamic not in (None, False, True):
         raise ValueError(f"dynamic must be None, False or True, got {dynamic!r}")
     if isinstance(fn_or_module, torch.nn.Module):
-        return OptimizedModule(fn_or_module, backend, fullgraph, opts, dynamic=bool(dynamic))
+        return OptimizedModule(fn_or_module, backend, fullgraph, opts, dynamic=dynamic)
     if not callable(fn_or_module):
         raise TypeError(f"refcomp.compile expects a function or nn.Module, got"
                         f" {type(fn_or_module).__name__}")
-    return CompiledFunction(fn_or_module, backend, fullgraph, opts, dynamic=bool(dynamic))
+    return CompiledFunction(fn_or_module, backend, fullgraph, opts, dynamic=dynamic)
+
+
+def mark_dynamic(t: torch.Tensor, dim) -> None:
+    """Trace dim `dim` (an int or a list of ints) of argument tensor `t` as a size symbol.
+
+    Like torch._dynamo.mark_dynamic; spec/guards.md, "Dynamic sizes".  A dim that cannot be
+    symbolic (size 0 or 1, a non-contiguous tensor, a use that needs a number) stays static,
+    with a note in the entry and in explain().
+    """
+    dims = [dim] if isinstance(dim, int) else list(dim)
+    for d in dims:
+        if not isinstance(d, int) or not -t.dim() <= d < t.dim():
+            raise IndexError(f"mark_dynamic: dim {d!r} out of range for a {t.dim()}-d tensor")
+    setattr(t, MARK_ATTR, set(getattr(t, MARK_ATTR, ())) | {d % t.dim() for d in dims})
 
 
 class CompiledFunction:
@@ -62,7 +77,7 @@ class CompiledFunction:
         self.backend = backend
         self.fullgraph = fullgraph
         self.options = options
-        self.dynamic = dynamic
+        self.dynamic = dynamic  # None: automatic dynamic (See Note [Automatic dynamic])
         self.code = fn.__code__
         self.signature = inspect.signature(fn)
         self.arg_names = self.code.co_varnames[:self.code.co_argcount]
@@ -116,6 +131,8 @@ class CompiledFunction:
         COUNTERS["misses"] += 1
         if cache.entries:
             cache.explain_miss(L, G, C, B)
+            if self.dynamic is None:
+                cache.grow_dynamic(L, G, C, B)
         limit = self.options["cache_size_limit"]
         logs.recompile(cache, limit)  # REFCOMP_LOGS=recompiles: failed guards, limit hits
         if len(cache.entries) >= limit:
@@ -124,7 +141,7 @@ class CompiledFunction:
             return None, None
         if cache.entries:
             COUNTERS["recompiles"] += 1
-        entry = self._compile(L)
+        entry = self._compile(L, cache.auto_dims)
         inputs = entry.guards.check(L, G, C, B)
         if inputs is None:
             # A fact that changed between tracing and checking (a property returning a new
@@ -137,21 +154,29 @@ class CompiledFunction:
         cache.add(entry)
         return entry, inputs
 
-    def _compile(self, L):
+    def _compile(self, L, auto_dims=None):
+        """Trace and build an entry (or a first segment, or an eager fallback).
+
+        Note [Automatic dynamic]: with dynamic=None a miss whose failing guard is only a
+        changed size of an argument tensor's dim (`FrameCache.grow_dynamic`) makes that
+        dim symbolic in every later compile of the frame, so a third size hits the second
+        entry.  A trace that fails with marked or automatic symbols is retried with every
+        size static; when that succeeds the entry is specialized and its notes say why.
+        """
         start = time.perf_counter()
-        ctx = TraceContext(self.code.co_name, dynamic=self.dynamic)
+        ctx = TraceContext(self.code.co_name, dynamic=bool(self.dynamic), auto_dims=auto_dims)
         try:
-            check_code_supported(self.code)
-            result = trace(self.fn, L, ctx)
-            guards = self._filter(ctx.finish_guards())
-            entry = build_entry(ctx, result.output, self.backend, self.options, guards)
-            COUNTERS["graphs"] += 1
+            entry = self._trace(ctx, L)
         except Exception as err:
             reason = err if isinstance(err, Unsupported) else Unsupported(
                 "RB018", f"{type(err).__name__}: {err}")
             if not isinstance(err, Unsupported):
                 reason.__cause__ = err
                 reason.locate(self.code.co_filename, self.code.co_firstlineno, "<frame>")
+            if ctx.requested:
+                entry = self._static_retry(L, reason, start)
+                if entry is not None:
+                    return entry
             if self.fullgraph:
                 raise CaptureError(reason) from err
             entry = resume.compile_with_breaks(self, L, reason)
@@ -159,6 +184,30 @@ class CompiledFunction:
                 return entry  # split at the break, resumed after it (spec/runtime.md)
             COUNTERS["fallbacks"] += 1
             entry = fallback_entry(ctx, reason, self._filter(list(ctx.guards.values())))
+        entry.notes[:0] = ctx.notes
+        entry.refs_to_hold = tuple(ctx.id_objects)
+        entry.compile_time_s = time.perf_counter() - start
+        return entry
+
+    def _trace(self, ctx, L):
+        check_code_supported(self.code)
+        result = trace(self.fn, L, ctx)
+        guards = self._filter(ctx.finish_guards())
+        entry = build_entry(ctx, result.output, self.backend, self.options, guards)
+        COUNTERS["graphs"] += 1
+        return entry
+
+    def _static_retry(self, L, reason, start):
+        """The entry of a trace with marked and automatic dims static, or None if it fails
+        too (then the failure was not the sizes')."""
+        ctx = TraceContext(self.code.co_name, dynamic=bool(self.dynamic), static=True)
+        try:
+            entry = self._trace(ctx, L)
+        except Exception:
+            return None
+        COUNTERS["dynamic_specialized"] += 1
+        entry.notes[:0] = ctx.notes + [f"dynamic: sizes kept static, as the trace with"
+                                       f" symbolic sizes failed: {reason.message()}"]
         entry.refs_to_hold = tuple(ctx.id_objects)
         entry.compile_time_s = time.perf_counter() - start
         return entry
@@ -246,4 +295,6 @@ def entry_stats(e) -> dict:
             "guard_checks": gs.calls,
             "guard_time_us_per_check": (gs.time_ns / gs.calls / 1e3) if gs.calls else 0.0,
             "guard_failures": {g.describe(): g.failures for g in gs.guards if g.failures},
-            "reason": e.reason.message() if e.reason is not None else None}
+            "reason": e.reason.message() if e.reason is not None else None,
+            "symbolic_inputs": [str(v.type) for v in e.graph.inputs if not v.type.is_static]
+            if e.graph is not None else [], "notes": list(e.notes)}

@@ -1,7 +1,8 @@
 """The cache: per code object, guarded entries; recompile on miss; a recompile limit.
 
 Owns: `FrameCache` (entries of one code object, its lock, its limit warning) and
-the global table of caches, plus the counters `refcomp.stats()` reports.  Must
+the global table of caches, the sizes automatic dynamic makes symbolic, plus the
+counters `refcomp.stats()` reports.  Must
 not know how a frame is traced (it is handed a `compile` callback).  Spec:
 spec/guards.md, "Cache and recompiles".
 
@@ -34,6 +35,7 @@ class FrameCache:
         self.lock = threading.RLock()
         self.warned = False
         self.miss_reasons: list = []  # (entry index, [failing guard descriptions])
+        self.auto_dims: dict = {}  # source name -> dims whose size changed (dynamic=None)
 
     def lookup(self, L, G, C, B):
         for entry in self.entries:
@@ -73,6 +75,18 @@ class FrameCache:
         self.miss_reasons = reasons
         return reasons
 
+    def grow_dynamic(self, L, G, C, B) -> None:
+        """Automatic dynamic: remember each argument dim whose size alone made an entry miss,
+        so the next compile traces it as a symbol (See Note [Automatic dynamic])."""
+        grown = dict(self.auto_dims)
+        for entry in self.entries:
+            for name, dims in entry.guards.changed_sizes(L, G, C, B).items():
+                new = set(dims) - set(grown.get(name, ()))
+                if new:
+                    grown[name] = tuple(sorted(set(grown.get(name, ())) | new))
+                    COUNTERS["automatic_dynamic_dims"] += len(new)
+        self.auto_dims = grown
+
     def warn_limit(self, limit: int) -> None:
         if self.warned:
             return
@@ -104,7 +118,7 @@ def cache_for(code, private=None, config: str = "") -> FrameCache:
 def config_key(backend, dynamic, fullgraph, options: dict) -> str:
     """A string naming everything that changes what a compile produces."""
     opts = sorted((name, repr(value)) for name, value in options.items())
-    return repr((backend, bool(dynamic), bool(fullgraph), opts))
+    return repr((backend, dynamic, bool(fullgraph), opts))
 
 
 def all_caches() -> dict:

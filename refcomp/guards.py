@@ -57,10 +57,15 @@ class TensorFacts:
 
 
 def tensor_facts(t: torch.Tensor, dynamic_dims=()) -> TensorFacts:
-    """The facts of `t`; sizes of `dynamic_dims` are None (checked by SHAPE_ENV instead)."""
+    """The facts of `t`; sizes of `dynamic_dims` are None (checked by SHAPE_ENV instead).
+
+    A dynamic tensor is contiguous, so stride i is the product of the sizes after i: it
+    is None (pinned by the contiguity check instead) when one of those sizes is dynamic.
+    """
     shape = tuple(None if i in dynamic_dims else d for i, d in enumerate(t.shape))
-    return TensorFacts(type(t), t.dtype, t.device, shape, tuple(t.stride()),
-                       bool(t.requires_grad))
+    last = max(dynamic_dims, default=-1)
+    stride = tuple(None if i < last else st for i, st in enumerate(t.stride()))
+    return TensorFacts(type(t), t.dtype, t.device, shape, stride, bool(t.requires_grad))
 
 
 @dataclass
@@ -124,9 +129,21 @@ class Guard:
         for i, (got, want) in enumerate(zip(value.shape, e.shape)):
             if want is not None and got != want:
                 return f"{s}.shape[{i}] == {want}"
-        if tuple(value.stride()) != e.stride:
+        if None in e.shape and not value.is_contiguous():
+            return f"{s}.is_contiguous()"
+        if any(w is not None and got != w for got, w in zip(value.stride(), e.stride)):
             return f"{s}.stride() == {e.stride}"
         return f"{s}.requires_grad == {e.requires_grad}"
+
+    def changed_dims(self, value) -> tuple:
+        """TENSOR_MATCH: the static dims whose size alone differs in `value` (same type,
+        dtype, device and rank); what automatic dynamic makes symbolic.  Else ()."""
+        e = self.expected
+        if (self.kind != TENSOR_MATCH or type(value) is not e.type or value.dtype != e.dtype
+                or value.device != e.device or value.dim() != len(e.shape)):
+            return ()
+        return tuple(i for i, (got, want) in enumerate(zip(value.shape, e.shape))
+                     if want is not None and got != want)
 
 
 class _Codegen:
@@ -190,6 +207,9 @@ def _emit_tensors(cg: _Codegen, tensor_guards: list, examples: list) -> None:
         # The C++ check covers the exact Python type (Tensor vs Parameter), dispatch keys,
         # dtype, device, sizes, strides and requires_grad.
         cg.require(f"{cg.const(checker.check)}({', '.join(loaded)})")
+        for v, g in zip(loaded, tensor_guards):
+            if None in g.expected.stride:  # unchecked strides: contiguity pins them
+                cg.require(f"{v}.is_contiguous()")
         return
     for v, g in zip(loaded, tensor_guards):
         _emit(cg, g)
@@ -296,6 +316,16 @@ class GuardSet:
             failed.append("a tensor's dispatch keys differ (C++ tensor check; e.g. inference"
                           " mode)")
         return failed
+
+    def changed_sizes(self, L, G, C, B) -> dict:
+        """Slow path: {source: dims} of tensors whose static sizes alone changed."""
+        changed = {}
+        for g in self.guards:
+            if g.kind == TENSOR_MATCH:
+                dims = g.changed_dims(_try_load(g.source, L, G, C, B))
+                if dims:
+                    changed[g.source.name()] = dims
+        return changed
 
 
 def _try_load(source: Optional[Source], L, G, C, B):

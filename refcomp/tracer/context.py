@@ -21,6 +21,8 @@ from refcomp.reasons import Unsupported
 from refcomp.sources import BUFFER, MODULE, PARAM, AttrSource, ItemSource, Source
 from refcomp.tracer.values import VT, ConstVar, DictVar, ListVar, TensorVar, TupleVar
 
+MARK_ATTR = "_refcomp_dynamic_dims"  # set by refcomp.mark_dynamic: dims to make symbolic
+
 # Immutable values whose equality is their identity for tracing purposes.
 CONSTANT_TYPES = (int, float, bool, str, type(None), complex, bytes)
 
@@ -49,8 +51,11 @@ class TraceContext:
     """One capture of one frame (with everything inlined into it).
 
     Note [Dynamic batch]: with dynamic=True, dim 0 of each contiguous argument tensor
-    (not parameters or buffers) is a size symbol; equal sizes share one symbol (duck
-    sizing, as in torch) and sizes 0 and 1 stay static.  Python code sees symbolic
+    (not parameters or buffers) is a size symbol; so is any dim marked with
+    `refcomp.mark_dynamic` and any dim in `auto_dims` (automatic dynamic: the cache saw
+    that size change).  Equal sizes share one symbol (duck sizing, as in torch); sizes 0
+    and 1, non-contiguous tensors and module state stay static (a requested dim that
+    stays static is said in `notes`).  Python code sees symbolic
     sizes (`x.shape[0]` is `s0`); a decision on one (`if x.shape[0] > 4`) is evaluated
     at the traced size and becomes a SHAPE_ENV guard, and a use the tracer cannot keep
     symbolic is specialized to the traced size, also guarded.
@@ -62,9 +67,14 @@ class TraceContext:
     reachable from a running frame, or when the tensor is a view of a graph input.
     """
 
-    def __init__(self, name: str = "forward", dynamic: bool = False):
+    def __init__(self, name: str = "forward", dynamic: bool = False, auto_dims=None,
+                 static: bool = False):
         self.builder = GraphBuilder(name)
         self.dynamic = bool(dynamic)
+        self.auto_dims = auto_dims or {}  # source name -> dims to make symbolic
+        self.static = static  # ignore marks and auto_dims (a retry; see CompiledFunction)
+        self.requested = False  # a marked or automatic dim became a symbol
+        self.notes: list = []  # why a requested dim stayed static, which became symbolic
         self.sym_values: dict = {}  # size symbol -> the size seen while tracing
         self.sym_by_size: dict = {}  # size -> symbol (duck sizing: equal sizes, one symbol)
         self.sym_sources: dict = {}  # symbol -> [(source, dim)] where it was read
@@ -147,12 +157,12 @@ class TraceContext:
             raise Unsupported("RB013", f"{source.name()} is a {t.layout}/{t.dtype} tensor")
         if type(t) not in (torch.Tensor, torch.nn.Parameter):
             raise Unsupported("RB013", f"{source.name()} is a tensor subclass {type(t).__name__}")
-        dynamic_dims = (0,) if self._dynamic_batch(t, source) else ()
+        dynamic_dims = self._dynamic_dims(t, source)
         facts = G.tensor_facts(t, dynamic_dims)
         self.add_guard(G.TENSOR_MATCH, source, facts)
         shape = list(t.shape)
-        if dynamic_dims:
-            shape[0] = self._size_symbol(int(t.shape[0]), source, 0)
+        for d in dynamic_dims:
+            shape[d] = self._size_symbol(int(t.shape[d]), source, d)
         ttype = TensorType(ir_dtype(t.dtype), tuple(shape), ir_device(t.device))
         value = self.builder.input(f"a{len(self.input_sources)}", ttype)
         self.input_sources.append(source)
@@ -168,14 +178,40 @@ class TraceContext:
         return var
 
     # --- dynamic sizes (See Note [Dynamic batch]) ---------------------------------------
-    def _dynamic_batch(self, t: torch.Tensor, source: Source) -> bool:
-        if not self.dynamic or t.dim() == 0 or t.shape[0] < 2 or not t.is_contiguous():
-            return False
-        while source is not None:  # arguments and their items, not module state
-            if isinstance(source, AttrSource):
-                return False
-            source = source.base()
-        return True
+    def _dynamic_dims(self, t: torch.Tensor, source: Source) -> tuple:
+        """The dims of `t` that become size symbols (See Note [Dynamic batch])."""
+        marked = set(getattr(t, MARK_ATTR, ()))
+        auto = set(self.auto_dims.get(source.name(), ())) - marked
+        requested = set() if self.static else marked | auto
+        wanted = requested | ({0} if self.dynamic and t.dim() else set())
+        if not wanted:
+            return ()
+        why = None
+        if not t.is_contiguous():
+            why = "the tensor is not contiguous (its strides would be symbolic)"
+        src = source
+        while src is not None:  # arguments and their items, not module state
+            if isinstance(src, AttrSource):
+                why = "it is module state (parameters and buffers stay static)"
+            src = src.base()
+        dims = []
+        for d in sorted(wanted):
+            if not -t.dim() <= d < t.dim():
+                continue  # a mark for another rank: this tensor has no such dim
+            d %= t.dim()
+            if why is None and t.shape[d] >= 2:
+                dims.append(d)
+                self.requested |= d in requested
+                if d in auto:
+                    self.notes.append(f"automatic dynamic: {source.name()}.size({d}) is a"
+                                      " symbol (its size changed since an earlier compile)")
+            elif d in requested and why is None:
+                self.notes.append(f"dynamic: {source.name()}.size({d}) == {t.shape[d]} stays"
+                                  " static (sizes 0 and 1 are specialized, as in torch)")
+        if why is not None and requested:
+            self.notes.append(f"dynamic: {source.name()} dims {sorted(requested)} stay static:"
+                              f" {why}")
+        return tuple(sorted(set(dims)))
 
     def _size_symbol(self, size: int, source: Source, dim: int):
         sym = self.sym_by_size.get(size)

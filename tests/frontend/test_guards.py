@@ -332,7 +332,7 @@ def test_cache_size_limit_warns_once_and_runs_eagerly():
     def f(x):
         return x + 1
 
-    cf = refcomp.compile(f, backend="eager", options={"cache_size_limit": 2})
+    cf = refcomp.compile(f, backend="eager", dynamic=False, options={"cache_size_limit": 2})
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         for n in range(2, 7):

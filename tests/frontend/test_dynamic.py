@@ -1,0 +1,169 @@
+"""mark_dynamic and automatic dynamic shapes (spec/guards.md, "Dynamic sizes")."""
+
+import pytest
+import torch
+
+import refcomp
+from refcomp import guards as G
+from refcomp.cache import COUNTERS
+
+
+@pytest.fixture(autouse=True)
+def _fresh():
+    refcomp.reset()
+    yield
+    refcomp.reset()
+
+
+def same(got, want):
+    torch.testing.assert_close(got, want, atol=1e-5, rtol=1e-5)
+
+
+def input_types(entry):
+    return [str(v.type) for v in entry.graph.inputs]
+
+
+def shape_guards(entry):
+    return [g.describe() for g in entry.guards.guards if g.kind == G.SHAPE_ENV]
+
+
+# --- automatic dynamic (dynamic=None) -----------------------------------------------------
+def affine(x, b):
+    return torch.relu(x * 2 + b).sum(-1)
+
+
+@pytest.mark.parametrize("backend", ["eager", "interp", "llvm"])
+def test_automatic_dynamic_third_batch_size_hits_the_second_entry(backend):
+    cf = refcomp.compile(affine, backend=backend)
+    b = torch.randn(5)
+    for n in (8, 16, 32):
+        x = torch.randn(n, 5)
+        same(cf(x, b), affine(x, b))
+    static, dyn = cf.cache.entries
+    assert (static.hits, dyn.hits) == (0, 1)
+    assert input_types(static) == ["f32[8,5]", "f32[5]"]
+    assert input_types(dyn) == ["f32[s0,5]", "f32[5]"]  # b never changed: still static
+    assert shape_guards(dyn) == ["L['x'].size(0) >= 2"]
+    stats = refcomp.stats()
+    assert stats["counters"]["automatic_dynamic_dims"] == 1
+    assert stats["counters"]["graphs"] == 2 and stats["counters"]["recompiles"] == 1
+    (frame,) = stats["frames"].values()
+    assert frame[1]["symbolic_inputs"] == ["f32[s0,5]"]
+    assert frame[1]["notes"] == ["automatic dynamic: L['x'].size(0) is a symbol (its size"
+                                 " changed since an earlier compile)"]
+
+
+def test_automatic_dynamic_makes_the_dim_that_changed_symbolic_not_dim_0():
+    cf = refcomp.compile(lambda x: x.softmax(-1) * 3, backend="llvm")
+    for k in (4, 7, 9, 12):
+        x = torch.randn(3, k)
+        same(cf(x), x.softmax(-1) * 3)
+    static, dyn = cf.cache.entries
+    assert input_types(dyn) == ["f32[3,s0]"] and dyn.hits == 2
+    x = torch.randn(5, 9)  # now dim 0 changes too: one more compile, both symbolic
+    same(cf(x), x.softmax(-1) * 3)
+    assert input_types(cf.cache.entries[2]) == ["f32[s0,s1]"]
+
+
+def test_a_dtype_change_is_not_a_size_change():
+    cf = refcomp.compile(lambda x: x + 1, backend="eager")
+    cf(torch.randn(4))
+    cf(torch.randn(4, dtype=torch.float64))
+    cf(torch.randn(6, dtype=torch.float64))
+    assert [input_types(e) for e in cf.cache.entries] == [["f32[4]"], ["f64[4]"], ["f64[s0]"]]
+
+
+def test_dynamic_false_specializes_every_size_and_true_keeps_dim_0():
+    fixed = refcomp.compile(affine, backend="eager", dynamic=False)
+    batch = refcomp.compile(affine, backend="eager", dynamic=True)
+    b = torch.randn(5)
+    for n in (8, 16, 32):
+        x = torch.randn(n, 5)
+        same(fixed(x, b), affine(x, b))
+        same(batch(x, b), affine(x, b))
+    assert [input_types(e)[0] for e in fixed.cache.entries] == ["f32[8,5]", "f32[16,5]",
+                                                                 "f32[32,5]"]
+    (entry,) = batch.cache.entries
+    assert input_types(entry)[0] == "f32[s0,5]" and entry.hits == 2
+    assert "automatic_dynamic_dims" not in COUNTERS
+
+
+def test_size_one_after_automatic_dynamic_stays_specialized():
+    cf = refcomp.compile(lambda x: x * 2, backend="eager")
+    for n in (4, 5, 1, 7):
+        x = torch.randn(n, 2)
+        same(cf(x), x * 2)
+    types = [input_types(e)[0] for e in cf.cache.entries]
+    assert types == ["f32[4,2]", "f32[s0,2]", "f32[1,2]"]  # 7 hit the symbolic entry
+    assert "stays static (sizes 0 and 1" in cf.cache.entries[2].notes[0]
+
+
+# --- mark_dynamic --------------------------------------------------------------------------
+def attention(x, w):
+    return torch.softmax(x @ w, dim=-1).sum(1), x.shape[1] * 2
+
+
+@pytest.mark.parametrize("backend", ["eager", "interp", "llvm"])
+def test_mark_dynamic_any_dim_is_one_graph_for_every_size(backend):
+    cf = refcomp.compile(attention, backend=backend, dynamic=False)  # marks work in any mode
+    for n, k in ((4, 8), (5, 16), (3, 24)):
+        x, w = torch.randn(n, k), torch.randn(k, 6)
+        refcomp.mark_dynamic(x, [0, 1])
+        refcomp.mark_dynamic(w, -2)
+        got, want = cf(x, w), attention(x, w)
+        same(got[0], want[0])
+        assert got[1] == want[1]
+    (entry,) = cf.cache.entries
+    assert entry.hits == 2 and input_types(entry) == ["f32[s0,s1]", "f32[s1,6]"]
+    assert shape_guards(entry) == ["L['x'].size(0) >= 2", "L['x'].size(1) == L['w'].size(0) >= 2"]
+
+
+def test_mark_dynamic_guards_contiguity_for_strides_it_does_not_compare():
+    cf = refcomp.compile(lambda x: x.cumsum(1) * 2, backend="llvm")
+    x = torch.randn(3, 4)
+    refcomp.mark_dynamic(x, 1)
+    same(cf(x), x.cumsum(1) * 2)
+    y = torch.randn(6, 3).t()  # shape (3, 6) but strides (1, 3): must not hit the entry
+    same(cf(y), y.cumsum(1) * 2)
+    first = cf.cache.entries[0]
+    assert first.hits == 0 and "L['x'].is_contiguous()" in cf.cache.miss_reasons[0][1]
+
+
+def test_mark_dynamic_where_an_op_needs_a_number_specializes_with_a_note():
+    cf = refcomp.compile(attention, backend="eager")
+    x, w = torch.randn(4, 8), torch.randn(8, 6)
+    refcomp.mark_dynamic(x, 1)  # w's dim 0 stays 8: the contraction needs s0 == 8
+    got, want = cf(x, w), attention(x, w)
+    same(got[0], want[0])
+    assert got[1] == want[1] == 16
+    (entry,) = cf.cache.entries
+    assert entry.graph is not None and input_types(entry) == ["f32[4,8]", "f32[8,6]"]
+    assert entry.notes[0].startswith("dynamic: sizes kept static, as the trace with symbolic"
+                                     " sizes failed: [RB013]")
+    assert COUNTERS["dynamic_specialized"] == 1 and "fallbacks" not in COUNTERS
+    report = refcomp.explain(attention, x, w, backend="eager")
+    assert any("sizes kept static" in n for n in report.notes)
+
+
+def test_mark_dynamic_on_sizes_it_cannot_keep_symbolic_says_why():
+    cf = refcomp.compile(lambda x: x + 1, backend="eager")
+    one = torch.randn(1, 3)
+    refcomp.mark_dynamic(one, 0)
+    same(cf(one), one + 1)
+    strided = torch.randn(3, 4).t()
+    refcomp.mark_dynamic(strided, 0)
+    same(cf(strided), strided + 1)
+    notes = [n for e in cf.cache.entries for n in e.notes]
+    assert notes == ["dynamic: L['x'].size(0) == 1 stays static (sizes 0 and 1 are"
+                     " specialized, as in torch)",
+                     "dynamic: L['x'] dims [0] stay static: the tensor is not contiguous (its"
+                     " strides would be symbolic)"]
+
+
+def test_mark_dynamic_checks_its_dims():
+    x = torch.randn(2, 3)
+    with pytest.raises(IndexError, match="dim 2 out of range"):
+        refcomp.mark_dynamic(x, 2)
+    refcomp.mark_dynamic(x, -1)
+    refcomp.mark_dynamic(x, [0])
+    assert x._refcomp_dynamic_dims == {0, 1}
