@@ -167,3 +167,14 @@ def test_mark_dynamic_checks_its_dims():
     refcomp.mark_dynamic(x, -1)
     refcomp.mark_dynamic(x, [0])
     assert x._refcomp_dynamic_dims == {0, 1}
+
+
+def test_automatic_dynamic_on_a_module_keeps_parameters_static():
+    model = torch.nn.Sequential(torch.nn.Linear(4, 3), torch.nn.ReLU())
+    cm = refcomp.compile(model, backend="llvm")
+    with torch.no_grad():
+        for n in (2, 3, 9):
+            x = torch.randn(n, 4)
+            same(cm(x), model(x))
+    static, dyn = cm._compiled_forward.cache.entries
+    assert dyn.hits == 1 and input_types(dyn) == ["f32[s0,4]", "f32[3,4]", "f32[3]"]
