@@ -313,6 +313,18 @@ def _make_conv2d(node, attrs):
     return lambda x, w: F.conv2d(x, w, None, stride, padding, dilation, groups)
 
 
+def _make_max_pool2d(node, attrs):
+    k, s, p = tuple(attrs["kernel_size"]), tuple(attrs["stride"]), tuple(attrs["padding"])
+    d, ceil_mode = tuple(attrs["dilation"]), attrs["ceil_mode"]
+    return lambda x: F.max_pool2d(x, k, s, p, d, ceil_mode)
+
+
+def _make_avg_pool2d(node, attrs):
+    k, s, p = tuple(attrs["kernel_size"]), tuple(attrs["stride"]), tuple(attrs["padding"])
+    ceil_mode, include = attrs["ceil_mode"], attrs["count_include_pad"]
+    return lambda x: F.avg_pool2d(x, k, s, p, ceil_mode, include)
+
+
 def _random(torch_fn):
     def make(node, attrs):
         shape, dtype, device = tuple(attrs["shape"]), torch_dtype(attrs["dtype"]), \
@@ -326,6 +338,7 @@ EAGER_OPS.update({
     "matmul": lambda node, attrs: torch.matmul,
     "conv2d": _make_conv2d,
     "embedding": _make_embedding,
+    "max_pool2d": _make_max_pool2d, "avg_pool2d": _make_avg_pool2d,
     "rand": _random(torch.rand), "randn": _random(torch.randn),
 })
 

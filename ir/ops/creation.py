@@ -1,4 +1,4 @@
-"""Creation ops (full, arange, constant), externs (matmul, conv2d, embedding) and random ops.
+"""Creation ops (full, arange, constant), externs (matmul, conv2d, embedding, pooling), random.
 
 Externs are boundaries for fusion: backends call a library (BLAS, PyTorch) for them.
 Random ops have effects: they are never removed, merged or folded.  Spec:
@@ -177,6 +177,117 @@ def _embedding_infer(types):
 defop("embedding", EXTERN, operands=("weight", "indices"), infer=_embedding_infer,
       ref=lambda weight, indices: weight[indices.astype(np.int64)],
       doc="rows of weight selected by indices")
+
+
+def _pool_out(size, k, stride, pad, dil, ceil_mode):
+    """torch's pooling_output_shape: a ceil-mode window must start inside the input or
+    its left padding."""
+    span = size + 2 * pad - dil * (k - 1) - 1 + (stride - 1 if ceil_mode else 0)
+    out = span // stride + 1
+    if ceil_mode and (out - 1) * stride >= size + pad:
+        out -= 1
+    return out
+
+
+def _pool_infer(name, x, kernel_size, stride, padding, dilation, ceil_mode):
+    if not x.dtype.is_float:
+        raise TypeError(f"{name} takes a floating input, got {x}")
+    if x.rank != 4:
+        raise TypeError(f"{name} takes an NCHW input, got {x}")
+    if len(kernel_size) != 2 or len(stride) != 2 or len(padding) != 2 or len(dilation) != 2:
+        raise TypeError(f"{name}: kernel_size, stride, padding and dilation have 2 entries")
+    if min(kernel_size) < 1 or min(stride) < 1 or min(dilation) < 1 or min(padding) < 0:
+        raise TypeError(f"{name}: kernel_size, stride, dilation >= 1 and padding >= 0")
+    shape = list(x.shape[:2])
+    for d in range(2):
+        k, s, p, dil = kernel_size[d], stride[d], padding[d], dilation[d]
+        if p > k // 2:  # torch's CPU check (its meta kernel allows half the dilated extent)
+            raise TypeError(f"{name}: padding {p} is more than half the kernel size {k}")
+        out = _pool_out(x.shape[2 + d], k, s, p, dil, ceil_mode)
+        if out < 1:
+            raise TypeError(f"{name}: output size {out} for input {x}")
+        shape.append(out)
+    return x.with_shape(tuple(shape))
+
+
+def _max_pool2d_infer(types, kernel_size, stride, padding=(0, 0), dilation=(1, 1),
+                      ceil_mode=False):
+    """x's dtype (floating); [N, C, out(H), out(W)], out as torch's pooling_output_shape
+    (floor or ceil of (H + 2p - d(k - 1) - 1) / s, plus 1); p <= k // 2."""
+    return _pool_infer("max_pool2d", types[0], kernel_size, stride, padding, dilation,
+                       ceil_mode)
+
+
+def _pool_windows(x, kernel_size, stride, padding, dilation, out_hw, fill):
+    """Each kernel offset's strided view of x padded with `fill`: a list of [N,C,OH,OW]."""
+    oh, ow = out_hw
+    extent = [(out_hw[d] - 1) * stride[d] + dilation[d] * (kernel_size[d] - 1) + 1
+              for d in range(2)]
+    pads = [(padding[d], max(0, extent[d] - x.shape[2 + d] - padding[d])) for d in range(2)]
+    xp = np.pad(x, ((0, 0), (0, 0), pads[0], pads[1]), constant_values=fill)
+    views = []
+    for i in range(kernel_size[0]):
+        for j in range(kernel_size[1]):
+            r0, c0 = i * dilation[0], j * dilation[1]
+            views.append(xp[:, :, r0:r0 + stride[0] * oh:stride[0],
+                            c0:c0 + stride[1] * ow:stride[1]])
+    return views
+
+
+def _max_pool2d_ref(x, kernel_size, stride, padding=(0, 0), dilation=(1, 1),
+                    ceil_mode=False):
+    out_hw = [_pool_out(x.shape[2 + d], kernel_size[d], stride[d], padding[d], dilation[d],
+                        ceil_mode) for d in range(2)]
+    views = _pool_windows(x, kernel_size, stride, padding, dilation, out_hw, -np.inf)
+    # np.max propagates NaN, as torch's max_pool2d does.
+    return np.max(np.stack(views), axis=0).astype(x.dtype)
+
+
+defop("max_pool2d", EXTERN, operands=("x",),
+      attrs={"kernel_size": "ints", "stride": "ints", "padding": ("ints", (0, 0)),
+             "dilation": ("ints", (1, 1)), "ceil_mode": ("bool", False)},
+      infer=_max_pool2d_infer, ref=_max_pool2d_ref,
+      doc="the max over each (dilated) window of an NCHW input; padding counts as -inf")
+
+
+def _avg_pool2d_infer(types, kernel_size, stride, padding=(0, 0), ceil_mode=False,
+                      count_include_pad=True):
+    """x's dtype (floating); [N, C, out(H), out(W)] as max_pool2d with dilation 1."""
+    return _pool_infer("avg_pool2d", types[0], kernel_size, stride, padding, (1, 1),
+                       ceil_mode)
+
+
+def _avg_count(size, k, stride, pad, out, count_include_pad):
+    """Per output index, the divisor along one dim (torch's avg_pool2d): the window clipped
+    to the padded input, or to the input itself without count_include_pad."""
+    counts = []
+    for o in range(out):
+        start = o * stride - pad
+        end = min(start + k, size + pad)
+        if not count_include_pad:
+            start, end = max(start, 0), min(end, size)
+        counts.append(end - start)
+    return np.array(counts, np.float64)
+
+
+def _avg_pool2d_ref(x, kernel_size, stride, padding=(0, 0), ceil_mode=False,
+                    count_include_pad=True):
+    out_hw = [_pool_out(x.shape[2 + d], kernel_size[d], stride[d], padding[d], 1, ceil_mode)
+              for d in range(2)]
+    acc = np.float64 if x.dtype == np.float64 else np.float32
+    views = _pool_windows(x.astype(acc), kernel_size, stride, padding, (1, 1), out_hw, 0)
+    rows, cols = (_avg_count(x.shape[2 + d], kernel_size[d], stride[d], padding[d],
+                             out_hw[d], count_include_pad) for d in range(2))
+    total = np.sum(np.stack(views), axis=0)
+    return (total / np.outer(rows, cols)).astype(x.dtype)
+
+
+defop("avg_pool2d", EXTERN, operands=("x",),
+      attrs={"kernel_size": "ints", "stride": "ints", "padding": ("ints", (0, 0)),
+             "ceil_mode": ("bool", False), "count_include_pad": ("bool", True)},
+      infer=_avg_pool2d_infer, ref=_avg_pool2d_ref,
+      doc="the mean over each window of an NCHW input (zero padding; the divisor counts"
+          " padding unless count_include_pad is false)")
 
 
 # --- random -----------------------------------------------------------------------------

@@ -351,9 +351,7 @@ def call_function(tx, fn: VT, args: list, kwargs: dict) -> VT:
     if value is print:
         raise Unsupported("RB008", "print() inside the compiled frame")
     if _is_torch_function(value) or isinstance(value, types.BuiltinFunctionType):
-        raise Unsupported("RB004", f"{getattr(value, '__module__', '')}."
-                                   f"{getattr(value, '__qualname__', value)} is not in the"
-                                   " torch table")
+        raise Unsupported("RB004", f"{_public_name(value)} is not in the torch table")
     raise Unsupported("RB004", f"call of {type(value).__name__} {value!r}")
 
 
@@ -391,6 +389,16 @@ def _hashable(value) -> bool:
         return True
     except TypeError:
         return False
+
+
+def _public_name(fn) -> str:
+    """module.qualname; a wrapper made inside a function (F.max_pool1d is torch's
+    `boolean_dispatch.<locals>.fn`) goes by the __name__ it is published under."""
+    module = getattr(fn, "__module__", "")
+    qualname = getattr(fn, "__qualname__", None) or repr(fn)
+    if "<locals>" in qualname:
+        qualname = getattr(fn, "__name__", qualname)
+    return f"{module}.{qualname}"
 
 
 def _is_torch_function(fn) -> bool:

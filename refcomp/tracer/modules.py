@@ -147,6 +147,28 @@ def _flatten(tx, m, x):
     return _torch(tx, torch.flatten, [x, ConstVar(m.value.start_dim), ConstVar(m.value.end_dim)])
 
 
+@module(nn.MaxPool2d)
+def _max_pool2d(tx, m, x):
+    p = m.value
+    return _torch(tx, F.max_pool2d, [x, ConstVar(p.kernel_size), ConstVar(p.stride),
+                                     ConstVar(p.padding), ConstVar(p.dilation),
+                                     ConstVar(p.ceil_mode), ConstVar(p.return_indices)])
+
+
+@module(nn.AvgPool2d)
+def _avg_pool2d(tx, m, x):
+    p = m.value
+    return _torch(tx, F.avg_pool2d, [x, ConstVar(p.kernel_size), ConstVar(p.stride),
+                                     ConstVar(p.padding), ConstVar(p.ceil_mode),
+                                     ConstVar(p.count_include_pad),
+                                     ConstVar(p.divisor_override)])
+
+
+@module(nn.AdaptiveAvgPool2d)
+def _adaptive_avg_pool2d(tx, m, x):
+    return _torch(tx, F.adaptive_avg_pool2d, [x, ConstVar(m.value.output_size)])
+
+
 @module(nn.Sequential)
 def _sequential(tx, m, x):
     for child in calls.iterate(tx, m):

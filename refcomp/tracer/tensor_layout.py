@@ -166,6 +166,43 @@ def _stack(ctx, tensors, dim=0):
     return ctx.builder.cat(parts, dim=d)
 
 
+def _static_size(x, dim, name):
+    r = max(x.value.type.rank, 1)
+    d = dim % r
+    size = x.value.type.shape[d]
+    if not isinstance(size, int):
+        raise Unsupported("RB013", f"{name} along a dynamic size")
+    return d, size
+
+
+def _pieces(ctx, x, d, sizes):
+    B = ctx.builder
+    out, start = [], 0
+    for n in sizes:
+        out.append(B.slice(x.value, dim=d, start=start, stop=start + n))
+        start += n
+    return tuple(out)
+
+
+@entry(T.split, torch.split, view=True)
+def _split(ctx, x, split_size_or_sections, dim=0):
+    """Static sizes: an int splits into pieces of that size (the last may be shorter)."""
+    d, size = _static_size(x, dim, "split")
+    sections = split_size_or_sections
+    if isinstance(sections, int):
+        step = max(sections, 1)
+        sections = [min(step, size - i) for i in range(0, size, step)] or [0]
+    return _pieces(ctx, x, d, list(sections))
+
+
+@entry(T.chunk, torch.chunk, view=True)
+def _chunk(ctx, x, chunks, dim=0):
+    """Pieces of ceil(size / chunks), as torch.chunk (possibly fewer than chunks)."""
+    d, size = _static_size(x, dim, "chunk")
+    step = -(-size // chunks)
+    return _split(ctx, x, step, d)
+
+
 # --- attributes, indexing, item assignment --------------------------------------------------
 _PLAIN_ATTRS = {"dtype", "shape", "device", "ndim", "is_cuda", "requires_grad", "layout",
                 "is_leaf"}

@@ -330,6 +330,102 @@ def _conv2d(ctx, x, weight, bias=None, stride=1, padding=0, dilation=1, groups=1
     return out
 
 
+# --- pooling --------------------------------------------------------------------------------
+def _pool2d(ctx, op, x, attrs):
+    """An NCHW pooling extern; a CHW input is pooled as a batch of one."""
+    B = ctx.builder
+    v = x.value
+    if v.type.rank == 3:
+        return B.squeeze(B.op(op, B.unsqueeze(v, dim=0), **attrs), dims=[0])
+    return B.op(op, v, **attrs)
+
+
+@entry(F.max_pool2d, F.max_pool2d_with_indices, torch.max_pool2d)
+def _max_pool2d(ctx, x, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
+                return_indices=False):
+    if return_indices:
+        raise Unsupported("RB013", "max_pool2d(return_indices=True): the IR has no argmax"
+                                   " windows")
+    stride = kernel_size if stride is None or stride == [] else stride
+    return _pool2d(ctx, "max_pool2d", x, {
+        "kernel_size": _pair2(kernel_size), "stride": _pair2(stride),
+        "padding": _pair2(padding), "dilation": _pair2(dilation), "ceil_mode": bool(ceil_mode)})
+
+
+@entry(F.avg_pool2d)
+def _avg_pool2d(ctx, x, kernel_size, stride=None, padding=0, ceil_mode=False,
+                count_include_pad=True, divisor_override=None):
+    if divisor_override is not None:
+        raise Unsupported("RB013", "avg_pool2d(divisor_override=...)")
+    stride = kernel_size if stride is None or stride == [] else stride
+    return _pool2d(ctx, "avg_pool2d", x, {
+        "kernel_size": _pair2(kernel_size), "stride": _pair2(stride),
+        "padding": _pair2(padding), "ceil_mode": bool(ceil_mode),
+        "count_include_pad": bool(count_include_pad)})
+
+
+@entry(F.adaptive_avg_pool2d)
+def _adaptive_avg_pool2d(ctx, x, output_size):
+    """Output 1x1: a mean over H, W (keepdim).  An output size dividing the input size:
+    avg_pool2d with kernel = stride = input // output (torch's adaptive windows
+    [floor(i H / oh), ceil((i + 1) H / oh)) are then exactly those).  Else RB013."""
+    hw = list(x.value.type.shape[-2:])
+    want = [hw[i] if o is None else o for i, o in enumerate(_pair2(output_size))]
+    if want == [1, 1]:
+        return ctx.builder.mean(x.value, dims=[-2, -1], keepdim=True)
+    if any(not isinstance(h, int) or o < 1 or h % o for h, o in zip(hw, want)):
+        raise Unsupported("RB013", f"adaptive_avg_pool2d from {hw} to {want}: only output"
+                                   " sizes that divide the input size are captured")
+    k = [h // o for h, o in zip(hw, want)]
+    return _pool2d(ctx, "avg_pool2d", x, {"kernel_size": k, "stride": k})
+
+
+# --- norms ----------------------------------------------------------------------------------
+def vector_norm(ctx, v: Value, p, dims, keepdim) -> Value:
+    """sum(|x|^p)^(1/p) over dims: p=2 as sqrt(sum(x*x)), p=1 as sum(|x|), p=inf as
+    amax(|x|).  Other p (0, -inf, 'nuc', negative) break the graph (RB013)."""
+    B = ctx.builder
+    if p == "fro" or p == 2:
+        return B.sqrt(B.sum(B.mul(v, v), dims=dims, keepdim=keepdim))
+    if p == 1:
+        return B.sum(B.abs(v), dims=dims, keepdim=keepdim)
+    if p == float("inf"):
+        return B.amax(B.abs(v), dims=dims, keepdim=keepdim)
+    if isinstance(p, (int, float)) and 0 < p < float("inf"):
+        return B.pow(B.sum(B.pow(B.abs(v), float(p)), dims=dims, keepdim=keepdim), 1.0 / p)
+    raise Unsupported("RB013", f"norm with p={p!r}")
+
+
+def _norm_input(ctx, x, dtype):
+    return cast(ctx, x, dtype) if dtype is not None else x.value
+
+
+@entry(torch.norm, T.norm)
+def _norm(ctx, x, p="fro", dim=None, keepdim=False, out=None, dtype=None):
+    if out is not None:
+        raise Unsupported("RB008", "norm(out=...)")
+    if p is None:
+        p = "fro"
+    return vector_norm(ctx, _norm_input(ctx, x, dtype), p, _dims(dim), keepdim)
+
+
+@entry(torch.linalg.vector_norm)
+def _vector_norm(ctx, x, ord=2, dim=None, keepdim=False, *, dtype=None, out=None):
+    if out is not None:
+        raise Unsupported("RB008", "vector_norm(out=...)")
+    return vector_norm(ctx, _norm_input(ctx, x, dtype), ord, _dims(dim), keepdim)
+
+
+@entry(F.normalize)
+def _normalize(ctx, x, p=2.0, dim=1, eps=1e-12, out=None):
+    """x / max(norm(x, p, dim, keepdim=True), eps), as torch writes it."""
+    if out is not None:
+        raise Unsupported("RB008", "normalize(out=...)")
+    B = ctx.builder
+    denom = B.clamp(vector_norm(ctx, x.value, p, _dims(dim), True), min=eps)
+    return B.div(x.value, denom)
+
+
 @entry(F.embedding)
 def _embedding(ctx, indices, weight, padding_idx=None, max_norm=None, norm_type=2.0,
                scale_grad_by_freq=False, sparse=False):

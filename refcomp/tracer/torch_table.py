@@ -176,6 +176,9 @@ def _pair(ctx, out, meta, operands, e, name):
         _check_type(out, meta, name, ctx)
         return _new_tensor(ctx, out, meta, operands, view)
     if isinstance(out, tuple):
+        if not isinstance(meta, (tuple, list)) or len(meta) != len(out):
+            raise Unsupported("RB013", f"{name}: IR gives {len(out)} results, torch another"
+                                       " number")
         return TupleVar([_pair(ctx, o, m, operands, e, name) for o, m in zip(out, meta)])
     return ctx.wrap(out, None)
 

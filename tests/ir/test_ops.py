@@ -431,6 +431,25 @@ def embedding_inputs(draw):
     return [(draw(arrays(dtype, (rows, cols))), dtype), (index, idx_t)], {}
 
 
+@st.composite
+def pool2d_inputs(draw, avg=False):
+    dtype = draw(st.sampled_from(FLOATS))
+    kernel = [draw(st.integers(1, 3)), draw(st.integers(1, 3))]
+    stride = [draw(st.integers(1, 3)), draw(st.integers(1, 3))]
+    dilation = [1, 1] if avg else [draw(st.integers(1, 2)), draw(st.integers(1, 2))]
+    padding = [draw(st.integers(0, ((k - 1) * d + 1) // 2)) for k, d in zip(kernel, dilation)]
+    h, w = draw(st.integers(1, 7)), draw(st.integers(1, 7))
+    x = draw(arrays(dtype, (draw(st.integers(1, 2)), draw(st.integers(1, 2)), h, w), lo=-3,
+                    hi=3))
+    attrs = {"kernel_size": kernel, "stride": stride, "padding": padding,
+             "ceil_mode": draw(st.booleans())}
+    if avg:
+        attrs["count_include_pad"] = draw(st.booleans())
+    else:
+        attrs["dilation"] = dilation
+    return [(x, dtype)], attrs
+
+
 # --- the table --------------------------------------------------------------------------------
 CASES = {
     # unary, result dtype = operand dtype
@@ -533,6 +552,8 @@ CASES = {
     "matmul": (torch.matmul, matmul_inputs()),
     "conv2d": (F.conv2d, conv2d_inputs()),
     "embedding": (lambda weight, indices: F.embedding(indices, weight), embedding_inputs()),
+    "max_pool2d": (F.max_pool2d, pool2d_inputs()),
+    "avg_pool2d": (F.avg_pool2d, pool2d_inputs(avg=True)),
 }
 
 # Random ops cannot equal torch's draws; `test_random_op` checks them instead.

@@ -1,0 +1,171 @@
+"""Common real models capture as one graph with no breaks and equal eager.
+
+Covers pooling (max_pool2d, avg_pool2d, adaptive_avg_pool2d), norms and normalize,
+static split/chunk and the layout calls small CNNs and transformers use.
+"""
+
+import pytest
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+import refcomp
+
+BACKENDS = [None, "eager"]  # None: the default backend (llvm)
+
+
+def _one_graph(fn, *args, backend=None, atol=1e-5):
+    with torch.no_grad():
+        report = refcomp.explain(fn, *args, backend=backend)
+        want = fn(*args)
+    assert (report.graph_count, report.graph_break_count) == (1, 0), str(report)
+    got = report.result
+    if isinstance(want, tuple):
+        assert isinstance(got, tuple) and len(got) == len(want)
+    else:
+        got, want = (got,), (want,)
+    for g, w in zip(got, want):
+        assert g.shape == w.shape and g.dtype == w.dtype
+        torch.testing.assert_close(g, w, rtol=1e-5, atol=atol)
+    return report
+
+
+class SmallCNN(nn.Module):
+    def __init__(self, functional):
+        super().__init__()
+        self.functional = functional
+        self.conv = nn.Conv2d(3, 8, 3, padding=1)
+        self.bn = nn.BatchNorm2d(8)
+        self.pool = nn.MaxPool2d(2)
+        self.gap = nn.AdaptiveAvgPool2d(1)
+        self.fc = nn.Linear(8, 5)
+
+    def forward(self, x):
+        x = torch.relu(self.bn(self.conv(x)))
+        if self.functional:
+            x = F.adaptive_avg_pool2d(F.max_pool2d(x, 2), (1, 1))
+            x = torch.flatten(x, 1)
+        else:
+            x = self.gap(self.pool(x)).flatten(1)
+        return F.log_softmax(self.fc(x), dim=1)
+
+
+def _cnn(functional):
+    torch.manual_seed(0)
+    model = SmallCNN(functional).eval()
+    model.bn.running_mean.uniform_(-0.5, 0.5)
+    model.bn.running_var.uniform_(0.5, 2.0)
+    return model
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("functional", [False, True])
+def test_small_cnn_is_one_graph_and_equals_eager(functional, backend):
+    model = _cnn(functional)
+    report = _one_graph(model, torch.randn(2, 3, 12, 12), backend=backend)
+    (graph,) = report.graphs
+    assert "max_pool2d" in graph and "mean" in graph, graph
+
+
+def test_small_cnn_compiled_twice_hits_the_cache():
+    model = _cnn(True)
+    compiled = refcomp.compile(model)
+    with torch.no_grad():
+        for _ in range(2):
+            x = torch.randn(2, 3, 12, 12)
+            torch.testing.assert_close(compiled(x), model(x), rtol=1e-5, atol=1e-5)
+
+
+POOLS = [
+    lambda x: F.max_pool2d(x, 3, stride=2, padding=1, ceil_mode=True),
+    lambda x: F.max_pool2d(x, (2, 3), dilation=(2, 1)),
+    lambda x: F.max_pool2d(x[0], 2),  # CHW input
+    lambda x: F.avg_pool2d(x, 2),
+    lambda x: F.avg_pool2d(x, 3, 2, 1, ceil_mode=True, count_include_pad=False),
+    lambda x: F.adaptive_avg_pool2d(x, 1),
+    lambda x: F.adaptive_avg_pool2d(x, (3, None)),  # divides the input: avg_pool2d
+    nn.AvgPool2d(2, stride=1, padding=1),
+    nn.MaxPool2d(3, 1, 1),
+]
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("index", range(len(POOLS)))
+def test_pooling_is_one_graph_and_equals_eager(index, backend):
+    torch.manual_seed(index)
+    _one_graph(POOLS[index], torch.randn(2, 3, 9, 10), backend=backend)
+
+
+@pytest.mark.parametrize("fn, rid", [
+    (lambda x: F.adaptive_avg_pool2d(x, 4), "RB013"),  # 4 does not divide 9
+    (lambda x: F.max_pool2d(x, 2, return_indices=True), "RB013"),
+    (lambda x: F.avg_pool2d(x, 2, divisor_override=3), "RB013"),
+    (lambda x: F.max_pool2d(x.long(), 2), "RB013"),
+])
+def test_pooling_forms_not_captured_break_with_a_reason(fn, rid):
+    x = torch.randn(2, 3, 9, 10)
+    report = refcomp.explain(fn, x, backend="eager")
+    assert [r["id"] for r in report.break_reasons] == [rid], str(report)
+    want = fn(x)
+    for g, w in zip(report.result if isinstance(want, tuple) else [report.result],
+                    want if isinstance(want, tuple) else [want]):
+        torch.testing.assert_close(g, w)
+
+
+def test_unknown_boolean_dispatch_function_is_named_publicly():
+    report = refcomp.explain(lambda x: F.adaptive_max_pool2d(x, 1), torch.randn(1, 2, 4, 4))
+    (reason,) = report.break_reasons
+    assert reason["id"] == "RB004" and "adaptive_max_pool2d" in reason["reason"], reason
+    assert "boolean_dispatch" not in reason["reason"]
+
+
+NORMS = [
+    lambda x: x.norm(),
+    lambda x: x.norm(dim=1),
+    lambda x: x.norm(p=1, dim=-1, keepdim=True),
+    lambda x: torch.norm(x, p=2, dim=(1, 2)),
+    lambda x: torch.norm(x, dim=2, keepdim=True),
+    lambda x: torch.linalg.vector_norm(x),
+    lambda x: torch.linalg.vector_norm(x, ord=1, dim=(0, 2)),
+    lambda x: torch.linalg.vector_norm(x, ord=float("inf"), dim=-1),
+    lambda x: torch.linalg.vector_norm(x, ord=3, dim=1, keepdim=True),
+    lambda x: F.normalize(x),
+    lambda x: F.normalize(x, p=1, dim=-1),
+    lambda x: F.normalize(x * 0, dim=2),  # all zeros: the eps clamp keeps it finite
+]
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("index", range(len(NORMS)))
+def test_norms_are_one_graph_and_equal_eager(index, backend):
+    torch.manual_seed(index)
+    _one_graph(NORMS[index], torch.randn(3, 4, 5), backend=backend)
+
+
+def test_norm_kinds_not_captured_break_with_a_reason():
+    x = torch.randn(3, 4)
+    report = refcomp.explain(lambda x: torch.linalg.vector_norm(x, ord=0), x, backend="eager")
+    assert [r["id"] for r in report.break_reasons] == ["RB013"]
+    torch.testing.assert_close(report.result, torch.linalg.vector_norm(x, ord=0))
+
+
+LAYOUT = [
+    lambda x: torch.flatten(x, 1, 2),
+    lambda x: x.flatten(1),
+    lambda x: x.view(-1, 5),
+    lambda x: torch.transpose(x, 0, 2),
+    lambda x: x.mT,
+    lambda x: x.chunk(2, dim=1),
+    lambda x: torch.chunk(x, 3, dim=-1),
+    lambda x: x.split(2, dim=2),
+    lambda x: torch.split(x, [1, 3], dim=1),
+    lambda x: torch.stack([x, x * 2], dim=1),
+    lambda x: x.split(1)[0] + x.split(1)[2],
+]
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("index", range(len(LAYOUT)))
+def test_layout_calls_are_one_graph_and_equal_eager(index, backend):
+    torch.manual_seed(index)
+    _one_graph(LAYOUT[index], torch.randn(3, 4, 5), backend=backend)
