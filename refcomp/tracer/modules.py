@@ -233,5 +233,34 @@ def mha_forward(mha, query, key, value, need_weights=True, attn_mask=None,
     return out, weights.mean(dim=1) if average_attn_weights else weights
 
 
+@module(nn.TransformerEncoderLayer)
+def _transformer_encoder_layer(tx, m, src, src_mask=None, src_key_padding_mask=None,
+                               is_causal=None):
+    for name, vt in (("src_key_padding_mask", src_key_padding_mask), ("is_causal", is_causal)):
+        if vt is not None and not (isinstance(vt, ConstVar) and vt.value in (None, False)):
+            raise Unsupported("RB013", f"TransformerEncoderLayer({name}=...)")
+    # Dropout in training mode breaks in the Dropout handler (RB009) when its p > 0.
+    return calls.call_function(tx, ConstVar(encoder_layer_forward),
+                               [m, src, src_mask or ConstVar(None)], {})
+
+
+def encoder_layer_forward(layer, x, src_mask):
+    """nn.TransformerEncoderLayer.forward without the fused fast path (which computes the
+    same math): self-attention through the MultiheadAttention handler, then the
+    feed-forward block, each with a residual and a LayerNorm before (norm_first) or after."""
+    def sa_block(h):
+        return layer.dropout1(layer.self_attn(h, h, h, attn_mask=src_mask,
+                                              need_weights=False)[0])
+
+    def ff_block(h):
+        return layer.dropout2(layer.linear2(layer.dropout(layer.activation(layer.linear1(h)))))
+
+    if layer.norm_first:
+        x = x + sa_block(layer.norm1(x))
+        return x + ff_block(layer.norm2(x))
+    x = layer.norm1(x + sa_block(x))
+    return layer.norm2(x + ff_block(x))
+
+
 def is_tensor(vt) -> bool:
     return isinstance(vt, TensorVar)

@@ -169,3 +169,60 @@ LAYOUT = [
 def test_layout_calls_are_one_graph_and_equal_eager(index, backend):
     torch.manual_seed(index)
     _one_graph(LAYOUT[index], torch.randn(3, 4, 5), backend=backend)
+
+
+ENCODER_CASES = [(norm_first, activation, batch_first)
+                 for norm_first in (False, True) for activation in ("relu", "gelu")
+                 for batch_first in (True, False)]
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("norm_first,activation,batch_first", ENCODER_CASES)
+def test_transformer_encoder_layer_is_one_graph(norm_first, activation, batch_first, backend):
+    torch.manual_seed(0)
+    layer = nn.TransformerEncoderLayer(16, 4, 32, dropout=0.0, activation=activation,
+                                       batch_first=batch_first, norm_first=norm_first).eval()
+    _one_graph(layer, torch.randn(2, 5, 16), backend=backend)
+
+
+class Encoder(nn.Module):
+    """Two encoder layers under a user module, with a causal mask."""
+
+    def __init__(self, mask_kind):
+        super().__init__()
+        self.mask_kind = mask_kind
+        self.layers = nn.ModuleList(
+            nn.TransformerEncoderLayer(16, 2, 24, dropout=0.0, batch_first=True,
+                                       activation=F.gelu) for _ in range(2))
+
+    def forward(self, x):
+        n = x.shape[1]
+        mask = torch.arange(n)[None, :] > torch.arange(n)[:, None]  # True: masked out
+        if self.mask_kind == "float":
+            mask = torch.zeros(n, n).masked_fill(mask, float("-inf"))
+        for layer in self.layers:
+            x = layer(x, src_mask=mask)
+        return x
+
+
+@pytest.mark.parametrize("mask_kind", ["bool", "float"])
+def test_transformer_encoder_layers_with_a_mask_are_one_graph(mask_kind):
+    torch.manual_seed(0)
+    _one_graph(Encoder(mask_kind).eval(), torch.randn(2, 6, 16))
+
+
+def test_transformer_encoder_layer_forms_not_captured_break_with_a_reason():
+    torch.manual_seed(0)
+    layer = nn.TransformerEncoderLayer(8, 2, 16, dropout=0.0, batch_first=True).eval()
+    x, pad = torch.randn(2, 3, 8), torch.tensor([[False, False, True], [False] * 3])
+
+    def padded(x):
+        return layer(x, src_key_padding_mask=pad)
+    with torch.no_grad():
+        report = refcomp.explain(padded, x, backend="eager")
+        torch.testing.assert_close(report.result, padded(x), rtol=1e-5, atol=1e-5)
+    assert [r["id"] for r in report.break_reasons] == ["RB013"], str(report)
+    dropping = nn.TransformerEncoderLayer(8, 2, 16, dropout=0.1, batch_first=True).train()
+    report = refcomp.explain(lambda x: dropping(x), x, backend="eager")
+    assert [r["id"] for r in report.break_reasons] == ["RB009"], str(report)
+    assert report.result.shape == x.shape
