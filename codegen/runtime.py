@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Callable, Optional
@@ -246,10 +247,10 @@ def _generate(graph: Graph, sizes: dict, units: list[_Unit], arena: Arena):
         shape = concrete_shape(v, sizes)
         env[f"S{i}"], env[f"D{i}"] = torch.Size(shape), torch_dtype(v.type.dtype)
         lines.append(f"if x{i}.shape != S{i} or x{i}.dtype != D{i}: _bad_input({i}, x{i})")
+    view_specs: list = []  # (offset, bytes, dtype, shape) of each arena value's tensor
     if arena.offset:
-        env["ARENA"] = torch.empty([1], dtype=torch.uint8).expand(arena.nbytes)
-        lines.append("arena = empty_like(ARENA)")
-        lines.append("A = arena.data_ptr()")
+        env["_arena"] = ThreadArena(arena.nbytes, view_specs)
+        lines.append("A, V = _arena.get()")
 
     def pointer(v) -> str:
         if v in arena.offset:
@@ -260,11 +261,9 @@ def _generate(graph: Graph, sizes: dict, units: list[_Unit], arena: Arena):
         """The value as a tensor: arena values get a view of their bytes on first use."""
         name = names[v]
         if v in arena.offset and v not in materialized:
-            off = arena.offset[v]
-            env[f"T_{name}"] = torch_dtype(v.type.dtype)
-            env[f"S_{name}"] = torch.Size(concrete_shape(v, sizes))
-            lines.append(f"{name} = arena[{off}:{off + _nbytes(v, sizes)}]"
-                         f".view(T_{name}).view(S_{name})")
+            view_specs.append((arena.offset[v], _nbytes(v, sizes), torch_dtype(v.type.dtype),
+                               torch.Size(concrete_shape(v, sizes))))
+            lines.append(f"{name} = V[{len(view_specs) - 1}]")
             materialized.add(v)
         return name
 
@@ -311,6 +310,35 @@ def _generate(graph: Graph, sizes: dict, units: list[_Unit], arena: Arena):
     source = f"def call({', '.join(params)}):\n" + "".join(f"    {ln}\n" for ln in lines)
     exec(compile(source, f"<refcomp {graph.name}>", "exec"), env)
     return source, env["call"]
+
+
+class ThreadArena:
+    """The arena of one compiled graph: allocated on a thread's first call, then reused.
+
+    Note [Arena reuse]: nothing the caller receives lies in the arena (outputs and
+    the values they view are never planned there, ir/plan.py `intermediates`), and a
+    call runs no user code, so one call's intermediates are dead when the next call
+    on the same thread starts.  Keeping the arena (and its typed views, built once)
+    per thread takes the allocation and about two `view`s per intermediate off every
+    call; the cost is that the arena's bytes stay allocated between calls, once per
+    thread that calls the graph (threads never share one: calls may be concurrent).
+    """
+
+    def __init__(self, nbytes: int, view_specs: list):
+        self.nbytes = nbytes
+        self.view_specs = view_specs  # filled while the call function is generated
+        self.local = threading.local()
+
+    def get(self) -> tuple:
+        """(base address, typed views of the planned values) for this thread."""
+        state = getattr(self.local, "state", None)
+        if state is None:
+            arena = torch.empty(self.nbytes, dtype=torch.uint8)
+            views = tuple(arena[off:off + n].view(dtype).view(shape)
+                          for off, n, dtype, shape in self.view_specs)
+            self.local.arena = arena  # keeps the bytes alive when no view is made
+            state = self.local.state = (arena.data_ptr(), views)
+        return state
 
 
 def _prototype(shape: tuple, dtype) -> torch.Tensor:

@@ -68,11 +68,34 @@ def test_mlp_intermediates_share_the_arena_as_planned():
     assert arena.offset[gelu] == arena.offset[mm1] != arena.offset[mm2]
     assert [k.inplace for k in compiled.kernels] == [(("out0", "in0"),), ()]
     assert arena.nbytes == plan.arena_bytes() < sum(s.size for s in plan.slots)
-    # One allocation for the intermediates, one for the output.
-    assert compiled.source.count("empty_like(") == 2
+    # Per call, one allocation: the output.  The arena is the thread's, made once
+    # (Note [Arena reuse], codegen/runtime.py).
+    assert compiled.source.count("empty_like(") == 1 and "_arena.get()" in compiled.source
     args = mlp_args(32)
     (got,) = compiled(*map(torch.from_numpy, args))
     np.testing.assert_allclose(got.numpy(), ir.run(graph, args)[0], rtol=1e-5, atol=1e-5)
+
+
+def test_the_arena_is_reused_per_thread_and_outputs_stay_fresh():
+    import threading
+
+    graph = ir.parse(MLP.format(n=32))
+    compiled = compile_llvm(graph).compiled
+    thread_arena = compiled.fn.__globals__["_arena"]  # the call function's ThreadArena
+    base, _ = thread_arena.get()
+    first_args, second_args = mlp_args(32), [a * 2 for a in mlp_args(32)]
+    (first,) = compiled(*map(torch.from_numpy, first_args))
+    kept = first.clone()
+    (second,) = compiled(*map(torch.from_numpy, second_args))
+    assert thread_arena.get()[0] == base  # same bytes on this thread
+    torch.testing.assert_close(first, kept)  # a later call never writes a returned tensor
+    np.testing.assert_allclose(second.numpy(), ir.run(graph, second_args)[0],
+                               rtol=1e-5, atol=1e-5)
+    seen = []
+    worker = threading.Thread(target=lambda: seen.append(thread_arena.get()[0]))
+    worker.start()
+    worker.join()
+    assert seen and seen[0] != base  # another thread has its own arena
 
 
 def test_without_plan_every_intermediate_is_fresh():
