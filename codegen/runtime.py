@@ -37,6 +37,7 @@ from codegen.stats import STATS
 from codegen.torch_bridge import torch_dtype
 from ir.graph import Graph, Node, Value
 from ir.ops.registry import EXTERN, LAYOUT, POINTWISE, REDUCTION
+from ir.plan import aligned
 from ir.types import is_symbolic
 
 VIEWS = frozenset({"reshape", "permute", "slice", "expand", "squeeze", "unsqueeze"})
@@ -227,6 +228,15 @@ class Arena:
         self._settle()
         return dataclasses.replace(unit.kernel, inplace=tuple(pairs)) if pairs else unit.kernel
 
+    def separate_reuses(self) -> None:
+        """Give each in-place result bytes of its own, past the end of everything else,
+        for a backend whose kernels do not store over an input (Triton's).  Safe: the
+        moved result overlaps nothing; its operand's bytes merely stay unused."""
+        for v in self.reuses:
+            self.offset[v] = aligned(self.nbytes)
+            self.nbytes = self.offset[v] + _nbytes(v, self._sizes)
+        self.reuses = {}
+
 
 def _nbytes(v: Value, sizes: dict) -> int:
     return math.prod(concrete_shape(v, sizes)) * v.type.dtype.itemsize
@@ -322,18 +332,20 @@ class ThreadArena:
     per thread takes the allocation and about two `view`s per intermediate off every
     call; the cost is that the arena's bytes stay allocated between calls, once per
     thread that calls the graph (threads never share one: calls may be concurrent).
+    The arena is allocated on `device` (the Triton backend's: its inputs' device).
     """
 
-    def __init__(self, nbytes: int, view_specs: list):
+    def __init__(self, nbytes: int, view_specs: list, device=None):
         self.nbytes = nbytes
         self.view_specs = view_specs  # filled while the call function is generated
+        self.device = device
         self.local = threading.local()
 
     def get(self) -> tuple:
         """(base address, typed views of the planned values) for this thread."""
         state = getattr(self.local, "state", None)
         if state is None:
-            arena = torch.empty(self.nbytes, dtype=torch.uint8)
+            arena = torch.empty(self.nbytes, dtype=torch.uint8, device=self.device)
             views = tuple(arena[off:off + n].view(dtype).view(shape)
                           for off, n, dtype, shape in self.view_specs)
             self.local.arena = arena  # keeps the bytes alive when no view is made

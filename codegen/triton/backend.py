@@ -7,38 +7,50 @@ spec/codegen.md, "Triton".
 
 Pipeline (as the "llvm" backend's): composite ops are decomposed and
 pointwise/reduction nodes fused unless the graph already has regions;
-`codegen.runtime.plan_graph` plans each top-level node as a kernel, an extern
+`plan_memory` gives intermediates their arena offsets (option `plan`, default
+on); `codegen.runtime.plan_graph` plans each top-level node as a kernel, an extern
 (matmul, conv: PyTorch, so cuBLAS/cuDNN on a GPU), a view or a counted torch
 fallback; every kernel goes through codegen/triton/launch.py.  A kernel Triton
 source is not emitted for falls back to torch too, counted.
 
+Memory: as in the llvm runtime (Note [Arena at run time], Note [Arena reuse] in
+codegen/runtime.py), the kernel outputs and matmul results (`out=`) that
+`codegen.runtime.Arena` places in the arena are typed views of one uint8 tensor
+per thread and device (CUDA: and stream), made on the first call and reused;
+outputs are fresh.  Triton kernels never write in place (emit.py refuses
+`Kernel.inplace`: Note [Reuse across stages] assumes no store changes what a
+later load of an input sees), so a `reuses` pair is kept apart: the result gets
+bytes of its own past the plan's end (`Arena.separate_reuses`).
+
 Devices: on a machine with CUDA, kernels compile for the GPU and the graph's
 tensors must be CUDA tensors.  Without CUDA (or with `TRITON_INTERPRET=1`) the
 same kernels run in Triton's interpreter on CPU tensors (Note [Interpreter
-mode] in codegen/triton/__init__.py).  Outputs are allocated on the device of
-the first input.  Symbolic graphs are specialized per binding of their size
-symbols, on the first call with it (Kernels have concrete sizes).
+mode] in codegen/triton/__init__.py).  Outputs and the arena are allocated on
+the device of the first input.  Symbolic graphs are specialized per binding of
+their size symbols, on the first call with it (Kernels have concrete sizes).
 """
 
 from __future__ import annotations
 
+import math
+import threading
 import time
 
 import torch
 
 from codegen import stats
 from codegen.backends import Backend, register_backend
-from codegen.runtime import concrete_shape, plan_graph
+from codegen.runtime import Arena, ThreadArena, concrete_shape, plan_graph
 from codegen.torch_bridge import torch_dtype
 from ir.graph import Graph
 from ir.ops.registry import COMPOSITE, POINTWISE, REDUCTION
 from ir.types import is_symbolic
 
-OPTIONS = ("fuse", "max_rblock")
+OPTIONS = ("fuse", "max_rblock", "plan")
 
 
 def prepare(graph: Graph, options: dict) -> Graph:
-    """Decompose composites and fuse, unless the graph already holds regions."""
+    """Decompose composites and fuse, unless the graph already holds regions; plan memory."""
     from ir.passes.registry import get_pass
 
     ops = {n.op.category for n in graph.nodes}
@@ -47,7 +59,17 @@ def prepare(graph: Graph, options: dict) -> Graph:
         ops = {n.op.category for n in graph.nodes}
     if options.get("fuse", True) and ops & {POINTWISE, REDUCTION}:
         graph = get_pass("fuse")(graph)
+    if options.get("plan", True) and graph.plan is None:
+        try:
+            graph = get_pass("plan_memory")(graph)
+        except NotImplementedError:  # sizes that are not polynomials: no arena
+            pass
     return graph
+
+
+def _fresh(shape, dtype, device) -> torch.Tensor:
+    """A value's own new tensor (every allocation of a call goes through here)."""
+    return torch.empty(shape, dtype=dtype, device=device)
 
 
 def _eager(body: Graph):
@@ -85,8 +107,35 @@ class TritonGraph:
                             for v in graph.inputs]
         self.output_types = {v: (concrete_shape(v, sizes), torch_dtype(v.type.dtype))
                              for u in self.units for v in u.outputs}
+        # After fallbacks are known: a fallback's inputs and outputs stay out of the arena.
+        self.arena = Arena(graph, sizes, self.units)
+        self.arena.separate_reuses()
+        slot = {v: i for i, v in enumerate(self.arena.offset)}
+        self.view_specs = [(off, _nbytes(v, sizes), torch_dtype(v.type.dtype),
+                            torch.Size(concrete_shape(v, sizes)))
+                           for v, off in self.arena.offset.items()]
+        # Per unit: where each output goes, an arena view's index or None (fresh).
+        self.placement = [[slot.get(v) for v in u.outputs] for u in self.units]
+        self._thread_arenas: dict = {}  # device (CUDA: device and stream) -> ThreadArena
+        self._lock = threading.Lock()
         stats.STATS.graphs_compiled += 1
         stats.STATS.compile_seconds += time.perf_counter() - started
+
+    def arena_views(self, device) -> tuple:
+        """The typed views of the arena values on `device`, for the calling thread.
+
+        One arena per thread (Note [Arena reuse]) and device, and on CUDA per stream
+        too: a call's kernels are queued, not finished, when it returns, so a call on
+        another stream could otherwise overwrite bytes the first still reads."""
+        key = device
+        if device.type == "cuda":
+            key = (device, torch.cuda.current_stream(device).cuda_stream)
+        arena = self._thread_arenas.get(key)
+        if arena is None:
+            with self._lock:
+                arena = self._thread_arenas.setdefault(
+                    key, ThreadArena(self.arena.nbytes, self.view_specs, device))
+        return arena.get()[1]
 
     @property
     def sources(self) -> list[str]:
@@ -105,15 +154,22 @@ class TritonGraph:
                                 " which is not what it was compiled for")
             env[v] = t
         device = tensors[0].device if tensors else _default_device()
-        for unit in self.units:
+        views = self.arena_views(device) if self.arena.offset else ()
+        for unit, placed in zip(self.units, self.placement):
             args = [env[v] for v in unit.inputs]
             if unit.kind == "kernel":
                 args = [a.contiguous() for a in args]
                 outs = []
-                for v in unit.outputs:
-                    shape, dtype = self.output_types[v]
-                    outs.append(torch.empty(shape, dtype=dtype, device=device))
+                for v, i in zip(unit.outputs, placed):
+                    if i is None:
+                        outs.append(_fresh(*self.output_types[v], device))
+                    else:
+                        outs.append(views[i])
                 unit.fn(*args, *outs)
+            elif placed and placed[0] is not None:  # matmul into its arena bytes
+                stats.STATS.extern_calls += 1
+                outs = [views[placed[0]]]
+                unit.fn(*args, out=outs[0])
             else:
                 if unit.kind == "extern":
                     stats.STATS.extern_calls += 1
@@ -124,6 +180,10 @@ class TritonGraph:
                 outs = [result] if single else list(result)
             env.update(zip(unit.outputs, outs))
         return [env[v] for v in self.graph.outputs]
+
+
+def _nbytes(v, sizes: dict) -> int:
+    return math.prod(concrete_shape(v, sizes)) * v.type.dtype.itemsize
 
 
 def _default_device() -> torch.device:

@@ -166,3 +166,21 @@ def test_in_place_kernel_vectorizes_and_splits_across_threads():
     finally:
         torch.set_num_threads(threads)
     np.testing.assert_allclose(got.numpy(), ir.run(graph, args)[0], rtol=1e-5, atol=1e-5)
+
+
+def test_separate_reuses_gives_in_place_results_bytes_of_their_own():
+    # For backends that do not write in place (Triton): the result moves past the plan.
+    from codegen.runtime import Arena, plan_graph
+
+    compiled = compile_llvm(ir.parse(MLP.format(n=32))).compiled
+    graph, plan = compiled.graph, compiled.graph.plan
+    arena = Arena(graph, {}, plan_graph(graph, {}))
+    mm1, gelu, mm2 = (s.value for s in plan.slots)
+    assert arena.reuses == {gelu: mm1}
+    arena.separate_reuses()
+    assert arena.reuses == {}
+    assert arena.offset[mm1] == 0 and arena.offset[mm2] == plan.slots[2].offset
+    assert arena.offset[gelu] == plan.arena_bytes()  # already a multiple of ALIGN
+    assert arena.nbytes == plan.arena_bytes() + gelu.type.nbytes()
+    spans = sorted((off, off + s.size) for s in plan.slots for off in [arena.offset[s.value]])
+    assert all(a[1] <= b[0] for a, b in zip(spans, spans[1:]))  # nothing overlaps

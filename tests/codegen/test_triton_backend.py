@@ -393,6 +393,95 @@ func @f(%x: f32[4]) -> f32[4] {
         compile_triton(graph, block=4)
 
 
+# --- the memory plan: one arena, as on the CPU (spec/memory.md, "Runtime") ------------------
+
+CHAIN = """
+func @f(%x: f32[4,16], %w1: f32[16,32], %w2: f32[32,16]) -> f32[4,16] {
+  %0 = matmul %x, %w1 : f32[4,32]
+  %1 = relu %0 : f32[4,32]
+  %2 = matmul %1, %w2 : f32[4,16]
+  %3 = tanh %2 : f32[4,16]
+  %4 = matmul %3, %w1 : f32[4,32]
+  %5 = sum %4 {dims=[1], keepdim=true} : f32[4,1]
+  %6 = expand %5 {shape=[4,16]} : f32[4,16]
+  %7 = add %6, %x : f32[4,16]
+  return %7
+}"""
+
+
+def chain_args(seed):
+    rng = np.random.default_rng(seed)
+    return [rng.standard_normal(s).astype(np.float32) / 4 for s in ((4, 16), (16, 32), (32, 16))]
+
+
+def instrument(compiled, monkeypatch):
+    """Count fresh allocations; record each kernel launch's buffer addresses."""
+    from codegen.triton import backend
+
+    fresh, launches = [], []
+    real = backend._fresh
+    monkeypatch.setattr(backend, "_fresh", lambda *a: fresh.append(a) or real(*a))
+    for unit in compiled.units:
+        if unit.kind == "kernel":
+            def record(*ts, _fn=unit.fn, _unit=unit):
+                launches.append((_unit, [t.data_ptr() for t in ts]))
+                return _fn(*ts)
+            unit.fn = record
+    return fresh, launches
+
+
+def test_intermediates_live_in_the_arena_at_planned_offsets(monkeypatch):
+    from ir.plan import check_plan
+
+    graph = ir.parse(CHAIN)
+    compiled = compile_triton(graph).compiled
+    plan, arena = compiled.graph.plan, compiled.arena
+    assert check_plan(compiled.graph) == []
+    assert all(k.inplace == () for k in compiled.kernels)  # Triton never writes in place
+    # Every planned value is in the arena: a slot without `reuses` at its planned offset;
+    # an in-place result at bytes of its own past the plan's end.
+    assert set(arena.offset) == {s.value for s in plan.slots} and arena.reuses == {}
+    moved = [s for s in plan.slots if s.reuses is not None]
+    assert len(moved) == 2
+    for s in plan.slots:
+        if s.reuses is None:
+            assert arena.offset[s.value] == s.offset
+        else:
+            assert arena.offset[s.value] >= plan.arena_bytes()
+    assert len(set(arena.offset.values())) < len(arena.offset)  # values share bytes
+    assert arena.nbytes < sum(s.size for s in plan.slots)
+
+    fresh, launches = instrument(compiled, monkeypatch)
+    first_args, second_args = chain_args(0), chain_args(1)
+    (first,) = compiled(*map(torch.from_numpy, first_args))
+    kept = first.clone()
+    (second,) = compiled(*map(torch.from_numpy, second_args))
+    for got, args in ((first, first_args), (second, second_args)):
+        np.testing.assert_allclose(got.numpy(), ir.run(graph, args)[0], rtol=1e-5, atol=1e-6)
+    torch.testing.assert_close(first, kept)  # the second call wrote no returned tensor
+    assert len(fresh) == 2  # per call, one allocation: the output
+    thread_arena = compiled._thread_arenas[torch.device("cpu")]
+    base = thread_arena.get()[0]
+    for unit, pointers in launches:  # kernels read and write the planned bytes
+        for v, ptr in zip(unit.inputs + unit.outputs, pointers):
+            if v in arena.offset:
+                assert ptr == base + arena.offset[v]
+    read_from_arena = {v for unit, _ in launches for v in unit.inputs if v in arena.offset}
+    matmuls = {n.outputs[0] for n in compiled.graph.nodes if n.op.name == "matmul"}
+    assert matmuls <= read_from_arena  # matmul results were written there with out=
+
+
+def test_without_plan_every_intermediate_is_fresh(monkeypatch):
+    graph = ir.parse(CHAIN)
+    compiled = compile_triton(graph, plan=False).compiled
+    assert compiled.graph.plan is None and compiled.arena.offset == {}
+    fresh, _ = instrument(compiled, monkeypatch)
+    args = chain_args(2)
+    (got,) = compiled(*map(torch.from_numpy, args))
+    np.testing.assert_allclose(got.numpy(), ir.run(graph, args)[0], rtol=1e-5, atol=1e-6)
+    assert len(fresh) == len(compiled.kernels) == 4 and compiled._thread_arenas == {}
+
+
 def test_kernels_are_interpreted_without_changing_the_environment(tmp_path, monkeypatch):
     import os
 
