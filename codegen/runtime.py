@@ -37,7 +37,7 @@ from codegen.stats import STATS
 from codegen.torch_bridge import torch_dtype
 from ir.graph import Graph, Node, Value
 from ir.ops.registry import EXTERN, LAYOUT, POINTWISE, REDUCTION
-from ir.plan import aligned
+from ir.plan import aligned, views_in
 from ir.types import is_symbolic
 
 VIEWS = frozenset({"reshape", "permute", "slice", "expand", "squeeze", "unsqueeze"})
@@ -178,11 +178,12 @@ class Arena:
     (kernel outputs, and matmul results through `out=`), so a call allocates one
     uint8 arena tensor for all of them.  A planned value stays a fresh tensor
     instead (always safe: fresh bytes overlap nothing) when its producer is a
-    fallback (torch allocates), or when an eager fallback reads it (its result may be
-    a torch view whose reads the plan does not count).  (Values a graph output views
-    are never planned: ir/plan.py `intermediates`.)  A `reuses` pair is honoured
-    as an in-place kernel (Note [In-place kernels], codegen/llvm/emit.py) only when
-    both values are in the arena and the kernel reads the operand through one buffer.
+    fallback (torch allocates), or when an eager fallback reads it or a view of it
+    (its result may be a torch view whose reads the plan does not count).  Values a
+    graph output views are never planned (ir/plan.py `intermediates`).  A `reuses`
+    pair is honoured as an in-place kernel (Note [In-place kernels],
+    codegen/llvm/emit.py) only when both values are in the arena and the kernel
+    reads the operand through one buffer.
     """
 
     def __init__(self, graph: Graph, sizes: dict, units: list):
@@ -193,11 +194,15 @@ class Arena:
         if plan is None or not units:
             return
         _, offsets = plan.evaluate(sizes)
+        view_of = views_in(graph)
         unsafe = set()
         writers = set()
         for unit in units:
             if unit.kind == "eager":
-                unsafe.update(unit.inputs)
+                for v in unit.inputs:  # and the value a read view shows, and its base...
+                    while v is not None and v not in unsafe:
+                        unsafe.add(v)
+                        v = view_of.get(v)
             if unit.kind == "kernel" or (unit.kind == "extern" and unit.label == "matmul"):
                 writers.update(unit.outputs)
         for slot in plan.slots:

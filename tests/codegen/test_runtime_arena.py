@@ -184,3 +184,23 @@ def test_separate_reuses_gives_in_place_results_bytes_of_their_own():
     assert arena.nbytes == plan.arena_bytes() + gelu.type.nbytes()
     spans = sorted((off, off + s.size) for s in plan.slots for off in [arena.offset[s.value]])
     assert all(a[1] <= b[0] for a, b in zip(spans, spans[1:]))  # nothing overlaps
+
+
+def test_a_value_an_eager_fallback_reads_through_a_view_stays_fresh():
+    # cat has no kernel form: it runs as a torch fallback, whose result could be a view
+    # of what it reads; so neither the view nor the buffer under it may be in the arena.
+    graph = ir.parse("""
+func @f(%x: f32[4,8]) -> f32[64] {
+  %0 = exp %x : f32[4,8]
+  %1 = reshape %0 {shape=[32]} : f32[32]
+  %2 = cat %1, %1 {dim=0} : f32[64]
+  %3 = neg %2 : f32[64]
+  return %3
+}""")
+    compiled = compile_llvm(graph).compiled
+    (base,) = [n.inputs[0] for n in compiled.graph.nodes if n.op.name == "reshape"]
+    assert base in {s.value for s in compiled.graph.plan.slots}  # the plan offers bytes...
+    assert base not in compiled.arena.offset  # ...the runtime keeps it fresh
+    x = np.random.default_rng(0).standard_normal((4, 8)).astype(np.float32)
+    (got,) = compiled(torch.from_numpy(x))
+    np.testing.assert_allclose(got.numpy(), ir.run(graph, [x])[0], rtol=1e-6)
