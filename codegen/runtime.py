@@ -36,7 +36,7 @@ from codegen.lower import Unsupported, lower_region, single_node_body
 from codegen.stats import STATS
 from codegen.torch_bridge import torch_dtype
 from ir.graph import Graph, Node, Value
-from ir.ops.registry import EXTERN, LAYOUT, POINTWISE, REDUCTION
+from ir.ops.registry import COMPOSITE, EXTERN, LAYOUT, POINTWISE, REDUCTION
 from ir.plan import aligned, views_in
 from ir.types import is_symbolic
 
@@ -168,6 +168,25 @@ class CompiledGraph:
 
     def __call__(self, *tensors) -> list:
         return self.fn(*tensors)
+
+
+def prepare(graph: Graph, options: dict) -> Graph:
+    """The graph both kernel backends run: composites decomposed, regions fused (unless
+    the graph already holds regions), memory planned (options `fuse`, `plan`)."""
+    from ir.passes.registry import get_pass
+
+    ops = {n.op.category for n in graph.nodes}
+    if COMPOSITE in ops:
+        graph = get_pass("decompose")(graph)
+        ops = {n.op.category for n in graph.nodes}
+    if options.get("fuse", True) and ops & {POINTWISE, REDUCTION}:
+        graph = get_pass("fuse")(graph)
+    if options.get("plan", True) and graph.plan is None:
+        try:
+            graph = get_pass("plan_memory")(graph)
+        except NotImplementedError:  # sizes that are not polynomials: no arena
+            pass
+    return graph
 
 
 class Arena:

@@ -27,9 +27,8 @@ from codegen.kernel import Kernel, print_kernel
 from codegen.llvm import jit
 from codegen.llvm.emit import emit_kernel
 from codegen.lower import Unsupported
-from codegen.runtime import CompiledGraph
+from codegen.runtime import CompiledGraph, prepare
 from ir.graph import Graph
-from ir.ops.registry import COMPOSITE, POINTWISE, REDUCTION
 from ir.types import is_symbolic
 
 OPTIONS = ("fuse", "plan")
@@ -65,24 +64,6 @@ def compile_kernels(kernels: list[Kernel]) -> list[Optional[object]]:
             for i in positions:
                 launchers[i] = jit.cfunc(addresses[symbol], len(kernels[i].buffers))
     return launchers
-
-
-def prepare(graph: Graph, options: dict) -> Graph:
-    """Decompose composites and fuse, unless the graph already holds regions; plan memory."""
-    from ir.passes.registry import get_pass
-
-    ops = {n.op.category for n in graph.nodes}
-    if COMPOSITE in ops:
-        graph = get_pass("decompose")(graph)
-        ops = {n.op.category for n in graph.nodes}
-    if options.get("fuse", True) and ops & {POINTWISE, REDUCTION}:
-        graph = get_pass("fuse")(graph)
-    if options.get("plan", True) and graph.plan is None:
-        try:
-            graph = get_pass("plan_memory")(graph)
-        except NotImplementedError:  # sizes that are not polynomials: no arena
-            pass
-    return graph
 
 
 def compile_graph(graph: Graph, options: dict):

@@ -40,31 +40,12 @@ import torch
 
 from codegen import stats
 from codegen.backends import Backend, register_backend
-from codegen.runtime import Arena, ThreadArena, concrete_shape, plan_graph
+from codegen.runtime import Arena, ThreadArena, concrete_shape, plan_graph, prepare
 from codegen.torch_bridge import torch_dtype
 from ir.graph import Graph
-from ir.ops.registry import COMPOSITE, POINTWISE, REDUCTION
 from ir.types import is_symbolic
 
 OPTIONS = ("fuse", "max_rblock", "plan")
-
-
-def prepare(graph: Graph, options: dict) -> Graph:
-    """Decompose composites and fuse, unless the graph already holds regions; plan memory."""
-    from ir.passes.registry import get_pass
-
-    ops = {n.op.category for n in graph.nodes}
-    if COMPOSITE in ops:
-        graph = get_pass("decompose")(graph)
-        ops = {n.op.category for n in graph.nodes}
-    if options.get("fuse", True) and ops & {POINTWISE, REDUCTION}:
-        graph = get_pass("fuse")(graph)
-    if options.get("plan", True) and graph.plan is None:
-        try:
-            graph = get_pass("plan_memory")(graph)
-        except NotImplementedError:  # sizes that are not polynomials: no arena
-            pass
-    return graph
 
 
 def _fresh(shape, dtype, device) -> torch.Tensor:
