@@ -4,7 +4,10 @@ A backend is a factory `compile_graph(graph, options) -> CompiledFn`, where
 `CompiledFn(*tensors) -> list[torch.Tensor]` takes the graph's inputs as tensors (in
 graph-input order) and returns its outputs.  `differentiable` says whether the
 compiled function records autograd; refcomp hands graphs that need gradients to a
-differentiable backend (see spec/runtime.md).  Spec: spec/codegen.md, "Backends".
+differentiable backend (see spec/runtime.md).  `inputs_guarded` says whether
+`compile_graph` takes the option of that name: per graph input, whether the caller
+guarantees its shape, dtype and contiguity (See Note [Guarded inputs] in
+codegen/runtime.py).  Spec: spec/codegen.md, "Backends".
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ class Backend:
     compile_graph: Callable[[Graph, dict], CompiledFn]
     differentiable: bool = False
     doc: str = ""
+    inputs_guarded: bool = False
 
 
 _BACKENDS: dict[str, Backend] = {}

@@ -146,6 +146,35 @@ class Guard:
                      if want is not None and got != want)
 
 
+def pinned_contiguous(guards: list, sources: list) -> tuple:
+    """Per source: whether a TENSOR_MATCH guard pins its dtype, every size and strides that
+    are contiguous ones, so a tensor that passes is laid out as the trace's example.
+
+    What a backend may then skip is Note [Guarded inputs] (codegen/runtime.py).  A dynamic
+    size is not pinned (a symbolic input keeps its checks); a dropped guard
+    (`guard_filter_fn`) pins nothing.
+    """
+    pinned = set()
+    for g in guards:
+        e = g.expected
+        if g.kind == TENSOR_MATCH and None not in e.shape and _is_contiguous(e.shape, e.stride):
+            pinned.add(g.source.name())
+    return tuple(src.name() in pinned for src in sources)
+
+
+def _is_contiguous(shape: tuple, stride: tuple) -> bool:
+    """torch's `is_contiguous()` of these sizes and strides (size-1 dims' strides are free)."""
+    if 0 in shape:
+        return True
+    expected = 1
+    for size, st in zip(reversed(shape), reversed(stride)):
+        if size != 1:
+            if st != expected:
+                return False
+            expected *= size
+    return True
+
+
 class _Codegen:
     """Builds the text of one check function; see Note [Names are data]."""
 

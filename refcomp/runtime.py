@@ -24,7 +24,7 @@ from codegen.backends import get_backend
 from ir.graph import Graph
 from refcomp import logs
 from refcomp.config import default_backend
-from refcomp.guards import GuardSet
+from refcomp.guards import GuardSet, pinned_contiguous
 from refcomp.reasons import Unsupported
 from refcomp.tracer.context import CONSTANT_TYPES, TraceContext
 from refcomp.tracer.values import VT, ConstVar, DictVar, ListVar, TensorVar, TupleVar
@@ -176,7 +176,13 @@ def build_entry(ctx: TraceContext, output: VT, backend_name: str, options: dict,
         notes.append(f"autograd: outputs require grad, so this graph runs on 'eager' "
                      f"(backend {backend_name!r} does not differentiate)")
         backend = get_backend("eager")
-    fn = backend.compile_graph(graph, dict(options["backend_options"]))
+    backend_options = dict(options["backend_options"])
+    pinned = pinned_contiguous(guard_list, ctx.input_sources)
+    if backend.inputs_guarded:  # the guards vouch: See Note [Guarded inputs]
+        plan = frozen.plan if frozen is not None else [("in", i) for i in range(len(pinned))]
+        backend_options["inputs_guarded"] = tuple(
+            pinned[x] if kind == "in" else x.is_contiguous() for kind, x in plan)
+    fn = backend.compile_graph(graph, backend_options)
     logs.output_code(fn)
     n_inputs = len(ctx.input_sources)
     if frozen is not None and frozen.plan != [("in", i) for i in range(n_inputs)]:
@@ -184,9 +190,10 @@ def build_entry(ctx: TraceContext, output: VT, backend_name: str, options: dict,
     detach = frozenset(i for i, rg in enumerate(outs.requires_grad)
                        if not rg and backend.differentiable)
     guards = make_guard_set(ctx, guard_list, list(ctx.input_sources))
-    entry = Entry(guards, graph, fn, spec, writeback, detach,
-                  contiguous=backend.name not in ("eager", "interp"), backend=backend.name,
-                  notes=notes)
+    # Inputs the guards pin contiguous need no contiguity pass at run time.
+    contiguous = backend.name not in ("eager", "interp") and not all(pinned)
+    entry = Entry(guards, graph, fn, spec, writeback, detach, contiguous=contiguous,
+                  backend=backend.name, notes=notes)
     entry.compile_time_s = time.perf_counter() - start
     return entry
 

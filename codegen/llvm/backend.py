@@ -12,8 +12,10 @@ externs, views and fallbacks; every new kernel of the graph is
 emitted into one module, optimized at O3 for the host CPU and JIT-compiled once;
 kernels whose printed form was compiled before are reused.  Inputs may have any
 strides: non-contiguous inputs are copied to contiguous ones at the call (one
-copy, counted in the call's time).  Symbolic graphs are specialized per set of
-input sizes on first call with those sizes (Kernels have concrete sizes).
+copy, counted in the call's time), except inputs the caller vouches for with
+option `inputs_guarded` (Note [Guarded inputs] in codegen/runtime.py).
+Symbolic graphs are specialized per set of input sizes on first call with those
+sizes (Kernels have concrete sizes).
 """
 
 from __future__ import annotations
@@ -31,7 +33,7 @@ from codegen.runtime import CompiledGraph, prepare
 from ir.graph import Graph
 from ir.types import is_symbolic
 
-OPTIONS = ("fuse", "plan")
+OPTIONS = ("fuse", "plan", "inputs_guarded")
 
 
 def compile_kernels(kernels: list[Kernel]) -> list[Optional[object]]:
@@ -76,18 +78,28 @@ def compile_graph(graph: Graph, options: dict):
         n.attrs.get("device", "cpu") for n in graph.walk()}
     if devices - {"cpu"}:
         raise ValueError(f"the llvm backend runs on the CPU; graph uses {sorted(devices)}")
+    guarded = _guarded(options.get("inputs_guarded", ()), len(graph.inputs))
     graph = prepare(graph, options)
     symbolic = [(s, i, d) for i, v in enumerate(graph.inputs)
                 for d, s in enumerate(v.type.shape) if is_symbolic(s) and s.is_Symbol]
     if not symbolic:
-        compiled = CompiledGraph(graph, {}, compile_kernels)
+        compiled = CompiledGraph(graph, {}, compile_kernels, guarded)
         fn = compiled.fn
         fn.compiled = compiled
         return fn
-    return _specializing(graph, symbolic)
+    return _specializing(graph, symbolic, guarded)
 
 
-def _specializing(graph: Graph, symbolic: list):
+def _guarded(flags, n_inputs: int) -> frozenset:
+    """Option `inputs_guarded`: one flag per graph input, True where the caller guarantees
+    the input's shape, dtype and contiguity (See Note [Guarded inputs], codegen/runtime.py)."""
+    flags = tuple(flags)
+    if flags and len(flags) != n_inputs:
+        raise ValueError(f"inputs_guarded: {len(flags)} flags for {n_inputs} graph inputs")
+    return frozenset(i for i, flag in enumerate(flags) if flag)
+
+
+def _specializing(graph: Graph, symbolic: list, guarded: frozenset):
     """Compile once per distinct binding of the size symbols (first call with those sizes)."""
     variants: dict = {}
 
@@ -96,7 +108,7 @@ def _specializing(graph: Graph, symbolic: list):
         fn = variants.get(key)
         if fn is None:
             sizes = {s: n for (s, _, _), n in zip(symbolic, key)}
-            compiled = CompiledGraph(graph, sizes, compile_kernels)
+            compiled = CompiledGraph(graph, sizes, compile_kernels, guarded)
             fn = variants[key] = compiled.fn
             fn.compiled = compiled
         return fn(*tensors)
@@ -108,4 +120,5 @@ def _specializing(graph: Graph, symbolic: list):
 LLVM = register_backend(Backend(
     "llvm", compile_graph, differentiable=False,
     doc="fused regions JIT-compiled by LLVM for the host CPU; externs and fallbacks via torch",
+    inputs_guarded=True,
 ))
