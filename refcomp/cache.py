@@ -22,8 +22,13 @@ from collections import Counter
 import torch
 
 from refcomp import logs
+from refcomp.guards import TIME_EVERY
 
 COUNTERS: Counter = Counter()
+# Note [Per-call counters]: the counters every call bumps are a plain dict: an item
+# update costs ~2.5x as much on a Counter (CPython specializes subscripts of exact
+# dicts only).  `counters()` reports both as one.
+CALLS: dict = {"calls": 0, "compiled_calls": 0}
 _CACHES: dict = {}  # (code object, config key) -> FrameCache
 _CACHES_LOCK = threading.Lock()
 
@@ -36,12 +41,17 @@ class FrameCache:
         self.warned = False
         self.miss_reasons: list = []  # (entry index, [failing guard descriptions])
         self.auto_dims: dict = {}  # source name -> dims whose size changed (dynamic=None)
+        self.retired = False  # reset() dropped this cache: holders fetch a new one
 
     def lookup(self, L, G, C, B):
         for entry in self.entries:
-            inputs = entry.guards(L, G, C, B)
+            guards = entry.guards
+            guards.calls += 1  # GuardSet.__call__, inlined: See Note [Sampled guard time]
+            if guards.calls % TIME_EVERY == 1:
+                inputs = guards.timed_check(L, G, C, B)
+            else:
+                inputs = guards.check(L, G, C, B)
             if inputs is not None:
-                entry.guards.hits += 1
                 entry.hits += 1
                 return entry, inputs
         return None, None
@@ -125,7 +135,18 @@ def all_caches() -> dict:
     return dict(_CACHES)
 
 
+def counters() -> dict:
+    """COUNTERS and the per-call counts (See Note [Per-call counters]), those not zero."""
+    out = dict(COUNTERS)
+    out.update((k, n) for k, n in CALLS.items() if n)
+    return out
+
+
 def reset() -> None:
     with _CACHES_LOCK:
+        for cache in _CACHES.values():
+            cache.retired = True
         _CACHES.clear()
     COUNTERS.clear()
+    for k in CALLS:
+        CALLS[k] = 0

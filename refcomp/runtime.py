@@ -49,6 +49,7 @@ class Entry:
     refs: list = field(default_factory=list)  # strong refs that keep ID_MATCH ids valid
     weakrefs: list = field(default_factory=list)
     refs_to_hold: tuple = ()  # ID_MATCH objects, handed to the cache (modules: weakly)
+    segment: Any = None  # a graph break's Segment (refcomp/segment.py), else None
 
     def run(self, inputs):
         if self.contiguous:
@@ -62,7 +63,10 @@ class Entry:
                     inputs[i].copy_(outs[o])
         if self.detach:
             outs = [o.detach() if i in self.detach else o for i, o in enumerate(outs)]
-        return _rebuild(self.output_spec, outs, inputs)
+        spec = self.output_spec
+        if spec[0] == "out":  # the common frame: one returned tensor, no call of _rebuild
+            return outs[spec[1]]
+        return _rebuild(spec, outs, inputs)
 
 
 def _rebuild(spec, outs, inputs):

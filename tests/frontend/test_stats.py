@@ -18,6 +18,16 @@ def test_stats_count_graphs_kernels_and_cache_hits():
     assert entries[0]["hits"] == 2 and entries[0]["backend"] == "llvm"
     refcomp.reset()
     assert refcomp.stats()["codegen"]["kernels"] == 0 and refcomp.stats()["frames"] == {}
+    assert "calls" not in refcomp.stats()["counters"]
+    # The wrapper keeps its cache between calls; reset() retires it, so the next call
+    # compiles afresh into a new cache instead of hitting the forgotten entry.
+    torch.testing.assert_close(fn(x), (x * 2 + 1).relu())
+    s = refcomp.stats()
+    assert s["counters"]["graphs"] == 1 and s["counters"]["calls"] == 1
+    (entries,) = s["frames"].values()
+    assert entries[0]["hits"] == 0 and entries[0]["guard_checks"] == 0
+    fn(x)
+    assert refcomp.stats()["counters"]["compiled_calls"] == 2
 
 
 def test_wrappers_with_different_backends_do_not_share_entries():
