@@ -132,6 +132,8 @@ class CompiledFunction:
                 return resume.run(entry, inputs, L, G, C, B, self)
             if entry.graph is not None:
                 CALLS["compiled_calls"] += 1
+                if entry.lone is not None:
+                    return entry.fn(*inputs)[entry.lone]
                 return entry.run(inputs)
         COUNTERS["eager_calls"] += 1
         return fn(*args, **kwargs)
