@@ -7,7 +7,8 @@ live in refcomp/tracer/torch_ops.py (math) and refcomp/tracer/tensor_layout.py
 runs the op on meta tensors (the type oracle: dtype, shape, requires_grad and any
 error eager would raise), and the IR the builder produced must have exactly that
 dtype and shape, else the frame falls back (RB013) rather than risk a wrong
-answer.  In-place ops are functionalized: the TensorVar takes the new IR value
+answer; the few entries flagged `ir_meta` skip the meta run (See Note [IR-typed meta]).
+In-place ops are functionalized: the TensorVar takes the new IR value
 and, if it is a graph input, is written back after the graph runs.  Spec:
 spec/tracer.md, "Torch coverage".
 """
@@ -22,7 +23,7 @@ import torch
 
 from ir.graph import Value
 from refcomp.reasons import Unsupported
-from refcomp.tracer.context import ir_dtype
+from refcomp.tracer.context import ir_dtype, torch_dtype
 from refcomp.tracer.values import VT, ConstVar, DictVar, ListVar, TensorVar, TupleVar
 
 T = torch.Tensor
@@ -37,6 +38,7 @@ class Entry:
     creation: bool = False  # takes device=; the meta call runs on the meta device
     host: bool = False  # needs the tensor's value on the host: never capturable (RB002)
     sizes: bool = False  # takes sizes that may be symbolic (see Note [Dynamic batch])
+    ir_meta: bool = False  # float operands: meta result from the IR type, not cross-checked
 
 
 TABLE: dict = {}
@@ -128,6 +130,8 @@ def call_torch(ctx, fn, args: list, kwargs: dict) -> VT:
         # A symbolic size where this op needs a number: specialize it (guarded).
         pargs, pkwargs = _specialize(ctx, pargs), _specialize(ctx, pkwargs)
     operands = _tensors(pargs) + _tensors(pkwargs)
+    if e.ir_meta and _float_operands(operands):
+        return _call_ir_typed(ctx, e, name, pargs, pkwargs, operands)
     margs, mkwargs = _to_meta(pargs, ctx), _to_meta(pkwargs, ctx)
     if e.creation:
         mkwargs["device"] = "meta"
@@ -152,6 +156,42 @@ def call_torch(ctx, fn, args: list, kwargs: dict) -> VT:
     if e.inplace:
         return _apply_inplace(ctx, pargs[0], out, meta_out)
     return _pair(ctx, out, meta_out, operands, e, name)
+
+
+# Note [IR-typed meta]
+# torch's meta kernels for some ops (native_layer_norm, native_batch_norm, addmm, gelu,
+# where, clamp, cat, ...) are Python references (torch._refs / torch._decomp) wrapped in
+# torch._disable_dynamo, whose first call imports torch._dynamo: ~0.9 s, once per process,
+# which was most of a first compile.  Entries flagged `ir_meta` therefore skip the meta
+# run when its tensor operands are floating point (and bool masks): the result's meta
+# tensor is made from the IR type (dtype, shape; requires_grad as autograd sets it: grad
+# mode on and an operand requires grad).  They are not cross-checked on meta, because the
+# check would cost that import; what it would catch is caught otherwise: the IR infer
+# rules of these ops reject the operand shapes torch rejects (TypeError -> RB013, and eager
+# then raises), and tests/frontend/test_ir_meta.py compares each against eager.  Integer
+# or all-bool operands still take the meta run (promotion and refusals are subtle there).
+# Which ops to flag was measured per torch version (spec/tracer.md, "Torch coverage").
+def _float_operands(operands) -> bool:
+    floats = [t.meta.is_floating_point() for t in operands]
+    return any(floats) and all(f or t.meta.dtype == torch.bool
+                               for f, t in zip(floats, operands))
+
+
+def _call_ir_typed(ctx, e, name, pargs, pkwargs, operands):
+    try:
+        out = e.build(ctx, *pargs, **pkwargs)
+    except Unsupported:
+        raise
+    except TypeError as err:  # a form this entry does not model, or one torch rejects
+        raise Unsupported("RB013", f"{name}: {err}") from None
+    if not isinstance(out, Value):
+        raise Unsupported("RB013", f"{name}: an ir_meta entry must build one IR value")
+    shape = [ctx.concrete(d) if not isinstance(d, int) else d for d in out.type.shape]
+    meta = torch.empty(shape, dtype=torch_dtype(out.type.dtype), device="meta")
+    if ctx.grad_enabled and meta.is_floating_point() and \
+            any(t.requires_grad for t in operands):
+        meta.requires_grad_()
+    return _new_tensor(ctx, out, meta, operands, e.view)
 
 
 def _pair(ctx, out, meta, operands, e, name):
