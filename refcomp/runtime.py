@@ -9,6 +9,14 @@ spec/tracer.md, "Outputs and mutation".
 Note [Autograd honesty]: while grad mode is on and the graph has an output that
 requires grad in eager, the graph is run by the "eager" backend (torch records
 autograd op by op) whatever backend was asked for, and explain() says so.
+
+Note [Returned views]: a returned tensor that is a pure chain of view ops (reshape,
+permute, slicing, expand...; `TensorVar.view_root`, refcomp/tracer/torch_table.py) of a
+graph input the frame does not mutate is not a graph output: `Entry.run` rebuilds it as
+`as_strided` of the caller's tensor with the traced view's sizes and strides (pinned by
+the input's TENSOR_MATCH guard) and its storage offset relative to the input's, so it
+aliases the input as eager's view does (and autograd records the view when it should).
+With a dynamic size in the view or the input it stays a graph output (a copy).
 """
 
 from __future__ import annotations
@@ -27,6 +35,7 @@ from refcomp.config import default_backend
 from refcomp.guards import GuardSet, pinned_contiguous
 from refcomp.reasons import Unsupported
 from refcomp.tracer.context import CONSTANT_TYPES, TraceContext
+from refcomp.tracer.torch_table import is_symbolic_shape
 from refcomp.tracer.values import VT, ConstVar, DictVar, ListVar, TensorVar, TupleVar
 
 
@@ -53,6 +62,10 @@ class Entry:
     # Output index when `run` would only pick one output of fn (nothing to copy back,
     # detach or make contiguous): the call path then calls fn itself, saving ~0.2 us.
     lone: Optional[int] = None
+    # Returned views of inputs (Note [Returned views]): (input index, size, stride,
+    # storage offset minus the input's, grad): the grad mode the view was made under
+    # when the input requires grad, else None.
+    views: list = field(default_factory=list)
 
     def run(self, inputs):
         if self.contiguous:
@@ -66,13 +79,24 @@ class Entry:
                     inputs[i].copy_(outs[o])
         if self.detach:
             outs = [o.detach() if i in self.detach else o for i, o in enumerate(outs)]
-        return _rebuild(self.output_spec, outs, inputs)
+        views = [_view(inputs, *v) for v in self.views] if self.views else None
+        return _rebuild(self.output_spec, outs, inputs, views)
 
 
-def _rebuild(spec, outs, inputs):
+def _view(inputs, i, size, stride, offset, grad):
+    t = inputs[i]
+    if grad is None:
+        return t.as_strided(size, stride, t.storage_offset() + offset)
+    with torch.set_grad_enabled(grad):
+        return t.as_strided(size, stride, t.storage_offset() + offset)
+
+
+def _rebuild(spec, outs, inputs, views=None):
     kind = spec[0]
     if kind == "out":
         return outs[spec[1]]
+    if kind == "view":
+        return views[spec[1]]
     if kind == "in":
         return inputs[spec[1]]
     if kind == "const":
@@ -80,10 +104,10 @@ def _rebuild(spec, outs, inputs):
     if kind == "size":  # a dynamic size the frame returned, read off this call's inputs
         return int(spec[1](*(inputs[i].shape[d] for i, d in spec[2])))
     if kind == "tuple":
-        return tuple(_rebuild(s, outs, inputs) for s in spec[1])
+        return tuple(_rebuild(s, outs, inputs, views) for s in spec[1])
     if kind == "list":
-        return [_rebuild(s, outs, inputs) for s in spec[1]]
-    return {k: _rebuild(s, outs, inputs) for k, s in spec[1]}
+        return [_rebuild(s, outs, inputs, views) for s in spec[1]]
+    return {k: _rebuild(s, outs, inputs, views) for k, s in spec[1]}
 
 
 class _Outputs:
@@ -95,6 +119,9 @@ class _Outputs:
         self.index: dict = {}  # id(TensorVar) -> output index
         self.requires_grad: list = []
         self.input_index = {src.name(): i for i, src in enumerate(ctx.input_sources)}
+        self.views: list = []  # Entry.views
+        self.view_index: dict = {}  # id(TensorVar) -> index in views
+        self.notes: list = []
 
     def add_value(self, value, requires_grad: bool) -> int:
         self.values.append(value)
@@ -109,6 +136,29 @@ class _Outputs:
             where.append((self.input_index[source.name()], dim))
         return ("size", sympy.lambdify(symbols, expr), where)
 
+    def view_spec(self, vt: TensorVar):
+        """("view", k) when `vt` is rebuilt from an input (Note [Returned views])."""
+        if id(vt) in self.view_index:
+            return ("view", self.view_index[id(vt)])
+        root = vt.view_root
+        if root is None or root.source is None:
+            return None
+        name = root.source.name()
+        if name not in self.input_index or name in self.ctx.mutated or \
+                self.ctx.input_vars.get(name) is not root or \
+                root.value is not self.ctx.builder.inputs[self.input_index[name]] or \
+                vt.meta.dtype != root.meta.dtype:
+            return None
+        if is_symbolic_shape(vt.value.type.shape) or is_symbolic_shape(root.value.type.shape):
+            self.notes.append(f"a returned view of {name} is a copy: its sizes are dynamic"
+                              " (Note [Returned views])")
+            return None
+        grad = vt.view_grad if root.requires_grad else None
+        self.views.append((self.input_index[name], tuple(vt.meta.shape), tuple(vt.meta.stride()),
+                           vt.meta.storage_offset() - root.meta.storage_offset(), grad))
+        self.view_index[id(vt)] = len(self.views) - 1
+        return ("view", len(self.views) - 1)
+
     def spec(self, vt: VT):
         if isinstance(vt, TensorVar):
             name = vt.source.name() if vt.source is not None else None
@@ -118,6 +168,9 @@ class _Outputs:
                 return ("in", self.input_index[name])  # eager returns the very object
             if name in self.ctx.mutated:
                 return ("in", self.input_index[name])  # mutated in place, then returned
+            view = self.view_spec(vt)
+            if view is not None:
+                return view
             if id(vt) not in self.index:
                 self.index[id(vt)] = self.add_value(vt.value, vt.requires_grad)
             return ("out", self.index[id(vt)])
@@ -171,6 +224,7 @@ def build_entry(ctx: TraceContext, output: VT, backend_name: str, options: dict,
 
         graph = run_pipeline(graph, passes, **print_ir)
     notes = list(frozen.notes) if frozen is not None else []
+    notes += outs.notes
     if not backend_name:  # compile(backend=None): pick by the graph's device
         devices = {v.type.device for v in graph.inputs} or {"cpu"}
         backend_name = default_backend(sorted(devices)[0])
@@ -197,7 +251,7 @@ def build_entry(ctx: TraceContext, output: VT, backend_name: str, options: dict,
     # Inputs the guards pin contiguous need no contiguity pass at run time.
     contiguous = backend.name not in ("eager", "interp") and not all(pinned)
     entry = Entry(guards, graph, fn, spec, writeback, detach, contiguous=contiguous,
-                  backend=backend.name, notes=notes)
+                  backend=backend.name, notes=notes, views=outs.views)
     if spec[0] == "out" and not (writeback or detach or contiguous):
         entry.lone = spec[1]
     entry.compile_time_s = time.perf_counter() - start

@@ -33,6 +33,7 @@ from refcomp.tracer.torch_table import (
     entry,
     is_symbolic_shape,
     result_dtype,
+    view_root,
 )
 from refcomp.tracer.values import VT, ConstVar, TensorVar, TupleVar
 
@@ -249,8 +250,11 @@ def tensor_getitem(ctx, tv: TensorVar, index: VT) -> VT:
     value = _basic_index(ctx, tv.value, items)
     _check_type(value, meta, "getitem", ctx)
     operands = [tv] + [it for it in items if isinstance(it, TensorVar)]
-    return _new_tensor(ctx, value, meta, operands,
-                       view=not any(isinstance(it, TensorVar) for it in items))
+    view = not any(isinstance(it, TensorVar) for it in items)
+    out = _new_tensor(ctx, value, meta, operands, view=view)
+    if view:
+        out.view_root = view_root(ctx, tv, out)
+    return out
 
 
 def _expand_ellipsis(items, rank):

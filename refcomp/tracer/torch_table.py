@@ -214,7 +214,10 @@ def _pair(ctx, out, meta, operands, e, name):
         if not isinstance(meta, torch.Tensor):
             raise Unsupported("RB013", f"{name}: torch returns {type(meta).__name__}")
         _check_type(out, meta, name, ctx)
-        return _new_tensor(ctx, out, meta, operands, view)
+        tv = _new_tensor(ctx, out, meta, operands, view)
+        if view and name in VIEW_OPS:
+            tv.view_root = view_root(ctx, operands[0], tv)
+        return tv
     if isinstance(out, tuple):
         if not isinstance(meta, (tuple, list)) or len(meta) != len(out):
             raise Unsupported("RB013", f"{name}: IR gives {len(out)} results, torch another"
@@ -260,6 +263,28 @@ def _new_tensor(ctx, value, meta, operands, view) -> TensorVar:
         return TensorVar(value, meta, requires_grad=rg, grad_cut=grad_cut, alias=base.alias,
                          is_view=True)
     return TensorVar(value, meta, requires_grad=rg, grad_cut=grad_cut)
+
+
+# Torch ops whose result is a view of their first operand (reshape/view only when torch
+# avoids a copy: the meta result must alias the input's meta tensor), as is basic
+# indexing (tensor_layout.tensor_getitem).  A chain of them from a graph input keeps
+# `view_root`: See Note [Returned views] in refcomp/runtime.py.
+VIEW_OPS = frozenset({"reshape", "view", "flatten", "unflatten", "view_as", "reshape_as",
+                      "expand", "broadcast_to", "expand_as", "permute", "transpose",
+                      "swapaxes", "t", "unsqueeze", "squeeze", "split", "chunk"})
+
+
+def view_root(ctx, base, tv):
+    """The graph input `tv` (made by a view op from `base`) is a pure view of, or None."""
+    root = base.view_root
+    if root is None and base.source is not None and \
+            ctx.input_vars.get(base.source.name()) is base:
+        root = base
+    if root is None or not torch._C._is_alias_of(tv.meta, root.meta) or \
+            (base.view_root is not None and base.view_grad != ctx.grad_enabled):
+        return None  # a copy, or a chain made partly under no_grad: left a graph output
+    tv.view_grad = ctx.grad_enabled
+    return root
 
 
 def _check_inplace(ctx, tv, name):

@@ -41,7 +41,13 @@ class TensorVar(VT):
     `t.requires_grad` would be in eager.  grad_cut: made by detach()/no_grad from a
     value that carried gradients.  alias: identity of the storage it views (tensors
     with the same alias object share memory in eager).  is_view: made by a view op.
+    view_root: the graph-input TensorVar this is a pure chain of view ops of (reshape,
+    permute, slicing, expand...; see Note [Returned views]), else None; view_grad: the
+    grad mode those view ops ran under.
     """
+
+    view_root = None
+    view_grad = True
 
     def __init__(self, value, meta, *, requires_grad=False, grad_cut=False, alias=None,
                  is_view=False, source=None):
