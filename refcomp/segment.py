@@ -31,7 +31,7 @@ from refcomp.runtime import Entry, build_entry, make_guard_set
 from refcomp.side_effects import mutated_containers, stored_names
 from refcomp.sources import AttrSource, ClosureSource, LocalSource
 from refcomp.tracer.context import TraceContext
-from refcomp.tracer.frame import InstructionTranslator, _line_of, _Return
+from refcomp.tracer.frame import InstructionTranslator, _Return
 from refcomp.tracer.values import (
     NULL,
     CellVar,
@@ -119,41 +119,25 @@ class SegmentTranslator(InstructionTranslator):
         return name.startswith("stack[") and any(
             self.pending.get(n) is value for n in self.mutated_containers)
 
-    def run(self):
-        self.ctx.frames.append(self)
+    def step(self):
+        """One instruction, stopping at `stop` and recording where the frame breaks."""
+        index = self.ip
+        visit = self.visits[index] = self.visits.get(index, 0) + 1
+        if self.stop == (index, visit):
+            raise _Stop()
         try:
-            while True:
-                index = self.ip
-                visit = self.visits[index] = self.visits.get(index, 0) + 1
-                if self.stop == (index, visit):
-                    raise _Stop()
-                inst = self.instructions[index]
-                self.current = inst
-                self.ip += 1
-                try:
-                    handler = getattr(self, inst.opname, None)
-                    if handler is None:
-                        raise Unsupported("RB001", f"opcode {inst.opname}")
-                    handler(inst)
-                except Unsupported as err:
-                    if self.break_at is None:
-                        self.break_at = (index, visit)
-                        self.break_in_callee = err.filename is not None  # located inside
-                    raise
-                except (_Return, _Stop):
-                    raise
-                except Exception as err:  # Note [Opaque numbers]: run it concretely instead
-                    self.break_at = self.break_at or (index, visit)
-                    rid = "RB020" if self.any_opaque else "RB018"
-                    raise Unsupported(rid, f"{type(err).__name__}: {err}") from err
-        except _Return as r:
-            return r.value
-        except Unsupported as e:
-            e.locate(self.code.co_filename, _line_of(self.instructions, self.ip - 1),
-                     f"{self.current.opname} {self.current.argrepr}".strip())
+            super().step()
+        except Unsupported as err:
+            if self.break_at is None:
+                self.break_at = (index, visit)
+                self.break_in_callee = err.filename is not None  # located inside
             raise
-        finally:
-            self.ctx.frames.pop()
+        except (_Return, _Stop):
+            raise
+        except Exception as err:  # Note [Opaque numbers]: run it concretely instead
+            self.break_at = self.break_at or (index, visit)
+            rid = "RB020" if self.any_opaque else "RB018"
+            raise Unsupported(rid, f"{type(err).__name__}: {err}") from err
 
     # Locals are read lazily: a local nobody reads installs no guard.
     def LOAD_FAST(self, inst):

@@ -100,13 +100,7 @@ class InstructionTranslator(OpcodeHandlers):
         self.ctx.frames.append(self)
         try:
             while True:
-                inst = self.instructions[self.ip]
-                self.current = inst
-                self.ip += 1
-                handler = getattr(self, inst.opname, None)
-                if handler is None:
-                    raise Unsupported("RB001", f"opcode {inst.opname}")
-                handler(inst)
+                self.step()
         except _Return as r:
             return r.value
         except Unsupported as e:
@@ -115,6 +109,16 @@ class InstructionTranslator(OpcodeHandlers):
             raise
         finally:
             self.ctx.frames.pop()
+
+    def step(self) -> None:
+        """Execute the instruction at `ip` (subclasses wrap this, not the loop)."""
+        inst = self.instructions[self.ip]
+        self.current = inst
+        self.ip += 1
+        handler = getattr(self, inst.opname, None)
+        if handler is None:
+            raise Unsupported("RB001", f"opcode {inst.opname}")
+        handler(inst)
 
     def live_values(self):
         """Every symbolic value this frame can still reach (locals, cells, stack)."""

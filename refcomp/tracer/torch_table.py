@@ -24,7 +24,7 @@ import torch
 from ir.graph import Value
 from refcomp.reasons import Unsupported
 from refcomp.tracer.context import ir_dtype, torch_dtype
-from refcomp.tracer.values import VT, ConstVar, DictVar, ListVar, TensorVar, TupleVar
+from refcomp.tracer.values import VT, ConstVar, TensorVar, TupleVar, as_python
 
 T = torch.Tensor
 
@@ -61,17 +61,11 @@ def entry(*fns, **flags):
 
 # --- calling --------------------------------------------------------------------------------
 def _unwrap(vt):
-    if isinstance(vt, TensorVar):
-        return vt
-    if isinstance(vt, ConstVar):
-        return vt.value
-    if isinstance(vt, TupleVar):
-        return tuple(_unwrap(i) for i in vt.items)
-    if isinstance(vt, ListVar):
-        return [_unwrap(i) for i in vt.items]
-    if isinstance(vt, DictVar):
-        return {k: _unwrap(v) for k, v in vt.items.items()}
-    raise Unsupported("RB013", f"argument {vt!r}")
+    """A torch call's argument: constants as Python values, tensors kept symbolic."""
+    try:
+        return as_python(vt, keep_tensors=True)
+    except TypeError:
+        raise Unsupported("RB013", f"argument {vt!r}") from None
 
 
 def _to_meta(x, ctx=None):

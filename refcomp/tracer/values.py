@@ -179,14 +179,19 @@ def is_const(vt: VT) -> bool:
     return isinstance(vt, ConstVar)
 
 
-def as_python(vt: VT):
-    """The Python value of a constant or a container of constants; TypeError otherwise."""
+def as_python(vt: VT, keep_tensors: bool = False):
+    """The Python value of a constant or a container of constants; TypeError otherwise.
+
+    With `keep_tensors`, TensorVars stay as they are (arguments for a torch call).
+    """
+    if keep_tensors and isinstance(vt, TensorVar):
+        return vt
     if isinstance(vt, ConstVar):
         return vt.value
     if isinstance(vt, TupleVar):
-        return tuple(as_python(i) for i in vt.items)
+        return tuple(as_python(i, keep_tensors) for i in vt.items)
     if isinstance(vt, ListVar):
-        return [as_python(i) for i in vt.items]
+        return [as_python(i, keep_tensors) for i in vt.items]
     if isinstance(vt, DictVar):
-        return {k: as_python(v) for k, v in vt.items.items()}
+        return {k: as_python(v, keep_tensors) for k, v in vt.items.items()}
     raise TypeError(f"{vt!r} has no constant Python value")
