@@ -31,6 +31,7 @@ import torch
 from codegen.backends import get_backend
 from ir.graph import Graph
 from refcomp import logs
+from refcomp.aliasing import outputs_to_copy
 from refcomp.config import default_backend
 from refcomp.guards import GuardSet, pinned_contiguous
 from refcomp.reasons import Unsupported
@@ -66,6 +67,9 @@ class Entry:
     # storage offset minus the input's, grad): the grad mode the view was made under
     # when the input requires grad, else None.
     views: list = field(default_factory=list)
+    # Outputs the backend may hand back sharing memory where eager's would not: cloned
+    # first thing (Note [Fresh outputs], refcomp/aliasing.py).
+    fresh: frozenset = frozenset()
 
     def run(self, inputs):
         if self.contiguous:
@@ -73,6 +77,8 @@ class Entry:
         else:
             call_inputs = inputs
         outs = self.fn(*call_inputs)
+        if self.fresh:
+            outs = [o.clone() if i in self.fresh else o for i, o in enumerate(outs)]
         if self.writeback:
             with torch.no_grad():
                 for i, o in self.writeback:
@@ -116,6 +122,7 @@ class _Outputs:
     def __init__(self, ctx: TraceContext):
         self.ctx = ctx
         self.values: list = []
+        self.keys: list = []  # eager's alias identity per output (Note [Fresh outputs])
         self.index: dict = {}  # id(TensorVar) -> output index
         self.requires_grad: list = []
         self.input_index = {src.name(): i for i, src in enumerate(ctx.input_sources)}
@@ -123,8 +130,9 @@ class _Outputs:
         self.view_index: dict = {}  # id(TensorVar) -> index in views
         self.notes: list = []
 
-    def add_value(self, value, requires_grad: bool) -> int:
+    def add_value(self, value, requires_grad: bool, key=None) -> int:
         self.values.append(value)
+        self.keys.append(key)
         self.requires_grad.append(requires_grad)
         return len(self.values) - 1
 
@@ -172,7 +180,7 @@ class _Outputs:
             if view is not None:
                 return view
             if id(vt) not in self.index:
-                self.index[id(vt)] = self.add_value(vt.value, vt.requires_grad)
+                self.index[id(vt)] = self.add_value(vt.value, vt.requires_grad, vt.alias)
             return ("out", self.index[id(vt)])
         if isinstance(vt, ConstVar):
             if isinstance(vt.value, torch.Tensor):
@@ -248,14 +256,24 @@ def build_entry(ctx: TraceContext, output: VT, backend_name: str, options: dict,
     detach = frozenset(i for i, rg in enumerate(outs.requires_grad)
                        if not rg and backend.differentiable)
     guards = make_guard_set(ctx, guard_list, list(ctx.input_sources))
+    fresh = outputs_to_copy(graph, outs.keys, _input_keys(ctx, graph, frozen))
     # Inputs the guards pin contiguous need no contiguity pass at run time.
     contiguous = backend.name not in ("eager", "interp") and not all(pinned)
     entry = Entry(guards, graph, fn, spec, writeback, detach, contiguous=contiguous,
-                  backend=backend.name, notes=notes, views=outs.views)
-    if spec[0] == "out" and not (writeback or detach or contiguous):
+                  backend=backend.name, notes=notes, views=outs.views, fresh=fresh)
+    if spec[0] == "out" and not (writeback or detach or contiguous or fresh):
         entry.lone = spec[1]
     entry.compile_time_s = time.perf_counter() - start
     return entry
+
+
+def _input_keys(ctx: TraceContext, graph: Graph, frozen) -> list:
+    """Eager's alias identity of each graph input (a frozen constant: its own)."""
+    by_source = [ctx.input_vars[src.name()].alias if src.name() in ctx.input_vars
+                 else object() for src in ctx.input_sources]
+    if frozen is None:
+        return by_source
+    return [by_source[x] if kind == "in" else object() for kind, x in frozen.plan]
 
 
 def fallback_entry(ctx: TraceContext, reason: Unsupported, guard_list: list) -> Entry:

@@ -143,6 +143,9 @@ for _name, _dt in {"float": torch.float32, "double": torch.float64, "half": torc
 
 @entry(T.to, T.type, T.type_as, view=True)
 def _to(ctx, x, *args, **kwargs):
+    # copy= and memory_format= decide whether torch returns `x` itself or a new tensor
+    # (the meta call answers; see _pair); the IR has no layouts, so a memory format
+    # changes no value.  non_blocking changes nothing on one device.
     for a in list(args) + list(kwargs.values()):
         if isinstance(a, (str, torch.device)) and ir_device(torch.device(a)) != \
                 x.value.type.device:

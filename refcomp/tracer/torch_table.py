@@ -198,8 +198,10 @@ def _pair(ctx, out, meta, operands, e, name):
         out, view = operands[0].value, name in ("detach",)
     elif isinstance(out, _Cast):
         x = operands[0]
-        if meta.dtype == x.meta.dtype:
-            out = x.value  # torch returns the tensor itself: an alias
+        if meta is x.meta:
+            return x  # torch returned the tensor itself (a no-op cast)
+        if meta.dtype == x.meta.dtype:  # copy=True, or a new memory format: a fresh tensor
+            out, view = x.value, False
         else:
             out, view = ctx.builder.cast(x.value, dtype=ir_dtype(meta.dtype)), False
     elif isinstance(out, _Creation):

@@ -1,0 +1,83 @@
+"""Which graph outputs must be copied so that the caller sees eager's aliasing.
+
+Owns: `outputs_to_copy`.  Spec: spec/correctness.md, "Output aliasing".
+
+Note [Fresh outputs]
+A graph computes values; which tensor objects hold them is the backend's business: a
+backend may return a graph input as an output (`x.clone()` folds to `x`), one tensor
+for two outputs (CSE merges `x * 2` computed twice), or a view of either (`reshape`,
+a cast to the same dtype).  The caller must see what eager gives instead: outputs that
+eager makes fresh are fresh, outputs that eager makes aliases alias what eager's do.
+The tracer knows eager's aliasing (`TensorVar.alias`: one object per storage); this
+module knows which backend results *may* share memory (conservatively, from the final
+graph), and `outputs_to_copy` names the outputs where the two disagree: an output that
+may share memory with a graph input, or with an earlier output, whose eager alias
+differs.  `Entry.run` clones those before anything else happens (writing mutated inputs
+back included), so a later in-place op on one result cannot reach another.  The test is
+static: entries whose outputs cannot alias pay nothing per call.
+"""
+
+from __future__ import annotations
+
+from ir.graph import Graph, Node
+from ir.ops.registry import CREATION, LAYOUT, POINTWISE, RANDOM, REDUCTION
+
+
+def _may_alias_operands(node: Node) -> list:
+    """The operand positions whose memory a result of `node` may share.
+
+    Layout ops may return a view of their first operand; a unary pointwise op of the
+    operand's dtype may return the operand itself (torch's cast to the same dtype, floor
+    of an integer); reductions, creation and multi-operand pointwise ops make new
+    tensors; anything else (extern, composite) may alias any operand of its dtype."""
+    cat = node.op.category
+    if cat in (REDUCTION, CREATION, RANDOM):
+        return []
+    out_dtypes = {v.type.dtype for v in node.outputs}
+    if cat == LAYOUT:
+        return [0] if node.inputs else []
+    if cat == POINTWISE:
+        return [0] if len(node.inputs) == 1 and node.inputs[0].type.dtype in out_dtypes else []
+    return [i for i, v in enumerate(node.inputs) if v.type.dtype in out_dtypes]
+
+
+def output_roots(graph: Graph) -> list:
+    """For each graph output, the set of graph-input positions and producing values it may
+    share memory with (a fresh result is its own root)."""
+    roots: dict = {v: {("in", i)} for i, v in enumerate(graph.inputs)}
+    for node in graph.nodes:
+        if node.body is not None:
+            inner = output_roots(node.body)
+            for v, r in zip(node.outputs, inner):
+                mine = {("val", v)}
+                for kind, x in r:
+                    if kind == "in":
+                        mine |= roots.get(node.inputs[x], set())
+                roots[v] = mine
+            continue
+        shared = set()
+        for i in _may_alias_operands(node):
+            shared |= roots.get(node.inputs[i], set())
+        for v in node.outputs:
+            roots[v] = shared | {("val", v)}
+    return [roots.get(v, {("val", v)}) for v in graph.outputs]
+
+
+def outputs_to_copy(graph: Graph, output_keys: list, input_keys: list) -> frozenset:
+    """Output indices to clone at run time (Note [Fresh outputs]).
+
+    output_keys[i]: eager's alias identity for output i, or None for an output the
+    caller never sees (a mutated input's new value, copied back).  input_keys[j]: the
+    same for graph input j."""
+    copy = set()
+    seen: list = []  # (roots, key) of outputs the caller sees, in order
+    for i, (roots, key) in enumerate(zip(output_roots(graph), output_keys)):
+        if key is None:
+            continue
+        clash = any(kind == "in" and input_keys[x] is not key for kind, x in roots) or \
+            any(k is not key and roots & r for r, k in seen)
+        if clash:
+            copy.add(i)
+            continue  # a clone is fresh: later outputs cannot meet it
+        seen.append((roots, key))
+    return frozenset(copy)
