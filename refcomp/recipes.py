@@ -135,7 +135,7 @@ class Recipes:
                 return ("copy", vt.value)
             raise Refused(f"a {type(vt.value).__name__} built while tracing")
         if isinstance(vt, TupleVar):
-            return ("tuple", [self.of(i) for i in vt.items])
+            return ("tuple", [self.of(i) for i in vt.items], vt.cls)
         if isinstance(vt, ListVar):
             return ("list", [self.of(i) for i in vt.items])
         if isinstance(vt, DictVar):
@@ -223,7 +223,8 @@ def make(r, outs, L, G, C, B, memo):
     if kind == "null":
         return REAL_NULL
     if kind == "tuple":
-        return tuple(make(i, outs, L, G, C, B, memo) for i in r[1])
+        items = tuple(make(i, outs, L, G, C, B, memo) for i in r[1])
+        return items if r[2] is tuple else r[2](items)  # torch.return_types.*
     if kind == "list":
         return [make(i, outs, L, G, C, B, memo) for i in r[1]]
     if kind == "dict":

@@ -110,7 +110,8 @@ def _rebuild(spec, outs, inputs, views=None):
     if kind == "size":  # a dynamic size the frame returned, read off this call's inputs
         return int(spec[1](*(inputs[i].shape[d] for i, d in spec[2])))
     if kind == "tuple":
-        return tuple(_rebuild(s, outs, inputs, views) for s in spec[1])
+        items = tuple(_rebuild(s, outs, inputs, views) for s in spec[1])
+        return items if spec[2] is tuple else spec[2](items)
     if kind == "list":
         return [_rebuild(s, outs, inputs, views) for s in spec[1]]
     return {k: _rebuild(s, outs, inputs, views) for k, s in spec[1]}
@@ -189,7 +190,7 @@ class _Outputs:
                 return self.size_spec(vt.value)
             return ("const", vt.value)
         if isinstance(vt, TupleVar):
-            return ("tuple", [self.spec(i) for i in vt.items])
+            return ("tuple", [self.spec(i) for i in vt.items], vt.cls)
         if isinstance(vt, ListVar):
             return ("list", [self.spec(i) for i in vt.items])
         if isinstance(vt, DictVar):

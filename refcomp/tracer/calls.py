@@ -85,6 +85,8 @@ def load_global(tx, name: str) -> VT:
 def load_attr(tx, obj: VT, name: str) -> VT:
     if isinstance(obj, TensorVar):
         return tensor_layout.tensor_attr(tx.ctx, obj, name)
+    if isinstance(obj, TupleVar) and obj.field(name) is not None:
+        return obj.field(name)  # r.values of torch.return_types.max
     if isinstance(obj, (TupleVar, ListVar, DictVar)):
         return MethodVar(name, obj, name)
     if not isinstance(obj, ConstVar):

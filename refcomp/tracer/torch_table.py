@@ -218,7 +218,9 @@ def _pair(ctx, out, meta, operands, e, name):
         if not isinstance(meta, (tuple, list)) or len(meta) != len(out):
             raise Unsupported("RB013", f"{name}: IR gives {len(out)} results, torch another"
                                        " number")
-        return TupleVar([_pair(ctx, o, m, operands, e, name) for o, m in zip(out, meta)])
+        cls = type(meta) if isinstance(meta, tuple) else tuple  # torch.return_types.*
+        return TupleVar([_pair(ctx, o, m, operands, e, name) for o, m in zip(out, meta)],
+                        cls=cls)
     return ctx.wrap(out, None)
 
 

@@ -83,12 +83,21 @@ class ConstVar(VT):
 
 
 class TupleVar(VT):
-    def __init__(self, items, source=None):
+    """A tuple; `cls` is a tuple subclass torch returns (`torch.return_types.max`: a
+    structseq whose fields are `cls.__match_args__`), else `tuple`."""
+
+    def __init__(self, items, source=None, cls=tuple):
         self.items = list(items)
         self.source = source
+        self.cls = cls
 
     def python_type(self):
-        return tuple
+        return self.cls
+
+    def field(self, name: str):
+        """The item a structseq field names, or None."""
+        fields = getattr(self.cls, "__match_args__", ())
+        return self.items[fields.index(name)] if name in fields else None
 
     def __repr__(self):
         return f"TupleVar({self.items})"
@@ -189,7 +198,8 @@ def as_python(vt: VT, keep_tensors: bool = False):
     if isinstance(vt, ConstVar):
         return vt.value
     if isinstance(vt, TupleVar):
-        return tuple(as_python(i, keep_tensors) for i in vt.items)
+        items = tuple(as_python(i, keep_tensors) for i in vt.items)
+        return items if vt.cls is tuple else vt.cls(items)
     if isinstance(vt, ListVar):
         return [as_python(i, keep_tensors) for i in vt.items]
     if isinstance(vt, DictVar):
