@@ -31,6 +31,7 @@ from refcomp.tracer.torch_table import (
     call_torch,
     cast,
     entry,
+    handles,
     is_symbolic_shape,
     result_dtype,
     view_root,
@@ -40,6 +41,7 @@ from refcomp.tracer.values import VT, ConstVar, TensorVar, TupleVar
 
 # --- layout ---------------------------------------------------------------------------------
 @entry(T.reshape, torch.reshape, T.view, view=True, sizes=True)
+@handles(varargs=True)
 def _reshape(ctx, x, *args, shape=None):
     if args and isinstance(args[0], torch.dtype):
         raise Unsupported("RB013", "view(dtype) reinterprets bits")
@@ -62,6 +64,7 @@ def _flatten(ctx, x, start_dim=0, end_dim=-1):
 
 
 @entry(T.unflatten, torch.unflatten, view=True)
+@handles(from_meta=("dim", "sizes"))
 def _unflatten(ctx, x, dim, sizes):
     return _Shaped("reshape", None)  # static shapes only: the meta result's
 
@@ -72,6 +75,7 @@ def _view_as(ctx, x, other):
 
 
 @entry(T.expand, torch.broadcast_to, T.broadcast_to, view=True, sizes=True)
+@handles(varargs=True)
 def _expand(ctx, x, *args):
     target = _sizes(args)
     lead = len(target) - x.value.type.rank
@@ -85,6 +89,7 @@ def _expand_as(ctx, x, other):
 
 
 @entry(T.permute, torch.permute, view=True)
+@handles(varargs=True)
 def _permute(ctx, x, *dims):
     perm = list(dims[0]) if len(dims) == 1 and isinstance(dims[0], (list, tuple)) else list(dims)
     return ctx.builder.permute(x.value, perm=[d % max(x.value.type.rank, 1) for d in perm])
@@ -142,6 +147,8 @@ for _name, _dt in {"float": torch.float32, "double": torch.float64, "half": torc
 
 
 @entry(T.to, T.type, T.type_as, view=True)
+@handles(varargs=True, from_meta=("device", "dtype", "copy", "other", "non_blocking",
+                                  "memory_format"))
 def _to(ctx, x, *args, **kwargs):
     # copy= and memory_format= decide whether torch returns `x` itself or a new tensor
     # (the meta call answers; see _pair); the IR has no layouts, so a memory format

@@ -26,6 +26,7 @@ from refcomp.tracer.torch_table import (
     _tensors,
     cast,
     entry,
+    handles,
     result_dtype,
 )
 
@@ -33,16 +34,16 @@ from refcomp.tracer.torch_table import (
 _UNARY = {
     "neg": (torch.neg, T.neg, operator.neg, T.negative, torch.negative),
     "abs": (torch.abs, T.abs),
-    "relu": (torch.relu, T.relu, F.relu),
+    "relu": (torch.relu, T.relu),
     "sign": (torch.sign, T.sign),
     "floor": (torch.floor, T.floor), "ceil": (torch.ceil, T.ceil),
-    "round": (torch.round, T.round), "trunc": (torch.trunc, T.trunc),
+    "trunc": (torch.trunc, T.trunc),
     "exp": (torch.exp, T.exp), "log": (torch.log, T.log),
     "log1p": (torch.log1p, T.log1p), "expm1": (torch.expm1, T.expm1),
     "sqrt": (torch.sqrt, T.sqrt), "rsqrt": (torch.rsqrt, T.rsqrt),
     "sin": (torch.sin, T.sin), "cos": (torch.cos, T.cos),
     "tanh": (torch.tanh, T.tanh, F.tanh), "sigmoid": (torch.sigmoid, T.sigmoid, F.sigmoid),
-    "erf": (torch.erf, T.erf), "silu": (F.silu,),
+    "erf": (torch.erf, T.erf),
     "reciprocal": (torch.reciprocal, T.reciprocal),
     "logical_not": (torch.logical_not, T.logical_not),
     "isnan": (torch.isnan, T.isnan),
@@ -54,13 +55,33 @@ _INPLACE_UNARY = {"relu": (torch.relu_, T.relu_), "neg": (T.neg_,), "abs": (T.ab
 
 
 def _unary_builder(op):
-    def build(ctx, x, *args, **kwargs):
-        if op == "relu" and args and args[0]:  # F.relu(x, inplace=True)
-            raise Unsupported("RB010", "F.relu(inplace=True)")
-        if kwargs.get("inplace"):
+    def build(ctx, x):
+        return ctx.builder.op(op, x.value)
+    return build
+
+
+def _unary_inplace_flag(op):
+    """F.relu / F.silu (x, inplace=False): inplace=True mutates x (a break)."""
+    def build(ctx, x, inplace=False):
+        if inplace:
             raise Unsupported("RB010", f"{op}(inplace=True)")
         return ctx.builder.op(op, x.value)
     return build
+
+
+@entry(torch.round, T.round, ir_meta=True)
+def _round(ctx, x, *, decimals=0):
+    """round(x, decimals=d) as ATen computes it: round(x * 10^d) / 10^d for d > 0,
+    round(x / 10^-d) * 10^-d for d < 0 (half to even)."""
+    B = ctx.builder
+    if not decimals:
+        return B.round(x.value)
+    if not x.meta.is_floating_point():
+        raise TypeError("round(decimals=...) of an integer tensor")
+    ten_pow = 10.0 ** abs(int(decimals))
+    if decimals > 0:
+        return B.div(B.round(B.mul(x.value, ten_pow)), ten_pow)
+    return B.mul(B.round(B.div(x.value, ten_pow)), ten_pow)
 
 
 # ir_meta: torch's meta kernel is a Python reference (See Note [IR-typed meta]); measured
@@ -70,6 +91,8 @@ for _op, _fns in _UNARY.items():
     entry(*_fns, ir_meta=_op not in _C_META_UNARY)(_unary_builder(_op))
 for _op, _fns in _INPLACE_UNARY.items():
     entry(*_fns, inplace=True)(_unary_builder(_op))
+entry(F.relu, ir_meta=True)(_unary_inplace_flag("relu"))
+entry(F.silu)(_unary_inplace_flag("silu"))
 
 
 @entry(operator.pos)
@@ -256,13 +279,25 @@ entry(torch.argmax, T.argmax)(_arg_builder("argmax"))
 entry(torch.argmin, T.argmin)(_arg_builder("argmin"))
 
 
-@entry(torch.softmax, T.softmax, F.softmax)
-def _softmax(ctx, x, dim=None, _stacklevel=3, dtype=None):
+# torch.softmax(x, dim, dtype) and F.softmax(x, dim, _stacklevel, dtype) place dtype
+# differently: one builder each, so a positional dtype is never read as a stack level.
+@entry(torch.softmax, T.softmax)
+def _softmax(ctx, x, dim, dtype=None):
     return _softmax_like(ctx, "softmax", x, dim, dtype)
 
 
-@entry(torch.log_softmax, T.log_softmax, F.log_softmax, ir_meta=True)
-def _log_softmax(ctx, x, dim=None, _stacklevel=3, dtype=None):
+@entry(F.softmax)
+def _f_softmax(ctx, x, dim=None, _stacklevel=3, dtype=None):
+    return _softmax_like(ctx, "softmax", x, dim, dtype)
+
+
+@entry(torch.log_softmax, T.log_softmax, ir_meta=True)
+def _log_softmax(ctx, x, dim, dtype=None):
+    return _softmax_like(ctx, "log_softmax", x, dim, dtype)
+
+
+@entry(F.log_softmax, ir_meta=True)
+def _f_log_softmax(ctx, x, dim=None, _stacklevel=3, dtype=None):
     return _softmax_like(ctx, "log_softmax", x, dim, dtype)
 
 
@@ -465,10 +500,11 @@ def _batch_norm(ctx, x, running_mean, running_var, weight=None, bias=None, train
 
 
 @entry(F.dropout, torch.dropout)
+@handles(from_meta=("inplace",))
 def _dropout(ctx, x, p=0.5, training=True, inplace=False):
     if training and p > 0:
         raise Unsupported("RB009", "dropout in training mode draws its own random mask")
-    return x
+    return x  # the identity, the very tensor whether `inplace` or not (as in eager)
 
 
 @entry(F.pad)
@@ -496,10 +532,13 @@ def _device(device, like=None) -> str:
 
 
 def _full_builder(value):
+    @handles(varargs=True, from_meta=("dtype",))
     def build(ctx, *size, dtype=None, device=None, requires_grad=False, layout=None,
               pin_memory=False, out=None):
         if requires_grad:
             raise Unsupported("RB013", "creating a leaf that requires grad inside the graph")
+        if out is not None:
+            raise Unsupported("RB008", "a creation op with out=...")
         shape = [_dim(d) for d in _sizes(size)]
         return _Creation(lambda meta: ctx.builder.op(
             "full", value=value, shape=shape, dtype=ir_dtype(meta.dtype),
@@ -514,13 +553,18 @@ entry(torch.ones, creation=True, sizes=True)(_full_builder(1))
 @entry(torch.full, creation=True, sizes=True)
 def _full(ctx, size, fill_value, *, dtype=None, device=None, requires_grad=False,
           layout=None, out=None):
+    if out is not None:
+        raise Unsupported("RB008", "full(out=...)")
     return _full_builder(fill_value)(ctx, size, dtype=dtype, device=device,
                                      requires_grad=requires_grad)
 
 
 def _like_builder(value):
+    @handles(varargs=value is None, from_meta=("dtype",))
     def build(ctx, x, *args, dtype=None, device=None, requires_grad=False, layout=None,
               memory_format=None, pin_memory=False):
+        if requires_grad:
+            raise Unsupported("RB013", "creating a leaf that requires grad inside the graph")
         fill = args[0] if value is None else value
         return _Creation(lambda meta: ctx.builder.op(
             "full", value=fill, shape=list(x.value.type.shape), dtype=ir_dtype(meta.dtype),
@@ -534,8 +578,13 @@ entry(torch.full_like)(_like_builder(None))
 
 
 def _random_builder(op, like):
+    @handles(varargs=True, from_meta=("dtype",))
     def build(ctx, *args, dtype=None, device=None, generator=None, requires_grad=False,
               layout=None, pin_memory=False, memory_format=None, out=None):
+        if requires_grad:
+            raise Unsupported("RB013", "creating a leaf that requires grad inside the graph")
+        if out is not None:
+            raise Unsupported("RB008", f"{op}(out=...)")
         if generator is not None:
             raise Unsupported("RB013", f"{op}(generator=...)")
         src = args[0] if like else None
@@ -552,8 +601,13 @@ entry(torch.randn_like)(_random_builder("randn", True))
 
 
 @entry(torch.arange, creation=True)
+@handles(from_meta=("dtype",))
 def _arange(ctx, start, end=None, step=1, *, dtype=None, device=None, requires_grad=False,
             layout=None, out=None):
+    if requires_grad:
+        raise Unsupported("RB013", "creating a leaf that requires grad inside the graph")
+    if out is not None:
+        raise Unsupported("RB008", "arange(out=...)")
     if end is None:
         start, end = 0, start
     if not all(isinstance(v, int) for v in (start, end, step)):
@@ -564,7 +618,10 @@ def _arange(ctx, start, end=None, step=1, *, dtype=None, device=None, requires_g
 
 
 @entry(torch.tensor, torch.as_tensor, creation=True)
+@handles(from_meta=("dtype",))
 def _tensor(ctx, data, *, dtype=None, device=None, requires_grad=False, pin_memory=False):
+    if requires_grad:
+        raise Unsupported("RB013", "creating a leaf that requires grad inside the graph")
     if _tensors(data):
         raise Unsupported("RB013", "torch.tensor() of tensors copies their values")
     return _Creation(lambda meta: ctx.builder.op(

@@ -44,6 +44,23 @@ class Entry:
 TABLE: dict = {}
 
 
+def handles(*, varargs=False, kwargs=(), from_meta=()):
+    """Declares how a builder handles torch parameters it does not read by name.
+
+    varargs: its `*args` is read as torch's positional parameters (sizes, dims);
+    kwargs: the keyword names its `**kwargs` honours; from_meta: parameters whose whole
+    effect is read off torch's meta result (a creation's dtype, unflatten's sizes).
+    tests/frontend/test_table_signatures.py walks every entry against torch's signature
+    and takes these declarations as the builder's word (spec/correctness.md,
+    "Arguments")."""
+    def mark(build):
+        build.handles_varargs = varargs
+        build.handles_kwargs = tuple(kwargs)
+        build.from_meta = tuple(from_meta)
+        return build
+    return mark
+
+
 def has_entry(fn) -> bool:
     try:
         return fn in TABLE
