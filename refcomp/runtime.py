@@ -10,6 +10,15 @@ Note [Autograd honesty]: while grad mode is on and the graph has an output that
 requires grad in eager, the graph is run by the "eager" backend (torch records
 autograd op by op) whatever backend was asked for, and explain() says so.
 
+Note [Runtime checks]: eager raises on some values (integer division by zero raises
+RuntimeError("ZeroDivisionError")), where a kernel would compute garbage.  The tracer
+records such a condition as a 0-d bool IR value (`TraceContext.checks`); it becomes an
+extra graph output, so it is computed on every backend and never removed as dead, and
+`Entry.run` raises RuntimeError with the message when it is true, before writing
+mutated inputs back and before returning anything.  (Eager would have run the
+mutations before the failing op; refcomp leaves the inputs untouched: documented in
+spec/correctness.md, "Exceptions".)
+
 Note [Returned views]: a returned tensor that is a pure chain of view ops (reshape,
 permute, slicing, expand...; `TensorVar.view_root`, refcomp/tracer/torch_table.py) of a
 graph input the frame does not mutate is not a graph output: `Entry.run` rebuilds it as
@@ -70,6 +79,9 @@ class Entry:
     # Outputs the backend may hand back sharing memory where eager's would not: cloned
     # first thing (Note [Fresh outputs], refcomp/aliasing.py).
     fresh: frozenset = frozenset()
+    # (output index, message): raise RuntimeError(message) when that 0-d bool output is
+    # true (Note [Runtime checks]).
+    checks: list = field(default_factory=list)
 
     def run(self, inputs):
         if self.contiguous:
@@ -77,6 +89,9 @@ class Entry:
         else:
             call_inputs = inputs
         outs = self.fn(*call_inputs)
+        for i, message in self.checks:
+            if outs[i]:
+                raise RuntimeError(message)
         if self.fresh:
             outs = [o.clone() if i in self.fresh else o for i, o in enumerate(outs)]
         if self.writeback:
@@ -219,6 +234,7 @@ def build_entry(ctx: TraceContext, output: VT, backend_name: str, options: dict,
         if src.name() in ctx.mutated:
             _, tv = ctx.mutated[src.name()]
             writeback.append((i, outs.add_value(tv.value, False)))
+    checks = [(outs.add_value(v, False), message) for v, message in ctx.checks]
     graph = ctx.builder.build(outs.values)
     frozen = None
     if options["freeze"]:  # before decompose: it folds the batch_norm composite
@@ -261,8 +277,9 @@ def build_entry(ctx: TraceContext, output: VT, backend_name: str, options: dict,
     # Inputs the guards pin contiguous need no contiguity pass at run time.
     contiguous = backend.name not in ("eager", "interp") and not all(pinned)
     entry = Entry(guards, graph, fn, spec, writeback, detach, contiguous=contiguous,
-                  backend=backend.name, notes=notes, views=outs.views, fresh=fresh)
-    if spec[0] == "out" and not (writeback or detach or contiguous or fresh):
+                  backend=backend.name, notes=notes, views=outs.views, fresh=fresh,
+                  checks=checks)
+    if spec[0] == "out" and not (writeback or detach or contiguous or fresh or checks):
         entry.lone = spec[1]
     entry.compile_time_s = time.perf_counter() - start
     return entry

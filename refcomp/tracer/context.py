@@ -91,6 +91,9 @@ class TraceContext:
         self.examples: dict = {}  # source name -> the real tensor seen while tracing
         self.storage_alias: dict = {}  # storage data pointer -> alias object of its inputs
         self.id_objects: list = []  # objects under ID_MATCH (modules are held weakly)
+        # (0-d bool IR value, message): the entry raises RuntimeError(message) when one
+        # is true after the graph ran (Note [Runtime checks] in refcomp/runtime.py).
+        self.checks: list = []
         self.add_guard(G.GRAD_MODE, None, self.grad_enabled)
         self.add_guard(G.DEFAULT_DTYPE, None, torch.get_default_dtype())
 

@@ -151,6 +151,9 @@ def _binary_builder(op):
                 else b * alpha
             b = _AsValue(b) if isinstance(b, Value) else b
         x, y = cast(ctx, a, dt), (b.value if isinstance(b, _AsValue) else cast(ctx, b, dt))
+        if (op in _INT_DIVISIONS or rounding_mode is not None) and \
+                not dt.is_floating_point and not dt.is_complex:
+            _check_nonzero_divisor(ctx, y)
         name = op
         if op == "div" and rounding_mode is not None:
             if rounding_mode == "floor":
@@ -165,6 +168,22 @@ def _binary_builder(op):
             raise TypeError("no tensor operand")
         return ctx.builder.op(name, x, y)
     return build
+
+
+_INT_DIVISIONS = ("floor_divide", "remainder", "fmod")
+
+
+def _check_nonzero_divisor(ctx, y):
+    """Integer division by zero raises RuntimeError("ZeroDivisionError") in eager: a
+    constant zero breaks the graph (eager then raises), a tensor divisor adds a runtime
+    check the entry raises on (Note [Runtime checks] in refcomp/runtime.py)."""
+    if not isinstance(y, Value):
+        if y == 0:
+            raise Unsupported("RB017", "integer division by zero (eager raises"
+                                       " ZeroDivisionError)")
+        return
+    B = ctx.builder
+    ctx.checks.append((B.op("any", B.eq(y, 0), dims=[], keepdim=False), "ZeroDivisionError"))
 
 
 class _AsValue:
