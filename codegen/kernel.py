@@ -28,8 +28,9 @@ reducing stage and a zero-range storing stage, and softmax is three stages
       }
     }
 
-Buffers are flat and contiguous; an index is an element offset.  Sizes are
-concrete ints: symbolic graphs are lowered once per set of bound sizes.
+Buffers are flat and contiguous; an index is an element offset.  Sizes (extents,
+index coefficients, element counts) are ints or sympy expressions over size
+symbols, which the compiled kernel takes as arguments (Note [Runtime sizes]).
 """
 
 from __future__ import annotations
@@ -37,6 +38,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Union
 
+from codegen import sizes
+from codegen.sizes import Size
 from ir.types import DType
 
 # --- index expressions -------------------------------------------------------------------
@@ -44,15 +47,16 @@ from ir.types import DType
 
 @dataclass(frozen=True)
 class DivMod:
-    """The index atom `(inner // div) % mod` (`mod` None: no modulus)."""
+    """The index atom `(inner // div) % mod` (`mod` None: no modulus); div and mod are
+    positive sizes (ints or size expressions)."""
 
     inner: "Index"
-    div: int
-    mod: Union[int, None]
+    div: Size
+    mod: Union[Size, None]
 
     def __str__(self) -> str:
-        text = f"({self.inner} // {self.div})" if self.div != 1 else f"({self.inner})"
-        return f"({text} % {self.mod})" if self.mod is not None else text
+        text = f"({self.inner} // {_size_str(self.div)})" if self.div != 1 else f"({self.inner})"
+        return f"({text} % {_size_str(self.mod)})" if self.mod is not None else text
 
 
 Atom = Union[str, DivMod]
@@ -62,31 +66,49 @@ def _atom_key(atom: Atom) -> str:
     return atom if isinstance(atom, str) else "~" + str(atom)
 
 
+def _size_str(x: Size) -> str:
+    """A size in printed kernels: ints as is, expressions in parentheses (unambiguous)."""
+    if isinstance(x, int):
+        return str(x)
+    return str(x) if x.is_Symbol else f"({x})"
+
+
+def _add(a: Size, b: Size) -> Size:
+    return a + b if isinstance(a, int) and isinstance(b, int) else sizes.norm(a + b)
+
+
+def _mul(a: Size, b: Size) -> Size:
+    return a * b if isinstance(a, int) and isinstance(b, int) else sizes.norm(a * b)
+
+
 @dataclass(frozen=True)
 class Index:
-    """sum(coeff * atom) + const, atoms being loop variables or DivMod terms."""
+    """sum(coeff * atom) + const, atoms being loop variables or DivMod terms.
+
+    Coefficients and the constant are sizes: ints, or expressions over size symbols
+    (a stride of a symbolic shape), See Note [Runtime sizes]."""
 
     terms: tuple = ()  # ((atom, coeff), ...) sorted by atom, no zero coefficients
-    const: int = 0
+    const: Size = 0
 
     @staticmethod
     def var(name: str) -> "Index":
         return Index(((name, 1),), 0)
 
     @staticmethod
-    def of(value: int) -> "Index":
-        return Index((), int(value))
+    def of(value: Size) -> "Index":
+        return Index((), sizes.norm(value))
 
     def __add__(self, other: "Index") -> "Index":
         coeffs = dict(self.terms)
         for atom, c in other.terms:
-            coeffs[atom] = coeffs.get(atom, 0) + c
-        return _make(coeffs, self.const + other.const)
+            coeffs[atom] = _add(coeffs.get(atom, 0), c)
+        return _make(coeffs, _add(self.const, other.const))
 
-    def scale(self, factor: int) -> "Index":
-        return _make({a: c * factor for a, c in self.terms}, self.const * factor)
+    def scale(self, factor: Size) -> "Index":
+        return _make({a: _mul(c, factor) for a, c in self.terms}, _mul(self.const, factor))
 
-    def coeff(self, name: str) -> int:
+    def coeff(self, name: str) -> Size:
         return dict(self.terms).get(name, 0)
 
     def variables(self) -> set:
@@ -96,31 +118,50 @@ class Index:
             out |= {atom} if isinstance(atom, str) else atom.inner.variables()
         return out
 
-    def bounds(self, ranges: dict) -> tuple[int, int]:
-        """(min, max) over the loop ranges (var -> size); DivMod atoms are bounded too."""
+    def bounds(self, ranges: dict):
+        """(min, max) over the loop ranges (var -> size), or None when the sign of a
+        symbolic coefficient is unknown; DivMod atoms are bounded too."""
         lo = hi = self.const
         for atom, c in self.terms:
-            a_lo, a_hi = _atom_bounds(atom, ranges)
-            lo += min(c * a_lo, c * a_hi)
-            hi += max(c * a_lo, c * a_hi)
+            b = _atom_bounds(atom, ranges)
+            if b is None:
+                return None
+            a_lo, a_hi = b
+            if sizes.provably_nonneg(c):
+                lo, hi = _add(lo, _mul(c, a_lo)), _add(hi, _mul(c, a_hi))
+            elif sizes.provably_nonpos(c):
+                lo, hi = _add(lo, _mul(c, a_hi)), _add(hi, _mul(c, a_lo))
+            else:
+                return None
         return lo, hi
 
-    def floordiv(self, d: int, ranges: dict) -> "Index":
-        """self // d, simplified exactly when the remainder part stays in [0, d)."""
+    def _split(self, d: Size):
+        """(quotient terms, constant, remainder Index): self == d*quotient + remainder."""
+        quot = {a: sizes.fdiv(c, d) for a, c in self.terms if sizes.divides(d, c)}
+        rest_terms = tuple((a, c) for a, c in self.terms if a not in quot)
+        if isinstance(self.const, int) and isinstance(d, int):
+            qconst, rconst = self.const // d, self.const % d
+        elif sizes.divides(d, self.const):
+            qconst, rconst = sizes.fdiv(self.const, d), 0
+        else:
+            qconst, rconst = 0, self.const
+        return quot, qconst, Index(rest_terms, rconst)
+
+    def floordiv(self, d: Size, ranges: dict) -> "Index":
+        """self // d, simplified exactly when the remainder part provably stays in [0, d)."""
         if d == 1:
             return self
-        quot = {a: c // d for a, c in self.terms if c % d == 0}
-        rest = Index(tuple((a, c) for a, c in self.terms if c % d), self.const % d)
-        lo, hi = rest.bounds(ranges)
-        if 0 <= lo and hi < d:
-            return _make(quot, self.const // d)
+        quot, qconst, rest = self._split(d)
+        b = rest.bounds(ranges)
+        if b is not None and sizes.provably_nonneg(b[0]) and sizes.provably_lt(b[1], d):
+            return _make(quot, qconst)
         return _make({DivMod(self, d, None): 1}, 0)
 
-    def mod(self, m: int, ranges: dict) -> "Index":
-        """self % m, simplified exactly when the reduced form stays in [0, m)."""
-        rest = Index(tuple((a, c) for a, c in self.terms if c % m), self.const % m)
-        lo, hi = rest.bounds(ranges)
-        if 0 <= lo and hi < m:
+    def mod(self, m: Size, ranges: dict) -> "Index":
+        """self % m, simplified exactly when the reduced form provably stays in [0, m)."""
+        _, _, rest = self._split(m)
+        b = rest.bounds(ranges)
+        if b is not None and sizes.provably_nonneg(b[0]) and sizes.provably_lt(b[1], m):
             return rest
         return _make({DivMod(rest, 1, m): 1}, 0)
 
@@ -134,44 +175,71 @@ class Index:
                 out = out + Index(((atom, c),), 0)
         return out
 
+    def symbols(self) -> set:
+        out = sizes.symbols_of(self.const)
+        for atom, c in self.terms:
+            out |= sizes.symbols_of(c)
+            if isinstance(atom, DivMod):
+                out |= atom.inner.symbols() | sizes.symbols_of(atom.div)
+                out |= sizes.symbols_of(atom.mod) if atom.mod is not None else set()
+        return out
+
     def __str__(self) -> str:
         parts = []
         for atom, c in self.terms:
-            parts.append(str(atom) if c == 1 else f"{c}*{atom}")
-        if self.const or not parts:
-            parts.append(str(self.const))
+            parts.append(str(atom) if c == 1 else f"{_size_str(c)}*{atom}")
+        if self.const != 0 or not parts:
+            parts.append(_size_str(self.const))
         return " + ".join(parts).replace("+ -", "- ")
 
 
-def _make(coeffs: dict, const: int) -> Index:
-    terms = tuple(sorted(((a, c) for a, c in coeffs.items() if c), key=lambda t: _atom_key(t[0])))
-    return Index(terms, int(const))
+def _make(coeffs: dict, const: Size) -> Index:
+    terms = tuple(sorted(((a, c) for a, c in coeffs.items() if c != 0),
+                         key=lambda t: _atom_key(t[0])))
+    return Index(terms, const if isinstance(const, int) else sizes.norm(const))
 
 
-def _atom_bounds(atom: Atom, ranges: dict) -> tuple[int, int]:
+def _atom_bounds(atom: Atom, ranges: dict):
     if isinstance(atom, str):
-        return 0, max(ranges[atom] - 1, 0)
-    lo, hi = atom.inner.bounds(ranges)
-    lo, hi = lo // atom.div, hi // atom.div
+        n = ranges[atom]
+        return 0, (max(n - 1, 0) if isinstance(n, int) else sizes.norm(n - 1))
     if atom.mod is not None:
-        return 0, atom.mod - 1
-    return lo, hi
+        return 0, _add(atom.mod, -1)
+    b = atom.inner.bounds(ranges)
+    if b is None:
+        return None
+    return sizes.fdiv(b[0], atom.div), sizes.fdiv(b[1], atom.div)
 
 
 # --- the kernel ----------------------------------------------------------------------------
+
+# Note [Runtime sizes]
+# A graph with symbolic sizes is lowered once, with its symbols kept: loop extents,
+# buffer element counts, index coefficients (strides), DivMod divisors and `size`
+# Lets (a mean's count) are sympy expressions, and the kernel's `params` (its free
+# symbols, sorted by name) are arguments of the compiled function: LLVM gets one
+# i64 per symbol and computes the expressions in its entry code, Triton gets them
+# as int arguments.  So one compiled kernel serves every value of its symbols and
+# a new size never compiles anything.  Every simplification lowering makes must
+# hold for all values (codegen/sizes.py `provably_*`); where it cannot be proved the
+# general form stays.  Static sizes stay ints: a static kernel is exactly what it
+# was, with literal strides that LLVM folds.  A symbolic stage whose per-row scratch
+# would need a size known at compile time (Note [Row reuse], Note [Streaming stores]
+# in codegen/llvm/emit.py) checks the size at run time instead (see there).
 
 
 @dataclass(frozen=True)
 class Buffer:
     name: str
     dtype: DType  # storage dtype
-    numel: int
+    numel: Size
     is_output: bool
 
 
 @dataclass(frozen=True)
 class Let:
-    """`%name = op args {attrs} : dtype`.  op: a vocabulary name, "load" or "acc"."""
+    """`%name = op args {attrs} : dtype`.  op: a vocabulary name, "load", "acc" or "size"
+    (the value of a size expression, attribute `value`, converted to `dtype`)."""
 
     name: str
     op: str
@@ -223,6 +291,27 @@ class Kernel:
     inplace: tuple = ()
 
     @property
+    def params(self) -> tuple:
+        """The size symbols the kernel takes as arguments, sorted by name (See Note
+        [Runtime sizes]); () for a static kernel."""
+        out = set()
+        for b in self.buffers:
+            out |= sizes.symbols_of(b.numel)
+        for _, n in self.outer:
+            out |= sizes.symbols_of(n)
+        for st in self.stages:
+            for _, n in st.ranges:
+                out |= sizes.symbols_of(n)
+            for s in st.body:
+                if isinstance(s, Store):
+                    out |= s.index.symbols()
+                elif isinstance(s, Let) and s.op == "load":
+                    out |= s.attr("index").symbols()
+                elif isinstance(s, Let) and s.op == "size":
+                    out |= sizes.symbols_of(s.attr("value"))
+        return tuple(sorted(out, key=str))
+
+    @property
     def inputs(self) -> list[Buffer]:
         return [b for b in self.buffers if not b.is_output]
 
@@ -230,7 +319,7 @@ class Kernel:
     def outputs(self) -> list[Buffer]:
         return [b for b in self.buffers if b.is_output]
 
-    def parallel_extent(self) -> int:
+    def parallel_extent(self) -> Size:
         """The size of the dimension the runtime may split across threads (0: none)."""
         if self.outer:
             return self.outer[0][1]
@@ -247,7 +336,9 @@ def print_kernel(k: Kernel) -> str:
     bufs = ", ".join(f"{b.name}: {b.dtype}[{b.numel}]" for b in k.buffers)
     outer = ", ".join(f"{v} < {n}" for v, n in k.outer)
     inplace = "".join(f" inplace [{o}={i}]" for o, i in k.inplace)
-    lines = [f"kernel({bufs}) outer [{outer}]{inplace} {{"]
+    params = k.params
+    head = f" sizes({', '.join(map(str, params))})" if params else ""
+    lines = [f"kernel({bufs}){head} outer [{outer}]{inplace} {{"]
     for a in k.accs:
         lines.append(f"  acc {a.name}: {a.dtype} = {a.op}")
     for stage in k.stages:
@@ -308,7 +399,7 @@ def _find_step(k: Kernel, indices, in_divmod):
     groups = [k.outer] + [st.ranges for st in k.stages]
     for g, dims in enumerate(groups):
         for i, (var, size) in enumerate(dims):
-            if size == 1 and var not in in_divmod:
+            if isinstance(size, int) and size == 1 and var not in in_divmod:
                 new = dims[:i] + dims[i + 1:]
                 return _rewrite(k, g, new, lambda idx, v=var: _drop(idx, v))
             if i == 0:
@@ -316,8 +407,8 @@ def _find_step(k: Kernel, indices, in_divmod):
             pvar, psize = dims[i - 1]
             if pvar in in_divmod or var in in_divmod:
                 continue
-            if all(idx.coeff(pvar) == idx.coeff(var) * size for idx in indices):
-                new = dims[:i - 1] + ((pvar, psize * size),) + dims[i + 1:]
+            if all(sizes.equal(idx.coeff(pvar), _mul(idx.coeff(var), size)) for idx in indices):
+                new = dims[:i - 1] + ((pvar, _mul(psize, size)),) + dims[i + 1:]
                 return _rewrite(k, g, new, lambda idx, p=pvar, v=var: _merge(idx, p, v))
     return None
 

@@ -12,9 +12,12 @@ store scatters, and a reduce folds the stage axes.  The scalar ops are
 
 from __future__ import annotations
 
-import numpy as np
+import dataclasses
 
-from codegen.kernel import DivMod, Index, Kernel, Let, Reduce, Store
+import numpy as np
+import sympy
+
+from codegen.kernel import Buffer, DivMod, Index, Kernel, Let, Reduce, Stage, Store
 from codegen.scalar import NumpyScalarOps
 from ir.types import round_to_dtype
 
@@ -39,8 +42,18 @@ def reduce_init(op: str, dtype) -> np.ndarray:
     return np.asarray(info.min if op == "max" else info.max, np_dtype)
 
 
-def run_kernel(kernel: Kernel, buffers: dict) -> None:
-    """Run `kernel` on flat numpy arrays (buffer name -> array); outputs are written in place."""
+def run_kernel(kernel: Kernel, buffers: dict, values: dict | None = None) -> None:
+    """Run `kernel` on flat numpy arrays (buffer name -> array); outputs are written in place.
+
+    `values` binds the kernel's size symbols (symbol or its name -> int), as the
+    compiled kernels take them as arguments (Note [Runtime sizes])."""
+    values = {sympy.Symbol(str(k), integer=True, positive=True): int(v)
+              for k, v in (values or {}).items()}
+    missing = set(kernel.params) - set(values)
+    if missing:
+        raise ValueError(f"run_kernel: no value for size symbol(s) {sorted(map(str, missing))}")
+    if values:
+        kernel = _bind(kernel, values)
     outer_sizes = [n for _, n in kernel.outer]
     accs = {a.name: np.broadcast_to(reduce_init(a.op, a.dtype), outer_sizes).copy()
             for a in kernel.accs}
@@ -92,6 +105,8 @@ def _let(s: Let, env, buffers, grid, accs, n_stage_dims):
     args = [env[a] for a in s.args]
     if s.op == "const":
         return np.asarray(attrs["value"]).astype(s.dtype.np)
+    if s.op == "size":
+        return np.asarray(int(attrs["value"])).astype(s.dtype.np)
     if s.op == "cast":
         x, target = np.asarray(args[0]), attrs["dtype"]
         if target != s.dtype:  # a rounding cast to f16/bf16 (Note [Half casts], lower.py)
@@ -114,3 +129,36 @@ def _index(idx: Index, grid) -> np.ndarray:
             value = grid[atom]
         total = total + c * value
     return total
+
+
+def _bind(k: Kernel, values: dict) -> Kernel:
+    """The kernel with its size symbols replaced by `values` (a static kernel)."""
+    def ev(x):
+        return x if isinstance(x, int) else int(x.subs(values))
+
+    def index(idx: Index) -> Index:
+        terms = []
+        for atom, c in idx.terms:
+            if isinstance(atom, DivMod):
+                atom = DivMod(index(atom.inner), ev(atom.div),
+                              None if atom.mod is None else ev(atom.mod))
+            terms.append((atom, ev(c)))
+        return Index(tuple(terms), ev(idx.const))
+
+    def stmt(s):
+        if isinstance(s, Store):
+            return Store(s.buf, index(s.index), s.value)
+        if isinstance(s, Let) and s.op in ("load", "size"):
+            attrs = dict(s.attrs)
+            if s.op == "load":
+                attrs["index"] = index(attrs["index"])
+            else:
+                attrs["value"] = ev(attrs["value"])
+            return Let(s.name, s.op, s.args, tuple(sorted(attrs.items())), s.dtype)
+        return s
+
+    return dataclasses.replace(
+        k, buffers=tuple(Buffer(b.name, b.dtype, ev(b.numel), b.is_output) for b in k.buffers),
+        outer=tuple((v, ev(n)) for v, n in k.outer),
+        stages=tuple(Stage(tuple((v, ev(n)) for v, n in st.ranges),
+                           tuple(stmt(s) for s in st.body)) for st in k.stages))

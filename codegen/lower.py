@@ -22,8 +22,9 @@ reduced value may only be read back at its own row (checked: else Unsupported).
 
 from __future__ import annotations
 
-import math
+import sympy
 
+from codegen import sizes
 from codegen.kernel import Acc, Buffer, Index, Kernel, Let, Reduce, Stage, Store, collapse
 from codegen.scalar import compute_dtype, compute_dtypes, result_dtype
 from ir.graph import Graph, Node, Value
@@ -58,13 +59,14 @@ def single_node_body(node: Node) -> Graph:
     return Graph(f"{node.op.name}_region", inputs, [inner], outputs)
 
 
-def lower_region(body: Graph, sizes: dict | None = None) -> Kernel:
+def lower_region(body: Graph) -> Kernel:
     """The Kernel computing `body`'s outputs from its inputs (all flat, contiguous).
 
-    `sizes` binds the size symbols of a symbolic body (kernels have concrete sizes).
+    A symbolic body gives a symbolic Kernel (See Note [Runtime sizes] in
+    codegen/kernel.py): one kernel for every value of its size symbols.
     Raises Unsupported for what the Kernel model cannot express.
     """
-    return collapse(_Lowering(body, sizes or {}).run())
+    return collapse(_Lowering(body).run())
 
 
 class _Temp:
@@ -94,7 +96,7 @@ class _Recorder:
         return temp
 
     def call(self, op, args, **attrs) -> _Temp:
-        if op in ("const", "load", "acc"):
+        if op in ("const", "load", "acc", "size"):
             dtype = attrs.pop("dtype")
         else:
             dtype = result_dtype(op, [a.dtype for a in args], attrs)
@@ -122,9 +124,8 @@ class _Recorder:
 
 
 class _Lowering:
-    def __init__(self, body: Graph, sizes: dict):
+    def __init__(self, body: Graph):
         self.g = body
-        self.sizes = sizes
         self.producer = body.producers()
         self.rec = _Recorder()
         self.stage_memo: dict = {}
@@ -136,20 +137,13 @@ class _Lowering:
 
     # --- shapes ------------------------------------------------------------------------
     def shape(self, v: Value) -> tuple:
-        out = []
-        for d in v.type.shape:
-            if is_symbolic(d):
-                d = d.subs(self.sizes)
-                if is_symbolic(d) and not d.is_Integer:
-                    raise Unsupported(f"size {d} is not bound; lower with sizes")
-            out.append(int(d))
-        return tuple(out)
+        return tuple(sizes.norm(d) if is_symbolic(d) else int(d) for d in v.type.shape)
 
     # --- driver ------------------------------------------------------------------------
     def run(self) -> Kernel:
-        ins = [Buffer(f"in{i}", v.type.dtype, math.prod(self.shape(v)), False)
+        ins = [Buffer(f"in{i}", v.type.dtype, _prod(self.shape(v)), False)
                for i, v in enumerate(self.g.inputs)]
-        outs = [Buffer(f"out{i}", v.type.dtype, math.prod(self.shape(v)), True)
+        outs = [Buffer(f"out{i}", v.type.dtype, _prod(self.shape(v)), True)
                 for i, v in enumerate(self.g.outputs)]
         self.in_buf = {v: b.name for v, b in zip(self.g.inputs, ins)}
         reductions = [n for n in self.g.nodes if n.op.category == REDUCTION]
@@ -225,7 +219,7 @@ class _Lowering:
 
     def lower_reductions(self, reductions: list[Node]):
         stage_vars = [Index.var(var) for var, _ in self.reduce_ranges]
-        count = math.prod(n for _, n in self.reduce_ranges)
+        count = _prod(n for _, n in self.reduce_ranges)
         for node in reductions:
             x = node.inputs[0]
             out_dtype = node.outputs[0].type.dtype
@@ -244,7 +238,7 @@ class _Lowering:
                     value = rec.cast(value, acc_dtype)
                 if p == 1:  # var: sum of squared deviations from the first pass's mean
                     mean = rec.truediv(rec.call("acc", [], acc=accs[0], dtype=acc_dtype),
-                                       rec.const(float(count), value))
+                                       _count(rec, count, value))
                     dev = rec.sub(value, mean)
                     value = rec.mul(dev, dev)
                 rec.body.append(Reduce(acc.name, value.name))
@@ -263,10 +257,11 @@ class _Lowering:
         acc_dtype = compute_dtype(v.type.dtype)
         value = rec.call("acc", [], acc=accs[-1], dtype=acc_dtype)
         if node.op.name == "mean":
-            value = rec.truediv(value, rec.const(float(count), value))
+            value = rec.truediv(value, _count(rec, count, value))
         elif node.op.name == "var":
-            denom = max(count - node.attrs["correction"], 0)
-            value = rec.truediv(value, rec.const(float(denom), value))
+            denom = count - node.attrs["correction"]
+            denom = max(denom, 0) if isinstance(denom, int) else sizes.norm(sympy.Max(denom, 0))
+            value = rec.truediv(value, _count(rec, denom, value))
         return value
 
     def store_row_outputs(self):
@@ -350,7 +345,7 @@ class _Lowering:
             strides = []
             for n in reversed(src):
                 strides.append(stride)
-                stride *= n
+                stride = _mul(stride, n)
             for n, s in zip(src, reversed(strides)):
                 out.append(offset.floordiv(s, self.ranges).mod(n, self.ranges))
             return tuple(out)
@@ -361,7 +356,7 @@ class _Lowering:
             return tuple(out)
         if name == "slice":
             d = normalize_dim(a["dim"], len(src))
-            start, _, step = slice(a["start"], a["stop"], a["step"]).indices(src[d])
+            start, step = _slice_start(a["start"], a["stop"], a["step"], src[d])
             out = list(idx)
             out[d] = idx[d].scale(step) + Index.of(start)
             return tuple(out)
@@ -384,5 +379,44 @@ def flat(idx: tuple, shape: tuple) -> Index:
     for i, n in zip(reversed(idx), reversed(shape)):
         if n != 1:
             out = out + i.scale(stride)
-        stride *= n
+        stride = _mul(stride, n)
     return out
+
+
+def _mul(a, b):
+    return a * b if isinstance(a, int) and isinstance(b, int) else sizes.norm(a * b)
+
+
+def _prod(dims) -> sizes.Size:
+    out = 1
+    for n in dims:
+        out = _mul(out, n)
+    return out
+
+
+def _count(rec, count, like):
+    """A reduction's element count as a value of `like`'s dtype: a constant, or for a
+    symbolic count a `size` Let the kernel computes from its size arguments."""
+    if isinstance(count, int):
+        return rec.const(float(count), like)
+    return rec.call("size", [], value=count, dtype=like.dtype)
+
+
+def _slice_start(start, stop, step, n):
+    """(first index, step) of a slice of a dim of size n; n may be symbolic.  An empty
+    slice's start is never read, so a start past the end needs no clamping."""
+    if isinstance(n, int) and not any(is_symbolic(x) for x in (start, stop, step)
+                                      if x is not None):
+        first, _, step = slice(start, stop, step).indices(n)
+        return first, step
+    step = 1 if step is None else step
+    if is_symbolic(step) or step <= 0:
+        raise Unsupported(f"slice with step {step} of a symbolic dim")
+    if start is None:
+        return 0, step
+    start = sizes.norm(start)
+    if sizes.provably_nonneg(start):
+        return start, step
+    if isinstance(start, int):  # negative: counts from the end, clamped at 0
+        return sizes.norm(sympy.Max(n + start, 0)), step
+    raise Unsupported(f"slice start {start} of a symbolic dim may be negative")

@@ -32,21 +32,22 @@ the GIL) and runs directly when one thread is set.
 from __future__ import annotations
 
 import dataclasses
-import math
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Callable, Optional
 
+import sympy
 import torch
 
+from codegen import sizes as sz
 from codegen.kernel import Kernel
 from codegen.lower import Unsupported, lower_region, single_node_body
 from codegen.stats import STATS
 from codegen.torch_bridge import torch_dtype
-from ir.graph import Graph, Node, Value
+from ir.graph import Graph, Value
 from ir.ops.registry import COMPOSITE, EXTERN, LAYOUT, POINTWISE, REDUCTION
-from ir.plan import aligned, views_in
+from ir.plan import ALIGN, aligned, views_in
 from ir.types import is_symbolic
 
 VIEWS = frozenset({"reshape", "permute", "slice", "expand", "squeeze", "unsqueeze"})
@@ -74,26 +75,45 @@ def _launch_parallel(fn, extent: int, args: list) -> None:
 class _Unit:
     """One planned step: kind is kernel | extern | view | eager."""
 
-    def __init__(self, kind, inputs, outputs, *, kernel=None, fn=None, label=""):
+    def __init__(self, kind, inputs, outputs, *, kernel=None, fn=None, label="", sized=False):
         self.kind, self.inputs, self.outputs = kind, list(inputs), list(outputs)
         self.kernel, self.fn, self.label = kernel, fn, label
+        self.sized = sized  # fn takes the call's size tuple as a last operand
 
 
 def concrete_shape(v: Value, sizes: dict) -> tuple:
     return tuple(int(d.subs(sizes)) if is_symbolic(d) else int(d) for d in v.type.shape)
 
 
-def concrete_attrs(node: Node, sizes: dict) -> dict:
-    attrs = dict(node.attrs)
-    for name, spec in node.op.attrs.items():
-        if spec.kind == "dims" and attrs.get(name) is not None:
-            attrs[name] = tuple(int(d.subs(sizes)) if is_symbolic(d) else d
-                                for d in attrs[name])
-    return attrs
+def shape_of(v: Value) -> tuple:
+    """The value's shape as sizes (ints or expanded sympy expressions)."""
+    return tuple(sz.norm(d) if is_symbolic(d) else int(d) for d in v.type.shape)
 
 
-def plan_graph(graph: Graph, sizes: dict) -> list[_Unit]:
-    """One unit per top-level node; kernels for regions and lone pointwise/reduction nodes."""
+def symbol_bindings(graph: Graph) -> list:
+    """[(symbol, input index, dim)]: where each size symbol of the graph is read from at
+    call time (its first plain occurrence as an input dim).  A symbol that only occurs
+    inside expressions cannot be bound: ValueError naming it."""
+    from codegen.eager import _symbol_bindings
+
+    bindings = _symbol_bindings(graph)
+    bound = {s for s, _, _ in bindings}
+    free = set()
+    for v in graph.inputs:
+        for d in v.type.shape:
+            free |= sz.symbols_of(sz.norm(d)) if is_symbolic(d) else set()
+    if free - bound:
+        raise ValueError(f"size symbol(s) {sorted(map(str, free - bound))} are not a dim of"
+                         " any graph input, so a call cannot bind them")
+    return bindings
+
+
+def plan_graph(graph: Graph, symbols=()) -> list[_Unit]:
+    """One unit per top-level node; kernels for regions and lone pointwise/reduction nodes.
+
+    Nodes with symbolic attributes (views, externs, fallbacks) get steps that take the
+    call's size tuple (values of `symbols`, in that order) as a last operand
+    (`_Unit.sized`; codegen/eager.py `_make_step`)."""
     from codegen import eager
 
     units = []
@@ -103,28 +123,29 @@ def plan_graph(graph: Graph, sizes: dict) -> list[_Unit]:
             body = node.body if node.body is not None else single_node_body(node)
             label = f"{name}[{node.attrs.get('kind', '')}]" if node.body is not None else name
             try:
-                kernel = lower_region(body, sizes)
+                kernel = lower_region(body)
                 units.append(_Unit("kernel", node.inputs, node.outputs, kernel=kernel,
                                    fn=body, label=label))
                 continue
             except Unsupported as e:
                 STATS.fallback(label, str(e))
                 units.append(_Unit("eager", node.inputs, node.outputs,
-                                   fn=_eager_body(body, sizes), label=label))
+                                   fn=_eager_body(body), label=label))
                 continue
-        attrs = concrete_attrs(node, sizes)
+        step = eager._make_step(node, list(symbols), {})
+        sized = bool(eager._symbolic_attr_names(node))
         if cat == LAYOUT and name in VIEWS:
-            units.append(_Unit("view", node.inputs, node.outputs,
-                               fn=eager.EAGER_OPS[name](node, attrs), label=name))
+            units.append(_Unit("view", node.inputs, node.outputs, fn=step, label=name,
+                               sized=sized))
         elif cat == EXTERN:
             STATS.extern_nodes += 1
-            units.append(_Unit("extern", node.inputs, node.outputs,
-                               fn=eager.EAGER_OPS[name](node, attrs), label=name))
+            units.append(_Unit("extern", node.inputs, node.outputs, fn=step, label=name,
+                               sized=sized))
         else:
             STATS.fallback(name, f"{cat} op, run by torch")
             units.append(_Unit("eager", node.inputs, node.outputs,
-                               fn=_tuple_result(eager.EAGER_OPS[name](node, attrs),
-                                                len(node.outputs)), label=name))
+                               fn=_tuple_result(step, len(node.outputs)), label=name,
+                               sized=sized))
     return units
 
 
@@ -134,8 +155,8 @@ def _tuple_result(fn, n_outputs: int):
     return fn
 
 
-def _eager_body(body: Graph, sizes: dict):
-    """A region run op by op by the eager backend (its own graph, concrete sizes)."""
+def _eager_body(body: Graph):
+    """A region run op by op by the eager backend (its own graph; it binds its own sizes)."""
     from codegen import eager
 
     run = eager.compile_graph(body, {})
@@ -145,13 +166,15 @@ def _eager_body(body: Graph, sizes: dict):
 class CompiledGraph:
     """`graph` compiled: call it with the input tensors, get the output tensors."""
 
-    def __init__(self, graph: Graph, sizes: dict,
+    def __init__(self, graph: Graph,
                  compile_kernels: Callable[[list[Kernel]], list[Optional[Callable]]],
                  guarded: frozenset = frozenset()):
         started = time.perf_counter()
         self.graph = graph
-        units = plan_graph(graph, sizes)
-        self.arena = Arena(graph, sizes, units)
+        self.bindings = symbol_bindings(graph)
+        self.symbols = [s for s, _, _ in self.bindings]
+        units = plan_graph(graph, self.symbols)
+        self.arena = Arena(graph, units)
         kernel_units = [u for u in units if u.kind == "kernel"]
         plain = [u.kernel for u in kernel_units]
         for unit in kernel_units:
@@ -159,20 +182,20 @@ class CompiledGraph:
         launchers = compile_kernels([u.kernel for u in kernel_units])
         if None in launchers and self.arena.offset:
             # A fallback changes who writes what: run this graph without the arena.
-            self.arena = Arena(graph, sizes, [])
+            self.arena = Arena(graph, [])
             for unit, kernel in zip(kernel_units, plain):
                 unit.kernel = kernel
             launchers = compile_kernels(plain)
         for unit, launcher in zip(kernel_units, launchers):
             if launcher is None:
                 STATS.fallback(unit.label, "the backend could not emit this kernel")
-                unit.kind, unit.fn = "eager", _eager_body(unit.fn, sizes)
+                unit.kind, unit.fn = "eager", _eager_body(unit.fn)
             else:
                 STATS.kernels += 1
                 unit.fn = launcher
         self.units = units
         self.kernels = [u.kernel for u in units if u.kind == "kernel"]
-        self.source, self.fn = _generate(graph, sizes, units, self.arena, guarded)
+        self.source, self.fn = _generate(graph, self.bindings, units, self.arena, guarded)
         STATS.graphs_compiled += 1
         STATS.compile_seconds += time.perf_counter() - started
 
@@ -215,14 +238,15 @@ class Arena:
     reads the operand through one buffer.
     """
 
-    def __init__(self, graph: Graph, sizes: dict, units: list):
-        self.offset: dict = {}  # Value -> byte offset
+    def __init__(self, graph: Graph, units: list):
+        self.offset: dict = {}  # Value -> byte offset (a size: int or symbolic formula)
         self.reuses: dict = {}  # in-place result -> the operand whose bytes it takes
         self.nbytes = 0
         plan = graph.plan
         if plan is None or not units:
             return
-        _, offsets = plan.evaluate(sizes)
+        offsets = {s.value: sz.norm(s.offset) if is_symbolic(s.offset) else int(s.offset)
+                   for s in plan.slots}
         view_of = views_in(graph)
         unsafe = set()
         writers = set()
@@ -239,13 +263,15 @@ class Arena:
             if v in writers and v not in unsafe:
                 self.offset[v] = offsets[v]
                 self.reuses[v] = slot.reuses
-        self._sizes = sizes
         self._settle()
 
     def _settle(self):
         self.reuses = {v: r for v, r in self.reuses.items() if r in self.offset}
-        self.nbytes = max((off + _nbytes(v, self._sizes) for v, off in self.offset.items()),
-                          default=0)
+        ends = [sz.norm(off + _nbytes(v)) for v, off in self.offset.items()]
+        if all(isinstance(e, int) for e in ends):
+            self.nbytes = max(ends, default=0)
+        else:  # a formula, evaluated per call (Note [Arena at run time])
+            self.nbytes = sz.norm(sympy.Max(*ends))
 
     def inplace_kernel(self, unit) -> Kernel:
         """The unit's kernel, marked to write outputs over the operands they reuse."""
@@ -267,25 +293,49 @@ class Arena:
         for a backend whose kernels do not store over an input (Triton's).  Safe: the
         moved result overlaps nothing; its operand's bytes merely stay unused."""
         for v in self.reuses:
-            self.offset[v] = aligned(self.nbytes)
-            self.nbytes = self.offset[v] + _nbytes(v, self._sizes)
+            self.offset[v] = _aligned(self.nbytes)
+            self.nbytes = sz.norm(self.offset[v] + _nbytes(v))
         self.reuses = {}
 
 
-def _nbytes(v: Value, sizes: dict) -> int:
-    return math.prod(concrete_shape(v, sizes)) * v.type.dtype.itemsize
+def _aligned(n):
+    if isinstance(n, int):
+        return aligned(n)
+    return sz.norm(ALIGN * sympy.ceiling(sympy.sympify(n) / ALIGN))
 
 
-def _generate(graph: Graph, sizes: dict, units: list[_Unit], arena: Arena,
+def _nbytes(v: Value) -> sz.Size:
+    n = v.type.dtype.itemsize
+    for d in shape_of(v):
+        n = n * d if isinstance(n, int) and isinstance(d, int) else sz.norm(n * d)
+    return n
+
+
+def _generate(graph: Graph, bindings: list, units: list[_Unit], arena: Arena,
               guarded: frozenset = frozenset()):
     """Python source for the call, and the function compiled from it.
 
-    `guarded`: indices of inputs the caller vouches for (See Note [Guarded inputs]);
-    the call neither checks nor copies those whose shape is static.
+    `bindings`: [(symbol, input, dim)] (symbol_bindings): a symbolic graph's call
+    first reads its symbols from the inputs' shapes (`s0 = x0.shape[0]`), then
+    every size it needs (shapes, arena offsets, kernel extents) is a Python
+    expression in them (Note [Runtime sizes], codegen/kernel.py).  `guarded`:
+    indices of inputs the caller vouches for (See Note [Guarded inputs]); the call
+    neither checks nor copies those whose shape is static.
     """
     names: dict = {}
     env: dict = {"torch": torch, "empty_like": torch.empty_like, "STATS": STATS,
-                 "_launch_parallel": _launch_parallel, "_bad_input": _bad_input}
+                 "_launch_parallel": _launch_parallel, "_bad_input": _bad_input,
+                 "PARALLEL_MIN_WORK": PARALLEL_MIN_WORK}
+    symbolic = bool(bindings)
+    var_of = {s: f"_{s}" for s, _, _ in bindings}
+
+    def code(x) -> str:  # a size as Python source
+        return sz.py_source(x, lambda sym: var_of[sym])
+
+    def shape_code(v) -> str:
+        dims = [code(d) for d in shape_of(v)]
+        return "(" + ", ".join(dims) + ("," if len(dims) == 1 else "") + ")"
+
     contiguous: set = set()  # values known to be contiguous
     materialized: set = set()  # arena values that have a tensor in this call
     params = []
@@ -293,29 +343,48 @@ def _generate(graph: Graph, sizes: dict, units: list[_Unit], arena: Arena,
     for i, v in enumerate(graph.inputs):
         names[v] = f"x{i}"
         params.append(f"x{i}")
+    for sym, i, d in bindings:
+        lines.append(f"{var_of[sym]} = x{i}.shape[{d}]")
+    if any(u.sized for u in units):
+        lines.append(f"sizes = ({''.join(var_of[s] + ', ' for s, _, _ in bindings)})")
+    for i, v in enumerate(graph.inputs):
         if i in guarded and v.type.is_static:
             contiguous.add(v)
             continue
-        shape = concrete_shape(v, sizes)
-        env[f"S{i}"], env[f"D{i}"] = torch.Size(shape), torch_dtype(v.type.dtype)
-        lines.append(f"if x{i}.shape != S{i} or x{i}.dtype != D{i}: _bad_input({i}, x{i})")
+        env[f"D{i}"] = torch_dtype(v.type.dtype)
+        if v.type.is_static:
+            env[f"S{i}"] = torch.Size(shape_of(v))
+            lines.append(f"if x{i}.shape != S{i} or x{i}.dtype != D{i}: _bad_input({i}, x{i})")
+        else:
+            lines.append(f"if x{i}.shape != {shape_code(v)} or x{i}.dtype != D{i}:"
+                         f" _bad_input({i}, x{i})")
     view_specs: list = []  # (offset, bytes, dtype, shape) of each arena value's tensor
-    if arena.offset:
+    if arena.offset and not symbolic:
         env["_arena"] = ThreadArena(arena.nbytes, view_specs)
         lines.append("A, V = _arena.get()")
+    elif arena.offset:
+        env["_arena"] = GrowingArena()
+        lines.append(f"B = _arena.get({code(arena.nbytes)})")
+        lines.append("A = B.data_ptr()")
 
     def pointer(v) -> str:
         if v in arena.offset:
-            return f"A + {arena.offset[v]}" if arena.offset[v] else "A"
+            off = arena.offset[v]
+            return "A" if off == 0 else f"A + {code(off)}"
         return f"{names[v]}.data_ptr()"
 
     def tensor(v) -> str:
         """The value as a tensor: arena values get a view of their bytes on first use."""
         name = names[v]
         if v in arena.offset and v not in materialized:
-            view_specs.append((arena.offset[v], _nbytes(v, sizes), torch_dtype(v.type.dtype),
-                               torch.Size(concrete_shape(v, sizes))))
-            lines.append(f"{name} = V[{len(view_specs) - 1}]")
+            if symbolic:
+                off, n = code(arena.offset[v]), code(_nbytes(v))
+                env[f"D_{name}"] = torch_dtype(v.type.dtype)
+                lines.append(f"{name} = B[{off}:{off} + {n}].view(D_{name}).view({shape_code(v)})")
+            else:
+                view_specs.append((arena.offset[v], _nbytes(v), torch_dtype(v.type.dtype),
+                                   torch.Size(shape_of(v))))
+                lines.append(f"{name} = V[{len(view_specs) - 1}]")
             materialized.add(v)
         return name
 
@@ -332,19 +401,32 @@ def _generate(graph: Graph, sizes: dict, units: list[_Unit], arena: Arena,
                     contiguous.add(v)
             for v, out in zip(unit.outputs, outs):
                 if v not in arena.offset:
-                    env[f"P_{out}"] = _prototype(concrete_shape(v, sizes), v.type.dtype)
-                    lines.append(f"{out} = empty_like(P_{out})")
+                    if v.type.is_static:
+                        env[f"P_{out}"] = _prototype(shape_of(v), v.type.dtype)
+                        lines.append(f"{out} = empty_like(P_{out})")
+                    else:
+                        env[f"D_{out}"] = torch_dtype(v.type.dtype)
+                        lines.append(f"{out} = torch.empty({shape_code(v)}, dtype=D_{out})")
                 contiguous.add(v)
-            ptrs = ", ".join(pointer(v) for v in unit.inputs + unit.outputs)
+            args = [pointer(v) for v in unit.inputs + unit.outputs]
+            args += [var_of[s] for s in unit.kernel.params]
+            ptrs = ", ".join(args)
             extent = unit.kernel.parallel_extent()
-            work = max((b.numel for b in unit.kernel.buffers), default=0)
-            if extent > 1 and work >= PARALLEL_MIN_WORK:
-                lines.append(f"_launch_parallel({fn}, {extent}, [{ptrs}])")
-            else:
-                lines.append(f"{fn}({ptrs}{', ' if ptrs else ''}0, {extent})")
+            work = max((b.numel for b in unit.kernel.buffers), default=0, key=_work_key)
+            if isinstance(extent, int) and isinstance(work, int):
+                if extent > 1 and work >= PARALLEL_MIN_WORK:
+                    lines.append(f"_launch_parallel({fn}, {extent}, [{ptrs}])")
+                else:
+                    lines.append(f"{fn}({ptrs}{', ' if ptrs else ''}0, {extent})")
+            else:  # decided per call from this call's sizes
+                counts = dict.fromkeys(code(b.numel) for b in unit.kernel.buffers)
+                works = " or ".join(f"{c} >= PARALLEL_MIN_WORK" for c in counts) or "False"
+                lines.append(f"_e = {code(extent)}")
+                lines.append(f"if _e > 1 and ({works}): _launch_parallel({fn}, _e, [{ptrs}])")
+                lines.append(f"else: {fn}({ptrs}{', ' if ptrs else ''}0, _e)")
             continue
         ins = [tensor(v) for v in unit.inputs]
-        call = f"{fn}({', '.join(ins)})"
+        call = f"{fn}({', '.join(ins + (['sizes'] if unit.sized else []))})"
         if unit.kind == "extern":
             lines.append("STATS.extern_calls += 1")
             if unit.outputs[0] in arena.offset:  # matmul into its planned bytes
@@ -362,6 +444,26 @@ def _generate(graph: Graph, sizes: dict, units: list[_Unit], arena: Arena,
     source = f"def call({', '.join(params)}):\n" + "".join(f"    {ln}\n" for ln in lines)
     exec(compile(source, f"<refcomp {graph.name}>", "exec"), env)
     return source, env["call"]
+
+
+def _work_key(n) -> int:
+    return n if isinstance(n, int) else 0
+
+
+class GrowingArena:
+    """A symbolic graph's arena: one uint8 tensor per thread, grown when a call needs more
+    bytes than it has (Note [Arena reuse]; its size is a formula of the call's sizes)."""
+
+    def __init__(self, device=None):
+        self.device = device
+        self.local = threading.local()
+
+    def get(self, nbytes: int) -> torch.Tensor:
+        arena = getattr(self.local, "arena", None)
+        if arena is None or arena.numel() < nbytes:
+            arena = self.local.arena = torch.empty(max(nbytes, 1), dtype=torch.uint8,
+                                                   device=self.device)
+        return arena
 
 
 class ThreadArena:

@@ -152,15 +152,13 @@ def graph_captured(graph) -> dict:
 
 def output_code(fn) -> None:
     """The backend compiled the graph: its kernels (LLVM: printed Kernels and the call;
-    Triton: each kernel's source).  Symbolic graphs are specialized per size at their
-    first call with it, after this hook: they say so instead."""
+    Triton: each kernel's source); symbolic graphs' kernels take their sizes as
+    arguments, so this is all the code they ever run."""
     if not _ON:
         return
     compiled = getattr(fn, "compiled", None)
     if compiled is None:
-        what = ("kernels are compiled per input sizes at the first call with them"
-                if hasattr(fn, "variants") else "no generated code (this backend runs ops)")
-        text = f"# output code: {what}"
+        text = "# output code: no generated code (this backend runs ops)"
     elif hasattr(compiled, "kernels"):  # codegen/runtime.py CompiledGraph (llvm)
         from codegen.kernel import print_kernel
 

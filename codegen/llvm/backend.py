@@ -14,8 +14,9 @@ kernels whose printed form was compiled before are reused.  Inputs may have any
 strides: non-contiguous inputs are copied to contiguous ones at the call (one
 copy, counted in the call's time), except inputs the caller vouches for with
 option `inputs_guarded` (Note [Guarded inputs] in codegen/runtime.py).
-Symbolic graphs are specialized per set of input sizes on first call with those
-sizes (Kernels have concrete sizes).
+A symbolic graph compiles once: its kernels take the size symbols as arguments
+(Note [Runtime sizes] in codegen/kernel.py), and the call reads them from the
+inputs' shapes.
 """
 
 from __future__ import annotations
@@ -31,7 +32,6 @@ from codegen.llvm.emit import emit_kernel
 from codegen.lower import Unsupported
 from codegen.runtime import CompiledGraph, prepare
 from ir.graph import Graph
-from ir.types import is_symbolic
 
 OPTIONS = ("fuse", "plan", "inputs_guarded")
 
@@ -47,7 +47,7 @@ def compile_kernels(kernels: list[Kernel]) -> list[Optional[object]]:
         hit = jit.cached(key)
         if hit is not None:
             stats.STATS.kernel_cache_hits += 1
-            launchers[i] = jit.cfunc(hit[1], len(kernel.buffers))
+            launchers[i] = jit.cfunc(hit[1], len(kernel.buffers), len(kernel.params))
             continue
         symbol = "k_" + hashlib.sha1(key.encode()).hexdigest()[:16]
         if symbol not in pending:
@@ -64,7 +64,8 @@ def compile_kernels(kernels: list[Kernel]) -> list[Optional[object]]:
         stats.STATS.kernels_compiled += len(pending)
         for symbol, positions in where.items():
             for i in positions:
-                launchers[i] = jit.cfunc(addresses[symbol], len(kernels[i].buffers))
+                launchers[i] = jit.cfunc(addresses[symbol], len(kernels[i].buffers),
+                                         len(kernels[i].params))
     return launchers
 
 
@@ -80,14 +81,10 @@ def compile_graph(graph: Graph, options: dict):
         raise ValueError(f"the llvm backend runs on the CPU; graph uses {sorted(devices)}")
     guarded = _guarded(options.get("inputs_guarded", ()), len(graph.inputs))
     graph = prepare(graph, options)
-    symbolic = [(s, i, d) for i, v in enumerate(graph.inputs)
-                for d, s in enumerate(v.type.shape) if is_symbolic(s) and s.is_Symbol]
-    if not symbolic:
-        compiled = CompiledGraph(graph, {}, compile_kernels, guarded)
-        fn = compiled.fn
-        fn.compiled = compiled
-        return fn
-    return _specializing(graph, symbolic, guarded)
+    compiled = CompiledGraph(graph, compile_kernels, guarded)
+    fn = compiled.fn
+    fn.compiled = compiled
+    return fn
 
 
 def _guarded(flags, n_inputs: int) -> frozenset:
@@ -97,24 +94,6 @@ def _guarded(flags, n_inputs: int) -> frozenset:
     if flags and len(flags) != n_inputs:
         raise ValueError(f"inputs_guarded: {len(flags)} flags for {n_inputs} graph inputs")
     return frozenset(i for i, flag in enumerate(flags) if flag)
-
-
-def _specializing(graph: Graph, symbolic: list, guarded: frozenset):
-    """Compile once per distinct binding of the size symbols (first call with those sizes)."""
-    variants: dict = {}
-
-    def call(*tensors):
-        key = tuple(tensors[i].shape[d] for _, i, d in symbolic)
-        fn = variants.get(key)
-        if fn is None:
-            sizes = {s: n for (s, _, _), n in zip(symbolic, key)}
-            compiled = CompiledGraph(graph, sizes, compile_kernels, guarded)
-            fn = variants[key] = compiled.fn
-            fn.compiled = compiled
-        return fn(*tensors)
-
-    call.variants = variants
-    return call
 
 
 LLVM = register_backend(Backend(

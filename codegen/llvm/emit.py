@@ -22,26 +22,34 @@ import math
 
 import llvmlite.ir as lir
 
+from codegen import sizes
 from codegen.kernel import DivMod, Index, Kernel, Let, Reduce, Store
 from codegen.llvm.scalar import F32, I32, I64, TV, LLVMScalarOps, llvm_type, to_bf16
 from codegen.scalar import compute_dtype
 from ir.types import DType
+from ir.types import i64 as I64_DTYPE
 
 _REASSOC = ("reassoc", "nsz")
 
 
 def emit_kernel(module: lir.Module, kernel: Kernel, symbol: str) -> lir.Function:
     ptr = lir.PointerType()
-    fnty = lir.FunctionType(lir.VoidType(), [ptr] * len(kernel.buffers) + [I64, I64])
+    params = kernel.params
+    fnty = lir.FunctionType(lir.VoidType(),
+                            [ptr] * len(kernel.buffers) + [I64] * len(params) + [I64, I64])
     fn = lir.Function(module, fnty, symbol)
     fn.attributes.add("nounwind")
     for arg, buf in zip(fn.args, kernel.buffers):
         arg.add_attribute("noalias")
         arg.name = buf.name
+    symbols = {}
+    for arg, sym in zip(fn.args[len(kernel.buffers):], params):
+        arg.name = str(sym)
+        symbols[sym] = arg
     start, end = fn.args[-2], fn.args[-1]
     start.name, end.name = "start", "end"
     b = lir.IRBuilder(fn.append_basic_block("entry"))
-    emitter = _Emitter(fn, b, kernel, start, end)
+    emitter = _Emitter(fn, b, kernel, start, end, symbols)
     emitter.run()
     if emitter.streams:
         # Non-temporal stores are weakly ordered: drain them before the kernel returns,
@@ -68,8 +76,9 @@ TILE = 512  # outer points per tile when a reduction is tiled (see Note [Outer r
 
 
 class _Emitter:
-    def __init__(self, fn, b, kernel: Kernel, start, end):
+    def __init__(self, fn, b, kernel: Kernel, start, end, symbols=None):
         self.fn, self.b, self.k = fn, b, kernel
+        self.symbols = symbols or {}  # size symbol -> its i64 argument (Note [Runtime sizes])
         self.start, self.end = start, end
         self.ops = LLVMScalarOps(b, fn.module)
         self.bufs = {buf.name: (arg, buf.dtype) for arg, buf in zip(fn.args, kernel.buffers)}
@@ -83,9 +92,9 @@ class _Emitter:
             self.accs[acc.name] = (slot, acc)
         self.vars: dict = {}
         self.lane = None  # the tile lane index while emitting a tiled stage
-        self.reuse, sizes = ({}, []) if self.tile_var else _plan_reuse(kernel)
+        self.reuse, rows = ({}, []) if self.tile_var else _plan_reuse(kernel)
         self.scratch = [b.alloca(lir.ArrayType(llvm_type(dtype), n), name=f"row{i}")
-                        for i, (n, dtype) in enumerate(sizes)]
+                        for i, (n, dtype) in enumerate(rows)]
         # Note [Streaming stores]: stage -> {buffer: (aligned row scratch, row start, n)}
         self.streams: dict = {}
         if self.tile_var is None and _x86(fn.module):
@@ -107,7 +116,7 @@ class _Emitter:
 
         def tiles():
             lo, hi = (self.start, self.end) if parallel_tiles else (
-                lir.Constant(I64, 0), lir.Constant(I64, size))
+                lir.Constant(I64, 0), self.size(size))
             self.counted_loop(f"{var}.tile", lo, hi, TILE, lambda t: self.tile_body(t, hi))
         self.loops(list(k.outer[:-1]), tiles, parallel=not parallel_tiles)
 
@@ -137,7 +146,7 @@ class _Emitter:
             return
         (var, size), rest = dims[0], dims[1:]
         lo, hi = (self.start, self.end) if parallel else (lir.Constant(I64, 0),
-                                                           lir.Constant(I64, size))
+                                                           self.size(size))
 
         def body(iv):
             self.vars[var] = iv
@@ -280,6 +289,11 @@ class _Emitter:
         args = [env[a] for a in s.args]
         if s.op == "const":
             return ops.const(attrs["value"], TV(None, s.dtype))
+        if s.op == "size":
+            n = self.size(attrs["value"])
+            if s.dtype.is_float:
+                return TV(self.b.sitofp(n, llvm_type(s.dtype)), s.dtype)
+            return ops.cast(TV(n, compute_dtype(I64_DTYPE)), s.dtype)
         if s.op == "cast":
             return ops.cast(args[0], attrs["dtype"])
         if s.op == "compare":
@@ -330,20 +344,54 @@ class _Emitter:
         b = self.b
         total = None
         for atom, c in idx.terms:
-            if isinstance(atom, DivMod):
+            if isinstance(atom, DivMod):  # the inner index is never negative
                 v = self.index(atom.inner)
                 if atom.div != 1:
-                    v = b.sdiv(v, lir.Constant(I64, atom.div))
+                    v = b.sdiv(v, self.size(atom.div))
                 if atom.mod is not None:
-                    v = b.srem(v, lir.Constant(I64, atom.mod))
+                    v = b.srem(v, self.size(atom.mod))
             else:
                 v = self.vars[atom]
-            term = v if c == 1 else b.mul(v, lir.Constant(I64, c), flags=("nsw",))
+            term = v if c == 1 else b.mul(v, self.size(c), flags=("nsw",))
             total = term if total is None else b.add(total, term, flags=("nsw",))
-        if total is None or idx.const:
-            const = lir.Constant(I64, idx.const)
+        if total is None or idx.const != 0:
+            const = self.size(idx.const)
             total = const if total is None else b.add(total, const, flags=("nsw",))
         return total
+
+    def size(self, x):
+        """An i64 holding the size `x`: a constant, or computed from the kernel's size
+        arguments (Note [Runtime sizes]); LLVM hoists and shares what loops repeat."""
+        if isinstance(x, int):
+            return lir.Constant(I64, x)
+        return self._tree(sizes.decompose(x))
+
+    def _tree(self, t):
+        b = self.b
+        op, arg = t
+        if op == "int":
+            return lir.Constant(I64, arg)
+        if op == "sym":
+            return self.symbols[arg]
+        vals = [self._tree(a) for a in arg]
+        if op in ("add", "mul", "max", "min"):
+            out = vals[0]
+            for v in vals[1:]:
+                if op == "add":
+                    out = b.add(out, v, flags=("nsw",))
+                elif op == "mul":
+                    out = b.mul(out, v, flags=("nsw",))
+                else:
+                    out = b.select(b.icmp_signed(">" if op == "max" else "<", out, v), out, v)
+            return out
+        a, d = vals
+        q, r = b.sdiv(a, d), b.srem(a, d)
+        # Python's floor semantics: adjust when the remainder's sign differs from d's.
+        fix = b.and_(b.icmp_signed("!=", r, lir.Constant(I64, 0)),
+                     b.icmp_signed("<", b.xor(r, d), lir.Constant(I64, 0)))
+        if op == "floordiv":
+            return b.sub(q, b.zext(fix, I64))
+        return b.select(fix, b.add(r, d), r)
 
 
 # Ops worth keeping in a row scratch instead of recomputing (Note [Row reuse]).
@@ -362,8 +410,10 @@ def _plan_reuse(k: Kernel):
     later stages load it: the same bits, one transcendental per element instead
     of two.  Returns ({let name: ("store" | "load", scratch)}, [(size, dtype)]).
     """
-    plan, sizes, first = {}, [], {}
+    plan, scratch, first = {}, [], {}
     for stage in k.stages:
+        if any(not isinstance(size, int) for _, size in stage.ranges):
+            continue  # a symbolic row: its scratch would need a run-time size
         n = math.prod(size for _, size in stage.ranges)
         if not stage.ranges or n > ROW_SCRATCH_MAX:
             continue
@@ -381,10 +431,10 @@ def _plan_reuse(k: Kernel):
             else:
                 producer = first[where]
                 if producer not in plan:
-                    plan[producer] = ("store", len(sizes))
-                    sizes.append((n, s.dtype))
+                    plan[producer] = ("store", len(scratch))
+                    scratch.append((n, s.dtype))
                 plan[s.name] = ("load", plan[producer][1])
-    return plan, sizes
+    return plan, scratch
 
 
 # Note [Streaming stores]
@@ -426,6 +476,8 @@ def _plan_streams(k: Kernel) -> list:
         if len(stage.ranges) != 1:
             continue
         var, n = stage.ranges[0]
+        if not isinstance(n, int) or any(not isinstance(b.numel, int) for b in k.buffers):
+            continue  # symbolic: the row scratch would need a run-time size
         stores = [s for s in stage.body if isinstance(s, Store)]
         for s in stores:
             dtype = dtypes[s.buf]

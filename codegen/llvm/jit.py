@@ -92,13 +92,15 @@ def optimized_ir() -> str:
 _ROW = ctypes.c_void_p if ctypes.sizeof(ctypes.c_void_p) == 8 else ctypes.c_int64
 
 
-def cfunc(address: int, n_buffers: int):
-    """A ctypes callable for `void kernel(ptr * n_buffers, i64 start, i64 end)`.
+def cfunc(address: int, n_buffers: int, n_sizes: int = 0):
+    """A ctypes callable for `void kernel(ptr * n_buffers, i64 * n_sizes, i64 start, i64 end)`.
 
     ctypes releases the GIL during the call, so threads can run kernels in parallel.
-    See Note [Row bounds as pointers].
+    See Note [Row bounds as pointers]: the size arguments (never negative) are passed
+    the same way.
     """
-    proto = ctypes.CFUNCTYPE(None, *([ctypes.c_void_p] * n_buffers), _ROW, _ROW)
+    proto = ctypes.CFUNCTYPE(None, *([ctypes.c_void_p] * n_buffers), *([_ROW] * n_sizes),
+                             _ROW, _ROW)
     return proto(address)
 
 

@@ -26,8 +26,8 @@ Devices: on a machine with CUDA, kernels compile for the GPU and the graph's
 tensors must be CUDA tensors.  Without CUDA (or with `TRITON_INTERPRET=1`) the
 same kernels run in Triton's interpreter on CPU tensors (Note [Interpreter
 mode] in codegen/triton/__init__.py).  Outputs and the arena are allocated on
-the device of the first input.  Symbolic graphs are specialized per binding of
-their size symbols, on the first call with it (Kernels have concrete sizes).
+the device of the first input.  A symbolic graph compiles once: its kernels take
+the size symbols as arguments (Note [Runtime sizes] in codegen/kernel.py).
 """
 
 from __future__ import annotations
@@ -38,12 +38,12 @@ import time
 
 import torch
 
+from codegen import sizes as sz
 from codegen import stats
 from codegen.backends import Backend, register_backend
-from codegen.runtime import Arena, ThreadArena, concrete_shape, plan_graph, prepare
+from codegen.runtime import Arena, GrowingArena, plan_graph, prepare, shape_of, symbol_bindings
 from codegen.torch_bridge import torch_dtype
 from ir.graph import Graph
-from ir.types import is_symbolic
 
 OPTIONS = ("fuse", "max_rblock", "plan")
 
@@ -60,16 +60,20 @@ def _eager(body: Graph):
 
 
 class TritonGraph:
-    """`graph` compiled for concrete `sizes`: call it with the input tensors."""
+    """`graph` compiled once: call it with the input tensors.  A symbolic graph reads its
+    size symbols from the inputs' shapes per call and passes them to its kernels
+    (Note [Runtime sizes] in codegen/kernel.py)."""
 
-    def __init__(self, graph: Graph, sizes: dict, options: dict):
+    def __init__(self, graph: Graph, options: dict):
         from codegen.triton.emit import MAX_RBLOCK
         from codegen.triton.launch import compile_kernel
 
         started = time.perf_counter()
         max_rblock = int(options.get("max_rblock", MAX_RBLOCK))
         self.graph = graph
-        self.units = plan_graph(graph, sizes)
+        self.bindings = symbol_bindings(graph)
+        symbols = [s for s, _, _ in self.bindings]
+        self.units = plan_graph(graph, symbols)
         self.launchers = []
         for unit in self.units:
             if unit.kind != "kernel":
@@ -81,42 +85,58 @@ class TritonGraph:
                 unit.kind, unit.fn = "eager", _eager(unit.fn)
                 continue
             stats.STATS.kernels += 1
+            unit.body = unit.fn
             unit.fn = launcher
+            position = {p: symbols.index(p) for p in unit.kernel.params}
+            unit.values = [position[p] for p in unit.kernel.params]  # into the call's sizes
+            unit.numels = sz.evaluator([b.numel for b in unit.kernel.buffers], symbols)
             self.launchers.append(launcher)
         self.kernels = [u.kernel for u in self.units if u.kind == "kernel"]
-        self.input_types = [(torch.Size(concrete_shape(v, sizes)), torch_dtype(v.type.dtype))
-                            for v in graph.inputs]
-        self.output_types = {v: (concrete_shape(v, sizes), torch_dtype(v.type.dtype))
-                             for u in self.units for v in u.outputs}
+        # Shapes (and the arena layout) as functions of the call's sizes.
+        values = list(graph.inputs) + [v for u in self.units for v in u.outputs]
+        self.shapes = {v: i for i, v in enumerate(values)}
+        self.shape_fn = sz.evaluator([d for v in values for d in shape_of(v)], symbols)
+        self.dims = [(sum(v.type.rank for v in values[:i]), v.type.rank)
+                     for i, v in enumerate(values)]
+        self.dtypes = {v: torch_dtype(v.type.dtype) for v in values}
         # After fallbacks are known: a fallback's inputs and outputs stay out of the arena.
-        self.arena = Arena(graph, sizes, self.units)
+        self.arena = Arena(graph, self.units)
         self.arena.separate_reuses()
-        slot = {v: i for i, v in enumerate(self.arena.offset)}
-        self.view_specs = [(off, _nbytes(v, sizes), torch_dtype(v.type.dtype),
-                            torch.Size(concrete_shape(v, sizes)))
-                           for v, off in self.arena.offset.items()]
+        arena_values = list(self.arena.offset)
+        slot = {v: i for i, v in enumerate(arena_values)}
+        self.arena_fn = sz.evaluator([self.arena.nbytes] + [self.arena.offset[v] for v in
+                                                           arena_values], symbols)
+        self.arena_values = arena_values
         # Per unit: where each output goes, an arena view's index or None (fresh).
         self.placement = [[slot.get(v) for v in u.outputs] for u in self.units]
-        self._thread_arenas: dict = {}  # device (CUDA: device and stream) -> ThreadArena
+        self._thread_arenas: dict = {}  # device (CUDA: device and stream) -> GrowingArena
         self._lock = threading.Lock()
+        self._local = threading.local()
         stats.STATS.graphs_compiled += 1
         stats.STATS.compile_seconds += time.perf_counter() - started
 
-    def arena_views(self, device) -> tuple:
-        """The typed views of the arena values on `device`, for the calling thread.
+    def arena_bytes(self, device, nbytes: int) -> torch.Tensor:
+        """The arena's uint8 tensor on `device` for the calling thread.
 
         One arena per thread (Note [Arena reuse]) and device, and on CUDA per stream
         too: a call's kernels are queued, not finished, when it returns, so a call on
-        another stream could otherwise overwrite bytes the first still reads."""
-        key = device
-        if device.type == "cuda":
-            key = (device, torch.cuda.current_stream(device).cuda_stream)
+        another stream could otherwise overwrite bytes the first still reads.  It grows
+        when a call's sizes need more bytes."""
+        key = _arena_key(device)
         arena = self._thread_arenas.get(key)
         if arena is None:
             with self._lock:
-                arena = self._thread_arenas.setdefault(
-                    key, ThreadArena(self.arena.nbytes, self.view_specs, device))
-        return arena.get()[1]
+                arena = self._thread_arenas.setdefault(key, GrowingArena(device))
+        return arena.get(nbytes)
+
+    def _views(self, device, sizes, shape) -> list:
+        nbytes, *offsets = self.arena_fn(*sizes)
+        arena = self.arena_bytes(device, nbytes)
+        views = []
+        for v, off in zip(self.arena_values, offsets):
+            n = math.prod(shape(v)) * v.type.dtype.itemsize
+            views.append(arena[off:off + n].view(self.dtypes[v]).view(shape(v)))
+        return views
 
     @property
     def sources(self) -> list[str]:
@@ -127,15 +147,28 @@ class TritonGraph:
         if len(tensors) != len(self.graph.inputs):
             raise TypeError(f"compiled graph takes {len(self.graph.inputs)} tensors,"
                             f" got {len(tensors)}")
+        sizes = tuple(tensors[i].shape[d] for _, i, d in self.bindings)
+        dims = self.shape_fn(*sizes)
+
+        def shape(v):
+            start, rank = self.dims[self.shapes[v]]
+            return dims[start:start + rank]
         env = {}
         for i, (v, t) in enumerate(zip(self.graph.inputs, tensors)):
-            shape, dtype = self.input_types[i]
-            if t.shape != shape or t.dtype != dtype:
+            if tuple(t.shape) != shape(v) or t.dtype != self.dtypes[v]:
                 raise TypeError(f"compiled graph input {i}: got {t.dtype}{list(t.shape)},"
                                 " which is not what it was compiled for")
             env[v] = t
         device = tensors[0].device if tensors else _default_device()
-        views = self.arena_views(device) if self.arena.offset else ()
+        views = []
+        if self.arena_values and not sizes:  # static: the views are made once per thread
+            key = _arena_key(device)
+            views = getattr(self._local, "views", {}).get(key)
+            if views is None:
+                views = self._local.__dict__.setdefault("views", {})[key] = \
+                    self._views(device, sizes, shape)
+        elif self.arena_values:
+            views = self._views(device, sizes, shape)
         for unit, placed in zip(self.units, self.placement):
             args = [env[v] for v in unit.inputs]
             if unit.kind == "kernel":
@@ -143,10 +176,18 @@ class TritonGraph:
                 outs = []
                 for v, i in zip(unit.outputs, placed):
                     if i is None:
-                        outs.append(_fresh(*self.output_types[v], device))
+                        outs.append(_fresh(shape(v), self.dtypes[v], device))
                     else:
                         outs.append(views[i])
-                unit.fn(*args, *outs)
+                if unit.values and not unit.fn.emitted.fits(unit.numels(*sizes)):
+                    # int32 indices would overflow at these sizes: torch runs the region.
+                    stats.STATS.fallback_calls += 1
+                    for out, r in zip(outs, _eager(unit.body)(*args)):
+                        out.copy_(r)
+                elif unit.values:
+                    unit.fn(*args, *outs, values=[sizes[k] for k in unit.values])
+                else:
+                    unit.fn(*args, *outs)
             elif placed and placed[0] is not None:  # matmul into its arena bytes
                 stats.STATS.extern_calls += 1
                 outs = [views[placed[0]]]
@@ -156,6 +197,8 @@ class TritonGraph:
                     stats.STATS.extern_calls += 1
                 elif unit.kind == "eager":
                     stats.STATS.fallback_calls += 1
+                if unit.sized:
+                    args.append(sizes)
                 result = unit.fn(*args)
                 single = unit.kind in ("extern", "view") and len(unit.outputs) == 1
                 outs = [result] if single else list(result)
@@ -163,8 +206,10 @@ class TritonGraph:
         return [env[v] for v in self.graph.outputs]
 
 
-def _nbytes(v, sizes: dict) -> int:
-    return math.prod(concrete_shape(v, sizes)) * v.type.dtype.itemsize
+def _arena_key(device):
+    if device.type == "cuda":
+        return (device, torch.cuda.current_stream(device).cuda_stream)
+    return device
 
 
 def _default_device() -> torch.device:
@@ -189,11 +234,7 @@ def compile_graph(graph: Graph, options: dict):
                          " and this graph has CPU tensors: move them to CUDA, or set"
                          " TRITON_INTERPRET=1 to run Triton's interpreter on the CPU")
     graph = prepare(graph, options)
-    symbolic = [(s, i, d) for i, v in enumerate(graph.inputs)
-                for d, s in enumerate(v.type.shape) if is_symbolic(s) and s.is_Symbol]
-    if not symbolic:
-        return _with_compiled(TritonGraph(graph, {}, options))
-    return _specializing(graph, symbolic, options)
+    return _with_compiled(TritonGraph(graph, options))
 
 
 def _with_compiled(compiled: TritonGraph):
@@ -201,22 +242,6 @@ def _with_compiled(compiled: TritonGraph):
         return compiled(*tensors)
 
     call.compiled = compiled
-    return call
-
-
-def _specializing(graph: Graph, symbolic: list, options: dict):
-    """Compile once per distinct binding of the size symbols (first call with those sizes)."""
-    variants: dict = {}
-
-    def call(*tensors):
-        key = tuple(tensors[i].shape[d] for _, i, d in symbolic)
-        compiled = variants.get(key)
-        if compiled is None:
-            sizes = {s: n for (s, _, _), n in zip(symbolic, key)}
-            compiled = variants[key] = TritonGraph(graph, sizes, options)
-        return compiled(*tensors)
-
-    call.variants = variants
     return call
 
 

@@ -32,15 +32,21 @@ so nothing of theirs is visible later and nothing is reused.
 
 Sizes: the element counts of the spaces (`xnumel`, `rnumel`...) are kernel
 arguments; index coefficients and the divisors that decode variables are
-literals of the source, because Kernels have concrete sizes (one Kernel per
-binding of the size symbols, codegen/lower.py).  Index arithmetic is int32:
-kernels with a buffer of 2**31 elements or more are refused.
+literals for static sizes and expressions of the kernel's size arguments (`s0`,
+`s1`..., Note [Runtime sizes] in codegen/kernel.py) for symbolic ones.  A symbolic
+kernel's block sizes and grid are chosen at launch from the sizes (`TritonKernel.plan`):
+block sizes are powers of two, so Triton specialises on those few classes only, and
+stages whose length is symbolic are always looped.  Index arithmetic is int32:
+kernels with a buffer of 2**31 elements or more are refused (symbolic ones at
+launch: `TritonKernel.fits`).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Callable, Optional
 
+from codegen import sizes as sz
 from codegen.kernel import DivMod, Index, Kernel, Let, Reduce, Store
 from codegen.kernel_numpy import reduce_init
 from codegen.scalar import compute_dtype
@@ -67,9 +73,16 @@ class TritonKernel:
 
     name: str  # the @triton.jit function
     source: str  # the whole module: imports, helpers, the kernel
-    sizes: tuple  # ((argument name, value), ...) after the buffers
-    blocks: tuple  # ((constexpr name, value), ...)
-    grid: int  # programs to launch (0: nothing to do)
+    sizes: tuple  # ((argument name, size), ...) after the buffers (sizes may be symbolic)
+    blocks: tuple  # ((constexpr name, value), ...): symbolic kernels: the largest ones
+    grid: int  # programs to launch (0: nothing to do); symbolic kernels: see `plan`
+    params: tuple = ()  # the kernel's size symbols, arguments after `sizes`
+    # symbolic kernels: values of `params` -> (size argument values, blocks, grid)
+    plan: Optional[Callable] = None
+
+    def fits(self, numels) -> bool:
+        """Whether int32 index arithmetic covers buffers of these element counts."""
+        return all(n < INDEX_LIMIT for n in numels)
 
 
 def next_power_of_2(n: int) -> int:
@@ -81,7 +94,7 @@ def emit_kernel(kernel: Kernel, name: str, max_rblock: int = MAX_RBLOCK) -> Trit
     if getattr(kernel, "inplace", ()):
         # Reuse across stages assumes loads see inputs nothing in the kernel writes.
         raise NotImplementedError("in-place kernels (an output over an input's bytes)")
-    big = [b.name for b in kernel.buffers if b.numel >= INDEX_LIMIT]
+    big = [b.name for b in kernel.buffers if isinstance(b.numel, int) and b.numel >= INDEX_LIMIT]
     if big:
         raise NotImplementedError(f"buffers {big} need 64-bit indices (int32 is emitted)")
     if kernel.outer or kernel.accs:
@@ -96,17 +109,26 @@ def index_expr(idx: Index) -> str:
     parts = []
     for atom, c in idx.terms:
         text = atom if isinstance(atom, str) else _divmod_expr(atom)
-        parts.append(text if c == 1 else f"{c} * {text}")
-    if idx.const or not parts:
-        parts.append(str(idx.const))
+        parts.append(text if c == 1 else f"{size_expr(c)} * {text}")
+    if idx.const != 0 or not parts:
+        parts.append(size_expr(idx.const))
     return " + ".join(parts).replace("+ -", "- ")
+
+
+def size_expr(x) -> str:
+    """A size in Triton source: an int literal, or an expression of the size arguments
+    (`max`/`min` as tl.maximum/tl.minimum; only non-negative values are divided)."""
+    if isinstance(x, int):
+        return str(x)
+    text = sz.py_source(x)
+    return text.replace("max(", "tl.maximum(").replace("min(", "tl.minimum(")
 
 
 def _divmod_expr(atom: DivMod) -> str:
     text = f"({index_expr(atom.inner)})"
     if atom.div != 1:
-        text = f"({text} // {atom.div})"
-    return f"({text} % {atom.mod})" if atom.mod is not None else text
+        text = f"({text} // {size_expr(atom.div)})"
+    return f"({text} % {size_expr(atom.mod)})" if atom.mod is not None else text
 
 
 def decode(dims: tuple, linear: str) -> list[str]:
@@ -115,18 +137,22 @@ def decode(dims: tuple, linear: str) -> list[str]:
     out, stride = [], 1
     for k in range(len(dims) - 1, -1, -1):
         var, n = dims[k]
-        text = linear if stride == 1 else f"({linear} // {stride})"
+        text = linear if stride == 1 else f"({linear} // {size_expr(stride)})"
         if k > 0:
-            text = f"{text} % {n}"
+            text = f"{text} % {size_expr(n)}"
         out.append(f"{var} = {text}")
-        stride *= n
+        stride = _mul(stride, n)
     return out[::-1]
 
 
-def _numel(dims: tuple) -> int:
+def _mul(a, b):
+    return a * b if isinstance(a, int) and isinstance(b, int) else sz.norm(a * b)
+
+
+def _numel(dims: tuple):
     n = 1
     for _, size in dims:
-        n *= size
+        n = _mul(n, size)
     return n
 
 
@@ -213,6 +239,10 @@ class _Emitter:
             # per-row arithmetic on constants stays [XBLOCK, 1] (see TritonScalarOps).
             self.ops.block_shape = "[1]" if shape == "[XBLOCK]" else "[1, 1]"
             value = self.ops.const(attrs["value"], TV("", s.dtype))
+        elif s.op == "size":  # a symbolic count, from the size arguments
+            block = "[1]" if shape == "[XBLOCK]" else "[1, 1]"
+            value = TV(f"tl.full({block}, {size_expr(attrs['value'])}, {tl_dtype(s.dtype)})",
+                       s.dtype)
         else:
             args = [self.temps[a] for a in s.args]
             if s.op == "cast" and attrs["dtype"] != s.dtype:
@@ -258,7 +288,8 @@ class _PointwiseEmitter(_Emitter):
     def emit(self) -> TritonKernel:
         numels = [_numel(st.ranges) for st in self.k.stages]
         names = self.size_arg("x", numels)
-        xblock = min(next_power_of_2(max(numels, default=0)), MAX_XBLOCK)
+        static = all(isinstance(n, int) for n in numels)
+        xblock = min(next_power_of_2(max(numels, default=0)), MAX_XBLOCK) if static else None
         self.line("xindex = tl.program_id(0) * XBLOCK + tl.arange(0, XBLOCK)")
         for s, (stage, numel_name) in enumerate(zip(self.k.stages, names)):
             self.line(f"# stage {s}: [{_ranges_text(stage.ranges)}]")
@@ -271,11 +302,23 @@ class _PointwiseEmitter(_Emitter):
                 self.line(text)
             block_vars = [{v for v, _ in stage.ranges}]
             self.body(stage.body, mask, block_vars, "[XBLOCK]", 1, self._no_reduce)
+        symbols = self.k.params
         params = [b.name for b in self.k.buffers] + [n for n, _ in self.sizes] + \
-            ["XBLOCK: tl.constexpr"]
-        grid = -(-max(numels, default=0) // xblock)
+            [str(p) for p in symbols] + ["XBLOCK: tl.constexpr"]
+        if not symbols:
+            grid = -(-max(numels, default=0) // xblock)
+            return TritonKernel(self.name, self.module(params), tuple(self.sizes),
+                                (("XBLOCK", xblock),), grid)
+        evaluate = sz.evaluator([v for _, v in self.sizes], symbols)
+        n_numels = len(self.sizes)
+
+        def plan(*values):
+            args = evaluate(*values)
+            longest = max(args[:n_numels], default=0)
+            block = min(next_power_of_2(longest), MAX_XBLOCK)
+            return args, {"XBLOCK": block}, -(-longest // block)
         return TritonKernel(self.name, self.module(params), tuple(self.sizes),
-                            (("XBLOCK", xblock),), grid)
+                            (("XBLOCK", MAX_XBLOCK),), -1, symbols, plan)
 
     def _no_reduce(self, s, depth):
         raise NotImplementedError("reduce in a kernel without accumulators")
@@ -292,11 +335,13 @@ class _RowsEmitter(_Emitter):
         rows = _numel(k.outer)
         (xnumel,) = self.size_arg("x", [rows])
         ranged = [st for st in k.stages if st.ranges]
-        longest = max((_numel(st.ranges) for st in ranged), default=1)
-        persistent = longest <= self.max_rblock
+        lengths = [_numel(st.ranges) for st in ranged]
+        static = all(isinstance(n, int) for n in lengths + [rows])
+        longest = max(lengths, default=1) if static else None
+        persistent = static and longest <= self.max_rblock
         rblock = next_power_of_2(longest) if persistent else self.max_rblock
         rblock = max(rblock, 1)
-        xblock = min(next_power_of_2(rows), max(1, TILE // rblock))
+        xblock = min(next_power_of_2(rows), max(1, TILE // rblock)) if static else None
         r_names = iter(self.size_arg("r", [_numel(st.ranges) for st in ranged]))
 
         self.line("xindex = tl.program_id(0) * XBLOCK + tl.arange(0, XBLOCK)[:, None]")
@@ -340,11 +385,25 @@ class _RowsEmitter(_Emitter):
             for acc in dict.fromkeys(reduced):
                 fn = self._combiner(acc)
                 self.line(f"{acc} = {fn}({acc}, tl.reduce(_{acc}, 1, {fn}, keep_dims=True))")
+        symbols = k.params
         params = [b.name for b in k.buffers] + [n for n, _ in self.sizes] + \
-            ["XBLOCK: tl.constexpr", "RBLOCK: tl.constexpr"]
-        grid = -(-rows // xblock)
+            [str(p) for p in symbols] + ["XBLOCK: tl.constexpr", "RBLOCK: tl.constexpr"]
+        if not symbols:
+            grid = -(-rows // xblock)
+            return TritonKernel(self.name, self.module(params), tuple(self.sizes),
+                                (("XBLOCK", xblock), ("RBLOCK", rblock)), grid)
+        evaluate = sz.evaluator([v for _, v in self.sizes] + [rows] + lengths, symbols)
+        n_args, max_rblock = len(self.sizes), self.max_rblock
+
+        def plan(*values):  # looped stages: RBLOCK only as long as the longest needs
+            got = evaluate(*values)
+            n_rows, longest = got[n_args], max(got[n_args + 1:], default=1)
+            rb = max(min(next_power_of_2(longest), max_rblock), 1)
+            xb = min(next_power_of_2(n_rows), max(1, TILE // rb))
+            return got[:n_args], {"XBLOCK": xb, "RBLOCK": rb}, -(-n_rows // xb)
         return TritonKernel(self.name, self.module(params), tuple(self.sizes),
-                            (("XBLOCK", xblock), ("RBLOCK", rblock)), grid)
+                            (("XBLOCK", max(1, TILE // max_rblock)), ("RBLOCK", max_rblock)),
+                            -1, symbols, plan)
 
     def _tile_head(self, stage, rnumel: str, depth: int):
         self.line(f"mask = xmask & (rindex < {rnumel})", depth)

@@ -63,11 +63,13 @@ def load_module(name: str, source: str, interpret: bool | None = None):
 
 
 class Launcher:
-    """`launcher(*tensors)`: run the kernel on contiguous buffers (inputs, then outputs)."""
+    """`launcher(*tensors, values=())`: run the kernel on contiguous buffers (inputs, then
+    outputs); `values` are the ints of the kernel's size symbols (`params`), in order."""
 
     def __init__(self, emitted: TritonKernel, fn):
         self.emitted = emitted
         self.fn = fn
+        self.params = emitted.params
         self.sizes = [v for _, v in emitted.sizes]
         self.blocks = dict(emitted.blocks)
         self.grid = (emitted.grid,)
@@ -76,10 +78,15 @@ class Launcher:
     def source(self) -> str:
         return self.emitted.source
 
-    def __call__(self, *tensors) -> None:
-        if self.emitted.grid == 0:
-            return  # an empty iteration space: nothing to compute
-        self.fn[self.grid](*tensors, *self.sizes, **self.blocks)
+    def __call__(self, *tensors, values=()) -> None:
+        if not self.params:
+            if self.emitted.grid == 0:
+                return  # an empty iteration space: nothing to compute
+            self.fn[self.grid](*tensors, *self.sizes, **self.blocks)
+            return
+        sizes, blocks, grid = self.emitted.plan(*values)
+        if grid > 0:
+            self.fn[(grid,)](*tensors, *sizes, *values, **blocks)
 
 
 def compile_kernel(kernel: Kernel, max_rblock: int = MAX_RBLOCK) -> Launcher:
@@ -129,6 +136,7 @@ def compile_for_gpu(kernel: Kernel, max_rblock: int = MAX_RBLOCK, arch: int = 90
     module = load_module(f"k_{digest}_gpu", emitted.source, interpret=False)
     signature = {b.name: _SIGNATURE[b.dtype.short] for b in kernel.buffers}
     signature.update({name: "i32" for name, _ in emitted.sizes})
+    signature.update({str(p): "i32" for p in emitted.params})
     signature.update({name: "constexpr" for name, _ in emitted.blocks})
     source = ASTSource(getattr(module, emitted.name), signature,
                        constexprs=dict(emitted.blocks))
