@@ -25,7 +25,7 @@ from refcomp.config import resolve_options
 from refcomp.guards import TIME_EVERY
 from refcomp.reasons import CaptureError, Unsupported
 from refcomp.runtime import build_entry, fallback_entry
-from refcomp.tracer.context import MARK_ATTR, TraceContext
+from refcomp.tracer.context import MARK_ATTR, STATIC_ATTR, TraceContext
 from refcomp.tracer.frame import check_code_supported, trace
 from refcomp.tracer.modules import MODULE_TABLE
 
@@ -62,6 +62,51 @@ def mark_dynamic(t: torch.Tensor, dim) -> None:
         if not isinstance(d, int) or not -t.dim() <= d < t.dim():
             raise IndexError(f"mark_dynamic: dim {d!r} out of range for a {t.dim()}-d tensor")
     setattr(t, MARK_ATTR, set(getattr(t, MARK_ATTR, ())) | {d % t.dim() for d in dims})
+
+
+# Note [Specialised dims]: a trace with symbolic sizes can fail on a relation the IR
+# needs between a symbol and a number or another symbol (a matmul's contraction s1 vs a
+# weight's 32, broadcasting s1 against 64).  Torch guards the relation and specialises;
+# refcomp retraces with the dims of exactly the symbols the failure names kept static
+# (their TENSOR_MATCH pins the size, i.e. guards `s1 == 32`), at most _SPECIALISE_TRIES
+# traces, and says so in the entry's notes.  The other dims stay symbolic.
+_SPECIALISE_TRIES = 4
+
+
+def _pin_failed_symbols(ctx, err, pinned: dict) -> bool:
+    """Record the (source, dim)s of the size symbols named in `err` as static; False if
+    it names none (the failure is not about symbolic sizes)."""
+    import re
+
+    text = str(err).splitlines()[0].split(" at /")[0]
+    by_name = {str(sym): uses for sym, uses in ctx.sym_sources.items()}
+    named = [n for n in re.findall(r"\bs\d+\b", text) if n in by_name]
+    if not named:
+        return False
+    # One symbol per retry, the last one named: in `f32[s0,s1] @ f32[32,64]` the
+    # failing relation is on the inner dims, so s0 is tried only if pinning s1 fails.
+    for source, d in by_name[named[-1]]:
+        pinned.setdefault(source.name(), {})[d] = text
+    return True
+
+
+def maybe_mark_dynamic(t: torch.Tensor, dim) -> None:
+    """Like torch._dynamo.maybe_mark_dynamic: a hint to trace `dim` symbolically.
+
+    refcomp's `mark_dynamic` is already a hint (a dim that cannot be symbolic stays static
+    with a note, never an error), so the two do the same."""
+    mark_dynamic(t, dim)
+
+
+def mark_static(t: torch.Tensor, dim) -> None:
+    """Keep dim `dim` (an int or a list of ints) of argument tensor `t` static in every mode
+    (dynamic=True, automatic dynamic, marks); like torch._dynamo.mark_static.  The entry's
+    notes say which requested dims it kept static."""
+    dims = [dim] if isinstance(dim, int) else list(dim)
+    for d in dims:
+        if not isinstance(d, int) or not -t.dim() <= d < t.dim():
+            raise IndexError(f"mark_static: dim {d!r} out of range for a {t.dim()}-d tensor")
+    setattr(t, STATIC_ATTR, set(getattr(t, STATIC_ATTR, ())) | {d % t.dim() for d in dims})
 
 
 class CompiledFunction:
@@ -188,10 +233,21 @@ class CompiledFunction:
         size static; when that succeeds the entry is specialized and its notes say why.
         """
         start = time.perf_counter()
-        ctx = TraceContext(self.code.co_name, dynamic=bool(self.dynamic), auto_dims=auto_dims)
-        try:
-            entry = self._trace(ctx, L)
-        except Exception as err:
+        pinned: dict = {}
+        for _ in range(_SPECIALISE_TRIES):
+            ctx = TraceContext(self.code.co_name, dynamic=bool(self.dynamic),
+                               auto_dims=auto_dims, pinned=pinned)
+            try:
+                entry = self._trace(ctx, L)
+                err = None
+                if pinned:
+                    COUNTERS["dynamic_specialized"] += 1
+                break
+            except Exception as e:
+                err = e
+                if not _pin_failed_symbols(ctx, e, pinned):
+                    break
+        if err is not None:
             reason = err if isinstance(err, Unsupported) else Unsupported(
                 "RB018", f"{type(err).__name__}: {err}")
             if not isinstance(err, Unsupported):
@@ -224,7 +280,7 @@ class CompiledFunction:
     def _static_retry(self, L, reason, start):
         """The entry of a trace with marked and automatic dims static, or None if it fails
         too (then the failure was not the sizes')."""
-        ctx = TraceContext(self.code.co_name, dynamic=bool(self.dynamic), static=True)
+        ctx = TraceContext(self.code.co_name, dynamic=False, static=True)
         try:
             entry = self._trace(ctx, L)
         except Exception:

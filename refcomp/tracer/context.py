@@ -22,6 +22,7 @@ from refcomp.sources import BUFFER, MODULE, PARAM, AttrSource, ItemSource, Sourc
 from refcomp.tracer.values import VT, ConstVar, DictVar, ListVar, TensorVar, TupleVar
 
 MARK_ATTR = "_refcomp_dynamic_dims"  # set by refcomp.mark_dynamic: dims to make symbolic
+STATIC_ATTR = "_refcomp_static_dims"  # set by refcomp.mark_static: dims kept static
 
 # Immutable values whose equality is their identity for tracing purposes.
 CONSTANT_TYPES = (int, float, bool, str, type(None), complex, bytes)
@@ -50,10 +51,11 @@ def meta_like(t: torch.Tensor, requires_grad: bool) -> torch.Tensor:
 class TraceContext:
     """One capture of one frame (with everything inlined into it).
 
-    Note [Dynamic batch]: with dynamic=True, dim 0 of each contiguous argument tensor
-    (not parameters or buffers) is a size symbol; so is any dim marked with
-    `refcomp.mark_dynamic` and any dim in `auto_dims` (automatic dynamic: the cache saw
-    that size change).  Equal sizes share one symbol (duck sizing, as in torch); sizes 0
+    Note [Dynamic batch]: with dynamic=True, every dim of each contiguous argument
+    tensor (not parameters or buffers) is a size symbol; so is any dim marked with
+    `refcomp.mark_dynamic` (or `maybe_mark_dynamic`) and any dim in `auto_dims`
+    (automatic dynamic: the cache saw that size change); `refcomp.mark_static` keeps a
+    dim static in every mode.  Equal sizes share one symbol (duck sizing, as in torch); sizes 0
     and 1, non-contiguous tensors and module state stay static (a requested dim that
     stays static is said in `notes`).  Python code sees symbolic
     sizes (`x.shape[0]` is `s0`); a decision on one (`if x.shape[0] > 4`) is evaluated
@@ -68,11 +70,14 @@ class TraceContext:
     """
 
     def __init__(self, name: str = "forward", dynamic: bool = False, auto_dims=None,
-                 static: bool = False):
+                 static: bool = False, pinned=None):
         self.builder = GraphBuilder(name)
         self.dynamic = bool(dynamic)
         self.auto_dims = auto_dims or {}  # source name -> dims to make symbolic
         self.static = static  # ignore marks and auto_dims (a retry; see CompiledFunction)
+        # source name -> {dim: why}: dims a trace with them symbolic failed on (Note
+        # [Specialised dims] in refcomp/api.py), traced static now.
+        self.pinned = pinned or {}
         self.requested = False  # a marked or automatic dim became a symbol
         self.notes: list = []  # why a requested dim stayed static, which became symbolic
         self.sym_values: dict = {}  # size symbol -> the size seen while tracing
@@ -184,9 +189,20 @@ class TraceContext:
     def _dynamic_dims(self, t: torch.Tensor, source: Source) -> tuple:
         """The dims of `t` that become size symbols (See Note [Dynamic batch])."""
         marked = set(getattr(t, MARK_ATTR, ()))
+        pinned = set(getattr(t, STATIC_ATTR, ()))  # refcomp.mark_static
+        for d, why in self.pinned.get(source.name(), {}).items():
+            if d not in pinned:
+                pinned.add(d)
+                self.notes.append(f"dynamic: {source.name()}.size({d}) == {t.shape[d]} is"
+                                  f" specialised: {why}")
         auto = set(self.auto_dims.get(source.name(), ())) - marked
-        requested = set() if self.static else marked | auto
-        wanted = requested | ({0} if self.dynamic and t.dim() else set())
+        every = set(range(t.dim())) if self.dynamic else set()  # dynamic=True: every dim
+        requested = set() if self.static else (marked | auto | every) - pinned
+        for d in sorted((pinned - set(self.pinned.get(source.name(), {})))
+                        & (marked | auto | every)):
+            self.notes.append(f"dynamic: {source.name()}.size({d}) == {t.shape[d]} stays"
+                              " static (refcomp.mark_static)")
+        wanted = requested
         if not wanted:
             return ()
         why = None
@@ -208,11 +224,15 @@ class TraceContext:
                 if d in auto:
                     self.notes.append(f"automatic dynamic: {source.name()}.size({d}) is a"
                                       " symbol (its size changed since an earlier compile)")
+                elif d in marked:
+                    self.notes.append(f"dynamic: {source.name()}.size({d}) is a symbol"
+                                      " (refcomp.mark_dynamic)")
             elif d in requested and why is None:
                 self.notes.append(f"dynamic: {source.name()}.size({d}) == {t.shape[d]} stays"
                                   " static (sizes 0 and 1 are specialized, as in torch)")
-        if why is not None and requested:
-            self.notes.append(f"dynamic: {source.name()} dims {sorted(requested)} stay static:"
+        explicit = requested - every  # dynamic=True alone does not ask for module state
+        if why is not None and explicit:
+            self.notes.append(f"dynamic: {source.name()} dims {sorted(explicit)} stay static:"
                               f" {why}")
         return tuple(sorted(set(dims)))
 

@@ -246,6 +246,11 @@ def _real_device(tv):
 def tensor_getitem(ctx, tv: TensorVar, index: VT) -> VT:
     idx = _unwrap(index)
     items = list(idx) if isinstance(idx, tuple) else [idx]
+    if any(_symbolic_item(it) for it in items):
+        # A dynamic size used as an index or slice bound needs its number: specialised to
+        # the traced value with a guard (spec/guards.md, "Dynamic sizes").
+        items = [_specialised(ctx, it) for it in items]
+        idx = tuple(items) if isinstance(idx, tuple) else items[0]
     for it in items:
         if isinstance(it, TensorVar) and it.meta.dtype == torch.bool:
             raise Unsupported("RB013", "boolean-mask indexing has a data-dependent shape")
@@ -265,6 +270,20 @@ def tensor_getitem(ctx, tv: TensorVar, index: VT) -> VT:
     if view:
         out.view_root = view_root(ctx, tv, out)
     return out
+
+
+def _symbolic_item(it) -> bool:
+    if isinstance(it, slice):
+        return any(isinstance(x, sympy.Basic) for x in (it.start, it.stop, it.step))
+    return isinstance(it, sympy.Basic)
+
+
+def _specialised(ctx, it):
+    def number(x):
+        return ctx.specialize(x) if isinstance(x, sympy.Basic) else x
+    if isinstance(it, slice):
+        return slice(number(it.start), number(it.stop), number(it.step))
+    return number(it)
 
 
 def _expand_ellipsis(items, rank):

@@ -73,7 +73,7 @@ def test_a_dtype_change_is_not_a_size_change():
     assert [input_types(e) for e in cf.cache.entries] == [["f32[4]"], ["f64[4]"], ["f64[s0]"]]
 
 
-def test_dynamic_false_specializes_every_size_and_true_keeps_dim_0():
+def test_dynamic_false_specializes_every_size_and_true_makes_every_dim_symbolic():
     fixed = refcomp.compile(affine, backend="eager", dynamic=False)
     batch = refcomp.compile(affine, backend="eager", dynamic=True)
     b = torch.randn(5)
@@ -84,7 +84,11 @@ def test_dynamic_false_specializes_every_size_and_true_keeps_dim_0():
     assert [input_types(e)[0] for e in fixed.cache.entries] == ["f32[8,5]", "f32[16,5]",
                                                                  "f32[32,5]"]
     (entry,) = batch.cache.entries
-    assert input_types(entry)[0] == "f32[s0,5]" and entry.hits == 2
+    # Every dim is a symbol; x's dim 1 and b's dim 0 are both 5: one symbol (duck sizing),
+    # and the guard says so.
+    assert input_types(entry) == ["f32[s0,s1]", "f32[s1]"] and entry.hits == 2
+    assert "L['x'].size(1) == L['b'].size(0) >= 2" in "\n".join(
+        g.describe() for g in entry.guards.guards)
     assert "automatic_dynamic_dims" not in COUNTERS
 
 
@@ -138,11 +142,12 @@ def test_mark_dynamic_where_an_op_needs_a_number_specializes_with_a_note():
     assert got[1] == want[1] == 16
     (entry,) = cf.cache.entries
     assert entry.graph is not None and input_types(entry) == ["f32[4,8]", "f32[8,6]"]
-    assert entry.notes[0].startswith("dynamic: sizes kept static, as the trace with symbolic"
-                                     " sizes failed: [RB013]")
+    # Note [Specialised dims]: exactly the dim the contraction needed is specialised.
+    assert entry.notes[0].startswith("dynamic: L['x'].size(1) == 8 is specialised: [RB013]")
+    assert "matmul contraction sizes differ: f32[4,s0] @ f32[8,6]" in entry.notes[0]
     assert COUNTERS["dynamic_specialized"] == 1 and "fallbacks" not in COUNTERS
     report = refcomp.explain(attention, x, w, backend="eager")
-    assert any("sizes kept static" in n for n in report.notes)
+    assert any("is specialised" in n for n in report.notes)
 
 
 def test_mark_dynamic_on_sizes_it_cannot_keep_symbolic_says_why():

@@ -1,0 +1,49 @@
+"""Serving loops over many sizes (issue 16): under dynamic=True one graph serves every size
+and no kernel is compiled after the first call (Note [Runtime sizes] in codegen/kernel.py);
+under dynamic=None automatic dynamic needs at most two graphs.  Results equal eager."""
+
+import pytest
+import torch
+
+import refcomp
+from codegen import stats as codegen_stats
+
+BATCHES = list(range(2, 32))  # 30 batch sizes
+PAIRS = [(2 + i % 5, 3 + i) for i in range(30)]  # 30 (batch, sequence) pairs
+
+
+def _models():
+    torch.manual_seed(0)
+    mlp = torch.nn.Sequential(torch.nn.Linear(16, 32), torch.nn.GELU(),
+                              torch.nn.Linear(32, 8)).eval()
+    enc = torch.nn.TransformerEncoderLayer(16, 2, 32, dropout=0.0, batch_first=True).eval()
+    return {"mlp": (mlp, [(b, 16) for b in BATCHES]),
+            "encoder": (enc, [(b, s, 16) for b, s in PAIRS])}
+
+
+def _serve(model, shapes, dynamic):
+    refcomp.reset()
+    compiled = refcomp.compile(model, backend="llvm", dynamic=dynamic)
+    kernels = []
+    with torch.no_grad():
+        for shape in shapes:
+            x = torch.randn(*shape)
+            torch.testing.assert_close(compiled(x), model(x), rtol=1e-4, atol=1e-4)
+            kernels.append(codegen_stats.snapshot()["kernels_compiled"])
+    return refcomp.stats()["counters"], kernels
+
+
+@pytest.mark.parametrize("name", ["mlp", "encoder"])
+def test_dynamic_true_serves_every_size_with_one_graph_and_no_new_kernel(name):
+    model, shapes = _models()[name]
+    counters, kernels = _serve(model, shapes, True)
+    assert counters["graphs"] == 1
+    assert kernels[0] > 0 and kernels[-1] == kernels[0]  # nothing compiled after call 1
+
+
+@pytest.mark.parametrize("name", ["mlp", "encoder"])
+def test_automatic_dynamic_serves_every_size_with_at_most_two_graphs(name):
+    model, shapes = _models()[name]
+    counters, kernels = _serve(model, shapes, None)
+    assert counters["graphs"] <= 2
+    assert kernels[-1] == kernels[1]  # the second graph's kernels serve every later size
