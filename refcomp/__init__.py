@@ -10,6 +10,7 @@ imports ir/ and codegen/, never the other way round.  Spec: spec/architecture.md
 from refcomp.api import (
     compile,
     disable,
+    guard_profile,
     mark_dynamic,
     mark_static,
     maybe_mark_dynamic,
@@ -20,7 +21,8 @@ from refcomp.config import default_backend
 from refcomp.explain import explain
 from refcomp.logs import set_logs
 from refcomp.reasons import REASONS, CaptureError, Unsupported
+from refcomp.stance import RecompileError, set_stance
 
-__all__ = ["REASONS", "CaptureError", "Unsupported", "compile", "default_backend", "disable",
-           "explain", "mark_dynamic", "mark_static", "maybe_mark_dynamic", "reset", "set_logs",
-           "stats"]
+__all__ = ["REASONS", "CaptureError", "RecompileError", "Unsupported", "compile",
+           "default_backend", "disable", "explain", "guard_profile", "mark_dynamic",
+           "mark_static", "maybe_mark_dynamic", "reset", "set_logs", "set_stance", "stats"]

@@ -19,12 +19,13 @@ import torch
 import codegen.stats as codegen_stats
 from codegen.backends import get_backend
 from refcomp import cache as cache_mod
-from refcomp import logs, resume
+from refcomp import global_state, logs, resume, stance
 from refcomp.cache import CALLS, COUNTERS, FrameCache, cache_for, config_key
 from refcomp.config import resolve_options
 from refcomp.guards import TIME_EVERY
 from refcomp.reasons import CaptureError, Unsupported
 from refcomp.runtime import build_entry, fallback_entry
+from refcomp.stance import FORCE_EAGER, RecompileError
 from refcomp.tracer.context import MARK_ATTR, STATIC_ATTR, TraceContext
 from refcomp.tracer.frame import check_code_supported, trace
 from refcomp.tracer.modules import MODULE_TABLE
@@ -155,7 +156,7 @@ class CompiledFunction:
         if self.bound_self is not None:
             args = (self.bound_self,) + args
         fn = self.fn
-        if getattr(fn, _DISABLED, False):
+        if getattr(fn, _DISABLED, False) or FORCE_EAGER[0]:  # set_stance("force_eager")
             return fn(*args, **kwargs)
         if kwargs or len(args) != self.n_positional:
             L = self._bind(args, kwargs)
@@ -198,11 +199,24 @@ class CompiledFunction:
 
     def _miss(self, cache, L, G, C, B):
         COUNTERS["misses"] += 1
+        limit = self.options["cache_size_limit"]
         if cache.entries:
             cache.explain_miss(L, G, C, B)
+            miss = cache.history[-1]
+            now = stance.current()
+            if now == "fail_on_recompile":
+                miss.outcome = "error: set_stance('fail_on_recompile')"
+                raise RecompileError(f"refcomp: {self.code.co_name} ({self.code.co_filename}:"
+                                     f"{self.code.co_firstlineno}) would recompile under"
+                                     f" set_stance('fail_on_recompile'): {miss}")
+            if now == "eager_on_recompile":
+                miss.outcome = "eager: set_stance('eager_on_recompile')"
+                COUNTERS["stance_eager"] += 1
+                return None, None
+            miss.outcome = "eager: cache_size_limit" if len(cache.entries) >= limit \
+                else "recompiled"
             if self.dynamic is None:
                 cache.grow_dynamic(L, G, C, B)
-        limit = self.options["cache_size_limit"]
         logs.recompile(cache, limit)  # REFCOMP_LOGS=recompiles: failed guards, limit hits
         if len(cache.entries) >= limit:
             cache.warn_limit(limit)
@@ -233,6 +247,16 @@ class CompiledFunction:
         size static; when that succeeds the entry is specialized and its notes say why.
         """
         start = time.perf_counter()
+        state = global_state.snapshot()
+        why = global_state.eager_reason(state)
+        if why is not None:  # See Note [Global state]: run eagerly, guarded by the state
+            ctx = TraceContext(self.code.co_name, dynamic=bool(self.dynamic))
+            reason = Unsupported("RB021", why)
+            reason.locate(self.code.co_filename, self.code.co_firstlineno, "<frame>")
+            COUNTERS["global_state_eager"] += 1
+            entry = fallback_entry(ctx, reason, self._filter(list(ctx.guards.values())))
+            entry.compile_time_s = time.perf_counter() - start
+            return entry
         pinned: dict = {}
         for _ in range(_SPECIALISE_TRIES):
             ctx = TraceContext(self.code.co_name, dynamic=bool(self.dynamic),
@@ -338,7 +362,24 @@ class OptimizedModule(torch.nn.Module):
         mod = self._orig_mod
         if mod._forward_hooks or mod._forward_pre_hooks or mod._backward_hooks:
             return mod(*args, **kwargs)  # hooks run eagerly with the module (spec/tracer.md)
+        override = mod.__dict__.get("forward")
+        if override is not None:  # an instance-level forward: what mod(...) would run
+            return self._compile_override(override)(*args, **kwargs)
         return self._compiled_forward(mod, *args, **kwargs)
+
+    def _compile_override(self, override):
+        """A CompiledFunction of an instance-level `forward` (one per function object);
+        a callable that is not a Python function runs as it is."""
+        held = self.__dict__.get("_override")
+        if held is None or held[0] is not override:
+            cf = self._compiled_forward
+            try:
+                compiled = CompiledFunction(override, cf.backend, cf.fullgraph, cf.options,
+                                            dynamic=cf.dynamic)
+            except TypeError:
+                compiled = override
+            held = self.__dict__["_override"] = (override, compiled)
+        return held[1]
 
     def state_dict(self, *args, **kwargs):
         return self._orig_mod.state_dict(*args, **kwargs)
@@ -372,15 +413,18 @@ def reset() -> None:
 
 def stats() -> dict:
     """Counters plus, per cached code object, each entry's hits, guard time and failures."""
-    frames = {}
+    frames, recompiles = {}, {}
     for cache in cache_mod.all_caches().values():
         code = cache.code
         name = f"{code.co_name} ({code.co_filename}:{code.co_firstlineno})"
         while name in frames:  # the same function compiled with another configuration
             name += "'"
         frames[name] = [entry_stats(e) for e in cache.entries]
+        if cache.history:
+            recompiles[name] = [str(m) for m in cache.history]
     # Kernels, extern calls and fallbacks are counted where they happen, in codegen/.
-    return {"counters": cache_mod.counters(), "codegen": codegen_stats.snapshot(), "frames": frames}
+    return {"counters": cache_mod.counters(), "codegen": codegen_stats.snapshot(),
+            "frames": frames, "recompiles": recompiles}
 
 
 def entry_stats(e) -> dict:
@@ -391,4 +435,23 @@ def entry_stats(e) -> dict:
             "guard_failures": {g.describe(): g.failures for g in gs.guards if g.failures},
             "reason": e.reason.message() if e.reason is not None else None,
             "symbolic_inputs": [str(v.type) for v in e.graph.inputs if not v.type.is_static]
-            if e.graph is not None else [], "notes": list(e.notes)}
+            if e.graph is not None else [], "notes": list(e.notes),
+            "guard_profile": gs.profile()}
+
+
+def guard_profile() -> str:
+    """Per guard of every cached entry: checks, failures and sampled time, as a table.
+
+    `print(refcomp.guard_profile())`; the same rows are each entry's "guard_profile" in
+    `stats()`.  See Note [Guard profile] (refcomp/guards.py) for what is exact (checks,
+    failures) and what is sampled (time).
+    """
+    lines = []
+    for frame, entries in stats()["frames"].items():
+        for i, e in enumerate(entries):
+            lines.append(f"{frame} entry {i}: {e['guard_checks']} checks, {e['hits']} hits")
+            lines.append(f"  {'checks':>8} {'fails':>6} {'us':>7}  kind: guard")
+            for row in e["guard_profile"]:
+                lines.append(f"  {row['checks']:>8} {row['failures']:>6}"
+                             f" {row['time_us']:>7.3f}  {row['kind']}: {row['guard']}")
+    return "\n".join(lines) if lines else "(no compiled entries)"

@@ -18,11 +18,14 @@ import threading
 import warnings
 import weakref
 from collections import Counter
+from dataclasses import dataclass
 
 import torch
 
 from refcomp import logs
 from refcomp.guards import TIME_EVERY
+
+HISTORY_LIMIT = 100  # misses kept per frame (the oldest are dropped, and counted)
 
 COUNTERS: Counter = Counter()
 # Note [Per-call counters]: the counters every call bumps are a plain dict: an item
@@ -33,13 +36,30 @@ _CACHES: dict = {}  # (code object, config key) -> FrameCache
 _CACHES_LOCK = threading.Lock()
 
 
+@dataclass
+class Miss:
+    """One miss of a frame: each entry's failing guards (expected and actual), and what
+    the call did about it (`outcome`: "recompiled", "eager: cache_size_limit"...)."""
+
+    number: int  # the frame's miss count at this miss (1-based)
+    failures: list  # [(entry index, [guards.Failure, ...])]
+    outcome: str = ""
+
+    def __str__(self):
+        parts = [f"entry {i}: " + ("; ".join(str(f) for f in failed) or "(nothing named)")
+                 for i, failed in self.failures]
+        return f"miss {self.number} ({self.outcome}): " + " | ".join(parts)
+
+
 class FrameCache:
     def __init__(self, code):
         self.code = code
         self.entries: list = []  # replaced, never mutated in place (lock-free readers)
         self.lock = threading.RLock()
         self.warned = False
-        self.miss_reasons: list = []  # (entry index, [failing guard descriptions])
+        self.miss_reasons: list = []  # last miss: (entry index, [failing guard, expected])
+        self.history: list = []  # Miss records, oldest first (at most HISTORY_LIMIT)
+        self.misses = 0
         self.auto_dims: dict = {}  # source name -> dims whose size changed (dynamic=None)
         self.retired = False  # reset() dropped this cache: holders fetch a new one
 
@@ -77,13 +97,16 @@ class FrameCache:
         return drop
 
     def explain_miss(self, L, G, C, B) -> list:
-        """Slow path: the failing guards of every entry, readable (counts each failure)."""
-        reasons = []
-        for i, entry in enumerate(self.entries):
-            failed = entry.guards.failures(L, G, C, B)
-            reasons.append((i, failed))
-        self.miss_reasons = reasons
-        return reasons
+        """Slow path: the failing guards of every entry, readable (counts each failure);
+        the miss joins the frame's history (its outcome is set by the caller)."""
+        failures = [(i, entry.guards.explain(L, G, C, B))
+                    for i, entry in enumerate(self.entries)]
+        self.miss_reasons = [(i, [f.expected for f in failed]) for i, failed in failures]
+        self.misses += 1
+        self.history.append(Miss(self.misses, failures))
+        if len(self.history) > HISTORY_LIMIT:
+            del self.history[0]
+        return self.miss_reasons
 
     def grow_dynamic(self, L, G, C, B) -> None:
         """Automatic dynamic: remember each argument dim whose size alone made an entry miss,
@@ -101,12 +124,44 @@ class FrameCache:
         if self.warned:
             return
         self.warned = True
-        counts = Counter(r for _, failed in self.miss_reasons for r in failed)
-        worst = counts.most_common(1)[0][0] if counts else "unknown"
-        warnings.warn(f"refcomp: {self.code.co_name} ({self.code.co_filename}:"
-                      f"{self.code.co_firstlineno}) hit cache_size_limit={limit}; calls that"
-                      f" match no entry now run eagerly. Guard that kept failing: {worst}",
-                      RuntimeWarning, stacklevel=4)
+        warnings.warn(limit_message(self, limit), RuntimeWarning, stacklevel=4)
+
+
+def limit_message(cache: FrameCache, limit: int) -> str:
+    """The cache_size_limit warning: the user's function and line, the guard that kept
+    failing (expected and the latest actual value), and what would avoid the recompiles."""
+    latest: dict = {}
+    counts: Counter = Counter()
+    for miss in cache.history:
+        for _, failed in miss.failures:
+            for f in failed:
+                counts[f.expected] += 1
+                latest[f.expected] = f
+    code = cache.code
+    text = (f"refcomp: {code.co_name} ({code.co_filename}:{code.co_firstlineno}) hit"
+            f" cache_size_limit={limit} after {cache.misses} miss(es); calls that match no"
+            " entry now run eagerly.")
+    if not counts:
+        return text + f" Raise it with options={{'cache_size_limit': {2 * limit}}}."
+    worst = latest[counts.most_common(1)[0][0]]
+    return (f"{text} Guard that kept failing: {worst.expected} (last actual: {worst.actual})."
+            f" {_suggestion(worst, limit)}")
+
+
+def _suggestion(failure, limit: int) -> str:
+    from refcomp.guards import EQUALS_MATCH, TENSOR_MATCH
+
+    g = failure.guard
+    raise_it = (f"or raise the limit with options={{'cache_size_limit': {2 * limit}}}, or"
+                " refcomp.set_stance('eager_on_recompile')")
+    if g is not None and g.kind == TENSOR_MATCH and ".shape[" in failure.expected:
+        return (f"Its size changes between calls: refcomp.mark_dynamic({g.name}, dim) or"
+                f" compile with dynamic=True, {raise_it}.")
+    if g is not None and g.kind == EQUALS_MATCH and isinstance(g.expected, (int, float)) \
+            and not isinstance(g.expected, bool):
+        return (f"{g.name} is a Python number baked into each graph: pass it as a tensor"
+                f" (torch.tensor(...)) if its value changes between calls, {raise_it}.")
+    return f"Keep that fact stable between calls, {raise_it}."
 
 
 def cache_for(code, private=None, config: str = "") -> FrameCache:

@@ -1,8 +1,12 @@
 """Guards: the facts a trace relied on, compiled into one generated Python function.
 
-Owns: guard kinds (CAPS, after torch._dynamo), `Guard`, readable descriptions and
-`GuardSet`, which generates one check function per set and a slow path naming
-each failing guard.  Must not know bytecode.  Spec: spec/guards.md.
+Owns: `GuardSet`, which generates one check function per set (loading each source
+once, tensors checked by torch's C++ checker), its slow path naming each failing
+guard with expected and actual values, and its profile (per-guard checks, failures,
+sampled time).  The kinds themselves — what each checks, how it is emitted,
+described and explained — are records in refcomp/guard_kinds.py; their names are
+re-exported here (`guards.TENSOR_MATCH`...).  Must not know bytecode.  Spec:
+spec/guards.md.
 
 The generated function `check(L, G, C, B)` (locals, globals, closure cells,
 builtins) returns the tuple of graph-input tensors when every guard holds and
@@ -19,6 +23,16 @@ Note [Names are data]: user strings (local, global and attribute names, dict
 keys) never appear in generated source; they are constants bound in the
 function's namespace (`_k0`, `_k1`...).  Expected values (dtypes, shapes, ids) are
 bound the same way.  Only fixed, refcomp-written text becomes code.
+
+Note [Guard profile]: each condition of the generated check is one line
+`if not (cond): _F[i] += 1; return None`, so the count of failures per line is
+exact and costs nothing while guards pass.  A line is one guard, or all tensors of
+the C++ check.  Line i was evaluated on every passing check and on every check
+that failed at a line j >= i, so per-line check counts follow from the set's
+`calls` and the failure counts.  Time per line is sampled: on the first timed
+check and then one in PROFILE_EVERY of them (Note [Sampled guard time]), an
+instrumented copy of the check (a clock read after each line, the clock's own cost
+subtracted) runs once more on the same arguments.
 """
 
 from __future__ import annotations
@@ -29,22 +43,28 @@ from typing import Any, Optional
 
 import torch
 
+from refcomp.guard_kinds import (  # noqa: F401 - re-exported kind names
+    DEFAULT_DTYPE,
+    DICT_KEYS,
+    EQUALS_MATCH,
+    GLOBAL_STATE,
+    GRAD_MODE,
+    GUARD_KINDS,
+    ID_MATCH,
+    KINDS,
+    LENGTH_CHECK,
+    NO_ALIASING,
+    NOT_IN_DICT,
+    SHAPE_ENV,
+    TENSOR_MATCH,
+    TENSOR_VERSION,
+    TYPE_MATCH,
+    Guard,
+)
 from refcomp.sources import Source
 
-TENSOR_MATCH = "TENSOR_MATCH"  # type, dtype, device, shape, strides, requires_grad
-ID_MATCH = "ID_MATCH"  # the very same object (modules, functions, globals)
-EQUALS_MATCH = "EQUALS_MATCH"  # type and value of a constant (int, float, str, None...)
-TYPE_MATCH = "TYPE_MATCH"  # exact type (objects whose attributes are guarded one by one)
-LENGTH_CHECK = "LENGTH_CHECK"  # type and length of a list/tuple
-DICT_KEYS = "DICT_KEYS"  # type and key order of a dict
-GRAD_MODE = "GRAD_MODE"  # torch.is_grad_enabled()
-DEFAULT_DTYPE = "DEFAULT_DTYPE"  # torch.get_default_dtype()
-NO_ALIASING = "NO_ALIASING"  # tensors that the graph mutates share no storage
-SHAPE_ENV = "SHAPE_ENV"  # dynamic sizes: equalities (duck sizing), >= 2, decided relations
-TENSOR_VERSION = "TENSOR_VERSION"  # a frozen tensor: same object, not modified in place
 TIME_EVERY = 64  # guard checks per timed one (See Note [Sampled guard time])
-GUARD_KINDS = (TENSOR_MATCH, ID_MATCH, EQUALS_MATCH, TYPE_MATCH, LENGTH_CHECK, DICT_KEYS,
-               GRAD_MODE, DEFAULT_DTYPE, NO_ALIASING, SHAPE_ENV, TENSOR_VERSION)
+PROFILE_EVERY = 8  # timed checks per instrumented one (See Note [Guard profile])
 
 
 @dataclass(frozen=True)
@@ -69,82 +89,15 @@ def tensor_facts(t: torch.Tensor, dynamic_dims=()) -> TensorFacts:
     return TensorFacts(type(t), t.dtype, t.device, shape, stride, bool(t.requires_grad))
 
 
-@dataclass
-class Guard:
-    """One fact.  `source` is None for global-state guards; `expected` is plain data."""
-
-    kind: str
-    source: Optional[Source]
-    expected: Any
-    sources: tuple = ()  # NO_ALIASING: the tensors that must not overlap
-    failures: int = 0
-
-    @property
-    def name(self) -> str:
-        return self.source.name() if self.source is not None else "<global state>"
-
-    def describe(self) -> str:
-        s, e = self.name, self.expected
-        if self.kind == TENSOR_MATCH:
-            return (f"{s}: {e.type.__name__} {e.dtype} on {e.device}, shape {list(e.shape)},"
-                    f" stride {list(e.stride)}, requires_grad={e.requires_grad}")
-        if self.kind == ID_MATCH:
-            return f"{s} is the same object ({e[1]})"
-        if self.kind == EQUALS_MATCH:
-            return f"{s} == {e!r}"
-        if self.kind == TYPE_MATCH:
-            return f"type({s}) is {e.__qualname__}"
-        if self.kind == LENGTH_CHECK:
-            return f"type({s}) is {e[0].__name__} and len({s}) == {e[1]}"
-        if self.kind == DICT_KEYS:
-            return f"list({s}.keys()) == {list(e)!r}"
-        if self.kind == GRAD_MODE:
-            return f"torch.is_grad_enabled() == {e}"
-        if self.kind == DEFAULT_DTYPE:
-            return f"torch.get_default_dtype() == {e}"
-        if self.kind == NO_ALIASING:
-            return "no storage shared among " + ", ".join(x.name() for x in self.sources)
-        if self.kind == SHAPE_ENV:
-            return e[0]
-        if self.kind == TENSOR_VERSION:
-            return f"{s} is the frozen tensor and {s}._version == {e[1]}"
-        return f"{self.kind} {s}"
-
-    def failure_reason(self, value) -> str:
-        """Why this guard fails for `value` (readable, like `L['x'].shape[0] == 8`)."""
-        s, e = self.name, self.expected
-        if self.kind == TENSOR_VERSION:
-            if id(value) != e[0]:
-                return f"{s} is the frozen tensor (it was replaced)"
-            return f"{s}._version == {e[1]}"
-        if self.kind != TENSOR_MATCH:
-            return self.describe()
-        if type(value) is not e.type:
-            return f"type({s}) is {e.type.__name__}"
-        if value.dtype != e.dtype:
-            return f"{s}.dtype == {e.dtype}"
-        if value.device != e.device:
-            return f"{s}.device == {e.device}"
-        if value.dim() != len(e.shape):
-            return f"{s}.dim() == {len(e.shape)}"
-        for i, (got, want) in enumerate(zip(value.shape, e.shape)):
-            if want is not None and got != want:
-                return f"{s}.shape[{i}] == {want}"
-        if None in e.shape and not value.is_contiguous():
-            return f"{s}.is_contiguous()"
-        if any(w is not None and got != w for got, w in zip(value.stride(), e.stride)):
-            return f"{s}.stride() == {e.stride}"
-        return f"{s}.requires_grad == {e.requires_grad}"
-
-    def changed_dims(self, value) -> tuple:
-        """TENSOR_MATCH: the static dims whose size alone differs in `value` (same type,
-        dtype, device and rank); what automatic dynamic makes symbolic.  Else ()."""
-        e = self.expected
-        if (self.kind != TENSOR_MATCH or type(value) is not e.type or value.dtype != e.dtype
-                or value.device != e.device or value.dim() != len(e.shape)):
-            return ()
-        return tuple(i for i, (got, want) in enumerate(zip(value.shape, e.shape))
-                     if want is not None and got != want)
+def changed_dims(g: Guard, value) -> tuple:
+    """TENSOR_MATCH: the static dims whose size alone differs in `value` (same type, dtype,
+    device and rank); what automatic dynamic makes symbolic.  Else ()."""
+    e = g.expected
+    if (g.kind != TENSOR_MATCH or type(value) is not e.type or value.dtype != e.dtype
+            or value.device != e.device or value.dim() != len(e.shape)):
+        return ()
+    return tuple(i for i, (got, want) in enumerate(zip(value.shape, e.shape))
+                 if want is not None and got != want)
 
 
 def pinned_contiguous(guards: list, sources: list) -> tuple:
@@ -177,12 +130,17 @@ def _is_contiguous(shape: tuple, stride: tuple) -> bool:
 
 
 class _Codegen:
-    """Builds the text of one check function; see Note [Names are data]."""
+    """Builds the text of one check function; see Note [Names are data].
+
+    `lines` holds ("load", text) and ("require", condition, line index) items;
+    `line_guards[i]` are the guards of require line i (Note [Guard profile]).
+    """
 
     def __init__(self):
         self.namespace: dict = {"_id": id, "_type": type}
-        self.lines: list[str] = []
+        self.lines: list = []
         self.loaded: dict = {}  # source name -> local variable
+        self.line_guards: list = []
 
     def const(self, value) -> str:
         name = f"_k{len(self.namespace)}"
@@ -194,12 +152,47 @@ class _Codegen:
         if key not in self.loaded:
             expr = source.expr(self)
             var = f"v{len(self.loaded)}"
-            self.lines.append(f"{var} = {expr}")
+            self.lines.append(("load", f"{var} = {expr}"))
             self.loaded[key] = var
         return self.loaded[key]
 
-    def require(self, condition: str) -> None:
-        self.lines.append(f"if not ({condition}): return None")
+    def require(self, condition: str, guards: list) -> None:
+        self.lines.append(("require", condition, len(self.line_guards)))
+        self.line_guards.append(list(guards))
+
+    def emit(self, g: Guard) -> None:
+        self.require(KINDS[g.kind].emit(self, g), [g])
+
+    def function(self, body_end: list, profiled: bool) -> str:
+        """`make(constants...) -> check`: the plain check, or (profiled) its instrumented
+        copy that adds each line's time to _T (Note [Guard profile])."""
+        body = []
+        if profiled:
+            body.append("_t = _now()")
+        for item in self.lines:
+            if item[0] == "load":
+                body.append(item[1])
+            elif profiled:
+                body.append(f"_c = {item[1]}")
+                body.append(f"_n = _now(); _T[{item[2]}] += _n - _t; _t = _n")
+                body.append("if not _c: return None")
+            else:
+                body.append(f"if not ({item[1]}): _F[{item[2]}] += 1; return None")
+        body += body_end
+        extra = ("_T", "_now") if profiled else ("_F",)
+        names = sorted(list(self.namespace) + list(extra))
+        fail = "return None" if profiled else "_F[-1] += 1; return None"
+        # Constants are the closure of `check` (LOAD_DEREF), cheaper than globals.
+        text = f"def make({', '.join(names)}):\n    def check(L, G, C, B):\n        try:\n"
+        text += "".join(f"            {line}\n" for line in body)
+        text += f"        except Exception:\n            {fail}\n    return check\n"
+        return text
+
+    def build(self, text: str, **extra):
+        namespace: dict = {}
+        exec(compile(text, "<refcomp guards>", "exec"), namespace)
+        consts = dict(self.namespace, **extra)
+        return namespace["make"](*(consts[n] for n in sorted(consts)))
 
 
 try:  # torch's C++ tensor checker (what Dynamo used before its guard manager)
@@ -221,7 +214,7 @@ def _emit_tensors(cg: _Codegen, tensor_guards: list, examples: list) -> None:
         seen, fast, fast_examples = set(), [], []
         for g, t in zip(tensor_guards, examples):
             if id(t) in seen:
-                _emit(cg, g)
+                cg.emit(g)
             else:
                 seen.add(id(t))
                 fast.append(g)
@@ -236,59 +229,13 @@ def _emit_tensors(cg: _Codegen, tensor_guards: list, examples: list) -> None:
                                                        tensor_guards])
         # The C++ check covers the exact Python type (Tensor vs Parameter), dispatch keys,
         # dtype, device, sizes, strides and requires_grad.
-        cg.require(f"{cg.const(checker.check)}({', '.join(loaded)})")
+        cg.require(f"{cg.const(checker.check)}({', '.join(loaded)})", tensor_guards)
         for v, g in zip(loaded, tensor_guards):
             if None in g.expected.stride:  # unchecked strides: contiguity pins them
-                cg.require(f"{v}.is_contiguous()")
+                cg.require(f"{v}.is_contiguous()", [g])
         return
-    for v, g in zip(loaded, tensor_guards):
-        _emit(cg, g)
-
-
-def _emit(cg: _Codegen, g: Guard) -> None:
-    e = g.expected
-    if g.kind == GRAD_MODE:
-        cg.require(f"{cg.const(torch.is_grad_enabled)}() is {cg.const(e)}")
-        return
-    if g.kind == DEFAULT_DTYPE:
-        cg.require(f"{cg.const(torch.get_default_dtype)}() is {cg.const(e)}")
-        return
-    if g.kind == SHAPE_ENV:
-        # e = (text, callable over sizes, [(source, dim) per size argument])
-        sizes = [f"{cg.load(src)}.shape[{dim}]" for src, dim in e[2]]
-        cg.require(f"{cg.const(e[1])}({', '.join(sizes)})")
-        return
-    if g.kind == NO_ALIASING:
-        ptrs = [f"{cg.load(s)}.untyped_storage().data_ptr()" for s in g.sources]
-        cg.require(f"len({{{', '.join(ptrs)}}}) == {len(ptrs)}")
-        return
-    v = cg.load(g.source)
-    if g.kind == TENSOR_MATCH:
-        conds = [f"_type({v}) is {cg.const(e.type)}", f"{v}.dtype is {cg.const(e.dtype)}"]
-        if None in e.shape:  # dynamic dims: static dims and contiguity pin the strides
-            conds.append(f"{v}.dim() == {len(e.shape)}")
-            conds += [f"{v}.shape[{i}] == {d}" for i, d in enumerate(e.shape) if d is not None]
-            conds.append(f"{v}.is_contiguous()")
-        else:
-            conds.append(f"{v}.shape == {cg.const(e.shape)}")
-            conds.append(f"{v}.stride() == {cg.const(e.stride)}")
-        conds.append(f"{v}.device == {cg.const(e.device)}")
-        conds.append(f"{v}.requires_grad is {cg.const(e.requires_grad)}")
-        cg.require(" and ".join(conds))
-    elif g.kind == ID_MATCH:
-        cg.require(f"_id({v}) == {cg.const(e[0])}")
-    elif g.kind == TENSOR_VERSION:  # bumped by every in-place op (optimizer.step(), copy_)
-        cg.require(f"_id({v}) == {cg.const(e[0])} and {v}._version == {cg.const(e[1])}")
-    elif g.kind == EQUALS_MATCH:
-        cg.require(f"_type({v}) is {cg.const(type(e))} and {v} == {cg.const(e)}")
-    elif g.kind == TYPE_MATCH:
-        cg.require(f"_type({v}) is {cg.const(e)}")
-    elif g.kind == LENGTH_CHECK:
-        cg.require(f"_type({v}) is {cg.const(e[0])} and len({v}) == {cg.const(e[1])}")
-    elif g.kind == DICT_KEYS:
-        cg.require(f"_type({v}) is dict and list({v}) == {cg.const(list(e))}")
-    else:
-        raise ValueError(f"unknown guard kind {g.kind!r}")
+    for g in tensor_guards:
+        cg.emit(g)
 
 
 @dataclass
@@ -311,20 +258,21 @@ class GuardSet:
         tensor_guards = [g for g in self.guards if g.kind == TENSOR_MATCH]
         for g in self.guards:
             if g.kind != TENSOR_MATCH:
-                _emit(cg, g)
+                cg.emit(g)
         _emit_tensors(cg, tensor_guards, self.examples)
         self.examples = None
         outs = [cg.load(s) for s in self.input_sources]
-        body = cg.lines + [f"return ({', '.join(outs)}{',' if len(outs) == 1 else ''})"]
-        # Constants are the closure of `check` (LOAD_DEREF), cheaper than globals.
-        names = sorted(cg.namespace)
-        text = f"def make({', '.join(names)}):\n    def check(L, G, C, B):\n        try:\n"
-        text += "".join(f"            {line}\n" for line in body)
-        text += "        except Exception:\n            return None\n    return check\n"
-        self.source_code = text
-        namespace: dict = {}
-        exec(compile(text, "<refcomp guards>", "exec"), namespace)
-        self.check = namespace["make"](*(cg.namespace[n] for n in names))
+        ret = [f"return ({', '.join(outs)}{',' if len(outs) == 1 else ''})"]
+        self.line_guards = cg.line_guards
+        # Per require line, failures; the last slot counts exceptions (a source that
+        # could not be read): Note [Guard profile].
+        self.line_failures = [0] * (len(cg.line_guards) + 1)
+        self.line_time_ns = [0] * len(cg.line_guards)
+        self.profiled = 0
+        self.source_code = cg.function(ret, profiled=False)
+        self.check = cg.build(self.source_code, _F=self.line_failures)
+        self._codegen, self._ret = cg, ret  # the instrumented copy is built on first use
+        self._profiled_check = None
 
     def timed_check(self, L, G, C, B):
         """`check`, timed: the cache lookup calls it for the first check and one in
@@ -339,19 +287,64 @@ class GuardSet:
         out = self.check(L, G, C, B)
         self.time_ns += time.perf_counter_ns() - start
         self.timed += 1
+        if self.timed % PROFILE_EVERY == 1:
+            self._profile_once(L, G, C, B)
         return out
+
+    def _profile_once(self, L, G, C, B) -> None:
+        """One instrumented check: adds each line's time (Note [Guard profile])."""
+        if self._profiled_check is None:
+            cg = self._codegen
+            self._raw_times = [0] * len(self.line_guards)
+            self._profiled_check = cg.build(cg.function(self._ret, profiled=True),
+                                            _T=self._raw_times, _now=time.perf_counter_ns)
+        raw = self._raw_times
+        for i in range(len(raw)):
+            raw[i] = 0
+        self._profiled_check(L, G, C, B)
+        clock = _clock_cost_ns()
+        for i, t in enumerate(raw):
+            self.line_time_ns[i] += max(t - clock, 0) if t else 0
+        self.profiled += 1
+
+    def profile(self) -> list[dict]:
+        """Per line of the check: its guards, checks, failures and sampled time.
+
+        `checks` is exact when no check raised (Note [Guard profile]); `time_us` is
+        the mean over the sampled instrumented checks that reached the line.
+        """
+        fails = self.line_failures
+        passes = max(self.calls - sum(fails), 0)
+        rows, later = [], sum(fails[:-1])
+        for i, guards in enumerate(self.line_guards):
+            checks = passes + later
+            later -= fails[i]
+            if len(guards) == 1:
+                what = guards[0].describe()
+            else:
+                what = (f"{len(guards)} tensors (one C++ check): "
+                        + ", ".join(g.name for g in guards))
+            rows.append({"kind": guards[0].kind, "guard": what, "checks": checks,
+                         "failures": fails[i],
+                         "time_us": (self.line_time_ns[i] / self.profiled / 1e3)
+                         if self.profiled else 0.0})
+        return rows
 
     def failures(self, L, G, C, B) -> list[str]:
         """Slow path: every failing guard, described readably; counts each failure."""
+        return [f.expected for f in self.explain(L, G, C, B)]
+
+    def explain(self, L, G, C, B, count: bool = True) -> list:
+        """Slow path: a `Failure` (guard, expected, actual) per failing guard; counts each."""
         failed = []
         for g in self.guards:
-            single = GuardSet([g], [], examples=None)
-            if single.check(L, G, C, B) is None:
-                g.failures += 1
-                failed.append(g.failure_reason(_try_load(g.source, L, G, C, B)))
+            if _single(g)(L, G, C, B) is None:
+                if count:
+                    g.failures += 1
+                failed.append(Failure(g, *g.explain(_try_load(g.source, L, G, C, B))))
         if not failed and self.check(L, G, C, B) is None:
-            failed.append("a tensor's dispatch keys differ (C++ tensor check; e.g. inference"
-                          " mode)")
+            failed.append(Failure(None, "a tensor's dispatch keys as traced (C++ tensor"
+                                  " check; e.g. inference mode)", "different dispatch keys"))
         return failed
 
     def changed_sizes(self, L, G, C, B) -> dict:
@@ -359,10 +352,44 @@ class GuardSet:
         changed = {}
         for g in self.guards:
             if g.kind == TENSOR_MATCH:
-                dims = g.changed_dims(_try_load(g.source, L, G, C, B))
+                dims = changed_dims(g, _try_load(g.source, L, G, C, B))
                 if dims:
                     changed[g.source.name()] = dims
         return changed
+
+
+@dataclass(frozen=True)
+class Failure:
+    """A guard that failed for one call: what it expected and what it found."""
+
+    guard: Optional[Guard]
+    expected: str  # `L['x'].shape[0] == 8`
+    actual: str  # `9`
+
+    def __str__(self):
+        return f"{self.expected} (actual: {self.actual})"
+
+
+def _single(g: Guard):
+    """The check of `g` alone (Python tensor check), compiled once per guard."""
+    fn = g.__dict__.get("_single")
+    if fn is None:
+        fn = g.__dict__["_single"] = GuardSet([g], [], examples=None).check
+    return fn
+
+
+_CLOCK = []
+
+
+def _clock_cost_ns() -> int:
+    """What one clock read adds to a measured interval (measured once)."""
+    if not _CLOCK:
+        now = time.perf_counter_ns
+        start = now()
+        for _ in range(1000):
+            now()
+        _CLOCK.append((now() - start) // 1000)
+    return _CLOCK[0]
 
 
 def _try_load(source: Optional[Source], L, G, C, B):
@@ -371,7 +398,7 @@ def _try_load(source: Optional[Source], L, G, C, B):
     cg = _Codegen()
     var = cg.load(source)
     text = "def load(L, G, C, B):\n    try:\n" + "".join(
-        f"        {line}\n" for line in cg.lines) + f"        return {var}\n"
+        f"        {line[1]}\n" for line in cg.lines) + f"        return {var}\n"
     text += "    except Exception:\n        return None\n"
     namespace = dict(cg.namespace)  # the slow path may use globals
     exec(compile(text, "<refcomp guard load>", "exec"), namespace)

@@ -90,6 +90,11 @@ _reason("RB020", "Python number that changes between calls",
         "A number live at a resume point changed between calls, so it is not baked into "
         "the graph; the instruction that needs its value runs outside the graph.",
         "Keep the value in a tensor (e.g. do not call .item()), or accept the break.")
+_reason("RB021", "global torch state refcomp does not model",
+        "torch.autocast, a TorchFunctionMode (torch.set_default_device installs one) or a "
+        "TorchDispatchMode is active at the call: the traced graph would not apply it, so "
+        "the frame runs eagerly under it (guarded by that state: leaving it compiles).",
+        "Call the compiled function outside the autocast/mode block, or cast explicitly.")
 
 
 class Unsupported(Exception):

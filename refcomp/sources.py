@@ -108,10 +108,29 @@ class AttrSource(Source):
         return f"getattr({self.base_source.name()}, {self.attr!r})"
 
     def expr(self, cg):
-        base = cg.load(self.base_source)
         if self.where == ATTR:
-            return f"getattr({base}, {cg.const(self.attr)})"
-        return f"{base}.{self.where}[{cg.const(self.attr)}]"
+            return f"getattr({cg.load(self.base_source)}, {cg.const(self.attr)})"
+        # The module's dict is loaded once for all its entries (a deep module reads
+        # `_modules`/`_parameters` of each submodule several times).
+        holder = cg.load(ModuleDictSource(self.base_source, self.where))
+        return f"{holder}[{cg.const(self.attr)}]"
+
+
+class ModuleDictSource(Source):
+    """`base._modules` / `._parameters` / `._buffers` of an nn.Module: the dict itself."""
+
+    def __init__(self, base_source: Source, where: str):
+        assert where in (MODULE, PARAM, BUFFER)
+        self.base_source, self.where = base_source, where
+
+    def base(self):
+        return self.base_source
+
+    def name(self):
+        return f"{self.base_source.name()}.{self.where}"
+
+    def expr(self, cg):
+        return f"{cg.load(self.base_source)}.{self.where}"  # one of three fixed names
 
 
 class ItemSource(Source):
@@ -128,3 +147,51 @@ class ItemSource(Source):
 
     def expr(self, cg):
         return f"{cg.load(self.base_source)}[{cg.const(self.key)}]"
+
+
+class DictOfSource(Source):
+    """`base.__dict__`: an object's instance attributes (NOT_IN_DICT guards read it)."""
+
+    def __init__(self, base_source: Source):
+        self.base_source = base_source
+
+    def base(self):
+        return self.base_source
+
+    def name(self):
+        return f"{self.base_source.name()}.__dict__"
+
+    def expr(self, cg):
+        return f"{cg.load(self.base_source)}.__dict__"  # fixed refcomp text, not a user name
+
+
+class DerivedSource(Source):
+    """A fact computed from `base` by a refcomp function: `hasattr(L['self'], 'gain')`,
+    `'gelu' in G['ENABLED']`, `len(L['self'].layers)`.  `fn` is bound as a constant and
+    `label` is its readable name (`{}` stands for the base's name)."""
+
+    def __init__(self, base_source: Source, fn, label: str):
+        self.base_source, self.fn, self.label = base_source, fn, label
+
+    def base(self):
+        return self.base_source
+
+    def name(self):
+        return self.label.replace("{}", self.base_source.name())
+
+    def expr(self, cg):
+        return f"{cg.const(self.fn)}({cg.load(self.base_source)})"
+
+
+class ConstSource(Source):
+    """An object refcomp holds itself (a function reached through a class, whose
+    `__defaults__` and `__code__` are guarded): read back as a constant."""
+
+    def __init__(self, obj, label: str):
+        self.obj, self.label = obj, label
+
+    def name(self):
+        return f"<{self.label} at {id(self.obj):#x}>"
+
+    def expr(self, cg):
+        return cg.const(self.obj)

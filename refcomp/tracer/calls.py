@@ -23,12 +23,14 @@ from refcomp.sources import (
     MODULE,
     AttrSource,
     BuiltinSource,
+    ConstSource,
+    DerivedSource,
     GlobalSource,
     ItemSource,
     Source,
 )
 from refcomp.tracer import tensor_layout, torch_table
-from refcomp.tracer.context import module_attr_source
+from refcomp.tracer.context import CONSTANT_TYPES, module_attr_source
 from refcomp.tracer.values import (
     VT,
     CellVar,
@@ -97,6 +99,7 @@ def load_attr(tx, obj: VT, name: str) -> VT:
     if isinstance(value, torch.nn.Module):
         attr = _getattr(value, name)
         if isinstance(attr, types.MethodType) and attr.__self__ is value:
+            tx.ctx.guard_not_overridden(obj.source, name)
             return MethodVar(attr.__func__, obj, name)
         if obj.source is None:
             return tx.ctx.wrap(attr, None)
@@ -104,6 +107,8 @@ def load_attr(tx, obj: VT, name: str) -> VT:
     attr = _getattr(value, name)
     if isinstance(attr, types.MethodType) and isinstance(attr.__func__, types.FunctionType) \
             and not _is_torch_function(attr.__func__):
+        if attr.__self__ is value and hasattr(value, "__dict__"):
+            tx.ctx.guard_not_overridden(obj.source, name)
         return MethodVar(attr.__func__, obj, name)
     source = AttrSource(obj.source, name, ATTR) if obj.source is not None else None
     return tx.ctx.wrap(attr, source)
@@ -137,6 +142,7 @@ def getitem(tx, obj: VT, index: VT) -> VT:
         if isinstance(value, (torch.nn.ModuleList, torch.nn.Sequential, torch.nn.ModuleDict)):
             if isinstance(key, slice):
                 raise Unsupported("RB013", "slicing a ModuleList/Sequential")
+            tx.ctx.guard_module_keys(obj)
             names = list(value._modules)
             name = key if isinstance(value, torch.nn.ModuleDict) else names[key]
             source = AttrSource(obj.source, name, MODULE) if obj.source is not None else None
@@ -171,6 +177,8 @@ def binary(tx, sym: str, a: VT, b: VT) -> VT:
     if isinstance(a, (TupleVar, ListVar)) or isinstance(b, (TupleVar, ListVar)):
         return _sequence_op(sym, a, b)
     if isinstance(a, ConstVar) and isinstance(b, ConstVar):
+        if sym in ("==", "!="):
+            guard_compared(tx.ctx, a, b, equality=True)
         return _fold(_BINARY[sym], a.value, b.value)
     if sym in ("==", "!=") and all(isinstance(v, (TupleVar, ListVar, ConstVar)) for v in (a, b)):
         return _fold(_BINARY[sym], as_python(a), as_python(b))
@@ -241,12 +249,28 @@ def _fold(fn, *args, **kwargs) -> ConstVar:
         raise Unsupported("RB017", f"{getattr(fn, '__name__', fn)}: {e}") from None
 
 
-def is_same(a: VT, b: VT) -> bool:
+def is_same(a: VT, b: VT, ctx=None) -> bool:
     if isinstance(a, ConstVar) and isinstance(b, ConstVar):
+        if ctx is not None:
+            guard_compared(ctx, a, b, equality=False)
         return a.value is b.value
     if isinstance(a, ConstVar) or isinstance(b, ConstVar):
         return False  # a symbolic value is never a given real object (None, a module...)
     return a is b
+
+
+def guard_compared(ctx, a: ConstVar, b: ConstVar, equality: bool) -> None:
+    """Two objects compared by `is` (or `==`): the result depends on which objects they
+    are, unless one is a constant (None, a number...), whose comparison with an object
+    of a guarded type is decided by the type — except through a user `__eq__`."""
+    objects = [v for v in (a, b) if not isinstance(v.value, CONSTANT_TYPES)]
+    if len(objects) == 2:
+        ctx.guard_identity(a)
+        ctx.guard_identity(b)
+    elif equality:
+        for v in objects:
+            if type(v.value).__eq__ is not object.__eq__:
+                ctx.guard_identity(v)
 
 
 def contains(tx, container: VT, item: VT) -> bool:
@@ -258,6 +282,18 @@ def contains(tx, container: VT, item: VT) -> bool:
         return as_python(item) in [as_python(i) for i in container.items
                                    if not isinstance(i, TensorVar)]
     if isinstance(container, ConstVar) and isinstance(item, ConstVar):
+        value = container.value
+        if isinstance(value, (torch.nn.ModuleDict, torch.nn.ModuleList, torch.nn.Sequential)):
+            tx.ctx.guard_module_keys(container)
+        elif container.source is not None and not isinstance(value, CONSTANT_TYPES) and \
+                type(value) not in (set, frozenset):  # (sets of constants: value-guarded)
+            tx.ctx.guard_identity(item)
+            key = item.value
+            result = key in value
+            tx.ctx.guard_fact(container.source, lambda c, k=key: k in c,
+                              f"{key!r} in {{}}", result)
+            return result
+        tx.ctx.guard_identity(item)
         return item.value in container.value
     raise Unsupported("RB013", f"`in` on {container!r}")
 
@@ -270,7 +306,15 @@ def truth(tx, v: VT) -> bool:
     if _symbolic(v):
         return tx.ctx.decide(sympy.Ne(v.value, 0))
     if isinstance(v, ConstVar):
-        return bool(v.value)
+        value = v.value
+        if v.source is not None and not isinstance(value, CONSTANT_TYPES) and (
+                hasattr(type(value), "__bool__") or hasattr(type(value), "__len__")):
+            if isinstance(value, (torch.nn.ModuleList, torch.nn.Sequential,
+                                  torch.nn.ModuleDict)):
+                tx.ctx.guard_module_keys(v)
+            else:
+                tx.ctx.guard_fact(v.source, bool, "bool({})", bool(value))
+        return bool(value)
     return True
 
 
@@ -297,8 +341,10 @@ def iterate(tx, obj: VT) -> list:
     if isinstance(obj, ConstVar):
         value = obj.value
         if isinstance(value, (torch.nn.ModuleList, torch.nn.Sequential)):
+            tx.ctx.guard_module_keys(obj)
             return [getitem(tx, obj, ConstVar(i)) for i in range(len(value))]
         if isinstance(value, torch.nn.ModuleDict):
+            tx.ctx.guard_module_keys(obj)
             return [ConstVar(k) for k in value._modules]
         if isinstance(value, (range, str, bytes, tuple, frozenset)) or type(value) in (
                 list, dict, set):
@@ -339,13 +385,16 @@ def call_function(tx, fn: VT, args: list, kwargs: dict) -> VT:
         return call_function(tx, MethodVar(value.__func__, tx.ctx.wrap(value.__self__, None),
                                            value.__name__), args, kwargs)
     if isinstance(value, types.FunctionType) and not _is_torch_function(value):
-        src = fn.source
+        # A function without a source (a method reached through its class) is held by
+        # the guards, so its __code__, __defaults__ and closure are guarded all the same.
+        src = fn.source or ConstSource(value, value.__qualname__)
+        tx.ctx.wrap(value.__code__, AttrSource(src, "__code__"))  # ID_MATCH: fn.__code__ = ...
         closure = _real_closure(tx, value, src)
         globals_source = None if value.__globals__ is tx_root(tx).f_globals else \
             _GlobalsDict(value)
         return inline(tx, value.__code__, value.__globals__, args, kwargs,
-                      _wrap_defaults(tx, value), _wrap_kwdefaults(tx, value), closure,
-                      globals_source)
+                      _wrap_defaults(tx, value, src), _wrap_kwdefaults(tx, value, src),
+                      closure, globals_source)
     if _hashable(value) and (value in PURE_BUILTINS or value in PURE_FUNCTIONS):
         if all(_is_constant(v) for v in list(args) + list(kwargs.values())):
             return _fold(value, *[as_python(a) for a in args],
@@ -408,12 +457,17 @@ def _is_torch_function(fn) -> bool:
     return module == "torch" or module.startswith("torch.")
 
 
-def _wrap_defaults(tx, fn) -> tuple:
-    return tuple(tx.ctx.wrap(v, None) for v in (fn.__defaults__ or ()))
+def _wrap_defaults(tx, fn, src) -> tuple:
+    """fn.__defaults__, read from `src` (guarded: mutating `fn.__defaults__` recompiles)."""
+    vt = tx.ctx.wrap(fn.__defaults__, AttrSource(src, "__defaults__"))
+    return tuple(vt.items) if isinstance(vt, TupleVar) else ()
 
 
-def _wrap_kwdefaults(tx, fn) -> dict:
-    return {k: tx.ctx.wrap(v, None) for k, v in (fn.__kwdefaults__ or {}).items()}
+def _wrap_kwdefaults(tx, fn, src) -> dict:
+    if not fn.__code__.co_kwonlyargcount:
+        return {}  # keyword-only defaults cannot matter to a function without them
+    vt = tx.ctx.wrap(fn.__kwdefaults__, AttrSource(src, "__kwdefaults__"))
+    return dict(vt.items) if isinstance(vt, DictVar) else {}
 
 
 def _real_closure(tx, fn, fn_source) -> tuple:
@@ -453,8 +507,18 @@ def _call_method(tx, m: MethodVar, args, kwargs) -> VT:
     if isinstance(self_vt, (TupleVar, ListVar, DictVar)):
         return _container_method(tx, self_vt, m.name, args, kwargs)
     if isinstance(m.fn, types.FunctionType):
-        return call_function(tx, ConstVar(m.fn), [self_vt] + list(args), kwargs)
+        return call_function(tx, class_attr(tx, self_vt, m.name, m.fn),
+                             [self_vt] + list(args), kwargs)
     raise Unsupported("RB004", f"method {m.name} of {self_vt!r}")
+
+
+def class_attr(tx, obj: VT, name: str, value) -> VT:
+    """`type(obj).name` (a method the trace calls), read from the object's class so that
+    replacing it on the class (`M.forward = other`) is guarded like any other read."""
+    if obj.source is None or getattr(type(obj.value), name, None) is not value:
+        return ConstVar(value)
+    cls = DerivedSource(obj.source, type, "type({})")
+    return tx.ctx.wrap(value, AttrSource(cls, name))
 
 
 def _container_method(tx, obj, name, args, kwargs) -> VT:
@@ -511,6 +575,14 @@ def _len(tx, args, kwargs):
         if obj.meta.dim() == 0:
             raise Unsupported("RB017", "len() of a 0-d tensor")
         return ConstVar(obj.value.type.shape[0])
+    if isinstance(obj, ConstVar) and isinstance(obj.value, (
+            torch.nn.ModuleList, torch.nn.Sequential, torch.nn.ModuleDict)):
+        tx.ctx.guard_module_keys(obj)
+    elif isinstance(obj, ConstVar) and obj.source is not None and not isinstance(
+            obj.value, CONSTANT_TYPES) and type(obj.value) not in (set, frozenset):
+        n = _fold(len, obj.value)
+        tx.ctx.guard_fact(obj.source, len, "len({})", n.value)
+        return n
     return _fold(len, as_python(obj))
 
 
@@ -560,12 +632,27 @@ def _isinstance(tx, args, kwargs):
 
 def _getattr_builtin(tx, args, kwargs):
     name = as_python(args[1])
-    try:
-        return load_attr(tx, args[0], name)
-    except Unsupported:
-        if len(args) > 2:
-            return args[2]
-        raise
+    if len(args) > 2 and not _has_attr(tx, args[0], name):
+        return args[2]  # the absence is guarded: setting the attribute later recompiles
+    return load_attr(tx, args[0], name)
+
+
+def _has_attr(tx, obj: VT, name: str) -> bool:
+    """hasattr(obj, name); on a sourced object the answer is guarded."""
+    if isinstance(obj, TensorVar):
+        return hasattr(obj.meta, name)
+    if not isinstance(obj, ConstVar):
+        return hasattr(obj.python_type(), name)
+    result = hasattr(obj.value, name)
+    if not isinstance(obj.value, CONSTANT_TYPES) and not (
+            isinstance(obj.value, types.ModuleType) and obj.value in TRUSTED_MODULES):
+        tx.ctx.guard_fact(obj.source, lambda o, n=name: hasattr(o, n),
+                          f"hasattr({{}}, {name!r})", result)
+    return result
+
+
+def _hasattr(tx, args, kwargs):
+    return ConstVar(_has_attr(tx, args[0], as_python(args[1])))
 
 
 def _minmax(fn, tensor_fn):
@@ -604,6 +691,7 @@ def _abs(tx, args, kwargs):
 _BUILTIN_HANDLERS = {
     len: _len, range: _range_like(range), enumerate: _enumerate, zip: _zip, list: _list,
     tuple: _tuple, reversed: _reversed, isinstance: _isinstance, getattr: _getattr_builtin,
+    hasattr: _hasattr,
     min: _minmax(min, torch.minimum), max: _minmax(max, torch.maximum), sum: _sum,
     int: _to_python_number(int), float: _to_python_number(float),
     bool: _to_python_number(bool), abs: _abs,

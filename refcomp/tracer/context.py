@@ -8,6 +8,7 @@ know opcodes.  Spec: spec/guards.md, "Which fact yields which guard".
 
 from __future__ import annotations
 
+import enum
 import types
 from typing import Optional
 
@@ -16,9 +17,20 @@ import torch
 
 from ir import GraphBuilder, TensorType
 from ir.types import BY_TORCH_NAME, size_symbol
+from refcomp import global_state
 from refcomp import guards as G
 from refcomp.reasons import Unsupported
-from refcomp.sources import BUFFER, MODULE, PARAM, AttrSource, ItemSource, Source
+from refcomp.sources import (
+    BUFFER,
+    MODULE,
+    PARAM,
+    AttrSource,
+    DerivedSource,
+    DictOfSource,
+    ItemSource,
+    ModuleDictSource,
+    Source,
+)
 from refcomp.tracer.values import VT, ConstVar, DictVar, ListVar, TensorVar, TupleVar
 
 MARK_ATTR = "_refcomp_dynamic_dims"  # set by refcomp.mark_dynamic: dims to make symbolic
@@ -101,12 +113,41 @@ class TraceContext:
         self.checks: list = []
         self.add_guard(G.GRAD_MODE, None, self.grad_enabled)
         self.add_guard(G.DEFAULT_DTYPE, None, torch.get_default_dtype())
+        self.global_state = global_state.snapshot()  # See Note [Global state]
+        self.add_guard(G.GLOBAL_STATE, None, self.global_state)
 
     # --- guards -----------------------------------------------------------------------------
     def add_guard(self, kind, source: Optional[Source], expected, sources=()) -> None:
         key = (kind, source.name() if source is not None else None)
         if key not in self.guards:
             self.guards[key] = G.Guard(kind, source, expected, tuple(sources))
+
+    def guard_identity(self, vt) -> None:
+        """The trace compared `vt`'s object by `is`/`==` or used its identity: guard it."""
+        if (isinstance(vt, ConstVar) and vt.source is not None
+                and not isinstance(vt.value, CONSTANT_TYPES)
+                and (G.ID_MATCH, vt.source.name()) not in self.guards):
+            self.add_guard(G.ID_MATCH, vt.source, (id(vt.value), _describe(vt.value)))
+            self.id_objects.append(vt.value)
+
+    def guard_fact(self, base, fn, label: str, value) -> None:
+        """Guard a fact computed from a sourced object (`hasattr(o, 'gain')`, `k in s`,
+        `bool(o)`): EQUALS_MATCH on a DerivedSource; `label` has `{}` for the base."""
+        if base is not None:
+            self.add_guard(G.EQUALS_MATCH, DerivedSource(base, fn, label), value)
+
+    def guard_not_overridden(self, base, name: str) -> None:
+        """`name` was resolved on the class of the object at `base`: no instance attribute
+        may shadow it (an instance-level `forward`, a method replaced on the object)."""
+        if base is not None:
+            self.add_guard(G.NOT_IN_DICT, DictOfSource(base), name)
+
+    def guard_module_keys(self, vt) -> None:
+        """A module container (ModuleList/Sequential/ModuleDict) was iterated, indexed or
+        measured: guard its submodules' names, in order."""
+        if vt.source is not None:
+            self.add_guard(G.DICT_KEYS, ModuleDictSource(vt.source, MODULE),
+                           tuple(vt.value._modules))
 
     # --- reading real values ------------------------------------------------------------------
     def wrap(self, value, source: Optional[Source]) -> VT:
@@ -123,9 +164,16 @@ class TraceContext:
             return self._wrap_tensor(value, source)
         if source is None:
             return self._wrap_unsourced(value)
-        if isinstance(value, CONSTANT_TYPES):
+        if isinstance(value, CONSTANT_TYPES) and not isinstance(value, enum.Enum):
             self.add_guard(G.EQUALS_MATCH, source, value)
             return ConstVar(value, source)
+        if type(value) in (set, frozenset) and all(isinstance(v, CONSTANT_TYPES)
+                                                   for v in value):
+            # Membership and iteration read the contents: guard them (a copy, so that the
+            # expected value does not change with the user's set).
+            copy = type(value)(value)
+            self.add_guard(G.EQUALS_MATCH, source, copy)
+            return ConstVar(copy, source)
         if type(value) in (list, tuple):
             self.add_guard(G.LENGTH_CHECK, source, (type(value), len(value)))
             items = [self.wrap(v, ItemSource(source, i)) for i, v in enumerate(value)]
@@ -142,7 +190,9 @@ class TraceContext:
         if isinstance(value, (types.FunctionType, types.BuiltinFunctionType, types.ModuleType,
                               type, torch.nn.Module, types.MethodType,
                               types.MethodWrapperType, types.WrapperDescriptorType,
-                              types.MethodDescriptorType, types.BuiltinMethodType)):
+                              types.MethodDescriptorType, types.BuiltinMethodType,
+                              types.CodeType, enum.Enum)):
+            # Enum members are singletons: `mode is Mode.ADD` and `==` both compare identity.
             self.add_guard(G.ID_MATCH, source, (id(value), _describe(value)))
             self.id_objects.append(value)
             return ConstVar(value, source)
@@ -336,5 +386,11 @@ def module_attr_source(module: torch.nn.Module, base: Source, name: str) -> Sour
 
 
 def _describe(value) -> str:
-    name = getattr(value, "__qualname__", None) or getattr(value, "__name__", None)
-    return name if name else type(value).__name__
+    if isinstance(value, enum.Enum):
+        return f"{type(value).__qualname__}.{value.name}"
+    if isinstance(value, (type, types.FunctionType, types.ModuleType, types.BuiltinFunctionType,
+                          types.MethodType, types.CodeType)):
+        name = getattr(value, "__qualname__", None) or getattr(value, "__name__", None)
+        if name:
+            return name
+    return type(value).__name__

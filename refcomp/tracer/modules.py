@@ -2,10 +2,12 @@
 
 Owns: `call_module` and `MODULE_TABLE` (module type -> handler).  A handler reads
 parameters and buffers through `load_attr`, so they become graph inputs with
-sources like `L['self'].fc.weight` and are guarded; hyperparameters fixed at
-construction (eps, stride, padding...) are read directly and not guarded (see
-spec/guards.md, "Deliberately not guarded").  The `training` flag is guarded
-wherever it changes what is traced.  Spec: spec/tracer.md, "Modules".
+sources like `L['self'].fc.weight` and are guarded; every other attribute a
+handler reads (eps, stride, padding, dim, negative_slope...) goes through `_hyper`,
+which guards its value.  The `training` flag is guarded wherever it changes what is
+traced.  A module whose instance sets `forward` is called through that attribute, as
+`Module.__call__` does; otherwise the absence of an instance `forward` is guarded.
+Spec: spec/tracer.md, "Modules"; spec/guards.md.
 """
 
 from __future__ import annotations
@@ -32,10 +34,18 @@ def module(*types_):
 
 
 def _param(tx, mod_vt, name):
-    """A parameter or buffer as a symbolic value (None stays None)."""
-    if getattr(mod_vt.value, name) is None:
+    """A parameter or buffer as a symbolic value (None stays None; guarded either way)."""
+    if getattr(mod_vt.value, name) is None and mod_vt.source is None:
         return ConstVar(None)
     return calls.load_attr(tx, mod_vt, name)
+
+
+def _hyper(tx, mod_vt, name):
+    """A hyperparameter a handler reads (eps, stride, dim...): its value, guarded."""
+    value = getattr(mod_vt.value, name)
+    if mod_vt.source is not None:
+        tx.ctx.add_guard(G.EQUALS_MATCH, AttrSource(mod_vt.source, name), value)
+    return value
 
 
 def _training(tx, mod_vt) -> bool:
@@ -54,13 +64,19 @@ def call_module(tx, mod_vt, args, kwargs):
     if m._forward_hooks or m._forward_pre_hooks or m._backward_hooks or \
             m._backward_pre_hooks or _global_hooks():
         raise Unsupported("RB004", f"{type(m).__name__} has hooks")
+    override = m.__dict__.get("forward")
+    if override is not None:  # an instance-level forward: what Module.__call__ runs
+        fwd = tx.ctx.wrap(override, AttrSource(mod_vt.source, "forward")) \
+            if mod_vt.source is not None else ConstVar(override)
+        return calls.call_function(tx, fwd, list(args), kwargs)
+    tx.ctx.guard_not_overridden(mod_vt.source, "forward")
     handler = MODULE_TABLE.get(type(m))
     if handler is not None:
         return handler(tx, mod_vt, *args, **kwargs)
     if type(m).__module__.startswith("torch.nn"):
         raise Unsupported("RB004", f"nn.{type(m).__name__} is not in the module table")
-    forward = type(m).forward
-    return calls.call_function(tx, ConstVar(forward), [mod_vt] + list(args), kwargs)
+    forward = calls.class_attr(tx, mod_vt, "forward", type(m).forward)
+    return calls.call_function(tx, forward, [mod_vt] + list(args), kwargs)
 
 
 def _global_hooks() -> bool:
@@ -77,52 +93,49 @@ def _linear(tx, m, x):
 
 @module(nn.Conv2d)
 def _conv2d(tx, m, x):
-    c = m.value
-    if c.padding_mode != "zeros":
-        raise Unsupported("RB013", f"Conv2d padding_mode={c.padding_mode!r}")
-    return _torch(tx, F.conv2d, [x, _param(tx, m, "weight"), _param(tx, m, "bias"),
-                                 ConstVar(c.stride), ConstVar(c.padding),
-                                 ConstVar(c.dilation), ConstVar(c.groups)])
+    padding_mode = _hyper(tx, m, "padding_mode")
+    if padding_mode != "zeros":
+        raise Unsupported("RB013", f"Conv2d padding_mode={padding_mode!r}")
+    return _torch(tx, F.conv2d, [x, _param(tx, m, "weight"), _param(tx, m, "bias")] + [
+        ConstVar(_hyper(tx, m, k)) for k in ("stride", "padding", "dilation", "groups")])
 
 
 @module(nn.BatchNorm1d, nn.BatchNorm2d)
 def _batch_norm(tx, m, x):
     bn = m.value
-    if _training(tx, m) or not bn.track_running_stats:
+    if _training(tx, m) or not _hyper(tx, m, "track_running_stats"):
         raise Unsupported("RB009", f"{type(bn).__name__} in training mode updates its"
                                    " running statistics")
     return _torch(tx, F.batch_norm, [x, _param(tx, m, "running_mean"),
                                      _param(tx, m, "running_var"), _param(tx, m, "weight"),
                                      _param(tx, m, "bias"), ConstVar(False),
-                                     ConstVar(0.0), ConstVar(bn.eps)])
+                                     ConstVar(0.0), ConstVar(_hyper(tx, m, "eps"))])
 
 
 @module(nn.LayerNorm)
 def _layer_norm(tx, m, x):
-    ln = m.value
-    return _torch(tx, F.layer_norm, [x, ConstVar(tuple(ln.normalized_shape)),
+    return _torch(tx, F.layer_norm, [x, ConstVar(tuple(_hyper(tx, m, "normalized_shape"))),
                                      _param(tx, m, "weight"), _param(tx, m, "bias"),
-                                     ConstVar(ln.eps)])
+                                     ConstVar(_hyper(tx, m, "eps"))])
 
 
 @module(nn.Embedding)
 def _embedding(tx, m, x):
-    e = m.value
-    if e.max_norm is not None:
+    if _hyper(tx, m, "max_norm") is not None:
         raise Unsupported("RB013", "Embedding(max_norm=...) renormalizes in place")
     return _torch(tx, F.embedding, [x, _param(tx, m, "weight")])
 
 
 @module(nn.Dropout)
 def _dropout(tx, m, x):
-    if _training(tx, m) and m.value.p > 0:
+    if _training(tx, m) and _hyper(tx, m, "p") > 0:
         raise Unsupported("RB009", "Dropout in training mode draws its own random mask")
     return x
 
 
 def _activation(fn, **fixed):
     def handler(tx, m, x):
-        kwargs = {k: ConstVar(getattr(m.value, attr)) for k, attr in fixed.items()}
+        kwargs = {k: ConstVar(_hyper(tx, m, attr)) for k, attr in fixed.items()}
         return _torch(tx, fn, [x], kwargs)
     return handler
 
@@ -144,29 +157,26 @@ def _identity(tx, m, x, *args, **kwargs):
 
 @module(nn.Flatten)
 def _flatten(tx, m, x):
-    return _torch(tx, torch.flatten, [x, ConstVar(m.value.start_dim), ConstVar(m.value.end_dim)])
+    return _torch(tx, torch.flatten, [x, ConstVar(_hyper(tx, m, "start_dim")),
+                                      ConstVar(_hyper(tx, m, "end_dim"))])
 
 
 @module(nn.MaxPool2d)
 def _max_pool2d(tx, m, x):
-    p = m.value
-    return _torch(tx, F.max_pool2d, [x, ConstVar(p.kernel_size), ConstVar(p.stride),
-                                     ConstVar(p.padding), ConstVar(p.dilation),
-                                     ConstVar(p.ceil_mode), ConstVar(p.return_indices)])
+    return _torch(tx, F.max_pool2d, [x] + [ConstVar(_hyper(tx, m, k)) for k in (
+        "kernel_size", "stride", "padding", "dilation", "ceil_mode", "return_indices")])
 
 
 @module(nn.AvgPool2d)
 def _avg_pool2d(tx, m, x):
-    p = m.value
-    return _torch(tx, F.avg_pool2d, [x, ConstVar(p.kernel_size), ConstVar(p.stride),
-                                     ConstVar(p.padding), ConstVar(p.ceil_mode),
-                                     ConstVar(p.count_include_pad),
-                                     ConstVar(p.divisor_override)])
+    return _torch(tx, F.avg_pool2d, [x] + [ConstVar(_hyper(tx, m, k)) for k in (
+        "kernel_size", "stride", "padding", "ceil_mode", "count_include_pad",
+        "divisor_override")])
 
 
 @module(nn.AdaptiveAvgPool2d)
 def _adaptive_avg_pool2d(tx, m, x):
-    return _torch(tx, F.adaptive_avg_pool2d, [x, ConstVar(m.value.output_size)])
+    return _torch(tx, F.adaptive_avg_pool2d, [x, ConstVar(_hyper(tx, m, "output_size"))])
 
 
 @module(nn.Sequential)
@@ -179,10 +189,9 @@ def _sequential(tx, m, x):
 @module(nn.MultiheadAttention)
 def _multihead_attention(tx, m, query, key, value, key_padding_mask=None, need_weights=None,
                          attn_mask=None, average_attn_weights=None, is_causal=None):
-    mha = m.value
-    if _training(tx, m) and mha.dropout > 0:
+    if _training(tx, m) and _hyper(tx, m, "dropout") > 0:
         raise Unsupported("RB009", "MultiheadAttention dropout in training mode")
-    if mha.bias_k is not None or mha.add_zero_attn:
+    if not isinstance(_param(tx, m, "bias_k"), ConstVar) or _hyper(tx, m, "add_zero_attn"):
         raise Unsupported("RB013", "MultiheadAttention with add_bias_kv or add_zero_attn")
     for name, vt in (("key_padding_mask", key_padding_mask), ("is_causal", is_causal)):
         if vt is not None and not (isinstance(vt, ConstVar) and vt.value in (None, False)):

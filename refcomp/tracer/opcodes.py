@@ -141,7 +141,7 @@ class OpcodeHandlers:
 
     def IS_OP(self, inst):
         b, a = self.pop(), self.pop()
-        result = calls.is_same(a, b)
+        result = calls.is_same(a, b, self.ctx)
         self.push(ConstVar(result != bool(inst.arg)))
 
     def CONTAINS_OP(self, inst):

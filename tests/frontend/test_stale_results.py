@@ -11,7 +11,6 @@ import warnings
 import pytest
 import torch
 import torch.nn as nn
-import torch.nn.functional as F
 
 import refcomp
 
@@ -467,3 +466,67 @@ def test_default_device_and_deterministic_flag_are_guarded():
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         same(cf(x), f(x))
+
+
+def test_method_replaced_on_the_class():
+    class M(nn.Module):
+        def scale(self, x):
+            return x * 2
+
+        def forward(self, x):
+            return self.scale(x)
+
+    m = M()
+    cm = refcomp.compile(m, backend="eager")
+    x = torch.randn(4)
+    same(cm(x), m(x))
+    M.scale = lambda self, inp: inp * 11
+    same(cm(x), m(x))
+
+    class Inner(nn.Module):
+        def forward(self, x):
+            return x + 1
+
+    class Outer(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.inner = Inner()
+
+        def forward(self, x):
+            return self.inner(x)
+
+    o = Outer()
+    co = refcomp.compile(o, backend="eager")
+    same(co(x), o(x))
+    Inner.forward = lambda self, inp: inp - 5
+    same(co(x), o(x))
+
+
+def test_object_with_len_and_membership():
+    class Bag:
+        def __init__(self):
+            self.items = ["a"]
+
+        def __len__(self):
+            return len(self.items)
+
+        def __contains__(self, k):
+            return k in self.items
+
+    bag = Bag()
+
+    def f(x):
+        y = x * len(bag)
+        if "b" in bag:
+            y = y + 100
+        if bag:
+            y = y - 1
+        return y
+
+    cf = refcomp.compile(f, backend="eager")
+    x = torch.randn(3)
+    same(cf(x), f(x))
+    bag.items.append("b")
+    same(cf(x), f(x))
+    bag.items.clear()
+    same(cf(x), f(x))
