@@ -201,7 +201,9 @@ def recompile(cache, limit: int, frame_args=None) -> None:
     """
     if not _ON or "recompiles" not in _enabled or not cache.entries:
         return
-    if frame_args is None:
+    if frame_args is None and getattr(cache, "history", None):
+        reasons = [(i, [str(f) for f in failed]) for i, failed in cache.history[-1].failures]
+    elif frame_args is None:
         reasons = cache.miss_reasons
     else:
         reasons = [(i, _failing(e, *frame_args)) for i, e in enumerate(cache.entries)]
@@ -216,13 +218,7 @@ def recompile(cache, limit: int, frame_args=None) -> None:
 
 
 def _failing(entry, L, G, C, B) -> list:
-    from refcomp.guards import GuardSet, _try_load
-
-    failed = []
-    for g in entry.guards.guards:
-        if GuardSet([g], []).check(L, G, C, B) is None:
-            failed.append(g.failure_reason(_try_load(g.source, L, G, C, B)))
-    return failed
+    return [str(f) for f in entry.guards.explain(L, G, C, B, count=False)]
 
 
 set_logs(os.environ.get("REFCOMP_LOGS", ""), os.environ.get("REFCOMP_DEBUG_DIR") or None)
