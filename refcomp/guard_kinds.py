@@ -204,9 +204,11 @@ DICT_KEYS = kind(
     "a dict (items read, keys tested, iterated); a module container's `_modules` (a"
     " `ModuleList`/`Sequential`/`ModuleDict` iterated, indexed or measured)",
     "exact type and key order",
-    emit=lambda cg, g: (f"_type({cg.load(g.source)}) is dict and list({cg.load(g.source)})"
-                        f" == {cg.const(list(g.expected))}"),
-    describe=lambda g: f"list({g.name}.keys()) == {list(g.expected)!r}",
+    # expected = (exact dict type, keys in order): a ModuleList's `_modules` becomes an
+    # OrderedDict after `del`, so the type is recorded, not assumed.
+    emit=lambda cg, g: (f"_type({cg.load(g.source)}) is {cg.const(g.expected[0])} and"
+                        f" list({cg.load(g.source)}) == {cg.const(list(g.expected[1]))}"),
+    describe=lambda g: f"list({g.name}.keys()) == {list(g.expected[1])!r}",
     explain=lambda g, v: (g.describe(), _short(list(v)) if isinstance(v, dict)
                           else _short(v)))
 

@@ -146,8 +146,9 @@ class TraceContext:
         """A module container (ModuleList/Sequential/ModuleDict) was iterated, indexed or
         measured: guard its submodules' names, in order."""
         if vt.source is not None:
+            modules = vt.value._modules
             self.add_guard(G.DICT_KEYS, ModuleDictSource(vt.source, MODULE),
-                           tuple(vt.value._modules))
+                           (type(modules), tuple(modules)))
 
     # --- reading real values ------------------------------------------------------------------
     def wrap(self, value, source: Optional[Source]) -> VT:
@@ -181,7 +182,7 @@ class TraceContext:
         if type(value) is dict:
             if not all(isinstance(k, CONSTANT_TYPES) for k in value):
                 raise Unsupported("RB012", f"dict {source.name()} has non-constant keys")
-            self.add_guard(G.DICT_KEYS, source, tuple(value))
+            self.add_guard(G.DICT_KEYS, source, (dict, tuple(value)))
             return DictVar({k: self.wrap(v, ItemSource(source, k)) for k, v in value.items()},
                            source)
         if isinstance(value, (torch.dtype, torch.device)):

@@ -530,3 +530,22 @@ def test_object_with_len_and_membership():
     same(cf(x), f(x))
     bag.items.clear()
     same(cf(x), f(x))
+
+
+def test_module_list_after_del_is_an_ordered_dict_and_still_guarded():
+    mods = nn.ModuleList([nn.Tanh(), nn.Sigmoid()])
+    del mods[1]  # torch rebuilds _modules as an OrderedDict
+
+    def f(x):
+        for m in mods:
+            x = m(x)
+        return x
+
+    cf = refcomp.compile(f, backend="eager")
+    x = torch.randn(3)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no "guards fail right after tracing"
+        same(cf(x), f(x))
+    assert cf.cache.entries and cf.cache.entries[0].graph is not None
+    mods.append(nn.ReLU())
+    same(cf(x), f(x))
