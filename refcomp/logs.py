@@ -17,6 +17,7 @@ compiling, never on a guarded hit, and returns at once unless `_ON` (computed by
 
 from __future__ import annotations
 
+import functools
 import io
 import logging
 import os
@@ -26,7 +27,14 @@ import threading
 from pathlib import Path
 from typing import Optional
 
-CHANNELS = ("graph_breaks", "guards", "recompiles", "ir", "output_code")
+from codegen import dumps
+
+CHANNELS = ("graph_breaks", "guards", "recompiles", "ir", "output_code", "llvm_ir", "asm",
+            "triton")
+# Channels fed by codegen/dumps.py (codegen announces code; this module listens).
+DUMP_KINDS = {"llvm_ir": ("llvm_ir", "llvm_ir_opt"), "asm": ("asm",), "triton": ("triton",)}
+# Debug-folder file suffix of each dump kind.
+DUMP_SUFFIX = {"llvm_ir": "ll", "llvm_ir_opt": "opt.ll", "asm": "s", "triton": "triton.py"}
 LOGGERS = {c: logging.getLogger(f"refcomp.{c}") for c in CHANNELS}
 
 _enabled: frozenset = frozenset()
@@ -79,6 +87,9 @@ def set_logs(channels: str = "", debug_dir: Optional[str] = None) -> None:
         _debug_dir = Path(debug_dir) if debug_dir else None
         _count = _highest_number(_debug_dir)
         _ON = bool(enabled) or _debug_dir is not None
+    kinds = set(DUMP_SUFFIX) if _debug_dir is not None else \
+        {k for channel in enabled & set(DUMP_KINDS) for k in DUMP_KINDS[channel]}
+    dumps.subscribe(_code_dumped, kinds)
 
 
 def enabled() -> frozenset:
@@ -110,6 +121,15 @@ def _dump(suffix: str, text: str) -> None:
         f.write(text if text.endswith("\n") else text + "\n")
 
 
+def _index(line: str) -> None:
+    """One line per graph in `<debug_dir>/index.txt`: which files belong to which graph."""
+    if _debug_dir is None:
+        return
+    _debug_dir.mkdir(parents=True, exist_ok=True)
+    with open(_debug_dir / "index.txt", "a") as f:
+        f.write(line + "\n")
+
+
 def _frame(cache) -> str:
     code = cache.code
     where = f"{code.co_name} ({code.co_filename}:{code.co_firstlineno})"
@@ -118,16 +138,64 @@ def _frame(cache) -> str:
 
 
 # --- hooks: each is one call from the compile path -----------------------------------------
+#
+# Note [Logging never changes what runs]: every hook is wrapped by `_hook`, which turns an
+# exception inside logging into a warning on the `refcomp.logs` logger.  A hook that raised
+# used to surface as an internal tracer error, so turning a channel on made the frame run
+# eagerly (the Triton `output_code` bug); tests/frontend/test_logs.py runs every backend
+# with REFCOMP_LOGS=all and compares results and graph counts.
+
+_FAILURES = logging.getLogger("refcomp.logs")
+
+
+def _hook(fn):
+    @functools.wraps(fn)
+    def guarded(*args, **kwargs):
+        try:
+            return fn(*args, **kwargs)
+        except Exception as e:
+            _FAILURES.warning("logging hook %s failed: %r (the compiled code is unaffected)",
+                              fn.__name__, e)
+            return {} if fn.__name__ == "graph_captured" else None
+    return guarded
+
+
+def _code_dumped(kind: str, name: str, text: str) -> None:
+    """codegen/dumps.py listener: generated code to its channel and the debug folder."""
+    channel = next(c for c, kinds in DUMP_KINDS.items() if kind in kinds)
+    header = {"llvm_ir": "LLVM IR before optimisation", "llvm_ir_opt": "LLVM IR after O3",
+              "asm": "assembly", "triton": "Triton source"}[kind]
+    _log(channel, f"# {header}: {name}\n{text.rstrip()}")
+    _dump(DUMP_SUFFIX[kind], f"# {name}\n{text}")
 
 class _PassStream(io.TextIOBase):
-    """run_pipeline's print_after stream: each `# after <pass>` block becomes one record."""
+    """run_pipeline's print_after stream: each `# after <pass>` block becomes one record.
+
+    A pass that left the graph's text unchanged logs one line, `# after cse (0.1 ms):
+    unchanged`, instead of the whole graph again."""
+
+    def __init__(self, captured: str):
+        super().__init__()
+        self.last = captured
 
     def write(self, text: str) -> int:
-        _log("ir", text.rstrip("\n"))
-        _dump("ir", text)
+        try:
+            self._record(text)
+        except Exception as e:  # Note [Logging never changes what runs]
+            _FAILURES.warning("logging the IR failed: %r (the compiled code is unaffected)", e)
         return len(text)
 
+    def _record(self, text: str) -> None:
+        header, _, body = text.partition("\n")
+        if body.strip() == self.last.strip():
+            text = f"{header}: unchanged\n"
+        else:
+            self.last = body
+        _log("ir", text.rstrip("\n"))
+        _dump("ir", text)
 
+
+@_hook
 def graph_captured(graph) -> dict:
     """A graph leaves the tracer: log it, number it; run_pipeline's keywords for `ir`.
 
@@ -142,14 +210,18 @@ def graph_captured(graph) -> dict:
     with _lock:
         _count += 1
         _local.graph = (_count, re.sub(r"[^\w.-]", "_", graph.name))
-    text = f"# after capture\n{print_graph(graph)}"
+    captured = print_graph(graph)
+    text = f"# after capture\n{captured}"
     _log("ir", text.rstrip("\n"))
     _dump("ir", text)
+    _index(f"{_count:04d}_{_local.graph[1]}: graph {graph.name!r}, "
+           f"{len(graph.nodes)} node(s) after capture")
     if "ir" not in _enabled and _debug_dir is None:
         return {}
-    return {"print_after": "all", "stream": _PassStream()}
+    return {"print_after": "all", "stream": _PassStream(captured)}
 
 
+@_hook
 def output_code(fn) -> None:
     """The backend compiled the graph: its kernels (LLVM: printed Kernels and the call;
     Triton: each kernel's source); symbolic graphs' kernels take their sizes as
@@ -159,13 +231,15 @@ def output_code(fn) -> None:
     compiled = getattr(fn, "compiled", None)
     if compiled is None:
         text = "# output code: no generated code (this backend runs ops)"
+    elif hasattr(compiled, "sources"):  # codegen/triton/backend.py TritonGraph
+        text = "\n".join(f"# triton kernel {i}\n{s}" for i, s in enumerate(compiled.sources))
     elif hasattr(compiled, "kernels"):  # codegen/runtime.py CompiledGraph (llvm)
         from codegen.kernel import print_kernel
 
         parts = [f"# kernel {i}\n{print_kernel(k)}" for i, k in enumerate(compiled.kernels)]
         text = "\n".join(parts + [f"# call\n{compiled.source}"])
-    else:  # codegen/triton/backend.py TritonGraph
-        text = "\n".join(f"# triton kernel {i}\n{s}" for i, s in enumerate(compiled.sources))
+    else:
+        text = f"# output code: {type(compiled).__name__} has no printable code"
     _log("output_code", text.rstrip("\n"))
     _dump("code", text)
 
@@ -174,6 +248,7 @@ def _guard_lines(entry) -> str:
     return "\n".join(f"  {g.kind}: {g.describe()}" for g in entry.guards.guards)
 
 
+@_hook
 def new_entry(cache, entry) -> None:
     """An entry joins a cache: its guards, and the graph break or fallback that made it."""
     if not _ON:
@@ -192,6 +267,7 @@ def new_entry(cache, entry) -> None:
         _dump("guards", text)
 
 
+@_hook
 def recompile(cache, limit: int, frame_args=None) -> None:
     """A miss on a cache that has entries: which guards failed, and a limit hit.
 

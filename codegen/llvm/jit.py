@@ -17,6 +17,8 @@ import threading
 import llvmlite.binding as llvm
 import llvmlite.ir as lir
 
+from codegen import dumps
+
 _lock = threading.Lock()
 _state: dict = {}
 _engines: list = []  # keeps compiled code alive
@@ -56,7 +58,9 @@ def compile_module(module: lir.Module, keys: dict) -> dict:
     """
     tm = target_machine()
     with _lock:
-        parsed = llvm.parse_assembly(str(module))
+        text = str(module)
+        dumps.emit("llvm_ir", module.name, text)
+        parsed = llvm.parse_assembly(text)
         parsed.verify()
         pto = llvm.PipelineTuningOptions(speed_level=3)
         pto.loop_vectorization = True
@@ -65,6 +69,10 @@ def compile_module(module: lir.Module, keys: dict) -> dict:
         pto.loop_interleaving = True
         builder = llvm.create_pass_builder(tm, pto)
         builder.getModulePassManager().run(parsed, builder)
+        if dumps.wanted("llvm_ir_opt"):
+            dumps.emit("llvm_ir_opt", module.name, str(parsed))
+        if dumps.wanted("asm"):
+            dumps.emit("asm", module.name, tm.emit_assembly(parsed))
         engine = llvm.create_mcjit_compiler(parsed, tm)
         engine.finalize_object()
         _engines.append(engine)

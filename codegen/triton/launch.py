@@ -25,7 +25,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from codegen import stats
+from codegen import dumps, stats
 from codegen.kernel import Kernel, print_kernel
 from codegen.triton import check_interpreted, interpret_scope, load_triton
 from codegen.triton.emit import MAX_RBLOCK, TritonKernel, emit_kernel
@@ -104,6 +104,7 @@ def compile_kernel(kernel: Kernel, max_rblock: int = MAX_RBLOCK) -> Launcher:
     name = f"k_{digest}"
     emitted = emit_kernel(kernel, name, max_rblock)
     log.debug("triton kernel %s:\n%s", name, emitted.source)
+    dumps.emit("triton", name, emitted.source)
     module = load_module(name, emitted.source)
     fn = getattr(module, name)
     check_interpreted(fn)

@@ -9,6 +9,7 @@ know opcodes.  Spec: spec/guards.md, "Which fact yields which guard".
 from __future__ import annotations
 
 import enum
+import re
 import types
 from typing import Optional
 
@@ -58,6 +59,15 @@ def torch_dtype(d) -> torch.dtype:
 def meta_like(t: torch.Tensor, requires_grad: bool) -> torch.Tensor:
     m = torch.empty_strided(tuple(t.shape), tuple(t.stride()), dtype=t.dtype, device="meta")
     return m.requires_grad_(requires_grad) if requires_grad else m
+
+
+def value_name(source) -> str:
+    """A graph input's printed name from its source: L['x'] -> x, L['self'].fc.weight ->
+    self.fc.weight, L['xs'][1] -> xs_1 (the printer makes repeated names unique)."""
+    name = re.sub(r"^L\[['\"](.*?)['\"]\]", r"\1", source.name())
+    name = re.sub(r"\[['\"]?([^\]'\"]*)['\"]?\]", r"_\1", name)
+    name = re.sub(r"[^A-Za-z0-9_.]", "_", name).strip("._")
+    return name or "input"
 
 
 class TraceContext:
@@ -223,7 +233,7 @@ class TraceContext:
         for d in dynamic_dims:
             shape[d] = self._size_symbol(int(t.shape[d]), source, d)
         ttype = TensorType(ir_dtype(t.dtype), tuple(shape), ir_device(t.device))
-        value = self.builder.input(f"a{len(self.input_sources)}", ttype)
+        value = self.builder.input(value_name(source), ttype)
         self.input_sources.append(source)
         # Inputs that share storage (one tensor at two sources, or views of one base) share
         # an alias, so an in-place op on one sees the other (Note [In-place]).

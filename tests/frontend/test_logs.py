@@ -135,7 +135,90 @@ def test_ir_after_capture_and_after_each_pass(caplog):
     texts = messages(caplog, "ir")
     assert [t.splitlines()[0].split(" (")[0] for t in texts] == [
         "# after capture", "# after fold", "# after dce"]
-    assert "func @sin_plus(%a0: f32[4])" in texts[0] and "sin %a0" in texts[0]
+    # inputs are named by their source, not %a0
+    assert "func @sin_plus(%x: f32[4])" in texts[0] and "sin %x" in texts[0]
+
+
+def test_ir_after_a_pass_only_when_it_changed(caplog):
+    def twice(x):
+        y = x * 1.0          # simplify removes the multiply by one
+        return (y + y).relu()
+
+    refcomp.set_logs("ir")
+    caplog.set_level(logging.INFO)
+    refcomp.compile(twice, options={"passes": ["simplify", "dce", "cse"]})(torch.randn(4))
+    capture, simplify, dce, cse = messages(caplog, "ir")
+    assert " mul " in capture and " mul " not in dce  # simplify + dce drop the multiply
+    assert "func @twice" in simplify and "func @twice" in dce
+    assert cse.startswith("# after cse (") and cse.endswith("ms): unchanged")
+
+
+def test_module_inputs_are_named_by_source(caplog):
+    lin = torch.nn.Linear(3, 2)
+    refcomp.set_logs("ir")
+    caplog.set_level(logging.INFO)
+    refcomp.compile(lin)(torch.randn(4, 3))
+    first = messages(caplog, "ir")[0].splitlines()[1]
+    assert "%self.weight: f32[2,3]" in first and "%self.bias: f32[2]" in first, first
+
+
+def test_llvm_ir_and_asm_channels(caplog):
+    def f(x):
+        return torch.tanh(x) * 3.0625 + 0.8125   # constants unlikely to be cached
+
+    refcomp.set_logs("llvm_ir,asm")
+    caplog.set_level(logging.INFO)
+    refcomp.compile(f, backend="llvm")(torch.randn(5, 3))
+    before, after = messages(caplog, "llvm_ir")
+    assert before.startswith("# LLVM IR before optimisation") and "define void" in before
+    assert after.startswith("# LLVM IR after O3") and "define void" in after
+    (asm,) = messages(caplog, "asm")
+    assert asm.startswith("# assembly") and "k_" in asm and "ret" in asm
+
+
+def test_a_failing_hook_never_changes_what_runs(caplog, monkeypatch):
+    def broken(*args, **kwargs):
+        raise RuntimeError("planted failure inside logging")
+
+    monkeypatch.setattr(logs, "_log", broken)
+    refcomp.set_logs("all")
+    caplog.set_level(logging.INFO)
+    x = torch.randn(4)
+    out = refcomp.compile(sin_plus)(x)
+    torch.testing.assert_close(out, sin_plus(x))
+    frame = refcomp.stats()["frames"]
+    assert [e["compiled"] for entries in frame.values() for e in entries] == [True]
+    assert any("planted failure" in r.getMessage() for r in caplog.records
+               if r.name == "refcomp.logs")
+
+
+@pytest.mark.parametrize("backend", ["interp", "eager", "llvm", "triton"])
+def test_logging_all_leaves_results_and_graph_counts_unchanged(backend, monkeypatch,
+                                                               tmp_path, capsys):
+    """REFCOMP_LOGS=all (and a debug folder) on every backend: same results, same graphs."""
+    if backend == "triton":
+        pytest.importorskip("triton")
+        monkeypatch.setenv("TRITON_INTERPRET", "1")
+
+    def model(x, w):
+        y = torch.softmax(x @ w, dim=-1) * 2
+        print("break")                    # one graph break
+        return (y.sum(0) + 1).tanh()
+
+    x, w = torch.randn(6, 4), torch.randn(4, 4)
+    results = []
+    for channels, folder in (("", None), ("all", str(tmp_path))):
+        refcomp.reset()
+        refcomp.set_logs(channels, folder)
+        f = refcomp.compile(model, backend=backend)
+        out = f(x, w)
+        stats = refcomp.stats()
+        results.append((out, stats["counters"]))
+    (plain, counters0), (logged, counters1) = results
+    torch.testing.assert_close(logged, plain)
+    torch.testing.assert_close(logged, model(x, w))
+    assert counters1 == counters0 and "fallbacks" not in counters0
+    assert (tmp_path / "index.txt").read_text().count("graph") == 2
 
 
 def test_output_code_llvm_kernels_and_eager(caplog):
@@ -154,6 +237,7 @@ def test_output_code_triton_sources(caplog):
     # out of this file (tests/codegen/test_triton_backend.py runs the real backend).
     class Compiled:
         sources = ["@triton.jit\ndef k_0(in0, out0): ..."]
+        kernels = [object()]   # TritonGraph has kernels too (it once took the LLVM branch)
 
     def fn():
         pass
@@ -172,7 +256,9 @@ def test_all_goes_to_stderr(capsys):
     refcomp.compile(with_print)(torch.randn(2))
     err = capsys.readouterr().err
     for channel in logs.CHANNELS:
-        if channel != "recompiles":
+        # no recompile here; code dumps appear only when a kernel is new to the process
+        # (test_llvm_ir_and_asm_channels) and `triton` only on that backend
+        if channel != "recompiles" and channel not in logs.DUMP_KINDS:
             assert f"[refcomp.{channel}] " in err
     refcomp.set_logs("")
     refcomp.compile(sin_plus)(torch.randn(2))
@@ -186,9 +272,18 @@ def test_debug_dir_numbered_files(tmp_path, caplog):
     f(torch.randn(4))
     f(torch.randn(5))
     names = sorted(p.name for p in tmp_path.iterdir())
-    assert names == [f"000{i}_sin_plus.{s}" for i in (1, 2) for s in ("code", "guards", "ir")]
+    # per graph: IR, kernels, guards and the LLVM module before/after O3 and its assembly
+    # (when the kernel is new to the process; the first one may come from the cache)
+    kinds = ("code", "guards", "ir", "ll", "opt.ll", "s")
+    assert set(names) - {"index.txt"} <= {f"000{i}_sin_plus.{s}" for i in (1, 2) for s in kinds}
+    assert {f"000{i}_sin_plus.{s}" for i in (1, 2) for s in kinds[:3]} <= set(names)
+    for i in (1, 2):  # LLVM dumps come together or not at all (a cached kernel: none)
+        dumped = {f"000{i}_sin_plus.{s}" for s in kinds[3:]} & set(names)
+        assert len(dumped) in (0, 3), dumped
+    assert (tmp_path / "index.txt").read_text().splitlines()[1].startswith(
+        "0002_sin_plus: graph 'sin_plus'")
     ir = (tmp_path / "0002_sin_plus.ir").read_text()
-    assert ir.startswith("# after capture\nfunc @sin_plus(%a0: f32[5])")
+    assert ir.startswith("# after capture\nfunc @sin_plus(%x: f32[5])")
     assert "# after dce" in ir
     assert "kernel(in0: f32[5]" in (tmp_path / "0002_sin_plus.code").read_text()
     assert "shape [5]" in (tmp_path / "0002_sin_plus.guards").read_text()
@@ -207,7 +302,9 @@ def test_environment_variables_at_import(tmp_path, monkeypatch, capsys):
         assert logs.enabled() == {"guards"}
         refcomp.compile(lambda x: x * 2, dynamic=False)(torch.ones(2))
         assert "[refcomp.guards] entry 0 of <lambda>" in capsys.readouterr().err
-        assert sorted(p.suffix for p in tmp_path.iterdir()) == [".code", ".guards", ".ir"]
+        suffixes = {p.name.split(".", 1)[1] for p in tmp_path.iterdir()}
+        assert {"code", "guards", "ir"} <= suffixes <= {"code", "guards", "ir", "ll", "opt.ll",
+                                                        "s", "txt"}
         monkeypatch.setenv("REFCOMP_LOGS", "guards,bogus")
         with pytest.raises(ValueError, match="unknown REFCOMP_LOGS channel"):
             importlib.reload(logs)
