@@ -31,6 +31,29 @@ class ExplainOutput:
     compile_time_s: float = 0.0
     notes: list = field(default_factory=list)
     result: object = None  # what the call returned
+    ir_graphs: list = field(default_factory=list, repr=False)  # the ir.Graph of each graph
+
+    def to_dot(self, *, fused: bool = True) -> str:
+        """The frame as a picture (Graphviz DOT): each graph a cluster, joined by its graph
+        breaks; `fused=True` draws each graph as the backends get it (after the default
+        pipeline, fusion and the memory plan), fused regions as clusters."""
+        from ir.viz import graphs_to_dot
+
+        graphs = self.ir_graphs
+        if fused:
+            from ir.passes.manager import DEFAULT_PIPELINE, run_pipeline
+
+            graphs = [run_pipeline(g, list(DEFAULT_PIPELINE) + ["fuse", "plan_memory"])
+                      for g in graphs]
+        breaks = [f"[{r['id']}] {r['reason']} at {r['where']}" for r in self.break_reasons]
+        return graphs_to_dot(graphs, breaks, title="explain", show_plan=fused)
+
+    def render(self, path, *, fused: bool = True):
+        """Write the picture to `path` (.svg/.png/.pdf, or .dot text without Graphviz);
+        returns the path written."""
+        from ir.viz import render
+
+        return render(self.to_dot(fused=fused), path)
 
     def __str__(self) -> str:
         lines = [f"Graph Count: {self.graph_count}",
@@ -90,6 +113,7 @@ def explain(fn, *args, backend=None, dynamic=None, **kwargs):
         if entry.graph is not None:
             out.graph_count += 1
             out.graphs.append(print_graph(entry.graph))
+            out.ir_graphs.append(entry.graph)
             out.ops_per_graph.append(entry.graph.op_counts())
         if entry.reason is not None:  # a whole-frame fallback, or a segment's break
             r = entry.reason

@@ -77,3 +77,23 @@ def test_fullgraph_error_carries_the_same_reason_id_and_text():
     assert info.value.rid == report.break_reasons[0]["id"]
     assert report.break_reasons[0]["reason"] in str(info.value)
     assert report.break_reasons[0]["where"] in str(info.value)
+
+
+def test_explain_draws_its_graphs_and_breaks(tmp_path):
+    """explain(...).to_dot()/render(): one cluster per graph, the break between them, and
+    (fused) the regions the backends get (ir/viz.py, spec/ir.md "Pictures")."""
+    def f(x):
+        y = (x.sin() * 2).relu()
+        print("break")
+        return y.exp() + 1
+
+    report = refcomp.explain(f, torch.randn(4, 4))
+    assert report.graph_count == 2 and len(report.ir_graphs) == 2
+    dot = report.to_dot()
+    assert dot.count("subgraph cluster_graph") == 2
+    assert "graph break\\n[RB008]" in dot
+    assert "fused pointwise (one kernel)" in dot
+    plain = report.to_dot(fused=False)
+    assert "fused" not in plain and "= sin" in plain
+    out = report.render(tmp_path / "f.svg")
+    assert out.exists() and out.suffix in (".svg", ".dot")
