@@ -39,7 +39,16 @@ def register_backend(backend: Backend) -> Backend:
     return backend
 
 
-def get_backend(name: str) -> Backend:
+def get_backend(name) -> Backend:
+    """The backend called `name`, or, for a callable `name(gm, example_inputs)`, a backend
+    that hands it each graph as a torch.fx.GraphModule (codegen/fx.py)."""
+    if not isinstance(name, str):
+        if callable(name):
+            from codegen.fx import callable_backend
+
+            return callable_backend(name)
+        raise TypeError(f"backend must be a name or a callable (gm, example_inputs) -> "
+                        f"callable, not {type(name).__name__}")
     _load_builtin()
     try:
         return _BACKENDS[name]

@@ -63,8 +63,9 @@ def meta_like(t: torch.Tensor, requires_grad: bool) -> torch.Tensor:
 
 def value_name(source) -> str:
     """A graph input's printed name from its source: L['x'] -> x, L['self'].fc.weight ->
-    self.fc.weight, L['xs'][1] -> xs_1 (the printer makes repeated names unique)."""
-    name = re.sub(r"^L\[['\"](.*?)['\"]\]", r"\1", source.name())
+    self.fc.weight, L['xs'][1] -> xs_1, G['w'] -> w (the printer makes repeated names
+    unique)."""
+    name = re.sub(r"^[LG]\[['\"](.*?)['\"]\]", r"\1", source.name())
     name = re.sub(r"\[['\"]?([^\]'\"]*)['\"]?\]", r"_\1", name)
     name = re.sub(r"[^A-Za-z0-9_.]", "_", name).strip("._")
     return name or "input"
