@@ -14,6 +14,14 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+# The on-disk kernel cache (codegen/diskcache.py) of a test run is its own, so a second
+# run still compiles what the tests count as compiled; tests/codegen/test_disk_cache.py
+# points it elsewhere where it tests sharing.
+if "REFCOMP_CACHE_DIR" not in os.environ:
+    import tempfile
+
+    os.environ["REFCOMP_CACHE_DIR"] = tempfile.mkdtemp(prefix="refcomp-test-cache-")
+
 settings.register_profile(
     "ci", max_examples=30, deadline=None, derandomize=True,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],

@@ -60,8 +60,11 @@ def compile_kernels(kernels: list[Kernel]) -> list[Optional[object]]:
             pending[symbol] = key
         where.setdefault(symbol, []).append(i)
     if pending:
-        addresses = jit.compile_module(module, pending)
-        stats.STATS.kernels_compiled += len(pending)
+        addresses, from_disk = jit.compile_module(module, pending)
+        if from_disk:
+            stats.STATS.kernels_from_disk += len(pending)
+        else:
+            stats.STATS.kernels_compiled += len(pending)
         for symbol, positions in where.items():
             for i in positions:
                 launchers[i] = jit.cfunc(addresses[symbol], len(kernels[i].buffers),

@@ -17,7 +17,7 @@ import threading
 import llvmlite.binding as llvm
 import llvmlite.ir as lir
 
-from codegen import dumps
+from codegen import diskcache, dumps
 
 _lock = threading.Lock()
 _state: dict = {}
@@ -51,10 +51,23 @@ def cached(key: str):
     return _cache.get(key)
 
 
-def compile_module(module: lir.Module, keys: dict) -> dict:
-    """Optimize (O3, host features) and JIT `module`; return {symbol: address}.
+def _disk_key(text: str) -> str:
+    """Everything that decides the machine code of `text` (See Note [Disk cache safety])."""
+    import llvmlite
 
-    `keys` maps each function symbol to its kernel's printed form, for the cache.
+    tm = target_machine()
+    return "\n".join(["llvm-object", llvmlite.__version__, _state["triple"],
+                      tm.target_data.__str__(), llvm.get_host_cpu_name(),
+                      llvm.get_host_cpu_features().flatten(), text])
+
+
+def compile_module(module: lir.Module, keys: dict) -> tuple[dict, bool]:
+    """Optimize (O3, host features) and JIT `module`; return ({symbol: address}, from_disk).
+
+    `keys` maps each function symbol to its kernel's printed form, for the cache.  The
+    object code is also kept in the on-disk cache (codegen/diskcache.py), keyed by the
+    module's text and the target: a later process loads it instead of optimizing and
+    generating code again, and `from_disk` says so.
     """
     tm = target_machine()
     with _lock:
@@ -62,6 +75,17 @@ def compile_module(module: lir.Module, keys: dict) -> dict:
         dumps.emit("llvm_ir", module.name, text)
         parsed = llvm.parse_assembly(text)
         parsed.verify()
+        disk_key = _disk_key(text) if diskcache.enabled() else None
+        stored = diskcache.get(disk_key) if disk_key is not None else None
+        if stored is not None:
+            # MCJIT asks the object cache before generating code: the stored object is
+            # loaded as it is, so neither the O3 pipeline nor codegen runs.
+            engine = llvm.create_mcjit_compiler(parsed, tm)
+            engine.set_object_cache(getbuffer_func=lambda _module: stored)
+            engine.finalize_object()
+            dumps.emit("llvm_ir_opt", module.name, "; loaded from the disk cache: not optimized"
+                       " in this process")
+            return _addresses(engine, keys, parsed), True
         pto = llvm.PipelineTuningOptions(speed_level=3)
         pto.loop_vectorization = True
         pto.slp_vectorization = True
@@ -74,17 +98,25 @@ def compile_module(module: lir.Module, keys: dict) -> dict:
         if dumps.wanted("asm"):
             dumps.emit("asm", module.name, tm.emit_assembly(parsed))
         engine = llvm.create_mcjit_compiler(parsed, tm)
+        if disk_key is not None:
+            engine.set_object_cache(
+                notify_func=lambda _module, obj: diskcache.put(disk_key, bytes(obj)))
         engine.finalize_object()
-        _engines.append(engine)
-        out = {}
-        for symbol, key in keys.items():
-            address = engine.get_function_address(symbol)
-            if not address:
-                raise RuntimeError(f"LLVM produced no code for {symbol}")
-            _cache[key] = (symbol, address)
-            out[symbol] = address
-        _state["last_ir"] = parsed
-        return out
+        return _addresses(engine, keys, parsed), False
+
+
+def _addresses(engine, keys: dict, parsed) -> dict:
+    """Keep `engine` alive, cache and return each kernel's entry point (under _lock)."""
+    _engines.append(engine)
+    out = {}
+    for symbol, key in keys.items():
+        address = engine.get_function_address(symbol)
+        if not address:
+            raise RuntimeError(f"LLVM produced no code for {symbol}")
+        _cache[key] = (symbol, address)
+        out[symbol] = address
+    _state["last_ir"] = parsed
+    return out
 
 
 def optimized_ir() -> str:
