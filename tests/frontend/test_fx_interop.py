@@ -71,7 +71,7 @@ def test_callable_backend_with_dynamic_sizes():
         return gm
 
     f = refcomp.compile(lambda x: x.reshape(-1, 2).sum(1), backend=counting, dynamic=True)
-    for n in (4, 6, 8):
+    for n in (6, 8, 10):  # (not 4: a 4x4 first call duck-sizes both dims to one symbol)
         t = torch.randn(n, 4)
         torch.testing.assert_close(f(t), t.reshape(-1, 2).sum(1))
     assert len(calls) == 1 and "sizes" in calls[0].code
