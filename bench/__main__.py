@@ -1,4 +1,5 @@
-"""`python -m bench [--only a,b] [--reps N] [--no-inductor] [--no-plan] [--out bench/RESULTS.md]`.
+"""`python -m bench [--only a,b] [--reps N] [--no-inductor] [--no-plan] [--out bench/RESULTS.md]
+[--plot bench/results.svg]`.
 
 `--no-plan` adds the candidate `refcomp-noplan`: the llvm backend without its
 memory plan (every intermediate a fresh tensor), to compare peak memory and time.
@@ -30,6 +31,7 @@ def main(argv=None) -> int:
     ap.add_argument("--no-plan", action="store_true",
                     help="also run refcomp without the memory plan (refcomp-noplan)")
     ap.add_argument("--out", default="", help="write the Markdown report here")
+    ap.add_argument("--plot", default="", help="draw the speedups here (.svg/.png; matplotlib)")
     opts = ap.parse_args(argv)
     torch.set_num_threads(opts.threads)
     malloc_configured = harness.configure_malloc()
@@ -70,6 +72,10 @@ def main(argv=None) -> int:
         with open(opts.out, "w") as f:
             f.write(report)
         print(f"wrote {opts.out}")
+    if opts.plot:
+        from bench.plot import plot_speedups, read_results
+
+        print(f"wrote {plot_speedups(read_results(report), opts.plot)}")
     return 0
 
 
