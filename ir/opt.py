@@ -1,10 +1,12 @@
 """`python -m ir.opt`: run passes over textual IR, without PyTorch in the loop.
 
     python -m ir.opt --passes=decompose,fold,simplify,cse,dce [--print-after-all]
-                     [--print-after=NAME] [--timings] [--check-semantics] [in.rir]
+                     [--print-after=NAME] [--timings] [--stats] [--check-semantics]
+                     [in.rir]
 
 Reads `in.rir` (or stdin), runs the passes on every function in it, and writes the
-optimized IR to stdout.  IR printed after passes and timings go to stderr, so stdout
+optimized IR to stdout.  IR printed after passes, timings and rewrite counts (`--stats`:
+the rules each pass fired, by name) go to stderr, so stdout
 is always just the result.  Parse errors point at `file:line:col`; invalid IR and
 failing passes are reported by name; all errors exit with status 1 (2 for bad usage).
 Spec: spec/passes.md, "ir.opt".
@@ -33,6 +35,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     parser.add_argument("--print-after", action="append", default=[], metavar="NAME",
                         help="print the IR to stderr after pass NAME (repeatable)")
     parser.add_argument("--timings", action="store_true", help="print pass timings to stderr")
+    parser.add_argument("--stats", action="store_true",
+                        help="print the rewrite rules each pass fired, counted, to stderr")
     parser.add_argument("--check-semantics", action="store_true",
                         help="interpret before/after each pass on random inputs")
     args = parser.parse_args(argv)
@@ -61,9 +65,11 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     print_after = "all" if args.print_after_all else args.print_after
     for graph in graphs:
         timings: dict[str, float] = {}
+        stats: dict = {}
         try:
             result = run_pipeline(graph, passes, print_after=print_after, timings=timings,
-                                  check_semantics=args.check_semantics, stream=sys.stderr)
+                                  stats=stats, check_semantics=args.check_semantics,
+                                  stream=sys.stderr)
         except (VerificationError, PassError) as e:
             print(f"{_locate(e, text, name)}@{graph.name}: {e}", file=sys.stderr)
             return 1
@@ -71,6 +77,11 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         if args.timings:
             line = ", ".join(f"{p} {t * 1e3:.2f} ms" for p, t in timings.items())
             print(f"# timings @{graph.name}: {line}", file=sys.stderr)
+        if args.stats:
+            for p, fired in stats.items():
+                if fired.sweeps == 0:
+                    continue  # not a rule table: nothing to count
+                print(f"# rewrites @{graph.name} {p}: {fired.summary()}", file=sys.stderr)
     return 0
 
 

@@ -27,9 +27,10 @@ import torch
 
 from codegen.backends import get_backend
 from ir.builder import GraphBuilder
+from ir.facts import has_effects
 from ir.graph import Graph, Node, Value
 from ir.ops.registry import CREATION, FUSED, RANDOM
-from ir.passes.dce import dce, has_effects
+from ir.passes.dce import dce
 from ir.passes.fold import _match_batch_norm
 from ir.types import TensorType
 from refcomp import guards as G

@@ -12,6 +12,9 @@ from ir.ops import rules
 from ir.ops.registry import LAYOUT, defop
 from ir.types import TensorType, simplify_dim
 
+# The six views: each is an index map of its operand and a torch view of its storage.
+VIEW = {"index_map": True, "aliases": True}  # Note [Op facts] (ir/ops/registry.py)
+
 
 def _static(dims):
     return tuple(int(d) for d in dims)
@@ -28,7 +31,7 @@ def _reshape_infer(types, shape):
     return out
 
 
-defop("reshape", LAYOUT, operands=("x",), attrs={"shape": "dims"},
+defop("reshape", LAYOUT, **VIEW, operands=("x",), attrs={"shape": "dims"},
       infer=_reshape_infer, ref=lambda x, shape: np.reshape(x, _static(shape)),
       vjp=lambda b, g, out, x, shape: (b.reshape(g, shape=list(x.type.shape)),),
       doc="same elements in row-major order, new shape")
@@ -50,7 +53,7 @@ def _inverse(perm):
     return inv
 
 
-defop("permute", LAYOUT, operands=("x",), attrs={"perm": "ints"},
+defop("permute", LAYOUT, **VIEW, operands=("x",), attrs={"perm": "ints"},
       infer=_permute_infer, ref=lambda x, perm: np.transpose(x, perm),
       vjp=lambda b, g, out, x, perm: (b.permute(g, perm=_inverse(perm)),),
       doc="out[i...] = x[i[perm]...]: dim k of the result is dim perm[k] of x")
@@ -103,7 +106,7 @@ def _slice_vjp(b, g, out, x, dim, start, stop, step=1):
     return (b.pad(g, pads=pads) if x.type.dtype.is_float else None,)
 
 
-defop("slice", LAYOUT, operands=("x",),
+defop("slice", LAYOUT, **VIEW, operands=("x",),
       attrs={"dim": "int", "start": "int", "stop": "int", "step": ("int", 1)},
       infer=_slice_infer, ref=_slice_ref, vjp=_slice_vjp,
       doc="x[..., start:stop:step, ...] along dim (Python clamping, step >= 1)")
@@ -129,7 +132,7 @@ def _reshape_back(b, g, out, x, **attrs):
     return (b.reshape(g, shape=list(x.type.shape)),)
 
 
-defop("squeeze", LAYOUT, operands=("x",), attrs={"dims": ("ints", ())},
+defop("squeeze", LAYOUT, **VIEW, operands=("x",), attrs={"dims": ("ints", ())},
       infer=_squeeze_infer, ref=_squeeze_ref, vjp=_reshape_back,
       doc="drop the listed size-1 dims (others are kept, as in torch); [] = every size-1 dim")
 
@@ -143,7 +146,7 @@ def _unsqueeze_infer(types, dim):
     return x.with_shape(shape)
 
 
-defop("unsqueeze", LAYOUT, operands=("x",), attrs={"dim": "int"},
+defop("unsqueeze", LAYOUT, **VIEW, operands=("x",), attrs={"dim": "int"},
       infer=_unsqueeze_infer, vjp=_reshape_back,
       ref=lambda x, dim: np.expand_dims(x, rules.normalize_dim(dim, x.ndim + 1)),
       doc="insert a size-1 dim at position dim")
@@ -167,7 +170,7 @@ def _expand_vjp(b, g, out, x, shape):
     return (b.sum(g, dims=grown, keepdim=True) if grown else g,)
 
 
-defop("expand", LAYOUT, operands=("x",), attrs={"shape": "dims"},
+defop("expand", LAYOUT, **VIEW, operands=("x",), attrs={"shape": "dims"},
       infer=_expand_infer, vjp=_expand_vjp,
       ref=lambda x, shape: np.broadcast_to(x, _static(shape)).copy(),
       doc="broadcast size-1 dims to shape (same rank; the element is repeated, not copied)")

@@ -57,6 +57,8 @@ class OpDef:
     vjp: Optional[Callable] = None  # vjp(b, grads, outs, *inputs, **attrs) -> input grads
     scalar: Optional[Callable] = None  # scalar(s, *operand_scalars, **attrs)
     effects: bool = False  # never removed, never merged (random draws, externs with effects)
+    index_map: bool = False  # result[i] = operand0[f(i)] (Note [Op facts])
+    aliases: bool = False  # the result is a view of operand 0's storage (Note [Op facts])
     variadic: bool = False  # operands is one name bound to a list (cat)
     doc: str = ""
 
@@ -119,6 +121,8 @@ def defop(
     effects: bool = False,
     variadic: bool = False,
     doc: str = "",
+    index_map: bool = False,
+    aliases: bool = False,
 ) -> OpDef:
     """Define and register an op.  `attrs` maps name -> kind or (kind, default)."""
     if category not in CATEGORIES:
@@ -132,7 +136,8 @@ def defop(
             raise ValueError(f"op {name!r}: attribute kind {kind!r} not in {ATTR_KINDS}")
         specs[attr_name] = AttrSpec(kind, default)
     op = OpDef(name, category, tuple(operands), infer, ref, specs, vjp, scalar,
-               effects, variadic, doc)
+               effects=effects, index_map=index_map, aliases=aliases, variadic=variadic,
+               doc=doc)
     _REGISTRY[name] = op
     return op
 

@@ -6,8 +6,8 @@ with the same attributes; the later one is dropped and its uses read the earlier
 
 from __future__ import annotations
 
+from ir.facts import has_effects
 from ir.graph import Graph, Node, Value
-from ir.passes.dce import has_effects
 from ir.passes.registry import register_pass
 from ir.printer import format_attrs
 

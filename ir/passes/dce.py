@@ -1,20 +1,13 @@
-"""Dead code elimination, and the one definition of "this node has effects".
+"""Dead code elimination.  Spec: spec/passes.md, "dce".
 
-Owns: the `dce` pass and `has_effects(node)`, which fold and cse also use to decide
-what they must leave alone.  Spec: spec/passes.md, "dce".
+Owns: the `dce` pass.  What has effects is `has_effects` (ir/facts.py).
 """
 
 from __future__ import annotations
 
+from ir.facts import has_effects
 from ir.graph import Graph, Node
 from ir.passes.registry import register_pass
-
-
-def has_effects(node: Node) -> bool:
-    """True if `node` must run even when unused: an effectful op, or a body holding one."""
-    if node.op.effects:
-        return True
-    return node.body is not None and any(inner.op.effects for inner in node.body.walk())
 
 
 @register_pass("dce")

@@ -1,9 +1,10 @@
 """Decomposition: composite ops into primitives, each rule written as the math it computes.
 
-Owns: the `decompose` pass and `DECOMPOSITIONS` (op name -> rule).  A rule gets a
+Owns: the `decompose` pass and `RULES`, its rule table on the rewrite engine
+(ir/rewrite.py), one rule per composite op, named after it.  A rule gets a
 GraphBuilder positioned where the composite was, the node's operands and attributes,
-and returns the value that replaces the node's result.  Spec: spec/passes.md,
-"decompose".
+and returns the value that replaces the node's result (or None to keep the node).
+Spec: spec/passes.md, "decompose".
 
 Not decomposed, on purpose: `gelu` and `silu` are pointwise ops with a scalar form
 that every backend lowers inside a fused kernel, so splitting them buys nothing;
@@ -12,23 +13,19 @@ that every backend lowers inside a fused kernel, so splitting them buys nothing;
 
 from __future__ import annotations
 
-from typing import Callable
-
 from ir.builder import GraphBuilder
-from ir.graph import Graph, Node, Value
+from ir.graph import Graph, Value
 from ir.ops.rules import normalize_dim, normalize_dims
 from ir.passes.registry import register_pass
+from ir.rewrite import RuleTable, rewrite
 from ir.types import is_symbolic
 
-Rule = Callable[..., Value]
-DECOMPOSITIONS: dict[str, Rule] = {}
+RULES = RuleTable("decompose")
 
 
 def decomposes(op_name: str):
-    def wrap(fn: Rule) -> Rule:
-        DECOMPOSITIONS[op_name] = fn
-        return fn
-    return wrap
+    """Decorator: `fn(b, *operands, **attrs)` is the rule for `op_name`."""
+    return RULES.rule(op_name, name=op_name, unpack=True)
 
 
 def _dim_size_is_zero(x: Value, dims) -> bool:
@@ -109,23 +106,11 @@ def decompose(g: Graph) -> Graph:
     Requires: a verified graph.  Preserves: every value's type; results up to
     rounding (the primitives round after each op, as eager PyTorch's decompositions
     do); inputs, outputs and the order of other nodes.  Leaves fused bodies alone.
-    Idempotent (no decomposition produces a composite op).
+    Idempotent (no decomposition produces a composite op).  The rule table runs on
+    the rewrite engine (ir/rewrite.py).
     """
-    b = GraphBuilder(g.name)
-    b.inputs = list(g.inputs)
-    replace: dict[Value, Value] = {}
-    for node in g.nodes:
-        inputs = [replace.get(v, v) for v in node.inputs]
-        rule = DECOMPOSITIONS.get(node.op.name)
-        start = len(b.nodes)
-        result = rule(b, *inputs, **node.attrs) if rule is not None else None
-        if result is None:
-            del b.nodes[start:]
-            b.nodes.append(node if inputs == node.inputs else
-                           Node(node.op, inputs, node.attrs, node.outputs, node.body))
-            continue
-        if result.type != node.output.type:
-            raise AssertionError(f"decomposition of {node.op.name} gives {result.type},"
-                                 f" not {node.output.type}")
-        replace[node.output] = result
-    return b.build([replace.get(v, v) for v in g.outputs])
+    return rewrite(g, RULES)
+
+
+# op name -> its decomposition, as written above
+DECOMPOSITIONS = {rule.name: rule.fn for rule in RULES}

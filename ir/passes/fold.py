@@ -1,49 +1,30 @@
 """Constant folding with the reference interpreter, and `freeze` (parameters as constants).
 
-Owns: the `fold` pass, `freeze`, and what counts as a constant (`splat_value`,
-`constant_arrays`), which simplify also uses.  Folding evaluates an op with its own
-reference semantics (`OpDef.ref`), so it can never disagree with the interpreter.
+Owns: the `fold` pass, `freeze` and `fold_batch_norm`.  What counts as a constant
+(`Const`, `constant_of`, `splat_value`) is in ir/facts.py, shared with simplify.
+Folding evaluates an op with its own reference semantics (`OpDef.ref`), so it can
+never disagree with the interpreter.
 Spec: spec/passes.md, "fold".
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Mapping, Optional
 
 import numpy as np
 
 from ir.builder import GraphBuilder
+from ir.facts import Const, as_const, constant_arrays, constant_of, has_effects, scalar_of
 from ir.graph import Graph, Node, Value
 from ir.interpreter import run
 from ir.ops.registry import CREATION, FUSED, POINTWISE, RANDOM, lookup
-from ir.passes.dce import dce, has_effects
+from ir.passes.dce import dce
 from ir.passes.registry import register_pass
 from ir.types import round_to_dtype
 
 # A folded result with more elements than this stays computed, unless it is a splat
 # (every element equal), which is a `full` of any size: no data is materialized.
 MAX_FOLD_NUMEL = 4096
-# Operands are materialized for evaluation only up to this many elements.
-MAX_EVAL_NUMEL = 1 << 16
-# Layout ops that map a splat to a splat of the result's shape.
-_SPLAT_LAYOUT = ("reshape", "permute", "expand", "squeeze", "unsqueeze", "slice")
-
-
-@dataclass(frozen=True)
-class Const:
-    """A known value: a splat (one scalar, any shape, maybe symbolic) or a small array."""
-
-    splat: object = None  # Python scalar, already rounded to the value's dtype
-    array: Optional[np.ndarray] = None
-
-    def materialize(self, value: Value) -> Optional[np.ndarray]:
-        if self.array is not None:
-            return self.array
-        t = value.type
-        if not t.is_static or int(t.numel()) > MAX_EVAL_NUMEL:
-            return None
-        return np.full(tuple(int(d) for d in t.shape), self.splat, t.dtype.np)
 
 
 @register_pass("fold")
@@ -76,7 +57,7 @@ def fold_constants(g: Graph, max_numel: int) -> Graph:
     known: dict[Value, Const] = {}
     nodes: list[Node] = []
     for node in g.nodes:
-        source = _source_constant(node)
+        source = constant_of(node)
         if source is not None:
             if node.op.name == "constant" and source.splat is not None:
                 node = _materialize(source, node.output)
@@ -91,18 +72,6 @@ def fold_constants(g: Graph, max_numel: int) -> Graph:
     return g.with_nodes(nodes)
 
 
-def _source_constant(node: Node) -> Optional[Const]:
-    """The value of a creation node (full, constant, static arange), else None."""
-    name = node.op.name
-    if name == "full":
-        return Const(splat=_scalar(node.attrs["value"], node.output))
-    if name == "constant":
-        return _as_const(np.array(node.attrs["data"], dtype=node.output.type.dtype.np))
-    if name == "arange" and int(node.output.type.numel()) <= MAX_EVAL_NUMEL:
-        return _as_const(run(Graph("arange", [], [node], node.outputs), [])[0])
-    return None
-
-
 def _foldable(node: Node) -> bool:
     op = node.op
     return (op.category not in (CREATION, RANDOM, FUSED) and not has_effects(node)
@@ -113,7 +82,7 @@ def _evaluate(node: Node, operands: list[Const], max_numel: int) -> Optional[Con
     """The node's result from constant operands, or None if it should not be folded."""
     out = node.output
     if all(c.array is None for c in operands):
-        if node.op.name in _SPLAT_LAYOUT:
+        if node.op.index_map:  # an index map of a splat is a splat
             return Const(splat=operands[0].splat)
         if node.op.category == POINTWISE:
             # A pointwise op on splats is a splat: evaluate it once, on rank-0 arrays.
@@ -123,7 +92,7 @@ def _evaluate(node: Node, operands: list[Const], max_numel: int) -> Optional[Con
                     result = node.op.ref(*scalars, **node.attrs)
             except Exception:
                 return None  # see below: leave a failing op to fail at run time
-            return Const(splat=_scalar(round_to_dtype(np.asarray(result), out.type.dtype), out))
+            return Const(splat=scalar_of(round_to_dtype(np.asarray(result), out.type.dtype), out))
     if not out.type.is_static:
         return None
     arrays = [c.materialize(v) for c, v in zip(operands, node.inputs)]
@@ -134,41 +103,10 @@ def _evaluate(node: Node, operands: list[Const], max_numel: int) -> Optional[Con
     except Exception:
         # An op that fails on these constants fails at run time too: leave it there.
         return None
-    const = _as_const(result)
+    const = as_const(result)
     if const.splat is None and result.size > max_numel:
         return None
     return const
-
-
-def _as_const(array: np.ndarray) -> Const:
-    """A splat if every element is equal (NaNs count as equal) or there are none."""
-    flat = array.reshape(-1)
-    if flat.size == 0:
-        return Const(splat=_zero(array.dtype))
-    first = flat[0]
-    same = np.isnan(flat).all() if _isnan(first) else bool((flat == first).all())
-    if same and not (first == 0 and array.dtype.kind == "f" and _mixed_zero_signs(flat)):
-        return Const(splat=first.item())
-    return Const(array=array)
-
-
-def _isnan(x) -> bool:
-    return isinstance(x, np.floating) and bool(np.isnan(x))
-
-
-def _mixed_zero_signs(flat: np.ndarray) -> bool:
-    signs = np.signbit(flat)
-    return bool(signs.any() and not signs.all())
-
-
-def _zero(dtype: np.dtype):
-    return np.zeros((), dtype).item()
-
-
-def _scalar(value, v: Value):
-    """`value` as a Python scalar of v's dtype (so `full {value=...}` prints it exactly)."""
-    array = round_to_dtype(np.asarray(value).astype(v.type.dtype.np), v.type.dtype)
-    return array.item()
 
 
 def _materialize(const: Const, value: Value) -> Node:
@@ -179,30 +117,6 @@ def _materialize(const: Const, value: Value) -> Node:
         return Node(lookup("full"), [], lookup("full").normalize_attrs(attrs), [value])
     attrs = {"data": const.array.tolist(), "dtype": t.dtype, "device": t.device}
     return Node(lookup("constant"), [], lookup("constant").normalize_attrs(attrs), [value])
-
-
-def splat_value(value: Value, producers: Mapping[Value, Node]):
-    """The scalar every element of `value` equals, if the IR says so plainly, else None.
-
-    A `full`, a `constant` with all elements equal, or a layout op of a splat.
-    """
-    node = producers.get(value)
-    while node is not None and node.op.name in _SPLAT_LAYOUT:
-        node = producers.get(node.inputs[0])
-    if node is None or node.op.name not in ("full", "constant"):
-        return None
-    return _source_constant(node).splat
-
-
-def constant_arrays(g: Graph) -> dict[Value, np.ndarray]:
-    """Arrays for values defined by `constant` and static `full` nodes of `g`."""
-    table = {}
-    for node in g.nodes:
-        if node.op.name in ("constant", "full"):
-            array = _source_constant(node).materialize(node.output)
-            if array is not None:
-                table[node.output] = array
-    return table
 
 
 # --- freeze -----------------------------------------------------------------------------

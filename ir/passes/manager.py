@@ -21,6 +21,7 @@ from ir.graph import Graph
 from ir.interpreter import InterpreterError, run
 from ir.passes.registry import get_pass
 from ir.printer import print_graph
+from ir.rewrite import RewriteStats, collect
 from ir.types import DType, bf16, f16, f32, f64, is_symbolic, simplify_dim
 from ir.verify import VerificationError, verify
 
@@ -40,7 +41,8 @@ class PassError(RuntimeError):
 def run_pipeline(graph: Graph, passes: Sequence[PassLike] = DEFAULT_PIPELINE, *,
                  verify: bool = True, print_after: Union[str, Iterable[str]] = (),
                  check_semantics: bool = False, timings: Optional[dict] = None,
-                 stream: Optional[TextIO] = None, seed: int = 0) -> Graph:
+                 stats: Optional[dict] = None, stream: Optional[TextIO] = None,
+                 seed: int = 0) -> Graph:
     """Run `passes` in order on `graph` and return the result (the input is never changed).
 
     passes: names, callables `Graph -> Graph`, or one comma-separated string of names.
@@ -53,6 +55,8 @@ def run_pipeline(graph: Graph, passes: Sequence[PassLike] = DEFAULT_PIPELINE, *,
         inputs (and the same random stream) and raise `PassError` naming the pass on any
         difference beyond `tolerance(dtype)`; also checks the pass left its input intact.
     timings: a dict filled with pass name -> seconds (summed if a pass runs twice).
+    stats: a dict filled with pass name -> `RewriteStats`: the rules of the rewrite
+        engine (ir/rewrite.py) fired during that pass, counted by name, and each firing.
     """
     if isinstance(passes, str):  # "fold,dce", as on the command line
         passes = [p.strip() for p in passes.split(",") if p.strip()]
@@ -66,7 +70,8 @@ def run_pipeline(graph: Graph, passes: Sequence[PassLike] = DEFAULT_PIPELINE, *,
         before_text = print_graph(graph) if check_semantics else None
         start = time.perf_counter()
         try:
-            result = fn(graph)
+            with collect() as fired:
+                result = fn(graph)
         except PassError:  # from a pipeline inside the pass: it already names its pass
             raise
         except Exception as e:  # name the pass, keep the cause
@@ -74,6 +79,8 @@ def run_pipeline(graph: Graph, passes: Sequence[PassLike] = DEFAULT_PIPELINE, *,
         elapsed = time.perf_counter() - start
         if timings is not None:
             timings[name] = timings.get(name, 0.0) + elapsed
+        if stats is not None:
+            _merge(stats.setdefault(name, RewriteStats()), fired)
         if not isinstance(result, Graph):
             raise PassError(name, f"returned {type(result).__name__}, not a Graph")
         if verify:
@@ -88,6 +95,12 @@ def run_pipeline(graph: Graph, passes: Sequence[PassLike] = DEFAULT_PIPELINE, *,
             out.write(f"# after {name} ({elapsed * 1e3:.1f} ms)\n{print_graph(result)}")
         graph = result
     return graph
+
+
+def _merge(into: RewriteStats, more: RewriteStats) -> None:
+    into.sweeps += more.sweeps
+    for firing in more.firings:
+        into.add(firing)
 
 
 def _resolve(item: PassLike) -> tuple[str, Callable[[Graph], Graph]]:

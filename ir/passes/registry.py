@@ -3,21 +3,22 @@
     @register_pass("dce")
     def dce(g: Graph) -> Graph: ...
 
-Spec: spec/passes.md, "Writing a pass".
+The decorator is the only registration: every module of the `ir.passes` package is
+imported on the first lookup, so a new module there is found without a list to edit.
+Spec: spec/passes.md, "Writing a new pass".
 """
 
 from __future__ import annotations
 
 import importlib
+import pkgutil
 from typing import Callable
 
 from ir.graph import Graph
 
 Pass = Callable[[Graph], Graph]
 _PASSES: dict[str, Pass] = {}
-
-# Modules that define passes; importing them registers their passes.
-PASS_MODULES = ("decompose", "fold", "simplify", "cse", "dce", "fuse", "plan_memory")
+_loaded: list[bool] = []
 
 
 def register_pass(name: str):
@@ -30,12 +31,13 @@ def register_pass(name: str):
 
 
 def _load() -> None:
-    for module in PASS_MODULES:
-        try:
-            importlib.import_module(f"ir.passes.{module}")
-        except ModuleNotFoundError as e:
-            if e.name != f"ir.passes.{module}":
-                raise
+    if _loaded:
+        return
+    import ir.passes
+
+    for module in pkgutil.iter_modules(ir.passes.__path__):
+        importlib.import_module(f"ir.passes.{module.name}")
+    _loaded.append(True)
 
 
 def get_pass(name: str) -> Pass:
