@@ -46,11 +46,10 @@ from codegen.lower import Unsupported, lower_region, single_node_body
 from codegen.stats import STATS
 from codegen.torch_bridge import torch_dtype
 from ir.graph import Graph, Value
-from ir.ops.registry import COMPOSITE, EXTERN, LAYOUT, POINTWISE, REDUCTION
+from ir.ops.registry import COMPOSITE, EXTERN, POINTWISE, REDUCTION
 from ir.plan import ALIGN, aligned, views_in
 from ir.types import is_symbolic
 
-VIEWS = frozenset({"reshape", "permute", "slice", "expand", "squeeze", "unsqueeze"})
 PARALLEL_MIN_WORK = 1 << 16  # elements; below this a thread hand-off costs more than it saves
 
 _pool: dict = {}
@@ -134,7 +133,7 @@ def plan_graph(graph: Graph, symbols=()) -> list[_Unit]:
                 continue
         step = eager._make_step(node, list(symbols), {})
         sized = bool(eager._symbolic_attr_names(node))
-        if cat == LAYOUT and name in VIEWS:
+        if node.op.aliases:  # a torch view of its operand (Note [Op facts])
             units.append(_Unit("view", node.inputs, node.outputs, fn=step, label=name,
                                sized=sized))
         elif cat == EXTERN:

@@ -16,7 +16,7 @@ from typing import Optional
 
 from ir.graph import Graph
 from ir.ops.registry import CREATION
-from ir.passes.fuse import INDEX_MAPS, fuse_with_report
+from ir.passes.fuse import fuse_with_report
 from ir.passes.plan_memory import plan_memory
 from ir.plan import intermediates, views_in
 from ir.types import Dim, is_symbolic, simplify_dim
@@ -24,7 +24,7 @@ from ir.types import Dim, is_symbolic, simplify_dim
 
 def count_kernels(graph: Graph) -> int:
     return sum(1 for node in graph.nodes
-               if node.op.name not in INDEX_MAPS and node.op.category != CREATION)
+               if not node.op.index_map and node.op.category != CREATION)
 
 
 def intermediate_bytes(graph: Graph) -> Dim:

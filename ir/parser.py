@@ -28,6 +28,7 @@ import sympy
 
 from ir.graph import Graph, Node, Value
 from ir.ops.registry import lookup
+from ir.plan import parse_plan
 from ir.types import BY_SHORT, TensorType, size_symbol
 
 
@@ -155,8 +156,6 @@ class Parser:
                              "differ from the signature", result_tok)
         graph = Graph(name, inputs, nodes, outputs)
         if self.at("plan"):  # an optional memory plan section (spec/memory.md)
-            from ir.plan import parse_plan
-
             graph.plan = parse_plan(self, scope)
         return graph
 

@@ -22,6 +22,8 @@ import numpy as np
 import sympy
 
 from ir.graph import Graph, Node, Value
+from ir.interpreter import run
+from ir.printer import value_names
 from ir.types import Dim, bf16, is_symbolic, simplify_dim
 
 ALIGN = 64  # bytes: a cache line, and enough for any vector load
@@ -65,6 +67,10 @@ class MemoryPlan:
         offsets = {s.value: _concrete(s.offset, sizes) for s in self.slots}
         ends = [offsets[s.value] + _concrete(s.size, sizes) for s in self.slots]
         return max(ends, default=0), offsets
+
+    def format(self, name_of) -> list[str]:
+        """The plan section's lines (`format_plan`); the printer calls this."""
+        return format_plan(self, name_of)
 
     def entry(self, value: Value):
         for item in self.slots + self.views:
@@ -155,11 +161,9 @@ def liveness(graph: Graph) -> dict[Value, tuple[int, int]]:
 
 
 def views_in(graph: Graph) -> dict[Value, Value]:
-    """Top-level layout results that alias their operand: result -> operand."""
-    from ir.passes.fuse import INDEX_MAPS
-
+    """Top-level results that alias their operand (the `aliases` op fact): result -> operand."""
     return {node.outputs[0]: node.inputs[0] for node in graph.nodes
-            if node.op.name in INDEX_MAPS and node.body is None}
+            if node.op.aliases and node.body is None}
 
 
 def intermediates(graph: Graph) -> list[Value]:
@@ -225,8 +229,6 @@ def check_plan(graph: Graph, sizes: Optional[dict] = None) -> list[str]:
     plan = graph.plan
     if plan is None:
         return ["the graph has no memory plan"]
-    from ir.passes.fuse import value_names
-
     names = value_names(graph)
 
     def nm(v):
@@ -384,8 +386,6 @@ def run_with_plan(graph: Graph, args, rng=None) -> list:
     buffers share bytes makes this executor return wrong values; the interpreter
     (`ir.run`) stays the oracle for what the values should be.
     """
-    from ir.interpreter import run
-
     plan = graph.plan
     sizes = _bind_sizes(graph, args)
     arena_size, offsets = plan.evaluate(sizes)

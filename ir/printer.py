@@ -139,12 +139,28 @@ def print_graph_with_lines(graph: Graph) -> tuple[str, dict[Node, str]]:
     line_of: dict[Node, str] = {}
     _print_body(graph, namer, "  ", lines, line_of)
     lines.append("}")
-    if graph.plan is not None:  # the memory plan section (spec/memory.md)
-        from ir.plan import format_plan
-
-        lines += format_plan(graph.plan, lambda v: namer[v])
+    if graph.plan is not None:  # the memory plan section (spec/memory.md, ir/plan.py)
+        lines += graph.plan.format(lambda v: namer[v])
     return "\n".join(lines) + "\n", line_of
 
 
 def print_graph(graph: Graph) -> str:
     return print_graph_with_lines(graph)[0]
+
+
+def value_names(graph: Graph) -> dict[Value, str]:
+    """The printed name (`%3`, `%x`) of every value, as `print_graph` numbers them."""
+    namer = Namer()
+    for v in graph.inputs:
+        namer.define(v)
+
+    def walk(g: Graph) -> None:
+        for node in g.nodes:
+            for v in node.outputs:
+                namer.define(v)
+            if node.body is not None:
+                for v in node.body.inputs:
+                    namer.define(v)
+                walk(node.body)
+    walk(graph)
+    return {v: namer[v] for v in namer.names}

@@ -140,9 +140,10 @@ class RuleTable:
 class Rewriter:
     """What a rule sees: the builder at the node's place, producers, splat constants."""
 
-    def __init__(self, builder: GraphBuilder, producers: dict[Value, Node]):
+    def __init__(self, builder: GraphBuilder, producers: dict[Value, Node], context=None):
         self.builder = builder  # its op methods (`rw.builder.exp(x)`) emit here too
         self.producers = producers
+        self.context = context  # what the pass computed once for its rules (`rewrite`)
         self._splats: dict[Value, object] = {}  # a big `constant` is scanned once
 
     def producer(self, value: Value, op: Optional[str] = None) -> Optional[Node]:
@@ -224,11 +225,14 @@ class collect:
 
 
 # --- the engine -------------------------------------------------------------------------------
-def rewrite(g: Graph, table: RuleTable, *, max_sweeps: Optional[int] = None) -> Graph:
+def rewrite(g: Graph, table: RuleTable, *, context=None,
+            max_sweeps: Optional[int] = None) -> Graph:
     """Apply `table` to `g` until no rule fires (Note [The engine]); a new graph.
 
-    Returns `g` itself when nothing fired.  Raises RewriteError when the table does not
-    reach a fixed point within `max_sweeps` sweeps (default: the table's).
+    `context` is handed to every rule as `rw.context`: facts about the whole input
+    graph that a pass computes once (its constants, its use counts).  Returns `g`
+    itself when nothing fired.  Raises RewriteError when the table does not reach a
+    fixed point within `max_sweeps` sweeps (default: the table's).
     """
     bound = table.max_sweeps if max_sweeps is None else max_sweeps
     stats = RewriteStats()
@@ -236,7 +240,7 @@ def rewrite(g: Graph, table: RuleTable, *, max_sweeps: Optional[int] = None) -> 
     for sweep in range(bound):
         if sweep > 0 and not any(node.op.name in wanted for node in g.nodes):
             break  # no node any rule could match: the fixed point, without a sweep
-        g, fired = _Sweep(g, table, stats).run()
+        g, fired = _Sweep(g, table, stats, context).run()
         stats.sweeps += 1
         if not fired:
             break
@@ -254,14 +258,14 @@ def rewrite(g: Graph, table: RuleTable, *, max_sweeps: Optional[int] = None) -> 
 class _Sweep:
     """One pass over a graph's nodes in order, rewriting with `table` (use replacement)."""
 
-    def __init__(self, g: Graph, table: RuleTable, stats: RewriteStats):
+    def __init__(self, g: Graph, table: RuleTable, stats: RewriteStats, context=None):
         self.g = g
         self.table = table
         self.stats = stats
         self.builder = GraphBuilder(g.name)
         self.builder.inputs = list(g.inputs)
         self.producers: dict[Value, Node] = {}
-        self.rw = Rewriter(self.builder, self.producers)
+        self.rw = Rewriter(self.builder, self.producers, context)
         self.replace: dict[Value, Value] = {}
         self.by_op = table._by_op
         self.fired = 0

@@ -15,6 +15,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Callable, Optional
 
+from ir.types import dtype_from_short, simplify_dim
+
 POINTWISE = "pointwise"
 REDUCTION = "reduction"
 LAYOUT = "layout"
@@ -89,12 +91,8 @@ def canonical_attr(value, kind: str):
     if value is None:
         return None
     if kind in ("ints", "dims"):
-        from ir.types import simplify_dim
-
         return tuple(simplify_dim(v) for v in value)
     if kind == "dtype" and isinstance(value, str):
-        from ir.types import dtype_from_short
-
         return dtype_from_short(value)
     if kind == "tensor" and hasattr(value, "tolist"):
         return value.tolist()
@@ -142,8 +140,9 @@ def defop(
     return op
 
 
+# Importing this module first runs ir/ops/__init__.py, which imports every category
+# module: so the table is full before `lookup` can be called.
 def lookup(name: str) -> OpDef:
-    _ensure_loaded()
     try:
         return _REGISTRY[name]
     except KeyError:
@@ -151,15 +150,8 @@ def lookup(name: str) -> OpDef:
 
 
 def all_ops() -> list[OpDef]:
-    _ensure_loaded()
     return list(_REGISTRY.values())
 
 
 def has_op(name: str) -> bool:
-    _ensure_loaded()
     return name in _REGISTRY
-
-
-def _ensure_loaded() -> None:
-    # Importing the package registers every category module.
-    import ir.ops  # noqa: F401

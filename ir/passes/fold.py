@@ -13,13 +13,13 @@ from typing import Mapping, Optional
 
 import numpy as np
 
-from ir.builder import GraphBuilder
 from ir.facts import Const, as_const, constant_arrays, constant_of, has_effects, scalar_of
 from ir.graph import Graph, Node, Value
 from ir.interpreter import run
 from ir.ops.registry import CREATION, FUSED, POINTWISE, RANDOM, lookup
 from ir.passes.dce import dce
 from ir.passes.registry import register_pass
+from ir.rewrite import RuleTable, rewrite
 from ir.types import round_to_dtype
 
 # A folded result with more elements than this stays computed, unless it is a splat
@@ -159,37 +159,33 @@ def fold_batch_norm(g: Graph) -> Graph:
     Requires W, b and the statistics to be constants and the conv/matmul (and add) to
     have no other use; otherwise the batch norm stays.  The result is
     `add(conv2d(x, W'), expand(reshape(b')))` with W', b' computed in float64.
+    A one-rule table on the rewrite engine; its context is the input's constants,
+    producers and uses (an output counts as a use the rewrite cannot see).
     """
-    arrays = constant_arrays(g)
-    producers = g.producers()
     uses = g.uses()
     for v in g.outputs:
-        uses.setdefault(v, []).append(None)  # an output is a use the rewrite cannot see
-    b = GraphBuilder(g.name)
-    b.inputs = g.inputs
-    replace: dict[Value, Value] = {}
-    for node in g.nodes:
-        node = _substituted(node, replace)
-        match = _match_batch_norm(node, arrays, producers, uses)
-        if match is None:
-            b.nodes.append(node)
-            continue
-        x, weight, bias, extern = match
-        new_w = b.insert(lookup("constant"), [], {"data": weight.tolist(),
-                                                 "dtype": extern.inputs[1].type.dtype})
-        y = b.insert(extern.op, [x, new_w], extern.attrs)
-        shape = [1, bias.shape[0]] + [1] * (y.type.rank - 2)
-        bias = round_to_dtype(bias.reshape(shape).astype(y.type.dtype.np), y.type.dtype)
-        new_b = b.insert(lookup("constant"), [], {"data": bias.tolist(), "dtype": y.type.dtype})
-        replace[node.output] = b.add(y, b.expand(new_b, shape=list(y.type.shape)))
-    return b.build([replace.get(v, v) for v in g.outputs])
+        uses.setdefault(v, []).append(None)
+    return rewrite(g, BATCH_NORM, context=(constant_arrays(g), g.producers(), uses))
 
 
-def _substituted(node: Node, replace: dict) -> Node:
-    inputs = [replace.get(v, v) for v in node.inputs]
-    if inputs == node.inputs:
-        return node
-    return Node(node.op, inputs, node.attrs, node.outputs, node.body)
+BATCH_NORM = RuleTable("fold_batch_norm")
+
+
+@BATCH_NORM.rule("batch_norm")
+def into_weights(node, rw):
+    """batch_norm(ext(x, W) [+ b]) -> ext(x, W') + b'   W' = W*gamma/sqrt(var+eps) per channel"""
+    match = _match_batch_norm(node, *rw.context)
+    if match is None:
+        return None
+    x, weight, bias, extern = match
+    b = rw.builder
+    new_w = b.insert(lookup("constant"), [], {"data": weight.tolist(),
+                                             "dtype": extern.inputs[1].type.dtype})
+    y = b.insert(extern.op, [x, new_w], extern.attrs)
+    shape = [1, bias.shape[0]] + [1] * (y.type.rank - 2)
+    bias = round_to_dtype(bias.reshape(shape).astype(y.type.dtype.np), y.type.dtype)
+    new_b = b.insert(lookup("constant"), [], {"data": bias.tolist(), "dtype": y.type.dtype})
+    return b.add(y, b.expand(new_b, shape=list(y.type.shape)))
 
 
 def _match_batch_norm(node, arrays, producers, uses):

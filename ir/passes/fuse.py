@@ -6,11 +6,11 @@ their bodies.  Must not know: backends, memory planning.  Spec: spec/fusion.md.
 
 Vocabulary (See Note [Fusion model]):
 - a *work* node computes: pointwise and reduction ops.  Work nodes are grouped.
-- a *free* node is an index map or a constant: reshape, permute, slice, expand,
-  squeeze, unsqueeze and rank-0 `full`.  Free nodes are never grouped; they are
-  copied into every region that reads through them (copying an index map costs
-  no work) and stay at top level only where a non-region node or the caller
-  needs their value.
+- a *free* node is an index map (an op with the `index_map` fact: reshape, permute,
+  slice, expand, squeeze, unsqueeze; Note [Op facts]) or a rank-0 `full`.  Free
+  nodes are never grouped; they are copied into every region that reads through
+  them (copying an index map costs no work) and stay at top level only where a
+  non-region node or the caller needs their value.
 - every other node (extern, random, cat, pad, gathers, other creation ops,
   composite, fused) is a *boundary*: it stays a top-level node.
 
@@ -33,14 +33,15 @@ import logging
 from dataclasses import dataclass, field
 from typing import Optional
 
+from ir.facts import view_root as trace
 from ir.graph import Graph, Node, Value
 from ir.ops.registry import POINTWISE, REDUCTION, lookup
 from ir.ops.rules import normalize_dim, normalize_dims, reduced_shape
 from ir.passes.registry import register_pass
+from ir.printer import value_names
 
 log = logging.getLogger("ir.fuse")
 
-INDEX_MAPS = frozenset({"reshape", "permute", "slice", "expand", "squeeze", "unsqueeze"})
 ROW_BROADCASTS = frozenset({"reshape", "squeeze", "unsqueeze", "expand"})
 FULL, REDUCED, SCALAR = "full", "reduced", "scalar"
 # A row kernel runs one pass per dependent reduction and recomputes the row's pointwise
@@ -73,7 +74,7 @@ def is_work(node: Node) -> bool:
 
 
 def is_free(node: Node) -> bool:
-    if node.op.name in INDEX_MAPS:
+    if node.op.index_map:
         return True
     return node.op.name == "full" and len(node.outputs[0].type.shape) == 0
 
@@ -87,17 +88,6 @@ def reduce_domain(node: Node) -> tuple[tuple, tuple]:
     else:
         dims = normalize_dims(node.attrs.get("dims", ()), len(shape))
     return tuple(shape), dims
-
-
-def trace(value: Value, producers: dict) -> tuple[Value, list[Node]]:
-    """Follow index maps back to the value they read: (root, maps from root to value)."""
-    chain: list[Node] = []
-    node = producers.get(value)
-    while node is not None and node.op.name in INDEX_MAPS:
-        chain.insert(0, node)
-        value = node.inputs[0]
-        node = producers.get(value)
-    return value, chain
 
 
 # --- the legality of one region ---------------------------------------------------------
@@ -476,23 +466,3 @@ class _Region:
         body = Graph("body", self.params, self.nodes, [self.env[v] for v in results])
         self.node = Node(lookup("fused"), list(self.param_roots), {"kind": self.domain.kind},
                          results, body)
-
-
-def value_names(graph: Graph) -> dict[Value, str]:
-    """The printed name (`%3`, `%x`) of every value, as `print_graph` numbers them."""
-    from ir.printer import Namer
-
-    namer = Namer()
-    for v in graph.inputs:
-        namer.define(v)
-
-    def walk(g: Graph) -> None:
-        for node in g.nodes:
-            for v in node.outputs:
-                namer.define(v)
-            if node.body is not None:
-                for v in node.body.inputs:
-                    namer.define(v)
-                walk(node.body)
-    walk(graph)
-    return {v: namer[v] for v in namer.names}

@@ -10,7 +10,7 @@ from hypothesis import given
 from ir import GraphBuilder, TensorType, check, parse, print_graph, run
 from ir.fusion_report import count_kernels, report
 from ir.ops.registry import POINTWISE, REDUCTION
-from ir.passes.fuse import INDEX_MAPS, fuse, fuse_with_report, is_work
+from ir.passes.fuse import fuse, fuse_with_report, is_work
 from ir.passes.manager import random_inputs
 from ir.passes.registry import get_pass
 from ir.types import f32, size_symbol
@@ -203,5 +203,5 @@ def test_fuse_preserves_results_and_duplicates_no_work(case):
     for r in regions(f):
         assert r.attrs["kind"] in ("pointwise", "reduction", "rowwise")
         for n in r.body.nodes:
-            assert n.op.category in ALLOWED or n.op.name in INDEX_MAPS or (
+            assert n.op.category in ALLOWED or n.op.index_map or (
                 n.op.name == "full" and n.outputs[0].type.rank == 0), n.op.name

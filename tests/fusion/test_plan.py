@@ -36,7 +36,7 @@ def planned(g):
 
 def slot(p, text_name):
     """The slot of the value printed as `text_name` (e.g. '%0')."""
-    from ir.passes.fuse import value_names
+    from ir.printer import value_names
 
     names = value_names(p)
     return next(s for s in p.plan.slots if names[s.value] == text_name)

@@ -109,3 +109,16 @@ def test_a_comma_separated_string_names_the_passes():
     timings = {}
     run_pipeline(parse(SOURCE), "cse, dce", timings=timings)
     assert list(timings) == ["cse", "dce"]
+
+
+def test_the_decorator_is_the_only_registration():
+    """Every `@register_pass` in ir/passes/ is found without a list of modules."""
+    import re
+
+    from ir.passes.registry import all_passes
+    from tests.conftest import ROOT
+
+    declared = set()
+    for path in (ROOT / "ir" / "passes").glob("*.py"):
+        declared.update(re.findall(r'^@register_pass\("(\w+)"\)', path.read_text(), re.M))
+    assert declared and declared <= set(all_passes())
