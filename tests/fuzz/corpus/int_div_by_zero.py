@@ -1,0 +1,12 @@
+"""Integer remainder (and floor division) by zero returns a value; eager raises
+RuntimeError: ZeroDivisionError."""
+STATUS = "open"
+BACKENDS = ["interp", "llvm"]
+SYMPTOM = "missed-raise: eager raised RuntimeError: ZeroDivisionError"
+SOURCE = '''
+def f(x0):
+    return x0 % x0.clamp(0, 0)
+'''
+INPUTS = [
+    [((3,), 'int64', 'contiguous', 0)],
+]

@@ -1,0 +1,14 @@
+"""Two outputs where one is a view of the other (`v1`, `v1.reshape(-1)`): eager returns
+tensors sharing storage; the interp backend returns independent copies."""
+STATUS = "open"
+BACKENDS = ["interp"]
+SYMPTOM = "alias: out[0] shares storage with: [], eager ['out[1]']"
+SOURCE = '''
+def f(x0):
+    v1 = torch.abs(x0)
+    v3 = v1.reshape(-1)
+    return v1, v3
+'''
+INPUTS = [
+    [((2, 3), 'float32', 'contiguous', 0)],
+]

@@ -1,0 +1,208 @@
+"""Run a fuzz program eagerly and compiled, and compare everything eager defines
+(spec/testing.md, "What is compared").
+
+`outcome(program, backend)` returns an `Outcome` (kind "ok", "ok-raise", or a failure kind);
+`check(program, backend)` raises AssertionError with a paste-ready report on failure.
+
+Per call k (the compiled function is called for every call in order, so later calls go
+through guards, recompiles and dynamic sizes), on inputs built twice by `make` (same values,
+same strides):
+- exceptions: eager raises -> the compiled call raises the same type (then the program
+  stops: inputs after a raising call are not compared); eager returns -> compiled returns;
+- structure: the same containers (tuple, list, torch.return_types.*), Python numbers equal;
+- each output tensor: dtype, shape, values (TOLERANCE), strides (ignoring size-1 dims);
+- aliasing: which inputs each output *is* and shares storage with, and which outputs share
+  storage with each other;
+- inputs after the call: shape, strides, dtype, values.
+"""
+
+import warnings
+from dataclasses import dataclass
+
+import torch
+
+import refcomp
+
+# (rtol, atol) by the compared tensor's dtype.  float32 allows reassociated reductions over
+# a few thousand elements; half types allow the compiled code computing a chain of ops in
+# float32 and rounding once, where eager rounds after every op.
+TOLERANCE = {torch.float64: (1e-7, 1e-7), torch.float32: (1e-4, 1e-4),
+             torch.float16: (1e-2, 1e-2), torch.bfloat16: (5e-2, 5e-2)}
+FAIL_KINDS = ("crash", "missed-raise", "wrong-exception", "structure", "dtype", "shape",
+              "value", "stride", "alias", "input")
+
+
+@dataclass
+class Outcome:
+    kind: str               # "ok", "ok-raise" or one of FAIL_KINDS
+    detail: str = ""
+    call: int = 0
+
+    @property
+    def failed(self):
+        return self.kind not in ("ok", "ok-raise")
+
+    def signature(self):
+        """A short class key for counting distinct failures in a soak run."""
+        if self.kind in ("crash", "wrong-exception", "missed-raise"):
+            first = self.detail.splitlines()[0] if self.detail else ""
+            return f"{self.kind}: {''.join(c for c in first if not c.isdigit())[:90]}"
+        return self.kind
+
+
+def _leaves(x, path="out"):
+    """(path, leaf) pairs and a structure description of a returned value."""
+    if isinstance(x, (tuple, list)):
+        kind = type(x).__module__ + "." + type(x).__qualname__
+        pairs, shape = [], []
+        for i, item in enumerate(x):
+            p, s = _leaves(item, f"{path}[{i}]")
+            pairs += p
+            shape.append(s)
+        return pairs, (kind, tuple(shape))
+    if isinstance(x, torch.Tensor):
+        return [(path, x)], "tensor"
+    return [(path, x)], type(x).__name__
+
+
+def _storage(t):
+    s = t.untyped_storage()
+    return s.data_ptr() if s.nbytes() else None
+
+
+def _strides(t):
+    return tuple(st for sz, st in zip(t.shape, t.stride()) if sz > 1)
+
+
+def _compare_tensor(name, got, want, strides=True):
+    if got.dtype != want.dtype:
+        return Outcome("dtype", f"{name}: dtype {got.dtype}, eager {want.dtype}")
+    if got.shape != want.shape:
+        return Outcome("shape", f"{name}: shape {tuple(got.shape)}, eager {tuple(want.shape)}")
+    rtol, atol = TOLERANCE.get(want.dtype, (0, 0))
+    try:
+        torch.testing.assert_close(got, want, rtol=rtol, atol=atol, equal_nan=True,
+                                   check_stride=False)
+    except AssertionError as e:
+        return Outcome("value", f"{name}: {e}\ncompiled: {got}\neager:    {want}")
+    if strides and _strides(got) != _strides(want):
+        return Outcome("stride", f"{name}: strides {got.stride()}, eager {want.stride()}"
+                                 f" (shape {tuple(want.shape)})")
+    return None
+
+
+def _compare_results(got, want, args_c, args_e, relax):
+    pairs_g, shape_g = _leaves(got)
+    pairs_e, shape_e = _leaves(want)
+    if shape_g != shape_e:
+        return Outcome("structure", f"returned {shape_g}, eager {shape_e}")
+    inputs_e = {_storage(a) for a in args_e} - {None}    # storages of eager's inputs
+    for (name, g), (_, w) in zip(pairs_g, pairs_e):
+        if isinstance(w, torch.Tensor):
+            fresh = _storage(w) not in inputs_e
+            strides = ("check:fresh_output_strides" not in relax if fresh
+                       else "check:output_views_of_inputs" not in relax)
+            bad = _compare_tensor(name, g, w, strides=strides)
+            if bad:
+                return bad
+        elif isinstance(w, float) and isinstance(g, float):
+            if not (g == w or abs(g - w) <= 1e-4 * max(1.0, abs(w)) or (g != g and w != w)):
+                return Outcome("value", f"{name}: {g!r}, eager {w!r}")
+        elif type(g) is not type(w) or g != w:
+            return Outcome("value", f"{name}: {g!r} ({type(g).__name__}),"
+                                    f" eager {w!r} ({type(w).__name__})")
+    # Aliasing: identity with inputs, storage shared with inputs and between outputs.
+    tens_g = [(n, t) for n, t in pairs_g if isinstance(t, torch.Tensor)]
+    tens_e = [(n, t) for n, t in pairs_e if isinstance(t, torch.Tensor)]
+
+    def structure(tens, args):
+        facts = []
+        for name, t in tens:
+            s = _storage(t)
+            facts.append((name, "is input", [j for j, a in enumerate(args) if t is a]))
+            facts.append((name, "shares storage with input",
+                          [j for j, a in enumerate(args) if s is not None and s == _storage(a)]))
+            facts.append((name, "shares storage with", [m for m, u in tens if m != name
+                                                         and s is not None and s == _storage(u)]))
+        return facts
+
+    view_of_input = {name: bool(inputs_e) and _storage(t) in inputs_e for name, t in tens_e}
+    for fg, fe in zip(structure(tens_g, args_c), structure(tens_e, args_e)):
+        if fe[1] != "shares storage with":     # a fact about an output and the inputs
+            if view_of_input[fe[0]] and "check:output_views_of_inputs" in relax:
+                continue   # KNOWN_OPEN: eager's output is a view of an input
+            if not view_of_input[fe[0]] and "check:fresh_output_aliases_input" in relax:
+                continue   # KNOWN_OPEN: eager's output is fresh, refcomp's may alias an input
+        elif "check:outputs_alias_each_other" in relax:
+            continue   # KNOWN_OPEN: outputs that are views of each other may be copies
+        if fg != fe:
+            return Outcome("alias", f"{fg[0]} {fg[1]}: {fg[2]}, eager {fe[2]}")
+    return None
+
+
+def _compare_inputs(args_c, args_e):
+    for j, (c, e) in enumerate(zip(args_c, args_e)):
+        name = f"input x{j} after the call"
+        if c.shape != e.shape or c.dtype != e.dtype:
+            return Outcome("input", f"{name}: {c.dtype}{tuple(c.shape)}, eager"
+                                    f" {e.dtype}{tuple(e.shape)}")
+        rtol, atol = TOLERANCE.get(e.dtype, (0, 0))
+        try:
+            torch.testing.assert_close(c, e, rtol=rtol, atol=atol, equal_nan=True,
+                                       check_stride=False)
+        except AssertionError as err:
+            return Outcome("input", f"{name}: {err}\ncompiled: {c}\neager:    {e}")
+        if _strides(c) != _strides(e):
+            return Outcome("input", f"{name}: strides {c.stride()}, eager {e.stride()}")
+    return None
+
+
+def outcome(program, backend, relax=frozenset()) -> Outcome:
+    """Run `program` eagerly and compiled with `backend`; the first difference found.
+    `relax`: the "check:..." KNOWN_OPEN entries (tests/fuzz/gen.py) to skip."""
+    f_eager = program.function("fuzz program (eager)")
+    f = program.function()
+    compiled = refcomp.compile(f, backend=backend)
+    raised = False
+    for k in range(len(program.calls)):
+        args_e, args_c = program.args(k), program.args(k)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            try:
+                want, err_e = f_eager(*args_e), None
+            except Exception as e:
+                want, err_e = None, e
+            try:
+                got, err_c = compiled(*args_c), None
+            except Exception as e:
+                got, err_c = None, e
+        if err_e is not None:
+            raised = True
+            if err_c is None:
+                return Outcome("missed-raise", f"eager raised {type(err_e).__name__}: {err_e}"
+                                               " but the compiled call returned", k)
+            if type(err_c) is not type(err_e):
+                return Outcome("wrong-exception",
+                               f"{type(err_c).__name__}: {err_c}\n(eager raised"
+                               f" {type(err_e).__name__}: {err_e})", k)
+            break
+        if err_c is not None:
+            return Outcome("crash", f"{type(err_c).__name__}: {err_c}", k)
+        bad = _compare_results(got, want, args_c, args_e, relax) or _compare_inputs(args_c, args_e)
+        if bad:
+            bad.call = k
+            return bad
+    return Outcome("ok-raise" if raised else "ok")
+
+
+def report(program, backend, out: Outcome) -> str:
+    return (f"refcomp backend {backend!r} differs from eager at call {out.call}"
+            f" [{out.kind}]: {out.detail}\n\n--- program (corpus format) ---\n"
+            + program.render(backends=[backend], symptom=out.signature())
+            + "\n--- standalone repro ---\n" + program.snippet(backend))
+
+
+def check(program, backend, relax=frozenset()):
+    out = outcome(program, backend, relax)
+    assert not out.failed, report(program, backend, out)
+    return out

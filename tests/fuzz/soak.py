@@ -1,0 +1,99 @@
+"""Time-boxed fuzz run: `python -m tests.fuzz.soak --seconds 600 [--backends interp,eager,llvm]
+[--out DIR]` (or REFCOMP_FUZZ_SECONDS=N).  Not part of the pytest suite.
+
+Draws programs (hypothesis, random, no shrinking), runs each on every backend, and prints
+per backend the counts of programs, passes, programs where both raised, mismatches (any
+wrong result, strides, aliasing, inputs after the call, exception type) and crashes (refcomp
+raised where eager did not), then every failure class with its count and the shortest
+program that showed it.  --out writes each class's shortest program (corpus format) to DIR.
+"""
+
+import argparse
+import collections
+import os
+import re
+import sys
+import time
+from pathlib import Path
+
+from hypothesis import HealthCheck, Phase, given, settings
+
+import refcomp
+from tests.fuzz.gen import programs, relaxed_checks
+from tests.fuzz.runner import outcome
+
+
+class _Stop(BaseException):
+    """Time is up (a BaseException, so hypothesis does not treat it as a failure)."""
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--seconds", type=float,
+                    default=float(os.environ.get("REFCOMP_FUZZ_SECONDS", 60)))
+    ap.add_argument("--backends", default="interp,eager,llvm")
+    ap.add_argument("--out", default=None)
+    ap.add_argument("--seed", type=int, default=None)
+    ap.add_argument("--max-statements", type=int, default=8)
+    ap.add_argument("--strict", action="store_true",
+                    help="generate and compare everything (ignore KNOWN_OPEN)")
+    args = ap.parse_args(argv)
+    backends = args.backends.split(",")
+    counts = {b: collections.Counter() for b in backends}
+    classes = {}          # (backend, signature) -> [count, shortest program, outcome]
+    deadline = time.monotonic() + args.seconds
+    start = time.monotonic()
+
+    @settings(max_examples=10**9, deadline=None, database=None, phases=[Phase.generate],
+              suppress_health_check=list(HealthCheck), derandomize=args.seed is not None)
+    @given(programs(max_statements=args.max_statements, known_open=not args.strict))
+    def soak(program):
+        if time.monotonic() > deadline:
+            raise _Stop
+        for b in backends:
+            try:
+                out = outcome(program, b, frozenset() if args.strict else relaxed_checks(b))
+            except Exception as e:  # the harness itself must not die on a bad program
+                counts[b]["harness-error"] += 1
+                print(f"harness error on {b}: {type(e).__name__}: {e}", file=sys.stderr)
+                continue
+            c = counts[b]
+            c["programs"] += 1
+            c[out.kind] += 1
+            if out.failed:
+                c["crashes" if out.kind == "crash" else "mismatches"] += 1
+                key = (b, out.signature())
+                entry = classes.setdefault(key, [0, program, out])
+                entry[0] += 1
+                if len(program.source) < len(entry[1].source):
+                    entry[1], entry[2] = program, out
+        if sum(counts[backends[0]].values()) % 200 == 0:
+            refcomp.reset()   # keep the process small over long runs
+
+    try:
+        soak()
+    except _Stop:
+        pass
+    elapsed = time.monotonic() - start
+    print(f"soak: {elapsed:.0f} s")
+    for b in backends:
+        c = counts[b]
+        print(f"{b:8s} programs {c['programs']:6d}  ok {c['ok']:6d}  both-raised {c['ok-raise']:5d}"
+              f"  mismatches {c['mismatches']:5d}  crashes {c['crashes']:5d}  "
+              + " ".join(f"{k}={v}" for k, v in sorted(c.items())
+                         if k not in ("programs", "ok", "ok-raise", "mismatches", "crashes")))
+    print(f"failure classes: {len(classes)}")
+    for (b, sig), (n, program, out) in sorted(classes.items(), key=lambda kv: -kv[1][0]):
+        print(f"\n== [{b}] {sig}  x{n}\n{program.source}{out.detail[:400]}")
+    if args.out:
+        d = Path(args.out)
+        d.mkdir(parents=True, exist_ok=True)
+        for i, ((b, sig), (n, program, out)) in enumerate(sorted(classes.items())):
+            name = re.sub(r"\W+", "_", f"{b}_{sig}")[:60]
+            (d / f"{i:03d}_{name}.py").write_text(
+                program.render(backends=[b], symptom=sig, count=n)
+                + "DETAIL = " + repr(out.detail[:2000]) + "\n")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,42 @@
+"""Replay every program of tests/fuzz/corpus/ on every CPU backend (spec/testing.md,
+"Corpus").  A file whose STATUS is "open" fails on its BACKENDS: those cases are strict
+xfails, so fixing the bug turns them into XPASS failures until the file says "fixed"."""
+
+import pytest
+
+from tests.fuzz.gen import CORPUS, corpus_entry
+from tests.fuzz.program import from_module
+from tests.fuzz.runner import check
+
+BACKENDS = ["interp", "eager", "llvm"]
+
+
+def load(path):
+    return corpus_entry(path.name)
+
+
+def cases():
+    out = []
+    for path in sorted(CORPUS.glob("*.py")):
+        mod = load(path)
+        assert mod.STATUS in ("open", "fixed"), f"{path.name}: STATUS must be open or fixed"
+        assert set(mod.BACKENDS) <= set(BACKENDS), f"{path.name}: unknown backend"
+        for b in BACKENDS:
+            marks = []
+            if mod.STATUS == "open" and b in mod.BACKENDS:
+                marks.append(pytest.mark.xfail(strict=True, reason=f"open: {mod.SYMPTOM}"))
+            out.append(pytest.param(path, b, marks=marks, id=f"{path.stem}-{b}"))
+    return out
+
+
+@pytest.mark.parametrize("path, backend", cases())
+def test_corpus_program(path, backend):
+    check(from_module(load(path)), backend)
+
+
+def test_corpus_files_are_well_formed():
+    for path in sorted(CORPUS.glob("*.py")):
+        mod = load(path)
+        assert mod.__doc__ and mod.SYMPTOM and mod.BACKENDS, path.name
+        assert mod.SOURCE.lstrip("\n").startswith("def f("), path.name
+        assert all(len(call) == len(mod.INPUTS[0]) for call in mod.INPUTS), path.name

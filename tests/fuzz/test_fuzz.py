@@ -1,0 +1,55 @@
+"""The torch-level differential fuzzer (spec/testing.md): random programs from
+tests/fuzz/gen.py, compiled on each backend, equal eager in everything eager defines
+(tests/fuzz/runner.py).  A failure prints the shrunk program in corpus format and as a
+standalone script.
+
+Profiles (REFCOMP_HYPOTHESIS, tests/conftest.py): `ci` runs EXAMPLES["ci"] programs per
+backend, derandomized; `thorough` runs 20,000 per CPU backend.  For time-boxed runs with
+counts per failure class use `python -m tests.fuzz.soak --seconds N`.
+"""
+
+import os
+
+import pytest
+from hypothesis import given, settings
+
+from tests.fuzz.gen import CORPUS, KNOWN_OPEN, corpus_entry, programs, relaxed_checks
+from tests.fuzz.runner import check
+
+PROFILE = os.environ.get("REFCOMP_HYPOTHESIS", "ci")
+EXAMPLES = {"ci": {"interp": 120, "eager": 150, "llvm": 120, "triton": 4},
+            "thorough": {"interp": 20000, "eager": 20000, "llvm": 20000, "triton": 300}}
+EXAMPLES = EXAMPLES.get(PROFILE, EXAMPLES["ci"])
+
+
+def _fuzz(backend):
+    @settings(max_examples=EXAMPLES[backend])
+    @given(programs(backend))
+    def run(program):
+        check(program, backend, relaxed_checks(backend))
+    run()
+
+
+@pytest.mark.parametrize("backend", ["interp", "eager", "llvm"])
+def test_fuzz_programs_equal_eager(backend):
+    _fuzz(backend)
+
+
+def test_fuzz_programs_equal_eager_on_triton():
+    """A sample on Triton (its interpreter on this CPU machine; ~0.1 s per launch)."""
+    pytest.importorskip("triton")
+    from codegen.triton import interpreting
+
+    if not interpreting():
+        pytest.skip("CUDA present: the fuzzer's inputs are CPU tensors")
+    _fuzz("triton")
+
+
+def test_known_open_entries_name_open_corpus_files():
+    """Every exclusion in the generator names a corpus file that is still open, so an
+    exclusion cannot outlive its bug (or hide one without a replayed program)."""
+    for feature, name in KNOWN_OPEN.items():
+        assert (CORPUS / name).exists(), f"KNOWN_OPEN[{feature!r}]: no corpus file {name}"
+        mod = corpus_entry(name)
+        assert mod.STATUS == "open", (f"{name} is {mod.STATUS}: delete KNOWN_OPEN[{feature!r}]"
+                                      " so the fuzzer generates the feature again")
