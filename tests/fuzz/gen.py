@@ -32,16 +32,6 @@ from tests.fuzz.program import Program, namespace
 # feature -> corpus file (tests/fuzz/corpus/<file>) whose open bug excludes it.  Features
 # are generator constructs, or (prefix "check:") a comparison the runner relaxes.
 KNOWN_OPEN = {
-    # `.values` / `.indices` / `.min` of multi-output ops, and returning their result.
-    "return_types": "multi_output_values_attribute.py",
-    # torch.round(x, decimals=2).
-    "round_decimals": "round_decimals_dropped.py",
-    # Integer // and % whose divisor may be zero (templates use `b.abs() + 1` instead).
-    "int_div_by_zero": "int_div_by_zero.py",
-    # A dtype conversion that is a no-op (eager returns the tensor itself).
-    "noop_conversion": "type_as_same_dtype_alias.py",
-    # check: an output eager returns fresh may share storage with (or be) an input.
-    "check:fresh_output_aliases_input": "clone_folded_output_alias.py",
     # check: an output that eager returns as a view of an input (shares its storage) is
     # compared by value only (no alias facts, no strides).
     "check:output_views_of_inputs": "view_output_after_recompile.py",
@@ -49,6 +39,8 @@ KNOWN_OPEN = {
     "check:outputs_alias_each_other": "outputs_view_of_output.py",
     # check: strides of outputs that share no storage with an input are not compared.
     "check:fresh_output_strides": "pointwise_output_strides.py",
+    # A bool Python scalar in a subtraction (`True - x`, `x - b` with b = bool(...)).
+    "bool_scalar_sub": "bool_scalar_subtraction.py",
 }
 
 BUILTIN_NAMES = set(namespace())
@@ -291,7 +283,11 @@ def binary(draw, env):
     if is_int(ta) and is_int(tb):
         pool = pool + BINARY_INT + (BINARY_INT_ZERO if env.enabled("int_div_by_zero") else [])
     s = scalar(draw, env)
-    return f"{env.fresh()} = " + draw(st.sampled_from(pool)).format(a=a, b=b, s=s)
+    form = draw(st.sampled_from(pool))
+    if (not env.enabled("bool_scalar_sub") and ("-" in form or "sub(" in form)
+            and (s == "True" or isinstance(env.ns[0].get(s), bool))):
+        raise Skip
+    return f"{env.fresh()} = " + form.format(a=a, b=b, s=s)
 
 
 REDUCTIONS = ["{a}.sum()", "{a}.sum(dim={d}{kd})", "{a}.sum(({d}, {d2}){kd})", "{a}.amax({d}{kd})",

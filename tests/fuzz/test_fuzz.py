@@ -17,14 +17,14 @@ from tests.fuzz.gen import CORPUS, KNOWN_OPEN, corpus_entry, programs, relaxed_c
 from tests.fuzz.runner import check
 
 PROFILE = os.environ.get("REFCOMP_HYPOTHESIS", "ci")
-EXAMPLES = {"ci": {"interp": 120, "eager": 150, "llvm": 120, "triton": 4},
+EXAMPLES = {"ci": {"interp": 120, "eager": 150, "llvm": 120, "triton": 3},
             "thorough": {"interp": 20000, "eager": 20000, "llvm": 20000, "triton": 300}}
 EXAMPLES = EXAMPLES.get(PROFILE, EXAMPLES["ci"])
 
 
-def _fuzz(backend):
+def _fuzz(backend, max_statements=8):
     @settings(max_examples=EXAMPLES[backend])
-    @given(programs(backend))
+    @given(programs(backend, max_statements=max_statements))
     def run(program):
         check(program, backend, relaxed_checks(backend))
     run()
@@ -42,7 +42,7 @@ def test_fuzz_programs_equal_eager_on_triton():
 
     if not interpreting():
         pytest.skip("CUDA present: the fuzzer's inputs are CPU tensors")
-    _fuzz("triton")
+    _fuzz("triton", max_statements=4)
 
 
 def test_known_open_entries_name_open_corpus_files():

@@ -1,7 +1,7 @@
 """`x * 1` is folded to `x`, and the output is returned as the input itself (llvm) or a
 tensor sharing its storage (eager backend), where eager returns a fresh tensor.  The fuzzer
 first showed it as `torch.zeros_like(x) + x` on bool tensors."""
-STATUS = "open"
+STATUS = "fixed"  # fixed on main by the "fixes" engineer (issue 11); replayed on every backend
 BACKENDS = ["eager", "llvm"]
 SYMPTOM = "alias: out is input x0 / shares storage with x0, eager: a fresh tensor"
 SOURCE = '''

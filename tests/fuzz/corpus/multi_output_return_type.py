@@ -1,5 +1,5 @@
 """A returned multi-output result is a plain tuple, not torch.return_types.max."""
-STATUS = "open"
+STATUS = "fixed"  # fixed on main by the "fixes" engineer (issue 11); replayed on every backend
 BACKENDS = ["interp", "eager", "llvm"]
 SYMPTOM = "structure: returned builtins.tuple, eager torch.return_types.max"
 SOURCE = '''

@@ -1,5 +1,5 @@
 """torch.round(x, decimals=2) is compiled as round(x): the keyword is dropped."""
-STATUS = "open"
+STATUS = "fixed"  # fixed on main by the "fixes" engineer (issue 11); replayed on every backend
 BACKENDS = ["interp", "eager", "llvm"]
 SYMPTOM = "value: round to integers instead of to 2 decimals"
 SOURCE = '''

@@ -1,6 +1,6 @@
 """A dtype conversion to the tensor's own dtype (`x.to(torch.float32)`, `x.float()`,
 `x.type_as(y)`) returns x itself in eager; refcomp returns a copy."""
-STATUS = "open"
+STATUS = "fixed"  # fixed on main by the "fixes" engineer (issue 11); replayed on every backend
 BACKENDS = ["interp", "eager"]
 SYMPTOM = "alias: out is not input x0, eager returns x0 itself"
 SOURCE = '''
