@@ -17,7 +17,7 @@ from tests.fuzz.gen import CORPUS, KNOWN_OPEN, corpus_entry, programs, relaxed_c
 from tests.fuzz.runner import check
 
 PROFILE = os.environ.get("REFCOMP_HYPOTHESIS", "ci")
-EXAMPLES = {"ci": {"interp": 120, "eager": 150, "llvm": 120, "triton": 3},
+EXAMPLES = {"ci": {"interp": 120, "eager": 150, "llvm": 120, "triton": 8},
             "thorough": {"interp": 20000, "eager": 20000, "llvm": 20000, "triton": 300}}
 EXAMPLES = EXAMPLES.get(PROFILE, EXAMPLES["ci"])
 
