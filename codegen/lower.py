@@ -28,7 +28,7 @@ from codegen import sizes
 from codegen.kernel import Acc, Buffer, Index, Kernel, Let, Reduce, Stage, Store, collapse
 from codegen.scalar import compute_dtype, compute_dtypes, result_dtype
 from ir.graph import Graph, Node, Value
-from ir.ops.registry import CREATION, LAYOUT, POINTWISE, REDUCTION
+from ir.ops.registry import CREATION, POINTWISE, REDUCTION
 from ir.ops.rules import normalize_dim, normalize_dims
 from ir.types import bool_, is_symbolic
 
@@ -313,7 +313,7 @@ class _Lowering:
         cat = node.op.category
         if cat == POINTWISE:
             return self.pointwise(node, idx)
-        if cat == LAYOUT:
+        if node.op.index_map:  # read through it (Note [Op facts] in ir/ops/registry.py)
             operand = node.inputs[0]
             return self.value_at(operand, self.layout_index(node, idx))
         if cat == CREATION and node.op.name == "full":
@@ -370,7 +370,8 @@ class _Lowering:
             gone = [k for k in dims if src[k] == 1]
             it = iter(idx)
             return tuple(Index.of(0) if k in gone else next(it) for k in range(len(src)))
-        raise Unsupported(f"layout op {name} has no index map (it needs a copy kernel)")
+        raise Unsupported(f"{name} is an index map but has no index function here"
+                          " (add it to layout_index)")
 
 
 def flat(idx: tuple, shape: tuple) -> Index:
