@@ -46,19 +46,43 @@ def test_second_process_compiles_no_kernel(tmp_path):
     assert warm["counters"]["hits"] >= 1 and warm["counters"]["writes"] == 0
 
 
-def test_corrupt_entry_is_ignored_and_rebuilt(tmp_path):
-    run_process(tmp_path)
-    entries = list(tmp_path.glob("*.bin"))
-    assert entries
-    for p in entries:  # flip bytes in the payload: the digest no longer matches
-        data = bytearray(p.read_bytes())
-        data[-8:] = b"\0garbage"
-        p.write_bytes(bytes(data))
-    again = run_process(tmp_path)
-    assert again["from_disk"] == 0 and again["compiled"] >= 1
-    assert again["counters"]["rejected"] >= 1
-    healed = run_process(tmp_path)  # the rebuilt entries serve the next process
-    assert healed["compiled"] == 0 and healed["from_disk"] >= 1
+def _tiny_module(tag: str):
+    """A one-function LLVM module whose text is unique to `tag`."""
+    import llvmlite.ir as lir
+
+    from codegen.llvm import jit
+
+    module = jit.new_module(f"disk_cache_test_{tag}")
+    fn = lir.Function(module, lir.FunctionType(lir.IntType(64), [lir.IntType(64)]),
+                      name=f"add_{tag}")
+    b = lir.IRBuilder(fn.append_basic_block())
+    b.ret(b.add(fn.args[0], lir.Constant(lir.IntType(64), 7)))
+    return module, f"add_{tag}"
+
+
+def test_corrupt_entry_is_ignored_and_rebuilt(cache_dir):
+    import ctypes
+
+    from codegen.llvm import jit
+
+    def compile_once():
+        module, symbol = _tiny_module(tag)
+        addresses, from_disk = jit.compile_module(module, {symbol: f"test key {tag}"})
+        add7 = ctypes.CFUNCTYPE(ctypes.c_int64, ctypes.c_int64)(addresses[symbol])
+        assert add7(35) == 42                       # the code runs, whichever way it came
+        return from_disk
+
+    tag = os.urandom(4).hex()
+    assert compile_once() is False                  # compiled, and written to disk
+    assert compile_once() is True                   # loaded: no O3, no codegen
+    (entry,) = cache_dir.glob("*.bin")
+    data = bytearray(entry.read_bytes())
+    data[-8:] = b"\0garbage"                       # the payload digest no longer matches
+    entry.write_bytes(bytes(data))
+    rejected = diskcache.COUNTERS["rejected"]
+    assert compile_once() is False                  # ignored, compiled again, rewritten
+    assert diskcache.COUNTERS["rejected"] == rejected + 1
+    assert compile_once() is True                   # the rebuilt entry serves again
 
 
 @pytest.fixture
