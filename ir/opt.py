@@ -36,7 +36,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                         help="print the IR to stderr after pass NAME (repeatable)")
     parser.add_argument("--timings", action="store_true", help="print pass timings to stderr")
     parser.add_argument("--stats", action="store_true",
-                        help="print the rewrite rules each pass fired, counted, to stderr")
+                        help="print the rewrite rules each pass fired, counted, and the"
+                             " node each firing rewrote, to stderr")
     parser.add_argument("--check-semantics", action="store_true",
                         help="interpret before/after each pass on random inputs")
     args = parser.parse_args(argv)
@@ -65,11 +66,19 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     print_after = "all" if args.print_after_all else args.print_after
     for graph in graphs:
         timings: dict[str, float] = {}
-        stats: dict = {}
+        report: list[str] = []
+        # With --stats the passes run one at a time, so each firing can be shown as the
+        # line it rewrote in that pass's input (provenance).
+        steps = [[p] for p in passes] if args.stats else [passes]
+        result = graph
         try:
-            result = run_pipeline(graph, passes, print_after=print_after, timings=timings,
-                                  stats=stats, check_semantics=args.check_semantics,
-                                  stream=sys.stderr)
+            for step in steps:
+                stats: dict = {}
+                before = result
+                result = run_pipeline(before, step, print_after=print_after, timings=timings,
+                                      stats=stats, check_semantics=args.check_semantics,
+                                      stream=sys.stderr)
+                report += _rewrites(graph.name, stats, before)
         except (VerificationError, PassError) as e:
             print(f"{_locate(e, text, name)}@{graph.name}: {e}", file=sys.stderr)
             return 1
@@ -78,11 +87,19 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             line = ", ".join(f"{p} {t * 1e3:.2f} ms" for p, t in timings.items())
             print(f"# timings @{graph.name}: {line}", file=sys.stderr)
         if args.stats:
-            for p, fired in stats.items():
-                if fired.sweeps == 0:
-                    continue  # not a rule table: nothing to count
-                print(f"# rewrites @{graph.name} {p}: {fired.summary()}", file=sys.stderr)
+            sys.stderr.write("".join(line + "\n" for line in report))
     return 0
+
+
+def _rewrites(graph_name: str, stats: dict, before) -> list[str]:
+    """`# rewrites @f pass: rule xN, ...` and one `#   rule: <line>` per firing."""
+    lines = []
+    for p, fired in stats.items():
+        if fired.sweeps == 0:
+            continue  # not a rule table: nothing to count
+        lines.append(f"# rewrites @{graph_name} {p}: {fired.summary()}")
+        lines += [f"#   {line}" for line in fired.provenance(before)]
+    return lines
 
 
 def _locate(error: Exception, text: str, name: str) -> str:

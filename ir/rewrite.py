@@ -49,6 +49,7 @@ from ir.builder import GraphBuilder
 from ir.facts import has_effects, splat_value
 from ir.graph import Graph, Node, Value
 from ir.ops.registry import lookup
+from ir.printer import print_graph_with_lines
 
 MAX_DEPTH = 32  # rules applied to the output of rules, nested, for one original node
 DEFAULT_MAX_SWEEPS = 8
@@ -196,6 +197,21 @@ class RewriteStats:
 
     def total(self) -> int:
         return sum(self.counts.values())
+
+    def provenance(self, before: Graph) -> list[str]:
+        """One line per firing, `rule: <the node it rewrote, as printed in before>`.
+
+        `before` is the graph the pass was given; a node that an earlier rule of the
+        same run made is not in it, and is named by its op.
+        """
+        _, line_of = print_graph_with_lines(before)
+        printed = {out: line_of[node].strip() for node in before.nodes for out in node.outputs}
+        lines = []
+        for f in self.firings:
+            line = printed.get(f.node.outputs[0])
+            lines.append(f"{f.rule}: {line}" if line is not None else
+                         f"{f.rule}: a {f.node.op.name} that a rule made")
+        return lines
 
     def summary(self) -> str:
         """`rule xN, ...` by count, most frequent first; `no rewrites` when none fired."""

@@ -153,3 +153,6 @@ def test_ir_opt_prints_rule_counts(tmp_path, capsys):
     err = capsys.readouterr().err
     assert "# rewrites @f decompose: softmax x1\n" in err
     assert "# rewrites @f simplify: mul_by_one x1\n" in err
+    # provenance: each firing with the line it rewrote in that pass's input
+    assert "#   softmax: %2 = softmax %1 {dim=0} : f32[4]\n" in err
+    assert "#   mul_by_one: %1 = mul %x, %0 : f32[4]\n" in err
