@@ -258,6 +258,14 @@ def _make_gather(node, attrs):
     return lambda x, index: torch.gather(x, d, _wrap_index(index, x.shape[d]))
 
 
+def _scatter(torch_fn, node, attrs):
+    x = node.inputs[0].type
+    if x.rank == 0:  # torch's index_add/scatter_add take no rank-0 self: add directly
+        return lambda x, index, src: x + src.sum() if index.numel() else x.clone()
+    d = rules.normalize_dim(attrs["dim"], x.rank)
+    return lambda x, index, src: torch_fn(x, d, _wrap_index(index, x.shape[d]), src)
+
+
 def _with_attr(call, name):
     """A maker calling `call(*tensors, value)` with attribute `name` bound at plan time."""
     def make(node, attrs):
@@ -278,6 +286,8 @@ EAGER_OPS.update({
     "pad": _make_pad,
     "index_select": _make_index_select,
     "gather": _make_gather,
+    "index_add": lambda node, attrs: _scatter(torch.index_add, node, attrs),
+    "scatter_add": lambda node, attrs: _scatter(torch.scatter_add, node, attrs),
 })
 
 
@@ -325,6 +335,45 @@ def _make_avg_pool2d(node, attrs):
     return lambda x: F.avg_pool2d(x, k, s, p, ceil_mode, include)
 
 
+def _conv_args(attrs):
+    return (tuple(attrs["stride"]), tuple(attrs["padding"]), tuple(attrs["dilation"]),
+            attrs["groups"])
+
+
+def _make_conv2d_grad_input(node, attrs):
+    shape, conv = tuple(int(d) for d in attrs["input_shape"]), _conv_args(attrs)
+    return lambda g, w: torch.nn.grad.conv2d_input(shape, w, g, *conv)
+
+
+def _make_conv2d_grad_weight(node, attrs):
+    shape, conv = tuple(int(d) for d in attrs["weight_shape"]), _conv_args(attrs)
+    return lambda x, g: torch.nn.grad.conv2d_weight(x, shape, g, *conv)
+
+
+def _make_max_pool2d_grad(node, attrs):
+    k, s, p = tuple(attrs["kernel_size"]), tuple(attrs["stride"]), tuple(attrs["padding"])
+    d, ceil_mode = tuple(attrs["dilation"]), attrs["ceil_mode"]
+    aten = torch.ops.aten
+
+    def grad(g, x):
+        # ATen's own backward needs the argmax indices: recompute them from x.
+        _, idx = aten.max_pool2d_with_indices(x, k, s, p, d, ceil_mode)
+        return aten.max_pool2d_with_indices_backward(g, x, k, s, p, d, ceil_mode, idx)
+    return grad
+
+
+def _make_avg_pool2d_grad(node, attrs):
+    k, s, p = tuple(attrs["kernel_size"]), tuple(attrs["stride"]), tuple(attrs["padding"])
+    ceil_mode, include = attrs["ceil_mode"], attrs["count_include_pad"]
+    shape = tuple(int(d) for d in attrs["input_shape"])
+    aten = torch.ops.aten
+
+    def grad(g):
+        like = g.new_empty(shape)  # only its shape is read
+        return aten.avg_pool2d_backward(g, like, k, s, p, ceil_mode, include, None)
+    return grad
+
+
 def _random(torch_fn):
     def make(node, attrs):
         shape, dtype, device = tuple(attrs["shape"]), torch_dtype(attrs["dtype"]), \
@@ -339,6 +388,9 @@ EAGER_OPS.update({
     "conv2d": _make_conv2d,
     "embedding": _make_embedding,
     "max_pool2d": _make_max_pool2d, "avg_pool2d": _make_avg_pool2d,
+    "conv2d_grad_input": _make_conv2d_grad_input,
+    "conv2d_grad_weight": _make_conv2d_grad_weight,
+    "max_pool2d_grad": _make_max_pool2d_grad, "avg_pool2d_grad": _make_avg_pool2d_grad,
     "rand": _random(torch.rand), "randn": _random(torch.randn),
 })
 

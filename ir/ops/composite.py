@@ -40,10 +40,64 @@ def _log_softmax_ref(x, dim):
     return shifted - np.log(np.sum(np.exp(shifted), axis=axis, keepdims=True))
 
 
+# --- VJPs: the closed forms (cheaper than differentiating the decomposition) --------------
+def _keep(b, v, dims):
+    """A keepdim sum of v over dims, expanded back to v's shape."""
+    return b.expand(b.sum(v, dims=list(dims), keepdim=True), shape=list(v.type.shape))
+
+
+def _softmax_vjp(b, g, out, x, dim):
+    # dx = y * (g - sum(g * y))
+    d = rules.normalize_dim(dim, x.type.rank) if x.type.rank else 0
+    dims = [d] if x.type.rank else []
+    return (b.mul(out, b.sub(g, _keep(b, b.mul(g, out), dims))),)
+
+
+def _log_softmax_vjp(b, g, out, x, dim):
+    # dx = g - exp(y) * sum(g)
+    d = rules.normalize_dim(dim, x.type.rank) if x.type.rank else 0
+    dims = [d] if x.type.rank else []
+    return (b.sub(g, b.mul(b.exp(out), _keep(b, g, dims))),)
+
+
+def _normalized(b, x, dims, centre, eps):
+    """(x - mean) * rstd and rstd (expanded) over dims; no centring for RMS norm."""
+    shape = list(x.type.shape)
+    if centre:
+        x = b.sub(x, b.expand(b.mean(x, dims=dims, keepdim=True), shape=shape))
+    rstd = b.expand(b.rsqrt(b.add(b.mean(b.mul(x, x), dims=dims, keepdim=True), eps)),
+                    shape=shape)
+    return b.mul(x, rstd), rstd
+
+
+def _norm_grads(b, g, x, weight, bias, normalized_ndim, eps, centre):
+    rank = x.type.rank
+    inner = list(range(rank - normalized_ndim, rank))
+    outer = list(range(rank - normalized_ndim))
+    xhat, rstd = _normalized(b, x, inner, centre, eps)
+    gw = b.reshape(b.sum(b.mul(g, xhat), dims=outer), shape=list(weight.type.shape)) \
+        if outer else b.mul(g, xhat)
+    ghat = b.mul(g, b.broadcast_to(weight, x.type.shape))
+    n = 1
+    for d in inner:
+        n = n * x.type.shape[d]
+    # dx = rstd * (ghat - mean(ghat) - xhat * mean(ghat * xhat)); RMS norm drops mean(ghat).
+    proj = b.mul(xhat, b.div(_keep(b, b.mul(ghat, xhat), inner), n))
+    inner_g = b.sub(ghat, proj)
+    if centre:
+        inner_g = b.sub(inner_g, b.div(_keep(b, ghat, inner), n))
+    gx = b.mul(rstd, inner_g)
+    if bias is None:
+        return gx, gw
+    gb = b.reshape(b.sum(g, dims=outer), shape=list(bias.type.shape)) if outer else g
+    return gx, gw, gb
+
+
 defop("softmax", COMPOSITE, operands=("x",), attrs={"dim": "int"},
-      infer=_softmax_infer, ref=_softmax_ref, doc="exp(x - max) / sum(exp(x - max)) along dim")
+      infer=_softmax_infer, ref=_softmax_ref, vjp=_softmax_vjp,
+      doc="exp(x - max) / sum(exp(x - max)) along dim")
 defop("log_softmax", COMPOSITE, operands=("x",), attrs={"dim": "int"},
-      infer=_softmax_infer, ref=_log_softmax_ref,
+      infer=_softmax_infer, ref=_log_softmax_ref, vjp=_log_softmax_vjp,
       doc="(x - max) - log(sum(exp(x - max))) along dim")
 
 
@@ -69,6 +123,8 @@ def _layer_norm_ref(x, weight, bias, normalized_ndim, eps):
 defop("layer_norm", COMPOSITE, operands=("x", "weight", "bias"),
       attrs={"normalized_ndim": "int", "eps": ("float", 1e-5)},
       infer=_norm_infer, ref=_layer_norm_ref,
+      vjp=lambda b, g, out, x, w, bias, normalized_ndim, eps: _norm_grads(
+          b, g, x, w, bias, normalized_ndim, eps, centre=True),
       doc="(x - mean) / sqrt(biased var + eps) * weight + bias over the last normalized_ndim dims")
 
 
@@ -85,6 +141,8 @@ def _rms_norm_ref(x, weight, normalized_ndim, eps):
 defop("rms_norm", COMPOSITE, operands=("x", "weight"),
       attrs={"normalized_ndim": "int", "eps": ("float", 1e-6)},
       infer=_rms_norm_infer, ref=_rms_norm_ref,
+      vjp=lambda b, g, out, x, w, normalized_ndim, eps: _norm_grads(
+          b, g, x, w, None, normalized_ndim, eps, centre=False),
       doc="x / sqrt(mean(x^2) + eps) * weight over the last normalized_ndim dims")
 
 
@@ -99,6 +157,24 @@ def _batch_norm_infer(types, eps):
     return TensorType(x.dtype, x.shape, x.device)
 
 
+def _batch_norm_vjp(b, g, out, x, mean, var, weight, bias, eps):
+    # y = (x - mean) * s + bias with s = weight * rstd, rstd = (var + eps)^-1/2, per channel.
+    shape = list(x.type.shape)
+    stats = [d for d in range(x.type.rank) if d != 1]
+
+    def per_channel(v):  # [C] -> x's shape
+        return b.expand(b.reshape(v, shape=[1, shape[1]] + [1] * (len(shape) - 2)), shape=shape)
+
+    rstd = b.rsqrt(b.add(var, eps))
+    gsum = b.sum(g, dims=stats)
+    centred_g = b.sum(b.mul(g, b.sub(x, per_channel(mean))), dims=stats)
+    gx = b.mul(g, per_channel(b.mul(weight, rstd)))
+    gmean = b.neg(b.mul(gsum, b.mul(weight, rstd)))
+    # d rstd / d var = -rstd^3 / 2
+    gvar = b.mul(b.mul(centred_g, weight), b.mul(-0.5, b.mul(rstd, b.mul(rstd, rstd))))
+    return gx, gmean, gvar, b.mul(centred_g, rstd), gsum
+
+
 def _batch_norm_ref(x, mean, var, weight, bias, eps):
     shape = (1, -1) + (1,) * (x.ndim - 2)
     scale = weight / np.sqrt(var + eps)
@@ -107,4 +183,5 @@ def _batch_norm_ref(x, mean, var, weight, bias, eps):
 
 defop("batch_norm", COMPOSITE, operands=("x", "mean", "var", "weight", "bias"),
       attrs={"eps": ("float", 1e-5)}, infer=_batch_norm_infer, ref=_batch_norm_ref,
+      vjp=_batch_norm_vjp,
       doc="inference-mode batch norm over channel dim 1 with running statistics")

@@ -1,4 +1,5 @@
-"""Creation ops (full, arange, constant), externs (matmul, conv2d, embedding, pooling), random.
+"""Creation ops (full, arange, constant), externs (matmul, conv2d, embedding, pooling, and the
+convolution and pooling gradients), random.
 
 Externs are boundaries for fusion: backends call a library (BLAS, PyTorch) for them.
 Random ops have effects: they are never removed, merged or folded.  Spec:
@@ -158,11 +159,98 @@ def _conv2d_ref(x, w, stride=(1, 1), padding=(0, 0), dilation=(1, 1), groups=1):
     return out.astype(x.dtype)
 
 
+def _conv2d_vjp(b, g, out, x, w, stride=(1, 1), padding=(0, 0), dilation=(1, 1), groups=1):
+    conv = {"stride": stride, "padding": padding, "dilation": dilation, "groups": groups}
+    return (b.conv2d_grad_input(g, w, input_shape=list(x.type.shape), **conv),
+            b.conv2d_grad_weight(x, g, weight_shape=list(w.type.shape), **conv))
+
+
 defop("conv2d", EXTERN, operands=("x", "w"),
       attrs={"stride": ("ints", (1, 1)), "padding": ("ints", (0, 0)),
              "dilation": ("ints", (1, 1)), "groups": ("int", 1)},
-      infer=_conv2d_infer, ref=_conv2d_ref,
+      infer=_conv2d_infer, ref=_conv2d_ref, vjp=_conv2d_vjp,
       doc="2-D cross-correlation, NCHW x OIHW (bias is a separate add)")
+
+
+def _conv_patches(n, c, h, w, kh, kw, stride, padding, dilation, oh, ow):
+    """For each kernel offset (i, j): the slices of the padded input it reads."""
+    for i in range(kh):
+        for j in range(kw):
+            r0, c0 = i * dilation[0], j * dilation[1]
+            yield i, j, (slice(None), slice(None), slice(r0, r0 + stride[0] * oh, stride[0]),
+                         slice(c0, c0 + stride[1] * ow, stride[1]))
+
+
+_CONV_ATTRS = {"stride": ("ints", (1, 1)), "padding": ("ints", (0, 0)),
+               "dilation": ("ints", (1, 1)), "groups": ("int", 1)}
+
+
+def _conv2d_grad_input_infer(types, input_shape, stride=(1, 1), padding=(0, 0),
+                             dilation=(1, 1), groups=1):
+    """g's dtype; input_shape (g must be conv2d's output shape for it)."""
+    g, w = types
+    x = TensorType(g.dtype, tuple(input_shape), g.device)
+    if _conv2d_infer([x, w], stride, padding, dilation, groups).shape != g.shape:
+        raise TypeError(f"conv2d_grad_input: {g} is not conv2d's output for {x} and {w}")
+    return x
+
+
+def _conv2d_grad_input_ref(g, w, input_shape, stride=(1, 1), padding=(0, 0),
+                           dilation=(1, 1), groups=1):
+    n, c, h, wd = _static(input_shape)
+    o, cg, kh, kw = w.shape
+    oh, ow = g.shape[2:]
+    acc = np.float64 if g.dtype == np.float64 else np.float32
+    # conv2d is linear in x: scatter every output gradient back through the taps it read.
+    gx = np.zeros((n, c, h + 2 * padding[0] + stride[0] + dilation[0] * kh,
+                   wd + 2 * padding[1] + stride[1] + dilation[1] * kw), acc)
+    og = o // groups
+    for grp in range(groups):
+        gs = g[:, grp * og:(grp + 1) * og].astype(acc)
+        ws = w[grp * og:(grp + 1) * og].astype(acc)
+        for i, j, where in _conv_patches(n, c, h, wd, kh, kw, stride, padding, dilation, oh, ow):
+            view = gx[:, grp * cg:(grp + 1) * cg][where]
+            view += np.einsum("nohw,oc->nchw", gs, ws[:, :, i, j])
+    return gx[:, :, padding[0]:padding[0] + h, padding[1]:padding[1] + wd].astype(g.dtype)
+
+
+def _conv2d_grad_weight_infer(types, weight_shape, stride=(1, 1), padding=(0, 0),
+                              dilation=(1, 1), groups=1):
+    """x's dtype; weight_shape (g must be conv2d's output shape for x and it)."""
+    x, g = types
+    w = TensorType(x.dtype, tuple(weight_shape), x.device)
+    if _conv2d_infer([x, w], stride, padding, dilation, groups).shape != g.shape:
+        raise TypeError(f"conv2d_grad_weight: {g} is not conv2d's output for {x} and {w}")
+    return w
+
+
+def _conv2d_grad_weight_ref(x, g, weight_shape, stride=(1, 1), padding=(0, 0),
+                            dilation=(1, 1), groups=1):
+    o, cg, kh, kw = _static(weight_shape)
+    n, c, h, wd = x.shape
+    oh, ow = g.shape[2:]
+    acc = np.float64 if x.dtype == np.float64 else np.float32
+    xp = np.pad(x.astype(acc), ((0, 0), (0, 0), (padding[0],) * 2, (padding[1],) * 2))
+    gw = np.zeros((o, cg, kh, kw), acc)
+    og = o // groups
+    for grp in range(groups):
+        gs = g[:, grp * og:(grp + 1) * og].astype(acc)
+        xs = xp[:, grp * cg:(grp + 1) * cg]
+        for i, j, where in _conv_patches(n, c, h, wd, kh, kw, stride, padding, dilation, oh, ow):
+            gw[grp * og:(grp + 1) * og, :, i, j] = np.einsum("nchw,nohw->oc", xs[where], gs)
+    return gw.astype(x.dtype)
+
+
+defop("conv2d_grad_input", EXTERN, operands=("g", "w"),
+      attrs={"input_shape": "dims", **_CONV_ATTRS},
+      infer=_conv2d_grad_input_infer, ref=_conv2d_grad_input_ref,
+      doc="the gradient of conv2d's input for output gradient g (a transposed convolution;"
+          " torch.nn.grad.conv2d_input); conv2d's VJP")
+defop("conv2d_grad_weight", EXTERN, operands=("x", "g"),
+      attrs={"weight_shape": "dims", **_CONV_ATTRS},
+      infer=_conv2d_grad_weight_infer, ref=_conv2d_grad_weight_ref,
+      doc="the gradient of conv2d's weight for input x and output gradient g"
+          " (torch.nn.grad.conv2d_weight); conv2d's VJP")
 
 
 def _embedding_infer(types):
@@ -174,8 +262,20 @@ def _embedding_infer(types):
     return weight.with_shape(tuple(indices.shape) + (weight.shape[1],))
 
 
+def _embedding_vjp(b, g, out, weight, indices):
+    # Rows picked by indices get their gradients added (repeats accumulate): index_add.
+    rows = 1
+    for d in indices.type.shape:
+        rows = rows * d
+    flat = b.reshape(indices, shape=[rows])
+    zeros = b.full(value=0.0, shape=list(weight.type.shape), dtype=weight.type.dtype,
+                   device=weight.type.device)
+    return (b.index_add(zeros, flat, b.reshape(g, shape=[rows, weight.type.shape[1]]), dim=0),
+            None)
+
+
 defop("embedding", EXTERN, operands=("weight", "indices"), infer=_embedding_infer,
-      ref=lambda weight, indices: weight[indices.astype(np.int64)],
+      ref=lambda weight, indices: weight[indices.astype(np.int64)], vjp=_embedding_vjp,
       doc="rows of weight selected by indices")
 
 
@@ -243,11 +343,55 @@ def _max_pool2d_ref(x, kernel_size, stride, padding=(0, 0), dilation=(1, 1),
     return np.max(np.stack(views), axis=0).astype(x.dtype)
 
 
-defop("max_pool2d", EXTERN, operands=("x",),
-      attrs={"kernel_size": "ints", "stride": "ints", "padding": ("ints", (0, 0)),
-             "dilation": ("ints", (1, 1)), "ceil_mode": ("bool", False)},
+_MAX_POOL_ATTRS = {"kernel_size": "ints", "stride": "ints", "padding": ("ints", (0, 0)),
+                   "dilation": ("ints", (1, 1)), "ceil_mode": ("bool", False)}
+
+defop("max_pool2d", EXTERN, operands=("x",), attrs=_MAX_POOL_ATTRS,
       infer=_max_pool2d_infer, ref=_max_pool2d_ref,
+      vjp=lambda b, g, out, x, **attrs: (b.max_pool2d_grad(g, x, **attrs),),
       doc="the max over each (dilated) window of an NCHW input; padding counts as -inf")
+
+
+def _max_pool2d_grad_infer(types, kernel_size, stride, padding=(0, 0), dilation=(1, 1),
+                           ceil_mode=False):
+    """x's type (g must be max_pool2d's output type for x)."""
+    g, x = types
+    if _max_pool2d_infer([x], kernel_size, stride, padding, dilation, ceil_mode) != g:
+        raise TypeError(f"max_pool2d_grad: {g} is not max_pool2d's output for {x}")
+    return x
+
+
+def _max_pool2d_grad_ref(g, x, kernel_size, stride, padding=(0, 0), dilation=(1, 1),
+                         ceil_mode=False):
+    # torch's CPU kernel: each window's gradient goes to its first maximum in scan order
+    # (a NaN wins, the last one seen); a window of -inf only goes to its first element.
+    n, c, h, w = x.shape
+    oh, ow = g.shape[2:]
+    acc = np.float64 if x.dtype == np.float64 else np.float32
+    gx = np.zeros((n, c, h * w), acc)
+    for r in range(oh):
+        for q in range(ow):
+            hs, ws = r * stride[0] - padding[0], q * stride[1] - padding[1]
+            rows = [hs + i * dilation[0] for i in range(kernel_size[0])]
+            cols = [ws + j * dilation[1] for j in range(kernel_size[1])]
+            taps = [y * w + z for y in rows if 0 <= y < h for z in cols if 0 <= z < w]
+            if not taps:  # a window wholly in the padding reads nothing
+                continue
+            vals = x.reshape(n, c, h * w)[:, :, taps].astype(acc)
+            best = np.full((n, c), -np.inf, acc)
+            arg = np.zeros((n, c), np.int64)
+            for k in range(len(taps)):
+                take = (vals[:, :, k] > best) | np.isnan(vals[:, :, k])
+                best = np.where(take, vals[:, :, k], best)
+                arg = np.where(take, k, arg)
+            idx = np.asarray(taps)[arg]
+            np.add.at(gx, (np.arange(n)[:, None], np.arange(c)[None, :], idx), g[:, :, r, q])
+    return gx.reshape(x.shape).astype(x.dtype)
+
+
+defop("max_pool2d_grad", EXTERN, operands=("g", "x"), attrs=_MAX_POOL_ATTRS,
+      infer=_max_pool2d_grad_infer, ref=_max_pool2d_grad_ref,
+      doc="max_pool2d's VJP: each window's gradient added at its (first) maximum of x")
 
 
 def _avg_pool2d_infer(types, kernel_size, stride, padding=(0, 0), ceil_mode=False,
@@ -282,12 +426,49 @@ def _avg_pool2d_ref(x, kernel_size, stride, padding=(0, 0), ceil_mode=False,
     return (total / np.outer(rows, cols)).astype(x.dtype)
 
 
-defop("avg_pool2d", EXTERN, operands=("x",),
-      attrs={"kernel_size": "ints", "stride": "ints", "padding": ("ints", (0, 0)),
-             "ceil_mode": ("bool", False), "count_include_pad": ("bool", True)},
+_AVG_POOL_ATTRS = {"kernel_size": "ints", "stride": "ints", "padding": ("ints", (0, 0)),
+                   "ceil_mode": ("bool", False), "count_include_pad": ("bool", True)}
+
+defop("avg_pool2d", EXTERN, operands=("x",), attrs=_AVG_POOL_ATTRS,
       infer=_avg_pool2d_infer, ref=_avg_pool2d_ref,
+      vjp=lambda b, g, out, x, **attrs: (b.avg_pool2d_grad(
+          g, input_shape=list(x.type.shape), **attrs),),
       doc="the mean over each window of an NCHW input (zero padding; the divisor counts"
           " padding unless count_include_pad is false)")
+
+
+def _avg_pool2d_grad_infer(types, input_shape, kernel_size, stride, padding=(0, 0),
+                           ceil_mode=False, count_include_pad=True):
+    """g's dtype; input_shape (g must be avg_pool2d's output shape for it)."""
+    (g,) = types
+    x = TensorType(g.dtype, tuple(input_shape), g.device)
+    if _avg_pool2d_infer([x], kernel_size, stride, padding, ceil_mode) != g:
+        raise TypeError(f"avg_pool2d_grad: {g} is not avg_pool2d's output for {x}")
+    return x
+
+
+def _avg_pool2d_grad_ref(g, input_shape, kernel_size, stride, padding=(0, 0), ceil_mode=False,
+                         count_include_pad=True):
+    n, c, h, w = _static(input_shape)
+    oh, ow = g.shape[2:]
+    acc = np.float64 if g.dtype == np.float64 else np.float32
+    rows, cols = (_avg_count(s, kernel_size[d], stride[d], padding[d], o, count_include_pad)
+                  for d, (s, o) in enumerate(((h, oh), (w, ow))))
+    share = g.astype(acc) / np.outer(rows, cols)
+    gx = np.zeros((n, c, h, w), acc)
+    for r in range(oh):
+        for q in range(ow):
+            hs, ws = r * stride[0] - padding[0], q * stride[1] - padding[1]
+            h0, h1 = max(hs, 0), min(hs + kernel_size[0], h)
+            w0, w1 = max(ws, 0), min(ws + kernel_size[1], w)
+            gx[:, :, h0:h1, w0:w1] += share[:, :, r, q][:, :, None, None]
+    return gx.astype(g.dtype)
+
+
+defop("avg_pool2d_grad", EXTERN, operands=("g",),
+      attrs={"input_shape": "dims", **_AVG_POOL_ATTRS},
+      infer=_avg_pool2d_grad_infer, ref=_avg_pool2d_grad_ref,
+      doc="avg_pool2d's VJP: each window's gradient shared over its inputs by the divisor")
 
 
 # --- random -----------------------------------------------------------------------------

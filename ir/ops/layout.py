@@ -1,4 +1,4 @@
-"""Layout ops: reshape, permute, slice, squeeze/unsqueeze, expand, cat, pad, gathers.
+"""Layout ops: reshape, permute, slice, squeeze/unsqueeze, expand, cat, pad, gathers, scatters.
 
 Fusion turns reshape/permute/slice/expand into index maps of loads instead of
 copies.  Spec: spec/ops.md, "Layout".
@@ -250,6 +250,24 @@ defop("pad", LAYOUT, operands=("x",), attrs={"pads": "ints", "value": ("scalar",
 
 
 # --- gathers ----------------------------------------------------------------------------
+def _index_select_vjp(b, g, out, x, index, dim):
+    # The gradient of a row pick is a row scatter: repeated indices accumulate.
+    if not x.type.dtype.is_float:
+        return (None, None)
+    return (b.index_add(_zeros(b, x), index, g, dim=dim), None)
+
+
+def _gather_vjp(b, g, out, x, index, dim):
+    if not x.type.dtype.is_float:
+        return (None, None)
+    return (b.scatter_add(_zeros(b, x), index, g, dim=dim), None)
+
+
+def _zeros(b, x):
+    return b.full(value=0.0, shape=list(x.type.shape), dtype=x.type.dtype,
+                  device=x.type.device)
+
+
 def _index_select_infer(types, dim):
     """x's type with dim's size replaced by len(index) (index: rank-1 i64/i32)."""
     x, index = types
@@ -263,7 +281,7 @@ def _index_select_infer(types, dim):
 
 
 defop("index_select", LAYOUT, operands=("x", "index"), attrs={"dim": "int"},
-      infer=_index_select_infer,
+      infer=_index_select_infer, vjp=_index_select_vjp,
       ref=lambda x, index, dim: np.take(x, index, axis=rules.normalize_dim(dim, x.ndim)),
       doc="out = x.index_select(dim, index)")
 
@@ -293,5 +311,74 @@ def _gather_ref(x, index, dim):
 
 
 defop("gather", LAYOUT, operands=("x", "index"), attrs={"dim": "int"},
-      infer=_gather_infer, ref=_gather_ref,
+      infer=_gather_infer, ref=_gather_ref, vjp=_gather_vjp,
       doc="out[i][j] = x[index[i][j]][j] for dim=0 (torch.gather)")
+
+
+# --- scatters (the VJPs of the gathers) -----------------------------------------------------
+def _index_add_infer(types, dim):
+    """x's type (index: rank-1 i64/i32; src: x's dtype and shape, dim's size len(index))."""
+    x, index, src = types
+    rules.index_dtype_check(index, "index_add's index")
+    if index.rank != 1:
+        raise TypeError(f"index_add's index must be rank 1, got {index}")
+    d = rules.normalize_dim(dim, x.rank)
+    want = list(x.shape)
+    if x.rank:
+        want[d] = index.shape[0]
+    if src.dtype != x.dtype or src.rank != x.rank or any(
+            simplify_dim(a - b) != 0 for a, b in zip(src.shape, want)):
+        raise TypeError(f"index_add's src must be {x.with_shape(want)}, got {src}")
+    return x
+
+
+def _index_add_ref(x, index, src, dim):
+    out = x.copy()
+    if x.ndim == 0:
+        return out + src if index.size else out
+    d = rules.normalize_dim(dim, x.ndim)
+    moved = np.moveaxis(out, d, 0)  # a view: np.add.at writes through it
+    np.add.at(moved, index.astype(np.int64), np.moveaxis(src, d, 0))
+    return out
+
+
+def _index_add_vjp(b, g, out, x, index, src, dim):
+    gsrc = b.index_select(g, index, dim=dim) if src.type.dtype.is_float else None
+    return (g if x.type.dtype.is_float else None, None, gsrc)
+
+
+defop("index_add", LAYOUT, operands=("x", "index", "src"), attrs={"dim": "int"},
+      infer=_index_add_infer, ref=_index_add_ref, vjp=_index_add_vjp,
+      doc="x with src's slices added at the indices along dim (repeats accumulate;"
+          " torch.index_add); the VJP of index_select and embedding")
+
+
+def _scatter_add_infer(types, dim):
+    """x's type (index: i64/i32 of x's rank, no larger than x outside dim; src: x's dtype,
+    index's shape)."""
+    x, index, src = types
+    _gather_infer([x, index], dim)
+    if src.dtype != x.dtype or src.shape != index.shape:
+        raise TypeError(f"scatter_add's src must be {x.dtype} of index's shape, got {src}")
+    return x
+
+
+def _scatter_add_ref(x, index, src, dim):
+    out = x.copy()
+    if x.ndim == 0:
+        return out + src if index.size else out
+    grid = list(np.indices(index.shape, sparse=True))
+    grid[rules.normalize_dim(dim, x.ndim)] = index.astype(np.int64)
+    np.add.at(out, tuple(grid), src)
+    return out
+
+
+def _scatter_add_vjp(b, g, out, x, index, src, dim):
+    gsrc = b.gather(g, index, dim=dim) if src.type.dtype.is_float else None
+    return (g if x.type.dtype.is_float else None, None, gsrc)
+
+
+defop("scatter_add", LAYOUT, operands=("x", "index", "src"), attrs={"dim": "int"},
+      infer=_scatter_add_infer, ref=_scatter_add_ref, vjp=_scatter_add_vjp,
+      doc="x with src[i][j] added at [index[i][j]][j] for dim=0 (repeats accumulate;"
+          " torch.scatter_add); the VJP of gather")

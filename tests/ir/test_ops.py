@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
@@ -340,8 +340,8 @@ def pad_inputs(draw, dtypes=NON_BOOL):
 
 
 @st.composite
-def index_select_inputs(draw):
-    dtype = draw(st.sampled_from(ALL))
+def index_select_inputs(draw, dtypes=ALL):
+    dtype = draw(st.sampled_from(dtypes))
     shape = draw(shapes(min_rank=1))
     rank = len(shape)
     dim = draw(st.integers(-rank, rank - 1))
@@ -354,8 +354,8 @@ def index_select_inputs(draw):
 
 
 @st.composite
-def gather_inputs(draw):
-    dtype = draw(st.sampled_from(ALL))
+def gather_inputs(draw, dtypes=ALL):
+    dtype = draw(st.sampled_from(dtypes))
     shape = draw(shapes(min_rank=1))
     rank = len(shape)
     dim = draw(st.integers(-rank, rank - 1))
@@ -406,8 +406,8 @@ def matmul_inputs(draw, dtypes=(f32, f64, f16, bf16, i64, i32)):
 
 
 @st.composite
-def conv2d_inputs(draw):
-    dtype = draw(st.sampled_from(FLOATS))
+def conv2d_inputs(draw, dtypes=FLOATS):
+    dtype = draw(st.sampled_from(dtypes))
     groups = draw(st.integers(1, 2))
     n, cg, og = draw(st.integers(1, 2)), draw(st.integers(1, 2)), draw(st.integers(1, 2))
     kh, kw = draw(st.integers(1, 3)), draw(st.integers(1, 3))
@@ -423,8 +423,8 @@ def conv2d_inputs(draw):
 
 
 @st.composite
-def embedding_inputs(draw):
-    dtype = draw(st.sampled_from(FLOATS))
+def embedding_inputs(draw, dtypes=FLOATS):
+    dtype = draw(st.sampled_from(dtypes))
     rows, cols = draw(st.integers(1, 5)), draw(st.integers(0, 3))
     idx_t = draw(st.sampled_from([i64, i32]))
     index = draw(hnp.arrays(idx_t.np, draw(shapes(max_rank=2)), elements=st.integers(0, rows - 1)))
@@ -432,8 +432,8 @@ def embedding_inputs(draw):
 
 
 @st.composite
-def pool2d_inputs(draw, avg=False):
-    dtype = draw(st.sampled_from(FLOATS))
+def pool2d_inputs(draw, avg=False, dtypes=FLOATS):
+    dtype = draw(st.sampled_from(dtypes))
     kernel = [draw(st.integers(1, 3)), draw(st.integers(1, 3))]
     stride = [draw(st.integers(1, 3)), draw(st.integers(1, 3))]
     dilation = [1, 1] if avg else [draw(st.integers(1, 2)), draw(st.integers(1, 2))]
@@ -448,6 +448,93 @@ def pool2d_inputs(draw, avg=False):
     else:
         attrs["dilation"] = dilation
     return [(x, dtype)], attrs
+
+
+# --- scatters and gradient externs (the VJPs' own ops) -------------------------------------
+@st.composite
+def index_add_inputs(draw, dtypes=ALL):
+    [(x, dtype), (index, idx_t)], attrs = draw(index_select_inputs(dtypes))
+    d = attrs["dim"] % x.ndim
+    src_shape = tuple(len(index) if i == d else s for i, s in enumerate(x.shape))
+    return [(x, dtype), (index, idx_t), (draw(arrays(dtype, src_shape)), dtype)], attrs
+
+
+@st.composite
+def scatter_add_inputs(draw, dtypes=ALL):
+    [(x, dtype), (index, idx_t)], attrs = draw(gather_inputs(dtypes))
+    return [(x, dtype), (index, idx_t), (draw(arrays(dtype, index.shape)), dtype)], attrs
+
+
+def _out_grad(draw, op, inputs, attrs, dtype):
+    """An output gradient for `op` applied to `inputs` (its inferred shape)."""
+    b = GraphBuilder()
+    xs = [b.input(f"x{i}", TensorType(dt, a.shape)) for i, (a, dt) in enumerate(inputs)]
+    try:
+        shape = tuple(int(d) for d in b.op(op, *xs, **attrs).type.shape)
+    except TypeError:
+        assume(False)  # the drawn forward is ill-typed (torch rejects it too)
+    return draw(arrays(dtype, shape, lo=-2, hi=2))
+
+
+@st.composite
+def conv2d_grad_inputs(draw, weight=False, dtypes=FLOATS):
+    [(x, dtype), (w, _)], attrs = draw(conv2d_inputs(dtypes))
+    g = _out_grad(draw, "conv2d", [(x, dtype), (w, dtype)], attrs, dtype)
+    if weight:
+        return [(x, dtype), (g, dtype)], {"weight_shape": list(w.shape), **attrs}
+    return [(g, dtype), (w, dtype)], {"input_shape": list(x.shape), **attrs}
+
+
+def has_empty_window(shape, kernel_size, stride, padding, dilation=(1, 1), ceil_mode=False,
+                     **_):
+    """Whether some pooling window lies wholly in the padding.  torch's CPU max_pool2d
+    backward writes out of bounds for such a window (heap corruption seen with torch
+    2.13), so gradient tests keep clear of them."""
+    for d in range(2):
+        size, k, s, p, dil = shape[2 + d], kernel_size[d], stride[d], padding[d], dilation[d]
+        span = size + 2 * p - dil * (k - 1) - 1 + (s - 1 if ceil_mode else 0)
+        out = span // s + 1
+        if ceil_mode and (out - 1) * s >= size + p:
+            out -= 1
+        for o in range(max(out, 0)):
+            if not any(0 <= o * s - p + i * dil < size for i in range(k)):
+                return True
+    return False
+
+
+@st.composite
+def max_pool2d_grad_safe(draw, dtypes=FLOATS):
+    [(x, dtype)], attrs = draw(pool2d_inputs(False, dtypes))
+    assume(not has_empty_window(x.shape, **attrs))
+    return [(x, dtype)], attrs
+
+
+@st.composite
+def pool2d_grad_inputs(draw, avg=False, dtypes=FLOATS):
+    [(x, dtype)], attrs = draw(pool2d_inputs(avg, dtypes) if avg else
+                               max_pool2d_grad_safe(dtypes))
+    g = _out_grad(draw, "avg_pool2d" if avg else "max_pool2d", [(x, dtype)], attrs, dtype)
+    if avg:
+        return [(g, dtype)], {"input_shape": list(x.shape), **attrs}
+    return [(g, dtype), (x, dtype)], attrs
+
+
+def _torch_index_add(x, index, src, dim):
+    return x + src.sum() if x.dim() == 0 and len(index) else (
+        x.clone() if x.dim() == 0 else torch.index_add(x, dim, index.long(), src))
+
+
+def _torch_max_pool2d_grad(g, x, kernel_size, stride, padding, dilation, ceil_mode):
+    aten = torch.ops.aten
+    _, idx = aten.max_pool2d_with_indices(x, kernel_size, stride, padding, dilation, ceil_mode)
+    return aten.max_pool2d_with_indices_backward(g, x, kernel_size, stride, padding, dilation,
+                                                 ceil_mode, idx)
+
+
+def _torch_avg_pool2d_grad(g, input_shape, kernel_size, stride, padding, ceil_mode,
+                           count_include_pad):
+    return torch.ops.aten.avg_pool2d_backward(g, g.new_empty(input_shape), kernel_size, stride,
+                                              padding, ceil_mode, count_include_pad, None)
 
 
 # --- the table --------------------------------------------------------------------------------
@@ -541,6 +628,10 @@ CASES = {
     "index_select": (lambda x, index, dim: torch.index_select(x, dim, index),
                      index_select_inputs()),
     "gather": (lambda x, index, dim: torch.gather(x, dim, index), gather_inputs()),
+    "index_add": (_torch_index_add, index_add_inputs()),
+    "scatter_add": (lambda x, index, src, dim: x + src.sum() if x.dim() == 0 and index.numel()
+                    else (x.clone() if x.dim() == 0 else torch.scatter_add(x, dim, index, src)),
+                    scatter_add_inputs()),
     # creation
     "full": (lambda value, shape, dtype: torch.full(shape, value, dtype=torch_dtype(dtype)),
              full_attrs()),
@@ -554,6 +645,12 @@ CASES = {
     "embedding": (lambda weight, indices: F.embedding(indices, weight), embedding_inputs()),
     "max_pool2d": (F.max_pool2d, pool2d_inputs()),
     "avg_pool2d": (F.avg_pool2d, pool2d_inputs(avg=True)),
+    "conv2d_grad_input": (lambda g, w, input_shape, **conv: torch.nn.grad.conv2d_input(
+        input_shape, w, g, **conv), conv2d_grad_inputs()),
+    "conv2d_grad_weight": (lambda x, g, weight_shape, **conv: torch.nn.grad.conv2d_weight(
+        x, weight_shape, g, **conv), conv2d_grad_inputs(weight=True)),
+    "max_pool2d_grad": (_torch_max_pool2d_grad, pool2d_grad_inputs()),
+    "avg_pool2d_grad": (_torch_avg_pool2d_grad, pool2d_grad_inputs(avg=True)),
 }
 
 # Random ops cannot equal torch's draws; `test_random_op` checks them instead.

@@ -24,12 +24,20 @@ from tests.ir.test_ops import (
     binary,
     cat_inputs,
     clamp_inputs,
+    conv2d_inputs,
+    embedding_inputs,
     expand_inputs,
+    gather_inputs,
+    index_add_inputs,
+    index_select_inputs,
     matmul_inputs,
+    max_pool2d_grad_safe,
     pad_inputs,
     permute_inputs,
+    pool2d_inputs,
     reduce_inputs,
     reshape_inputs,
+    scatter_add_inputs,
     shapes,
     slice_inputs,
     squeeze_inputs,
@@ -64,6 +72,70 @@ def cast_inputs(draw):
     return [(x, dt)], {"dtype": draw(st.sampled_from([f32, f64]))}
 
 
+@st.composite
+def softmax_inputs(draw):
+    shape = draw(shapes())
+    rank = max(len(shape), 1)
+    return [(draw(arrays(f64, shape, lo=-3, hi=3)), f64)], {
+        "dim": draw(st.integers(-rank, rank - 1))}
+
+
+@st.composite
+def norm_inputs(draw, bias=True):
+    shape = draw(shapes(min_rank=1, min_side=1))
+    k = draw(st.integers(1, len(shape)))
+    tail = shape[len(shape) - k:]
+    inputs = [(draw(arrays(f64, shape, lo=-3, hi=3)), f64),
+              (draw(arrays(f64, tail, lo=-2, hi=2)), f64)]
+    if bias:
+        inputs.append((draw(arrays(f64, tail, lo=-2, hi=2)), f64))
+    return inputs, {"normalized_ndim": k, "eps": draw(st.sampled_from([1e-5, 0.1]))}
+
+
+@st.composite
+def batch_norm_inputs(draw):
+    shape = draw(shapes(min_rank=2, min_side=1))
+    c = (shape[1],)
+    return [(draw(arrays(f64, shape, lo=-3, hi=3)), f64),
+            (draw(arrays(f64, c, lo=-1, hi=1)), f64),
+            (draw(arrays(f64, c, lo=0.25, hi=2)), f64),
+            (draw(arrays(f64, c, lo=-2, hi=2)), f64),
+            (draw(arrays(f64, c, lo=-2, hi=2)), f64)], {"eps": 1e-5}
+
+
+def _batch_norm(x, mean, var, weight, bias, eps):
+    # torch refuses gradients for the statistics (native_batch_norm): the same formula.
+    shape = (1, -1) + (1,) * (x.dim() - 2)
+    scale = (weight / torch.sqrt(var + eps)).reshape(shape)
+    return (x - mean.reshape(shape)) * scale + bias.reshape(shape)
+
+
+# torch functions for ops without a CASES entry (composites are tested by the passes).
+TORCH_FNS = {
+    "softmax": lambda x, dim: torch.softmax(x, dim),
+    "log_softmax": lambda x, dim: torch.log_softmax(x, dim),
+    "layer_norm": lambda x, w, b, normalized_ndim, eps: torch.nn.functional.layer_norm(
+        x, w.shape, w, b, eps),
+    "rms_norm": lambda x, w, normalized_ndim, eps: torch.nn.functional.rms_norm(
+        x, w.shape, w, eps),
+    "batch_norm": _batch_norm,
+}
+
+# Ops with no VJP, and why; every registered op is either here or in VJP_CASES.
+NO_GRADIENT = {
+    **{name: "result is bool or integer" for name in (
+        "eq", "ne", "lt", "le", "gt", "ge", "logical_and", "logical_or", "logical_xor",
+        "logical_not", "isnan", "bitwise_not", "bitwise_and", "bitwise_or", "bitwise_xor",
+        "bitwise_left_shift", "bitwise_right_shift", "any", "all", "argmax", "argmin")},
+    **{name: "no tensor operands" for name in ("full", "arange", "constant", "rand", "randn")},
+    "floor_divide": "torch has no derivative for floor_divide either",
+    "fused": "a fusion region: differentiation happens before fusion",
+    **{name: "a backward op: double backward is not supported (create_graph=True raises)"
+       for name in ("conv2d_grad_input", "conv2d_grad_weight", "max_pool2d_grad",
+                    "avg_pool2d_grad")},
+}
+
+
 VJP_CASES = {
     "neg": unary(F64), "abs": unary(F64), "relu": unary(F64), "sign": unary(F64),
     "floor": unary(F64), "ceil": unary(F64), "round": unary(F64), "trunc": unary(F64),
@@ -85,6 +157,13 @@ VJP_CASES = {
     "slice": slice_inputs(F64), "squeeze": squeeze_inputs(F64),
     "unsqueeze": unsqueeze_inputs(F64), "expand": expand_inputs(F64), "cat": cat_inputs(F64),
     "pad": pad_inputs(F64), "matmul": matmul_inputs(F64),
+    "index_select": index_select_inputs(F64), "gather": gather_inputs(F64),
+    "index_add": index_add_inputs(F64), "scatter_add": scatter_add_inputs(F64),
+    "embedding": embedding_inputs(F64), "conv2d": conv2d_inputs(F64),
+    "max_pool2d": max_pool2d_grad_safe(F64), "avg_pool2d": pool2d_inputs(avg=True, dtypes=F64),
+    "softmax": softmax_inputs(), "log_softmax": softmax_inputs(),
+    "layer_norm": norm_inputs(), "rms_norm": norm_inputs(bias=False),
+    "batch_norm": batch_norm_inputs(),
 }
 
 
@@ -94,8 +173,15 @@ def test_every_vjp_has_a_case():
     assert sorted(set(VJP_CASES) - with_vjp) == [], "VJP_CASES names ops without a vjp"
 
 
+def test_every_op_has_a_vjp_or_a_reason():
+    names = {op.name for op in all_ops()}
+    assert sorted(names - set(VJP_CASES) - set(NO_GRADIENT)) == []
+    assert sorted(set(NO_GRADIENT) & set(VJP_CASES)) == []
+    assert sorted(set(NO_GRADIENT) - names) == []
+
+
 def _torch_grads(name, inputs, attrs, g):
-    torch_fn, _ = CASES[name]
+    torch_fn = TORCH_FNS[name] if name in TORCH_FNS else CASES[name][0]
     tensors = [to_torch(a, dt) for a, dt in inputs]
     wants = [t.is_floating_point() for t in tensors]
     for t, w in zip(tensors, wants):
