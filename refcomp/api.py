@@ -436,7 +436,8 @@ def entry_stats(e) -> dict:
             "reason": e.reason.message() if e.reason is not None else None,
             "symbolic_inputs": [str(v.type) for v in e.graph.inputs if not v.type.is_static]
             if e.graph is not None else [], "notes": list(e.notes),
-            "guard_profile": gs.profile()}
+            "guard_profile": gs.profile(),
+            "training": training_stats(e.training)}
 
 
 def guard_profile() -> str:
@@ -455,3 +456,15 @@ def guard_profile() -> str:
                 lines.append(f"  {row['checks']:>8} {row['failures']:>6}"
                              f" {row['time_us']:>7.3f}  {row['kind']}: {row['guard']}")
     return "\n".join(lines) if lines else "(no compiled entries)"
+
+
+def training_stats(record) -> dict | None:
+    """A compiled forward + backward (refcomp/autograd.py): ops, kernels, saved tensors."""
+    if record is None:
+        return None
+    return {"forward_ops": record.forward_ops, "backward_ops": record.backward_ops,
+            "forward_kernels": record.forward_kernels,
+            "backward_kernels": record.backward_kernels,  # None: not compiled yet
+            "saved_tensors": record.saved, "saved_bytes": record.saved_bytes,
+            "recomputed_ops": record.recomputed, "backward_calls": record.backward_calls,
+            "backward_compile_s": record.backward_compile_s}

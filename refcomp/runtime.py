@@ -7,8 +7,13 @@ the frame's return value.  Spec: spec/guards.md, "Cache entries", and
 spec/tracer.md, "Outputs and mutation".
 
 Note [Autograd honesty]: while grad mode is on and the graph has an output that
-requires grad in eager, the graph is run by the "eager" backend (torch records
-autograd op by op) whatever backend was asked for, and explain() says so.
+requires grad in eager, refcomp compiles a joint graph (ir/autodiff.py): the forward
+and the backward each run the full pipeline and the backend, joined by one
+torch.autograd.Function (refcomp/autograd.py, spec/autograd.md).  Where that cannot be
+done (an op without a VJP, a VJP that needs a static size, an input mutated with a value
+that requires grad, a frozen graph) the graph runs on the "eager" backend, where torch
+records autograd op by op, and the entry's notes (explain()) say why.  A gradient is
+never silently dropped.
 
 Note [Runtime checks]: eager raises on some values (integer division by zero raises
 RuntimeError("ZeroDivisionError")), where a kernel would compute garbage.  The tracer
@@ -82,6 +87,8 @@ class Entry:
     # (output index, message): raise RuntimeError(message) when that 0-d bool output is
     # true (Note [Runtime checks]).
     checks: list = field(default_factory=list)
+    # A compiled forward + backward (refcomp/autograd.py): its TrainingRecord, else None.
+    training: Any = None
 
     def run(self, inputs):
         if self.contiguous:
@@ -236,6 +243,7 @@ def build_entry(ctx: TraceContext, output: VT, backend_name: str, options: dict,
             writeback.append((i, outs.add_value(tv.value, False)))
     checks = [(outs.add_value(v, False), message) for v, message in ctx.checks]
     graph = ctx.builder.build(outs.values)
+    captured = graph  # before any pass: the joint graph differentiates the captured ops
     frozen = None
     if options["freeze"]:  # before decompose: it folds the batch_norm composite
         from refcomp.freeze import freeze_entry
@@ -255,30 +263,41 @@ def build_entry(ctx: TraceContext, output: VT, backend_name: str, options: dict,
         backend_name = default_backend(sorted(devices)[0])
     backend = get_backend(backend_name)
     needs_grad = any(outs.requires_grad)
+    joint = None
     if needs_grad and not backend.differentiable:
-        notes.append(f"autograd: outputs require grad, so this graph runs on 'eager' "
-                     f"(backend {backend_name!r} does not differentiate)")
-        backend = get_backend("eager")
+        joint, refusal = _joint_or_reason(ctx, captured, outs, writeback, frozen)
+        if joint is None:
+            notes.append(f"autograd: outputs require grad and {refusal}, so this graph runs"
+                         f" on 'eager' (autograd records op by op)")
+            backend = get_backend("eager")
     backend_options = dict(options["backend_options"])
     pinned = pinned_contiguous(guard_list, ctx.input_sources)
     if backend.inputs_guarded:  # the guards vouch: See Note [Guarded inputs]
         plan = frozen.plan if frozen is not None else [("in", i) for i in range(len(pinned))]
         backend_options["inputs_guarded"] = tuple(
             pinned[x] if kind == "in" else x.is_contiguous() for kind, x in plan)
-    fn = backend.compile_graph(graph, backend_options)
+    training = None
+    if joint is not None:
+        fn, training, graph = _compile_training(joint, backend, backend_options, passes,
+                                                outs, print_ir)
+        notes.append(f"autograd: compiled forward and backward (saves {training.saved}"
+                     f" tensors, {training.saved_bytes} bytes; recomputes"
+                     f" {training.recomputed} ops in the backward)")
+    else:
+        fn = backend.compile_graph(graph, backend_options)
     logs.output_code(fn)
     n_inputs = len(ctx.input_sources)
     if frozen is not None and frozen.plan != [("in", i) for i in range(n_inputs)]:
         fn = frozen.wrap(fn, n_inputs)  # drops frozen inputs, feeds the tensors it computed
     detach = frozenset(i for i, rg in enumerate(outs.requires_grad)
-                       if not rg and backend.differentiable)
+                       if not rg and backend.differentiable and joint is None)
     guards = make_guard_set(ctx, guard_list, list(ctx.input_sources))
     fresh = outputs_to_copy(graph, outs.keys, _input_keys(ctx, graph, frozen))
     # Inputs the guards pin contiguous need no contiguity pass at run time.
     contiguous = backend.name not in ("eager", "interp") and not all(pinned)
     entry = Entry(guards, graph, fn, spec, writeback, detach, contiguous=contiguous,
                   backend=backend.name, notes=notes, views=outs.views, fresh=fresh,
-                  checks=checks)
+                  checks=checks, training=training)
     if spec[0] == "out" and not (writeback or detach or contiguous or fresh or checks):
         entry.lone = spec[1]
     entry.compile_time_s = time.perf_counter() - start
@@ -292,6 +311,67 @@ def _input_keys(ctx: TraceContext, graph: Graph, frozen) -> list:
     if frozen is None:
         return by_source
     return [by_source[x] if kind == "in" else object() for kind, x in frozen.plan]
+
+
+def _joint_or_reason(ctx, captured: Graph, outs: _Outputs, writeback, frozen):
+    """(Joint, None) when the graph's gradients can be compiled, else (None, why)."""
+    from ir.autodiff import NotDifferentiable, differentiable_values, joint
+
+    if frozen is not None:
+        return None, "the graph is frozen"
+    wants = [ctx.input_vars[src.name()].requires_grad for src in ctx.input_sources]
+    diff = differentiable_values(captured, wants)
+    for i, o in writeback:
+        if captured.outputs[o] in diff:
+            return None, "an input is mutated with a value that requires grad"
+    grad_outputs = [i for i, rg in enumerate(outs.requires_grad) if rg]
+    try:
+        return joint(captured, wants, grad_outputs), None
+    except NotDifferentiable as e:
+        return None, f"{e} (ir/ops)"
+    except NotImplementedError as e:
+        return None, str(e)
+
+
+def _compile_training(j, backend, backend_options, passes, outs: _Outputs, print_ir):
+    """Both halves through the pipeline and the backend; the backward lazily."""
+    from refcomp.autograd import TrainingRecord, compile_joint
+
+    def optimize(graph: Graph, printing: dict) -> Graph:
+        if not passes:
+            return graph
+        from ir.passes.manager import run_pipeline
+
+        return run_pipeline(graph, passes, **printing)
+
+    record = TrainingRecord(forward_ops=len(j.forward.nodes), backward_ops=len(j.backward.nodes),
+                            saved=j.n_saved, saved_bytes=j.saved_bytes(),
+                            recomputed=j.recomputed)
+
+    def compile_forward(graph):
+        graph = optimize(graph, print_ir)
+        record.forward_graph = graph
+        fn = backend.compile_graph(graph, backend_options)
+        record.forward_kernels = _kernel_count(fn)
+        return fn
+
+    def compile_backward(graph):
+        graph = optimize(graph, logs.graph_captured(graph))
+        record.backward_graph = graph
+        options = {k: v for k, v in backend_options.items() if k != "inputs_guarded"}
+        fn = backend.compile_graph(graph, options)
+        record.backward_kernels = _kernel_count(fn)
+        return fn
+
+    fn = compile_joint(j, compile_forward, compile_backward, outs.requires_grad, record)
+    return fn, record, record.forward_graph
+
+
+def _kernel_count(fn) -> int:
+    """Kernels of a backend's compiled function (0 where it has none, or sizes are dynamic
+    and nothing ran yet)."""
+    compiled = getattr(fn, "compiled", None)
+    return len(getattr(compiled, "kernels", ()) or ())
 
 
 def fallback_entry(ctx: TraceContext, reason: Unsupported, guard_list: list) -> Entry:

@@ -1,0 +1,241 @@
+"""Reverse-mode differentiation of a graph: the joint graph and its partition.
+
+Owns: `joint(graph, wants_grad, grad_outputs) -> Joint`, which derives a backward graph
+from each op's VJP rule (ir/ops/, `vjp=`) and splits the work between a forward graph
+(the original outputs, then the tensors it saves) and a backward graph (saved tensors
+and output gradients in, input gradients out).  Both are ordinary graphs: printable,
+parsable, and run through the whole pipeline like any other.  Must not know: torch,
+the frontend, any backend.  Spec: spec/autograd.md.
+
+Contract:
+- Gradients flow back from the outputs named in `grad_outputs` (floating ones only) to
+  the inputs named in `wants_grad`.  An input that no differentiable path reaches gets
+  no gradient (`Joint.grad_inputs` omits it; autograd then leaves its `.grad` None, as
+  eager does).  Gradients reaching one value from several uses are added.
+- A node on a differentiable path whose op has no VJP raises `NotDifferentiable` naming
+  the op, so the caller can fall back; a VJP that needs a static size raises
+  NotImplementedError.  Nothing is silently dropped.
+- The forward graph has the input graph's inputs and outputs, then one output per saved
+  intermediate.  The backward graph's inputs are, in order: the forward inputs it reads
+  (`saved_inputs`), the saved intermediates, the gradients of `grad_outputs`.
+
+Note [Partition rule]: a forward value the backward reads is either saved (a forward
+output kept alive until backward) or recomputed inside the backward.  Only cheap ops are
+recomputed: pointwise ops, view-like layout ops (reshape, permute, slice, squeeze,
+unsqueeze, expand) and constant creation (`full`, `arange`, `constant`); reductions,
+externs (matmul, conv, pooling), composites (softmax, norms), gathers, cat/pad and random
+draws are always saved.  A recomputable value is recomputed when the bytes it would
+newly keep alive (its non-recomputable leaves not already saved, forward inputs free:
+autograd keeps those anyway) are at most its own bytes; otherwise it is saved.
+Recomputed nodes fuse into the backward's kernels, so a pointwise chain between a
+matmul and its use costs no memory and little time (the rule Inductor's default
+partitioner approximates with a min-cut).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ir.builder import GraphBuilder
+from ir.graph import Graph, Node, Value
+from ir.ops.registry import CREATION, LAYOUT, POINTWISE
+from ir.types import is_symbolic
+
+RECOMPUTE_LAYOUT = frozenset({"reshape", "permute", "slice", "squeeze", "unsqueeze", "expand"})
+RECOMPUTE_CREATION = frozenset({"full", "arange", "constant"})
+SYMBOLIC_DIM_GUESS = 64  # a dynamic size counts as this many elements in the byte rule
+
+
+class NotDifferentiable(Exception):
+    """A differentiable path runs through an op without a VJP."""
+
+
+@dataclass
+class Joint:
+    forward: Graph
+    backward: Graph
+    n_outputs: int  # the original outputs; forward.outputs[n_outputs:] are saved
+    saved_inputs: list[int]  # forward input indices the backward reads, in its input order
+    grad_outputs: list[int]  # output indices whose gradients the backward takes
+    grad_inputs: list[int]  # input indices the backward returns gradients for, in order
+    recomputed: int = 0  # forward nodes the backward recomputes
+    saved_names: list[str] = field(default_factory=list)
+
+    @property
+    def n_saved(self) -> int:
+        return len(self.forward.outputs) - self.n_outputs
+
+    def saved_bytes(self) -> int:
+        """Bytes of the saved intermediates (static sizes; dynamic ones guessed)."""
+        return sum(value_bytes(v) for v in self.forward.outputs[self.n_outputs:])
+
+
+def value_bytes(v: Value) -> int:
+    n = 1
+    for d in v.type.shape:
+        n *= SYMBOLIC_DIM_GUESS if is_symbolic(d) else int(d)
+    return n * v.type.dtype.itemsize
+
+
+def recomputable(node: Node) -> bool:
+    """See Note [Partition rule]."""
+    if node.op.effects or node.body is not None:
+        return False
+    cat, name = node.op.category, node.op.name
+    return cat == POINTWISE or (cat == LAYOUT and name in RECOMPUTE_LAYOUT) or \
+        (cat == CREATION and name in RECOMPUTE_CREATION)
+
+
+def differentiable_values(graph: Graph, wants_grad) -> set:
+    """Floating values that depend on an input that wants a gradient."""
+    diff = {v for v, w in zip(graph.inputs, wants_grad) if w and v.type.dtype.is_float}
+    for node in graph.nodes:
+        if any(v in diff for v in node.inputs):
+            diff.update(v for v in node.outputs if v.type.dtype.is_float)
+    return diff
+
+
+def joint(graph: Graph, wants_grad, grad_outputs) -> Joint:
+    """Forward and backward graphs for `graph`; see the module docstring."""
+    diff = differentiable_values(graph, wants_grad)
+    b = GraphBuilder("backward")
+    grads: dict[Value, Value] = {}
+
+    def accumulate(v: Value, g: Value) -> None:
+        grads[v] = b.add(grads[v], g) if v in grads else g
+
+    g_inputs = []
+    kept_outputs = []
+    for i in grad_outputs:
+        v = graph.outputs[i]
+        if v not in diff:
+            continue
+        g = b.input(f"g{i}", v.type)
+        g_inputs.append(g)
+        kept_outputs.append(i)
+        accumulate(v, g)
+    for node in reversed(graph.nodes):
+        if not any(out in grads for out in node.outputs):
+            continue
+        if len(node.outputs) != 1:
+            raise NotDifferentiable(f"{node.op.name} has {len(node.outputs)} results")
+        if not any(v in diff for v in node.inputs):
+            continue
+        if node.op.vjp is None:
+            raise NotDifferentiable(f"op {node.op.name!r} has no VJP rule")
+        (out,) = node.outputs
+        in_grads = node.op.vjp(b, grads[out], out, *node.inputs, **node.attrs)
+        for v, g in zip(node.inputs, in_grads):
+            if g is not None and v in diff:
+                accumulate(v, g)
+    grad_inputs = [i for i, v in enumerate(graph.inputs)
+                   if wants_grad[i] and v in grads]
+    bwd_outputs = [grads[graph.inputs[i]] for i in grad_inputs]
+    # The builder has every VJP's nodes, used or not: keep the live ones.
+    live_nodes = _live(b.nodes, bwd_outputs)
+    return _partition(graph, live_nodes, g_inputs, bwd_outputs, kept_outputs, grad_inputs)
+
+
+def _live(nodes: list[Node], outputs: list[Value]) -> list[Node]:
+    needed = set(outputs)
+    kept = []
+    for node in reversed(nodes):
+        if any(v in needed for v in node.outputs):
+            kept.append(node)
+            needed.update(node.inputs)
+    return kept[::-1]
+
+
+def _partition(graph, bwd_nodes, g_inputs, bwd_outputs, grad_outputs, grad_inputs) -> Joint:
+    producer = graph.producers()
+    order = {node: k for k, node in enumerate(graph.nodes)}
+    forward_inputs = {v: i for i, v in enumerate(graph.inputs)}
+    defined = set(g_inputs) | {v for n in bwd_nodes for v in n.outputs}
+    # Forward values the backward reads: each is a forward input, saved, or recomputed.
+    needed = []
+    for node in bwd_nodes:
+        for v in node.inputs:
+            if v not in defined and v not in needed:
+                needed.append(v)
+    for v in bwd_outputs:  # an input gradient may be a forward value itself (rare)
+        if v not in defined and v not in needed:
+            needed.append(v)
+
+    saved: list[Value] = []
+    saved_set: set = set()
+    recompute: set = set()
+    leaves_memo: dict = {}
+
+    def leaves(v: Value) -> frozenset:
+        """Non-recomputable forward values (not inputs) that recomputing v reads."""
+        if v in leaves_memo:
+            return leaves_memo[v]
+        node = producer.get(v)
+        if node is None:
+            out = frozenset()
+        elif not recomputable(node):
+            out = frozenset([v])
+        else:
+            out = frozenset().union(*(leaves(u) for u in node.inputs))
+        leaves_memo[v] = out
+        return out
+
+    def decide(v: Value) -> None:
+        if v in forward_inputs or v in saved_set or v in recompute:
+            return
+        node = producer[v]
+        if recomputable(node):
+            new = leaves(v) - saved_set
+            if sum(value_bytes(u) for u in new) <= value_bytes(v):
+                recompute.add(v)
+                for u in node.inputs:
+                    decide(u)
+                return
+        saved.append(v)
+        saved_set.add(v)
+
+    # Later values first: a value near the outputs saved whole spares its whole cone.
+    for v in sorted(needed, key=lambda v: -order.get(producer.get(v), -1)):
+        decide(v)
+
+    # The backward graph: fresh input values for forward inputs and saved tensors.
+    env: dict[Value, Value] = {}
+    saved_inputs = sorted({forward_inputs[v] for v in _reads(needed, recompute, producer)
+                           if v in forward_inputs})
+    bwd_inputs = []
+    for i in saved_inputs:
+        v = graph.inputs[i]
+        env[v] = Value(v.type, v.name)
+        bwd_inputs.append(env[v])
+    names = []
+    for k, v in enumerate(saved):
+        env[v] = Value(v.type, f"saved{k}")
+        bwd_inputs.append(env[v])
+        names.append(f"saved{k}")
+    nodes = []
+    for node in graph.nodes:  # recomputed nodes, in forward order
+        if node.outputs[0] in recompute:
+            outs = [Value(v.type) for v in node.outputs]
+            nodes.append(Node(node.op, [env[u] for u in node.inputs], node.attrs, outs))
+            env.update(zip(node.outputs, outs))
+    for node in bwd_nodes:
+        nodes.append(Node(node.op, [env.get(u, u) for u in node.inputs], node.attrs,
+                          node.outputs, node.body))
+    backward = Graph("backward", bwd_inputs + list(g_inputs), nodes,
+                     [env.get(v, v) for v in bwd_outputs])
+    forward = Graph(graph.name, graph.inputs, graph.nodes, list(graph.outputs) + saved)
+    return Joint(forward, backward, len(graph.outputs), saved_inputs, list(grad_outputs),
+                 grad_inputs, recomputed=len(recompute), saved_names=names)
+
+
+def _reads(needed, recompute, producer):
+    """Forward inputs read by the backward directly or by a recomputed node."""
+    out = set()
+    for v in needed:
+        if v not in producer:
+            out.add(v)
+    for v in recompute:
+        for u in producer[v].inputs:
+            if u not in producer:
+                out.add(u)
+    return out

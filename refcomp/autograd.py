@@ -1,0 +1,134 @@
+"""Compiled training: a joint graph's two halves joined by one `torch.autograd.Function`.
+
+Owns: `compile_joint` (a traced graph that needs gradients -> a callable whose outputs
+carry a `grad_fn`), the `CompiledFunction` autograd node, and the per-entry record
+that stats() and explain() read.  The joint graph and its partition are ir/autodiff.py;
+this module only runs them.  Spec: spec/autograd.md.
+
+The forward graph runs inside `Function.forward` (autograd records nothing in there),
+returns the user outputs and the tensors the partition saves; those and the forward
+inputs the backward reads go to `ctx.save_for_backward`, so autograd's checks apply as
+in eager (a saved input modified in place before backward raises the eager error; a
+second backward without retain_graph raises the eager error).  The backward graph is
+compiled on the first backward call (Note [Lazy backward]) and run by
+`Function.backward`.  With create_graph=True (grad mode on inside backward) it raises a
+clear error instead of returning gradients that carry no graph: a second derivative
+would silently miss the compiled part.
+
+Note [Lazy backward]: compiling the backward costs about as much as the forward, and
+inference-only calls never need it; the first `backward()` compiles it (under a lock,
+once per entry), and stats() counts it then.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable, Optional
+
+import torch
+
+from ir.autodiff import Joint
+
+
+@dataclass
+class TrainingRecord:
+    """What stats() and explain() report about one compiled joint graph."""
+
+    forward_ops: int
+    backward_ops: int
+    saved: int
+    saved_bytes: int
+    recomputed: int
+    forward_kernels: int = 0
+    backward_kernels: Optional[int] = None  # None until the backward is compiled
+    backward_compile_s: float = 0.0
+    backward_calls: int = 0
+    backward_graph: Any = None  # the optimized backward graph, once compiled
+    forward_graph: Any = None
+
+
+@dataclass
+class _Info:
+    forward: Callable
+    make_backward: Callable[[], Callable]
+    n_outputs: int
+    n_inputs: int
+    saved_inputs: list
+    grad_outputs: list
+    grad_inputs: list
+    non_differentiable: list  # output indices autograd must not attach
+    record: TrainingRecord
+    backward: Optional[Callable] = None
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def backward_fn(self) -> Callable:
+        if self.backward is None:
+            with self.lock:
+                if self.backward is None:
+                    start = time.perf_counter()
+                    fn = self.make_backward()
+                    self.record.backward_compile_s = time.perf_counter() - start
+                    self.backward = fn
+        return self.backward
+
+
+class CompiledFunction(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, info: _Info, *inputs):
+        outs = info.forward(*inputs)
+        n = info.n_outputs
+        user, saved = list(outs[:n]), outs[n:]
+        ctx.info = info
+        ctx.save_for_backward(*[inputs[i] for i in info.saved_inputs], *saved)
+        if info.non_differentiable:
+            ctx.mark_non_differentiable(*[user[i] for i in info.non_differentiable])
+        return tuple(user)
+
+    @staticmethod
+    def backward(ctx, *grads):
+        if torch.is_grad_enabled():
+            # create_graph=True: the compiled backward records nothing, so a second
+            # derivative through it would be silently missing terms.
+            raise RuntimeError(
+                "refcomp: double backward (create_graph=True) through a compiled graph is"
+                " not supported; run this function eagerly (refcomp.disable) or call"
+                " backward without create_graph")
+        return _backward(ctx, *grads)
+
+
+def _backward(ctx, *grads):
+    info = ctx.info
+    fn = info.backward_fn()
+    info.record.backward_calls += 1
+    # Autograd hands zeros for outputs that got no gradient (materialized grads).
+    args = list(ctx.saved_tensors) + [grads[i] for i in info.grad_outputs]
+    results = fn(*args)
+    out: list = [None] * info.n_inputs
+    for i, g in zip(info.grad_inputs, results):
+        out[i] = g
+    return (None, *out)
+
+
+def compile_joint(j: Joint, compile_forward: Callable, compile_backward: Callable,
+                  differentiable_outputs, record: TrainingRecord) -> Callable:
+    """The entry's function: `fn(*inputs) -> list of outputs` through CompiledFunction.
+
+    compile_forward(graph) / compile_backward(graph) run the pipeline and the backend;
+    the backward one is called on first use.  differentiable_outputs: per original
+    output, whether eager would attach it to autograd."""
+    forward = compile_forward(j.forward)
+    info = _Info(forward=forward, make_backward=lambda: compile_backward(j.backward),
+                 n_outputs=j.n_outputs, n_inputs=len(j.forward.inputs),
+                 saved_inputs=list(j.saved_inputs), grad_outputs=list(j.grad_outputs),
+                 grad_inputs=list(j.grad_inputs),
+                 non_differentiable=[i for i, d in enumerate(differentiable_outputs)
+                                     if not d or i not in j.grad_outputs],
+                 record=record)
+    apply = CompiledFunction.apply
+
+    def run(*inputs):
+        return apply(info, *inputs)
+    run.info = info
+    return run

@@ -1,0 +1,213 @@
+"""Compiled forward + backward (spec/autograd.md): autograd semantics equal eager's.
+
+Each test runs a function eagerly and through refcomp.compile on copies of the same
+inputs and compares outputs, `requires_grad` flags and gradients; and checks that the
+compiled entry really took the compiled-training path (its stats carry a `training`
+record) or, where refcomp must fall back, that the note says why.
+"""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+import refcomp
+
+
+@pytest.fixture(autouse=True)
+def fresh():
+    refcomp.reset()
+    yield
+    refcomp.reset()
+
+
+def _entries():
+    return [e for entries in refcomp.stats()["frames"].values() for e in entries]
+
+
+def _training_entries():
+    return [e for e in _entries() if e.get("training")]
+
+
+def _leaves(*shapes, dtype=torch.float64, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    return [torch.randn(s, generator=g, dtype=dtype).requires_grad_() for s in shapes]
+
+
+def _clone(ts):
+    return [t.detach().clone().requires_grad_(t.requires_grad) for t in ts]
+
+
+def _mlp(x, w1, b1, w2):
+    h = torch.nn.functional.gelu(x @ w1 + b1)
+    return torch.softmax(h @ w2, dim=-1)
+
+
+def test_mlp_gradients_equal_eager_and_the_backward_is_compiled():
+    args = _leaves((8, 5), (5, 7), (7,), (7, 3))
+    args[0].requires_grad_(False)
+    eager_args = _clone(args)
+    compiled = refcomp.compile(_mlp)
+    weights = torch.linspace(-1, 1, 24, dtype=torch.float64).reshape(8, 3)
+    (compiled(*args) * weights).sum().backward()
+    (_mlp(*eager_args) * weights).sum().backward()
+    for a, e in zip(args, eager_args):
+        if e.grad is None:
+            assert a.grad is None
+        else:
+            torch.testing.assert_close(a.grad, e.grad, rtol=1e-10, atol=1e-12)
+    (entry,) = _training_entries()
+    assert entry["backend"] == "llvm"
+    assert entry["training"]["backward_calls"] == 1
+    assert entry["training"]["backward_kernels"] is not None
+
+
+def test_float32_gradients_at_assert_close_defaults():
+    args = _leaves((16, 12), (12, 9), (9,), (9, 4), dtype=torch.float32, seed=3)
+    eager_args = _clone(args)
+    refcomp.compile(_mlp)(*args).pow(2).sum().backward()
+    _mlp(*eager_args).pow(2).sum().backward()
+    for a, e in zip(args, eager_args):
+        torch.testing.assert_close(a.grad, e.grad)
+
+
+def test_autograd_grad_and_accumulation_into_grad():
+    def f(x, w):
+        return (torch.tanh(x * w) + w).sum()
+
+    x, w = _leaves((4, 6), (4, 6))
+    ex, ew = _clone([x, w])
+    cf = refcomp.compile(f)
+    gx, gw = torch.autograd.grad(cf(x, w), [x, w])
+    egx, egw = torch.autograd.grad(f(ex, ew), [ex, ew])
+    torch.testing.assert_close(gx, egx)
+    torch.testing.assert_close(gw, egw)
+    assert x.grad is None  # autograd.grad does not accumulate
+    for _ in range(3):  # .backward() accumulates into .grad, as in eager
+        cf(x, w).backward()
+        f(ex, ew).backward()
+    torch.testing.assert_close(x.grad, ex.grad)
+    torch.testing.assert_close(w.grad, ew.grad)
+    assert len(_training_entries()) == 1
+
+
+def test_retain_graph_and_a_second_backward_without_it():
+    def f(x):
+        return (x.sin() * x).sum()
+
+    (x,) = _leaves((5,))
+    (ex,) = _clone([x])
+    y, ey = refcomp.compile(f)(x), f(ex)
+    y.backward(retain_graph=True)
+    y.backward()
+    ey.backward(retain_graph=True)
+    ey.backward()
+    torch.testing.assert_close(x.grad, ex.grad)
+    y2 = refcomp.compile(f)(x)
+    y2.backward()
+    with pytest.raises(RuntimeError, match="second time"):
+        y2.backward()
+
+
+def test_non_leaf_inputs_pass_gradients_to_their_leaves():
+    def f(h, w):
+        return torch.relu(h @ w).mean()
+
+    a, w = _leaves((3, 4), (4, 2))
+    ea, ew = _clone([a, w])
+    refcomp.compile(f)(a * 2 + 1, w).backward()
+    f(ea * 2 + 1, ew).backward()
+    torch.testing.assert_close(a.grad, ea.grad)
+    torch.testing.assert_close(w.grad, ew.grad)
+
+
+def test_outputs_that_do_not_require_grad_and_unused_inputs():
+    def f(x, w, unused):
+        y = x * w
+        return y, y.detach() + 1, y.argmax(), (x > 0)
+
+    x, w, unused = _leaves((3, 4), (3, 4), (2,))
+    ex, ew, eunused = _clone([x, w, unused])
+    got, want = refcomp.compile(f)(x, w, unused), f(ex, ew, eunused)
+    assert [t.requires_grad for t in got] == [t.requires_grad for t in want]
+    assert [t.grad_fn is None for t in got] == [t.grad_fn is None for t in want]
+    got[0].sum().backward()
+    want[0].sum().backward()
+    torch.testing.assert_close(x.grad, ex.grad)
+    assert unused.grad is None and eunused.grad is None
+    assert len(_training_entries()) == 1
+
+
+def test_requires_grad_toggled_between_calls_recompiles():
+    def f(x, w):
+        return (x * w).exp().sum()
+
+    x, w = _leaves((3,), (3,))
+    cf = refcomp.compile(f)
+    cf(x, w).backward()
+    assert x.grad is not None and w.grad is not None
+    x.grad = w.grad = None
+    x.requires_grad_(False)
+    cf(x, w).backward()
+    ex, ew = _clone([x, w])
+    f(ex, ew).backward()
+    assert x.grad is None
+    torch.testing.assert_close(w.grad, ew.grad)
+    assert len(_training_entries()) == 2
+
+
+@pytest.mark.parametrize("mode", [torch.no_grad, torch.inference_mode])
+def test_no_grad_and_inference_mode_compile_forward_only_graphs(mode):
+    def f(x, w):
+        return torch.tanh(x @ w)
+
+    x, w = _leaves((2, 3), (3, 3))
+    with mode():
+        out = refcomp.compile(f)(x, w)
+    assert not out.requires_grad
+    torch.testing.assert_close(out, f(x, w).detach())
+    entries = _entries()
+    assert entries and not _training_entries()
+    assert all(e["backend"] == "llvm" for e in entries)
+
+
+def test_double_backward_raises_a_clear_error():
+    def f(x):
+        return (x * x * x).sum()
+
+    (x,) = _leaves((3,))
+    y = refcomp.compile(f)(x)
+    with pytest.raises(RuntimeError, match="double backward"):
+        torch.autograd.grad(y, [x], create_graph=True)
+
+
+def test_an_op_without_a_vjp_falls_back_to_eager_with_a_reason():
+    # floor_divide has no derivative in torch either: backward must raise as eager does.
+    def f(x):
+        return torch.floor_divide(x, 2.0) * x
+
+    (x,) = _leaves((4,))
+    (ex,) = _clone([x])
+    with pytest.raises(RuntimeError) as want:
+        f(ex).sum().backward()
+    with pytest.raises(RuntimeError) as got:
+        refcomp.compile(f)(x).sum().backward()
+    assert str(got.value) == str(want.value)
+    (entry,) = _entries()
+    assert entry["backend"] == "eager"
+    assert any("floor_divide" in n and "no VJP" in n for n in entry["notes"]), entry["notes"]
+
+
+def test_mutating_a_buffer_that_does_not_require_grad():
+    def f(x, w, buf):
+        buf.mul_(0.5).add_(x.detach().sum())
+        return (x * w).sum()
+
+    x, w = _leaves((3,), (3,))
+    buf, ebuf = torch.ones(3, dtype=torch.float64), torch.ones(3, dtype=torch.float64)
+    ex, ew = _clone([x, w])
+    refcomp.compile(f)(x, w, buf).backward()
+    f(ex, ew, ebuf).backward()
+    torch.testing.assert_close(buf, ebuf)
+    torch.testing.assert_close(w.grad, ew.grad)
+    torch.testing.assert_close(x.grad, ex.grad)
