@@ -45,7 +45,7 @@ class TrainingRecord:
     backward_kernels: Optional[int] = None  # None until the backward is compiled
     backward_compile_s: float = 0.0
     backward_calls: int = 0
-    backward_graph: Any = None  # the optimized backward graph, once compiled
+    backward_graph: Any = None  # the backward graph: as derived, then as optimized
     forward_graph: Any = None
 
 

@@ -2,7 +2,8 @@
 
 Owns: `explain` and `ExplainOutput` (graph_count, graph_break_count, break_reasons
 with reason id, text, source file:line and instruction, ops_per_graph, guards,
-compile time, notes such as the autograd fallback).  It compiles into a private
+compile time, notes such as the autograd fallback, and per compiled training graph its
+forward and backward: ops, kernels, saved tensors and bytes).  It compiles into a private
 cache, so it neither reads nor disturbs the global one.  Spec: spec/tracer.md,
 "explain()".
 
@@ -30,6 +31,10 @@ class ExplainOutput:
     guards: list = field(default_factory=list)  # readable guard descriptions
     compile_time_s: float = 0.0
     notes: list = field(default_factory=list)
+    # Per compiled forward + backward (spec/autograd.md): {"graph": index into graphs,
+    # forward/backward ops and kernels, saved tensors and bytes, recomputed ops,
+    # "backward": the backward graph's text}.
+    training: list = field(default_factory=list)
     result: object = None  # what the call returned
     ir_graphs: list = field(default_factory=list, repr=False)  # the ir.Graph of each graph
 
@@ -69,6 +74,15 @@ class ExplainOutput:
             for i, counts in enumerate(self.ops_per_graph, 1):
                 ops = ", ".join(f"{k} x{v}" for k, v in counts.items())
                 lines.append(f"  Graph {i}: {ops}")
+        for t in self.training:
+            kernels = t["backward_kernels"]
+            lines.append(
+                f"Training (Graph {t['graph'] + 1}): forward {t['forward_ops']} ops,"
+                f" {t['forward_kernels']} kernels; backward {t['backward_ops']} ops, "
+                + (f"{kernels} kernels" if kernels is not None else
+                   "compiled on first backward")
+                + f"; saves {t['saved_tensors']} tensors ({t['saved_bytes']} bytes),"
+                f" recomputes {t['recomputed_ops']} ops")
         if self.notes:
             lines.append("Notes:")
             lines.extend(f"  {n}" for n in self.notes)
@@ -104,6 +118,7 @@ def explain(fn, *args, backend=None, dynamic=None, **kwargs):
                                          dynamic=bool(dynamic))
     result = compiled(*args, **kwargs)
     out = ExplainOutput(result=result)
+    from refcomp.api import training_stats
     from refcomp.resume import all_entries
 
     for entry in all_entries(cf.cache):  # the frame's entries, then its resume points'
@@ -115,6 +130,10 @@ def explain(fn, *args, backend=None, dynamic=None, **kwargs):
             out.graphs.append(print_graph(entry.graph))
             out.ir_graphs.append(entry.graph)
             out.ops_per_graph.append(entry.graph.op_counts())
+            if entry.training is not None:
+                out.training.append({"graph": out.graph_count - 1,
+                                     **training_stats(entry.training),
+                                     "backward": print_graph(entry.training.backward_graph)})
         if entry.reason is not None:  # a whole-frame fallback, or a segment's break
             r = entry.reason
             out.graph_break_count += 1

@@ -346,7 +346,7 @@ def _compile_training(j, backend, backend_options, passes, outs: _Outputs, print
 
     record = TrainingRecord(forward_ops=len(j.forward.nodes), backward_ops=len(j.backward.nodes),
                             saved=j.n_saved, saved_bytes=j.saved_bytes(),
-                            recomputed=j.recomputed)
+                            recomputed=j.recomputed, backward_graph=j.backward)
 
     def compile_forward(graph):
         graph = optimize(graph, print_ir)
