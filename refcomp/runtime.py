@@ -265,7 +265,7 @@ def build_entry(ctx: TraceContext, output: VT, backend_name: str, options: dict,
     needs_grad = any(outs.requires_grad)
     joint = None
     if needs_grad and not backend.differentiable:
-        joint, refusal = _joint_or_reason(ctx, captured, outs, writeback, frozen)
+        joint, refusal = _joint_or_reason(ctx, captured, outs, writeback, frozen, backend)
         if joint is None:
             notes.append(f"autograd: outputs require grad and {refusal}, so this graph runs"
                          f" on 'eager' (autograd records op by op)")
@@ -313,12 +313,16 @@ def _input_keys(ctx: TraceContext, graph: Graph, frozen) -> list:
     return [by_source[x] if kind == "in" else object() for kind, x in frozen.plan]
 
 
-def _joint_or_reason(ctx, captured: Graph, outs: _Outputs, writeback, frozen):
+def _joint_or_reason(ctx, captured: Graph, outs: _Outputs, writeback, frozen, backend):
     """(Joint, None) when the graph's gradients can be compiled, else (None, why)."""
     from ir.autodiff import NotDifferentiable, differentiable_values, joint
+    from ir.ops.registry import RANDOM
 
     if frozen is not None:
         return None, "the graph is frozen"
+    if backend.name == "interp" and any(n.op.category == RANDOM for n in captured.nodes):
+        # The eager fallback draws from torch's generator as eager does; interp does not.
+        return None, "the interp backend draws random numbers from numpy, not torch"
     wants = [ctx.input_vars[src.name()].requires_grad for src in ctx.input_sources]
     diff = differentiable_values(captured, wants)
     for i, o in writeback:
