@@ -102,6 +102,9 @@ def _cells(w, res, eager, copy_gbs):
         gbs = moved / res.min_s / 1e9
         note = f"{gbs:.1f} GB/s" if res.candidate == "copy" else \
             f"{gbs:.1f} GB/s = {gbs / copy_gbs:.2f} of copy"
+    saved = res.extra.get("saved_mb")
+    if saved is not None:
+        note = (note + "; " if note else "") + f"saved {saved:.1f} MB"
     diff = res.extra.get("max_abs_diff")
     if diff is not None and res.candidate != "eager":
         note = (note + "; " if note else "") + f"max diff {diff:.1e}"
@@ -172,7 +175,10 @@ def _markdown(rows, copy_gbs, opts, seconds, malloc_configured, startup) -> str:
            " `copy` candidate's best round (a copy of the largest input); max diff = largest"
            " |result - eager result|; peak = peak-RSS growth during one warm call; kernels ="
            " kernels generated (refcomp: LLVM kernels in the compiled graphs; Inductor: its"
-           " generated-kernel counter).", "",
+           " generated-kernel counter); saved = MB autograd keeps for the backward"
+           " (training rows: saved tensors other than the inputs, through"
+           " saved_tensors_hooks; each candidate its own forward + backward, timed as one"
+           " step).", "",
            "| workload | candidate | median ms | speedup | best ms | best speedup | cold s |"
            " peak MB | kernels | notes |",
            "|---|---|---|---|---|---|---|---|---|---|"]

@@ -140,16 +140,45 @@ def _batch_size(fn, args) -> int:
     return max(1, min(5000, int(0.02 / once)))
 
 
+def train_step(forward: Callable) -> Callable:
+    """forward + backward: the loss and the gradients of the inputs that require grad."""
+    def step(*args):
+        loss = forward(*args)
+        wants = [a for a in args if isinstance(a, torch.Tensor) and a.requires_grad]
+        return [loss.detach(), *torch.autograd.grad(loss, wants)]
+    return step
+
+
+def saved_activation_mb(forward: Callable, args: tuple) -> float:
+    """MB of the tensors autograd keeps for backward (save_for_backward and every built-in
+    op's saved values, through saved_tensors_hooks), not counting the inputs themselves."""
+    inputs = {a.untyped_storage().data_ptr() for a in args if isinstance(a, torch.Tensor)}
+    seen: dict = {}
+
+    def pack(t):
+        ptr = t.untyped_storage().data_ptr()
+        if ptr not in inputs:
+            seen[ptr] = t.untyped_storage().nbytes()
+        return t
+
+    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+        loss = forward(*args)
+    del loss
+    return sum(seen.values()) / 2**20
+
+
 def run_workload(workload, candidates: dict, reps: int) -> list[Result]:
     """Results per candidate (name -> factory(fn) returning (callable, kernel counter))."""
     args = workload.make_inputs()
-    expected = workload.fn(*args)  # eager's answer: every candidate is checked against it
+    wrap = train_step if workload.train else (lambda f: f)
+    expected = wrap(workload.fn)(*args)  # eager's answer: each candidate is checked against it
     results, ready = [], []
     for name, factory in candidates.items():
         res = Result(name)
         results.append(res)
         try:
-            compiled, count_kernels = factory(workload.fn)
+            forward, count_kernels = factory(workload.fn)
+            compiled = wrap(forward)
             before = count_kernels()
             t = time.perf_counter()
             out = compiled(*args)
@@ -162,6 +191,8 @@ def run_workload(workload, candidates: dict, reps: int) -> list[Result]:
             # Smallest of three: other threads and allocator state only ever add to it.
             peaks = [peak_memory_mb(compiled, args) for _ in range(3)]
             res.peak_mb = None if None in peaks else min(peaks)
+            if workload.train:
+                res.extra["saved_mb"] = saved_activation_mb(forward, args)
             ready.append((res, compiled, _batch_size(compiled, args)))
         except Exception as e:  # report and go on: one broken candidate must not hide others
             res.error = _error_line(e)

@@ -23,6 +23,9 @@ class Workload:
     make_inputs: Callable[[], tuple]
     bytes: Optional[int] = None  # minimal bytes moved per call (pointwise/reduction)
     note: str = ""
+    # A training step: fn returns a scalar loss; each call is forward + backward
+    # (torch.autograd.grad for the inputs that require grad), timed as one step.
+    train: bool = False
 
 
 def _randn(*shape):
@@ -100,6 +103,19 @@ def conv_bn_relu(x, w, mean, var, gamma, beta):
     return torch.relu(y)
 
 
+def mlp_train(x, w1, b1, w2, b2):
+    return mlp_block(x, w1, b1, w2, b2).square().mean()
+
+
+def transformer_train(x, *p):
+    return _encoder_layer(x, *p[:12], 8).square().mean()
+
+
+def _params(*ts):
+    """Training inputs: every floating tensor but the first (the batch) requires grad."""
+    return (ts[0],) + tuple(t.requires_grad_() for t in ts[1:])
+
+
 def tiny(x, y):
     return torch.relu(x * y + x)
 
@@ -134,6 +150,14 @@ WORKLOADS = {w.name: w for w in [
              lambda: (_randn(8, 64, 56, 56), _randn(64, 64, 3, 3) * 0.05, _randn(64) * 0.1,
                       torch.rand(64) + 0.5, torch.rand(64) + 0.5, _randn(64) * 0.1),
              note="conv 3x3 64->64 on 8x64x56x56, eval batch norm, relu"),
+    Workload("mlp_train", mlp_train,
+             lambda: _params(_randn(256, 1024), _randn(1024, 4096) * 0.03, _randn(4096),
+                             _randn(4096, 1024) * 0.015, _randn(1024)),
+             train=True, note="training step (forward + backward) of mlp, loss mean(y^2)"),
+    Workload("transformer_train", transformer_train,
+             lambda: _params(_randn(8, 128, 256), *_encoder_params(256, 1024)[:12]),
+             train=True, note="training step of one encoder layer (transformer2's first),"
+             " loss mean(y^2)"),
     Workload("tiny", tiny, lambda: (_randn(8), _randn(8)), note="8 elements, 3 ops"),
 ] + [Workload(f"reduce_dim{d}", reduce_dim(d), lambda: (_randn(*_R),),
               bytes=4 * (math.prod(_R) + math.prod(_R) // _R[d]), note="sum of [1024,1024,4]")

@@ -271,7 +271,11 @@ def _new_tensor(ctx, value, meta, operands, view) -> TensorVar:
     if rg and cut_in:
         raise Unsupported("RB011", "a detached / no_grad value feeds an op that records"
                                    " gradients")
-    grad_cut = cut_in or (any(t.requires_grad for t in operands) and not rg)
+    # Only a floating result can carry a gradient, so only it can be a cut: a comparison
+    # or argmax of a tensor that requires grad is just an integer/bool value (where's
+    # condition, gather's index), and feeding it on is no gradient cut.
+    grad_cut = meta.is_floating_point() and \
+        (cut_in or (any(t.requires_grad for t in operands) and not rg))
     meta = meta.detach().requires_grad_(rg) if rg and meta.grad_fn is None else meta
     if view and operands:
         base = operands[0]

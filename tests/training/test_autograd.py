@@ -211,3 +211,19 @@ def test_mutating_a_buffer_that_does_not_require_grad():
     torch.testing.assert_close(buf, ebuf)
     torch.testing.assert_close(w.grad, ew.grad)
     torch.testing.assert_close(x.grad, ex.grad)
+
+
+def test_a_comparison_of_a_tensor_that_requires_grad_is_no_gradient_cut():
+    # Regression: `x > 0` was marked grad_cut, so where(x > 0, ...) broke the graph (RB011);
+    # likewise an index computed from a tensor that requires grad.
+    def f(x, table):
+        rows = torch.nn.functional.embedding(x.argmax(1), table)
+        return torch.where(x > 0, x, x * 0.5).sum() + rows.sum()
+
+    x, table = _leaves((4, 3), (3, 2))
+    ex, etable = _clone([x, table])
+    refcomp.compile(f, fullgraph=True)(x, table).backward()
+    f(ex, etable).backward()
+    torch.testing.assert_close(table.grad, etable.grad)
+    torch.testing.assert_close(x.grad, ex.grad)
+    assert len(_training_entries()) == 1
