@@ -325,8 +325,13 @@ def _joint_or_reason(ctx, captured: Graph, outs: _Outputs, writeback, frozen, ba
         return None, "the interp backend draws random numbers from numpy, not torch"
     wants = [ctx.input_vars[src.name()].requires_grad for src in ctx.input_sources]
     diff = differentiable_values(captured, wants)
-    for i, o in writeback:
-        if captured.outputs[o] in diff:
+    for _, o in writeback:
+        # Eager would attach the mutated input to autograd (buf.add_(w) with w requiring
+        # grad); the write-back copy runs outside the Function, so such graphs stay eager.
+        # Values eager updates without autograd (batch norm's running statistics,
+        # ctx.grad_free) are plain non-differentiable outputs.
+        value = captured.outputs[o]
+        if value in diff and value not in ctx.grad_free:
             return None, "an input is mutated with a value that requires grad"
     grad_outputs = [i for i, rg in enumerate(outs.requires_grad) if rg]
     try:

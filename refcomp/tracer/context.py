@@ -113,6 +113,10 @@ class TraceContext:
         self.objects: dict = {}  # source name -> VT (reads are cached per source)
         self.grad_enabled = torch.is_grad_enabled()
         self.mutated: dict = {}  # source name -> (source, latest TensorVar)
+        # IR values eager computes without recording autograd although their operands
+        # require grad (batch norm's running-statistics update): written back, never
+        # differentiated (spec/autograd.md).
+        self.grad_free: set = set()
         self.used_grad_toggle = False
         self.frames: list = []  # the translators now running (innermost last)
         self.input_aliases: set = set()  # alias objects of graph-input tensors

@@ -103,9 +103,25 @@ def _conv2d(tx, m, x):
 @module(nn.BatchNorm1d, nn.BatchNorm2d)
 def _batch_norm(tx, m, x):
     bn = m.value
-    if _training(tx, m) or not _hyper(tx, m, "track_running_stats"):
-        raise Unsupported("RB009", f"{type(bn).__name__} in training mode updates its"
-                                   " running statistics")
+    tracking = _hyper(tx, m, "track_running_stats")
+    if _training(tx, m):
+        # BatchNorm.forward in training mode: count the batch, then normalize with the
+        # batch's statistics and update the running ones (torch_ops._batch_stats).
+        momentum = _hyper(tx, m, "momentum")
+        if tracking and momentum is None:
+            raise Unsupported("RB009", f"{type(bn).__name__}(momentum=None) averages with"
+                                       " a count read as a Python number")
+        if tracking:
+            _torch(tx, torch.Tensor.add_, [_param(tx, m, "num_batches_tracked"), ConstVar(1)])
+        stats = [_param(tx, m, "running_mean"), _param(tx, m, "running_var")] \
+            if tracking else [ConstVar(None), ConstVar(None)]
+        return _torch(tx, F.batch_norm, [x, *stats, _param(tx, m, "weight"),
+                                         _param(tx, m, "bias"), ConstVar(True),
+                                         ConstVar(momentum or 0.0),
+                                         ConstVar(_hyper(tx, m, "eps"))])
+    if not tracking:
+        raise Unsupported("RB009", f"{type(bn).__name__} without running statistics uses"
+                                   " batch statistics in eval mode")
     return _torch(tx, F.batch_norm, [x, _param(tx, m, "running_mean"),
                                      _param(tx, m, "running_var"), _param(tx, m, "weight"),
                                      _param(tx, m, "bias"), ConstVar(False),

@@ -337,6 +337,8 @@ def tensor_setitem(ctx, tv: TensorVar, index: VT, value: VT) -> None:
     if any(isinstance(it, (TensorVar, list, bool)) for it in items):
         raise Unsupported("RB013", "item assignment with tensor or list indices")
     _check_inplace(ctx, tv, "item assignment")
+    if ctx.grad_enabled and isinstance(val, TensorVar) and val.requires_grad:
+        raise Unsupported("RB010", "item assignment of a value that requires grad")
     if is_symbolic_shape(tv.value.type.shape):
         raise Unsupported("RB013", "item assignment into a tensor with a dynamic size")
     meta = tv.meta.detach().clone()

@@ -18,6 +18,7 @@ from refcomp.tracer.context import ir_device, ir_dtype
 from refcomp.tracer.torch_table import (
     T,
     TensorVar,
+    _apply_inplace,
     _Creation,
     _dim,
     _dims,
@@ -506,8 +507,6 @@ def _layer_norm(ctx, x, normalized_shape, weight=None, bias=None, eps=1e-5):
 @entry(F.batch_norm, ir_meta=True)
 def _batch_norm(ctx, x, running_mean, running_var, weight=None, bias=None, training=False,
                 momentum=0.1, eps=1e-5):
-    if training or running_mean is None:
-        raise Unsupported("RB009", "batch_norm with batch statistics (training mode)")
     B = ctx.builder
     like = x.value.type
     c = [like.shape[1]]
@@ -515,7 +514,46 @@ def _batch_norm(ctx, x, running_mean, running_var, weight=None, bias=None, train
         "full", value=1.0, shape=c, dtype=like.dtype, device=like.device)
     bb = bias.value if bias is not None else B.op(
         "full", value=0.0, shape=c, dtype=like.dtype, device=like.device)
+    if training:
+        mean, var = _batch_stats(ctx, x, running_mean, running_var, momentum)
+        return B.batch_norm(x.value, mean, var, w, bb, eps=float(eps))
+    if running_mean is None:
+        raise Unsupported("RB009", "batch_norm without running statistics in eval mode")
     return B.batch_norm(x.value, running_mean.value, running_var.value, w, bb, eps=float(eps))
+
+
+def _batch_stats(ctx, x, running_mean, running_var, momentum):
+    """Training-mode batch norm: the batch's mean and biased variance per channel (dim 1),
+    and, as eager's kernel does, running = (1 - momentum) * running + momentum * stat with
+    the unbiased variance, written back to the buffers after the graph (a mutation of a
+    graph input that does not require grad).  The normalization is the batch_norm
+    composite over these statistics, so its VJP (through mean and var) is training
+    batch norm's gradient; the write-back carries no gradient (spec/autograd.md)."""
+    B = ctx.builder
+    shape = x.value.type.shape
+    dims = [0] + list(range(2, len(shape)))
+    n = 1
+    for d in dims:
+        n = n * shape[d]
+    if not isinstance(n, int):
+        raise Unsupported("RB009", "training-mode batch_norm with a dynamic batch size")
+    if n <= 1:  # eager raises ValueError("Expected more than 1 value per channel ...")
+        raise Unsupported("RB009", "training-mode batch_norm over one value per channel")
+    mean = B.mean(x.value, dims=dims)
+    var = B.var(x.value, dims=dims, correction=0)
+    if running_mean is not None:
+        if momentum is None:
+            raise Unsupported("RB009", "batch_norm momentum=None (cumulative average)")
+        m = float(momentum)
+        for buf, stat in ((running_mean, mean), (running_var, B.mul(var, n / (n - 1)))):
+            if buf.requires_grad:
+                raise Unsupported("RB010", "batch_norm running statistics that require grad")
+            new = B.add(B.mul(buf.value, 1.0 - m), B.mul(B.cast(stat, dtype=buf.value.type.dtype)
+                                                         if stat.type.dtype != buf.value.type.dtype
+                                                         else stat, m))
+            ctx.grad_free.add(new)
+            _apply_inplace(ctx, buf, new, buf.meta)
+    return mean, var
 
 
 @entry(F.dropout, torch.dropout)

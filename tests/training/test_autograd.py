@@ -227,3 +227,66 @@ def test_a_comparison_of_a_tensor_that_requires_grad_is_no_gradient_cut():
     torch.testing.assert_close(table.grad, etable.grad)
     torch.testing.assert_close(x.grad, ex.grad)
     assert len(_training_entries()) == 1
+
+
+def test_an_inplace_write_of_a_value_that_requires_grad_runs_eagerly():
+    # Regression: buf.add_(x) lost requires_grad (buf.sum() came back without grad_fn).
+    def f(x, buf):
+        buf.add_(x)
+        return buf.sum()
+
+    (x,) = _leaves((3,))
+    (ex,) = _clone([x])
+    buf, ebuf = torch.zeros(3, dtype=torch.float64), torch.zeros(3, dtype=torch.float64)
+    out, want = refcomp.compile(f)(x, buf), f(ex, ebuf)
+    assert out.requires_grad and buf.requires_grad == ebuf.requires_grad
+    out.backward()
+    want.backward()
+    torch.testing.assert_close(x.grad, ex.grad)
+    (entry,) = _entries()
+    assert "RB010" in entry["reason"]
+
+
+@pytest.mark.parametrize("affine", [True, False])
+def test_batch_norm_in_training_mode_updates_running_stats_as_eager(affine):
+    torch.manual_seed(0)
+    bn = torch.nn.BatchNorm2d(3, affine=affine).double()
+    ebn = torch.nn.BatchNorm2d(3, affine=affine).double()
+    ebn.load_state_dict(bn.state_dict())
+    (x,) = _leaves((4, 3, 2, 5))
+    (ex,) = _clone([x])
+    compiled = refcomp.compile(bn)
+    weights = torch.randn(4, 3, 2, 5, dtype=torch.float64)
+    for _ in range(3):
+        (compiled(x) * weights).sum().backward()
+        (ebn(ex) * weights).sum().backward()
+    for (name, a), b in zip(bn.state_dict().items(), ebn.state_dict().values()):
+        torch.testing.assert_close(a, b, msg=name)
+    torch.testing.assert_close(x.grad, ex.grad)
+    for p, q in zip(bn.parameters(), ebn.parameters()):
+        torch.testing.assert_close(p.grad, q.grad)
+    (entry,) = _training_entries()
+    assert entry["hits"] == 2
+
+
+def test_torch_utils_checkpoint_breaks_and_gradients_equal_eager():
+    from torch.utils.checkpoint import checkpoint
+
+    lin = torch.nn.Linear(4, 4).double()
+
+    def block(h):
+        return torch.tanh(lin(h))
+
+    def f(x):
+        return checkpoint(block, x * 2, use_reentrant=False).sum()
+
+    (x,) = _leaves((3, 4))
+    refcomp.compile(f)(x).backward()
+    got = [x.grad.clone(), lin.weight.grad.clone()]
+    x.grad = lin.weight.grad = None
+    f(x).backward()
+    torch.testing.assert_close(got[0], x.grad)
+    torch.testing.assert_close(got[1], lin.weight.grad)
+    entries = _entries()
+    assert any(e["reason"] and "checkpoint" in e["reason"] for e in entries)
+    assert _training_entries()  # the segment before the break is compiled with its backward
