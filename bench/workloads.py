@@ -104,11 +104,11 @@ def conv_bn_relu(x, w, mean, var, gamma, beta):
 
 
 def mlp_train(x, w1, b1, w2, b2):
-    return mlp_block(x, w1, b1, w2, b2).square().mean()
+    return mlp_block(x, w1, b1, w2, b2).pow(2).mean()
 
 
 def transformer_train(x, *p):
-    return _encoder_layer(x, *p[:12], 8).square().mean()
+    return _encoder_layer(x, *p[:12], 8).pow(2).mean()
 
 
 def _params(*ts):
@@ -153,11 +153,11 @@ WORKLOADS = {w.name: w for w in [
     Workload("mlp_train", mlp_train,
              lambda: _params(_randn(256, 1024), _randn(1024, 4096) * 0.03, _randn(4096),
                              _randn(4096, 1024) * 0.015, _randn(1024)),
-             train=True, note="training step (forward + backward) of mlp, loss mean(y^2)"),
+             train=True, note="training step (forward + backward) of mlp, loss mean(y**2)"),
     Workload("transformer_train", transformer_train,
              lambda: _params(_randn(8, 128, 256), *_encoder_params(256, 1024)[:12]),
              train=True, note="training step of one encoder layer (transformer2's first),"
-             " loss mean(y^2)"),
+             " loss mean(y**2)"),
     Workload("tiny", tiny, lambda: (_randn(8), _randn(8)), note="8 elements, 3 ops"),
 ] + [Workload(f"reduce_dim{d}", reduce_dim(d), lambda: (_randn(*_R),),
               bytes=4 * (math.prod(_R) + math.prod(_R) // _R[d]), note="sum of [1024,1024,4]")

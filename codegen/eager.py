@@ -382,7 +382,16 @@ def _random(torch_fn):
     return make
 
 
+def _make_dropout_mask(node, attrs):
+    shape, dtype, device = tuple(attrs["shape"]), torch_dtype(attrs["dtype"]), attrs["device"]
+    keep = 1.0 - attrs["p"]
+    # ATen's CPU dropout (at::native::_dropout): empty_like(x).bernoulli_(1 - p), then
+    # div_(1 - p): the same draws from the same generator as eager's F.dropout.
+    return lambda: torch.empty(shape, dtype=dtype, device=device).bernoulli_(keep).div_(keep)
+
+
 EAGER_OPS.update({
+    "dropout_mask": _make_dropout_mask,
     "full": _make_full, "arange": _make_arange, "constant": _make_constant,
     "matmul": lambda node, attrs: torch.matmul,
     "conv2d": _make_conv2d,

@@ -501,3 +501,22 @@ defop("randn", RANDOM, operands=(), attrs=_RANDOM_ATTRS, infer=_random_infer, ef
           rng or np.random.default_rng()).standard_normal(_static(shape)).astype(
               _dtype(dtype).np),
       doc="standard normal; draws from the interpreter's generator")
+
+
+def _dropout_mask_infer(types, shape, p, dtype=f32, device="cpu"):
+    """dtype (floating) and shape as given; 0 <= p < 1."""
+    if not 0.0 <= p < 1.0:
+        raise TypeError(f"dropout_mask needs 0 <= p < 1, got {p}")
+    return _random_infer(types, shape, dtype, device)
+
+
+def _dropout_mask_ref(shape, p, dtype=f32, device="cpu", rng=None):
+    keep = (rng or np.random.default_rng()).random(_static(shape)) >= p
+    return (keep / (1.0 - p)).astype(_dtype(dtype).np)
+
+
+defop("dropout_mask", RANDOM, operands=(), attrs={**_RANDOM_ATTRS, "p": "float"},
+      infer=_dropout_mask_infer, ref=_dropout_mask_ref, effects=True,
+      doc="training dropout's scaled mask: 1 / (1 - p) with probability 1 - p, else 0;"
+          " backends draw it as eager's CPU dropout does (bernoulli_(1 - p) then"
+          " div_(1 - p)), so the stream equals eager's")

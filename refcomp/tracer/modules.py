@@ -144,8 +144,10 @@ def _embedding(tx, m, x):
 
 @module(nn.Dropout)
 def _dropout(tx, m, x):
-    if _training(tx, m) and _hyper(tx, m, "p") > 0:
-        raise Unsupported("RB009", "Dropout in training mode draws its own random mask")
+    p = _hyper(tx, m, "p")
+    if _training(tx, m) and p > 0:
+        return _torch(tx, F.dropout, [x, ConstVar(p), ConstVar(True),
+                                      ConstVar(_hyper(tx, m, "inplace"))])
     return x
 
 

@@ -559,9 +559,23 @@ def _batch_stats(ctx, x, running_mean, running_var, momentum):
 @entry(F.dropout, torch.dropout)
 @handles(from_meta=("inplace",))
 def _dropout(ctx, x, p=0.5, training=True, inplace=False):
-    if training and p > 0:
-        raise Unsupported("RB009", "dropout in training mode draws its own random mask")
-    return x  # the identity, the very tensor whether `inplace` or not (as in eager)
+    if not training or p == 0:
+        return x  # the identity, the very tensor whether `inplace` or not (as in eager)
+    if inplace:
+        raise Unsupported("RB010", "dropout(inplace=True) in training mode")
+    B = ctx.builder
+    t = x.value.type
+    if not t.dtype.is_float or not 0 < p <= 1:
+        raise Unsupported("RB009", f"dropout in training mode with p={p} on {t.dtype}")
+    if p == 1:  # ATen multiplies by zeros and draws nothing
+        return B.mul(x.value, 0.0)
+    # The mask is drawn as ATen's CPU dropout draws it (codegen/eager.py), from torch's
+    # generator at this point of the program: the same stream as eager (spec/autograd.md).
+    if t.device != "cpu":
+        raise Unsupported("RB009", "dropout in training mode off the CPU (eager fuses the"
+                                   " draw into native_dropout there)")
+    mask = B.dropout_mask(shape=list(t.shape), p=float(p), dtype=t.dtype, device=t.device)
+    return B.mul(x.value, mask)
 
 
 @entry(F.pad)

@@ -654,7 +654,7 @@ CASES = {
 }
 
 # Random ops cannot equal torch's draws; `test_random_op` checks them instead.
-RANDOM_OPS = {"rand", "randn"}
+RANDOM_OPS = {"rand", "randn", "dropout_mask"}
 TESTED_ELSEWHERE = {op.name for op in all_ops() if op.category in (COMPOSITE, FUSED)}
 
 
@@ -717,7 +717,8 @@ def test_ref_equals_torch(name):
 @pytest.mark.parametrize("dtype", FLOATS)
 def test_random_op(name, dtype):
     b = GraphBuilder()
-    out = b.op(name, shape=[256, 64], dtype=dtype)
+    out = b.op(name, shape=[256, 64], dtype=dtype, **({"p": 0.25} if name == "dropout_mask"
+                                                      else {}))
     g = b.build([out])
     (first,) = run(g, [], rng=np.random.default_rng(0))
     (again,) = run(g, [], rng=np.random.default_rng(0))
@@ -728,6 +729,10 @@ def test_random_op(name, dtype):
     data = first.astype(np.float64)
     if name == "rand":
         assert data.min() >= 0.0 and data.max() < 1.0 and abs(data.mean() - 0.5) < 0.05
+    elif name == "dropout_mask":  # 0 or 1 / (1 - p), kept with probability 1 - p
+        kept = data[data != 0]
+        np.testing.assert_allclose(kept, 1 / 0.75, rtol=1e-2)
+        assert abs(kept.size / data.size - 0.75) < 0.05
     else:
         assert abs(data.mean()) < 0.1 and abs(data.std() - 1.0) < 0.1
 

@@ -127,7 +127,8 @@ NO_GRADIENT = {
         "eq", "ne", "lt", "le", "gt", "ge", "logical_and", "logical_or", "logical_xor",
         "logical_not", "isnan", "bitwise_not", "bitwise_and", "bitwise_or", "bitwise_xor",
         "bitwise_left_shift", "bitwise_right_shift", "any", "all", "argmax", "argmin")},
-    **{name: "no tensor operands" for name in ("full", "arange", "constant", "rand", "randn")},
+    **{name: "no tensor operands" for name in ("full", "arange", "constant", "rand", "randn",
+                                                        "dropout_mask")},
     "floor_divide": "torch has no derivative for floor_divide either",
     "fused": "a fusion region: differentiation happens before fusion",
     **{name: "a backward op: double backward is not supported (create_graph=True raises)"

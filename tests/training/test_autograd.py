@@ -8,6 +8,8 @@ record) or, where refcomp must fall back, that the note says why.
 
 from __future__ import annotations
 
+import copy
+
 import pytest
 import torch
 
@@ -290,3 +292,27 @@ def test_torch_utils_checkpoint_breaks_and_gradients_equal_eager():
     entries = _entries()
     assert any(e["reason"] and "checkpoint" in e["reason"] for e in entries)
     assert _training_entries()  # the segment before the break is compiled with its backward
+
+
+def test_dropout_draws_eager_random_stream_and_gradients():
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.ReLU(), torch.nn.Dropout(0.3),
+                                torch.nn.Linear(16, 4), torch.nn.Dropout(0.5)).double()
+    eager = copy.deepcopy(model)
+    compiled = refcomp.compile(model)
+    x = torch.randn(6, 8, dtype=torch.float64)
+    for seed in range(3):
+        torch.manual_seed(seed)
+        got = compiled(x)
+        after_got = torch.rand(2)  # the generator advanced by exactly eager's draws
+        torch.manual_seed(seed)
+        want = eager(x)
+        after_want = torch.rand(2)
+        torch.testing.assert_close(got, want, rtol=0, atol=1e-12)
+        assert torch.equal(after_got, after_want)
+        got.sum().backward()
+        want.sum().backward()
+    for p, q in zip(model.parameters(), eager.parameters()):
+        torch.testing.assert_close(p.grad, q.grad)
+    (entry,) = _training_entries()
+    assert entry["hits"] == 2
