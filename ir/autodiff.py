@@ -21,12 +21,13 @@ Contract:
 
 Note [Partition rule]: a forward value the backward reads is either saved (a forward
 output kept alive until backward) or recomputed inside the backward.  Only cheap ops are
-recomputed: pointwise ops, view-like layout ops (reshape, permute, slice, squeeze,
-unsqueeze, expand) and constant creation (`full`, `arange`, `constant`); reductions,
-externs (matmul, conv, pooling), composites (softmax, norms), gathers, cat/pad and random
-draws are always saved.  A recomputable value is recomputed when the bytes it would
-newly keep alive (its non-recomputable leaves not already saved, forward inputs free:
-autograd keeps those anyway) are at most its own bytes; otherwise it is saved.
+recomputed: pointwise ops, view-like layout ops (the index maps: reshape, permute,
+slice, squeeze, unsqueeze, expand; `OpDef.index_map`) and constant creation (`full`,
+`arange`, `constant`); reductions, externs (matmul, conv, pooling), composites
+(softmax, norms), gathers, cat/pad and random draws are always saved.  A recomputable
+value is recomputed when the bytes it would newly keep alive (its non-recomputable
+leaves not already saved, forward inputs free: autograd keeps those anyway) are at
+most its own bytes; otherwise it is saved.
 Recomputed nodes fuse into the backward's kernels, so a pointwise chain between a
 matmul and its use costs no memory and little time (the rule Inductor's default
 partitioner approximates with a min-cut).
@@ -41,7 +42,6 @@ from ir.graph import Graph, Node, Value
 from ir.ops.registry import CREATION, LAYOUT, POINTWISE
 from ir.types import is_symbolic
 
-RECOMPUTE_LAYOUT = frozenset({"reshape", "permute", "slice", "squeeze", "unsqueeze", "expand"})
 RECOMPUTE_CREATION = frozenset({"full", "arange", "constant"})
 SYMBOLIC_DIM_GUESS = 64  # a dynamic size counts as this many elements in the byte rule
 
@@ -81,8 +81,9 @@ def recomputable(node: Node) -> bool:
     """See Note [Partition rule]."""
     if node.op.effects or node.body is not None:
         return False
+    # View-like layout ops are the index maps (OpDef.index_map, Note [Op facts]).
     cat, name = node.op.category, node.op.name
-    return cat == POINTWISE or (cat == LAYOUT and name in RECOMPUTE_LAYOUT) or \
+    return cat == POINTWISE or (cat == LAYOUT and node.op.index_map) or \
         (cat == CREATION and name in RECOMPUTE_CREATION)
 
 
