@@ -2,6 +2,8 @@
 
 `ci` (default) keeps the whole suite within minutes on a 2-core machine;
 `thorough` runs many more examples: `REFCOMP_HYPOTHESIS=thorough python -m pytest`.
+The differential fuzzer sets its own example counts per profile (tests/fuzz/test_fuzz.py:
+a few hundred programs in `ci`, 20,000 per CPU backend in `thorough`; spec/testing.md).
 """
 
 import os
