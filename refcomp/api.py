@@ -295,6 +295,8 @@ class CompiledFunction:
 
     def _trace(self, ctx, L):
         check_code_supported(self.code)
+        if self.fn is call_module:  # OptimizedModule.forward checks mod.forward per call
+            ctx.checked_by_caller.add(("L['self']", "forward"))
         result = trace(self.fn, L, ctx)
         guards = self._filter(ctx.finish_guards())
         entry = build_entry(ctx, result.output, self.backend, self.options, guards)

@@ -155,8 +155,11 @@ def _suggestion(failure, limit: int) -> str:
     raise_it = (f"or raise the limit with options={{'cache_size_limit': {2 * limit}}}, or"
                 " refcomp.set_stance('eager_on_recompile')")
     if g is not None and g.kind == TENSOR_MATCH and ".shape[" in failure.expected:
-        return (f"Its size changes between calls: refcomp.mark_dynamic({g.name}, dim) or"
-                f" compile with dynamic=True, {raise_it}.")
+        # An argument is named as the caller knows it: `x`, not `L['x']`.
+        arg = getattr(g.source, "local", None) or "the tensor"
+        dim = failure.expected.split(".shape[")[1].split("]")[0]
+        return (f"Its size changes between calls: refcomp.mark_dynamic({arg}, {dim}) before"
+                f" the call or compile with dynamic=True, {raise_it}.")
     if g is not None and g.kind == EQUALS_MATCH and isinstance(g.expected, (int, float)) \
             and not isinstance(g.expected, bool):
         return (f"{g.name} is a Python number baked into each graph: pass it as a tensor"

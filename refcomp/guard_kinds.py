@@ -190,24 +190,26 @@ TYPE_MATCH = kind(
 
 LENGTH_CHECK = kind(
     "LENGTH_CHECK",
-    "a list or tuple (iterated, indexed, unpacked)",
+    "a list or tuple (iterated, indexed, unpacked); the `_modules` of a `ModuleList`/"
+    "`Sequential` (numbered `0..n-1`) iterated, indexed or measured",
     "exact type and `len`",
     emit=lambda cg, g: (f"_type({cg.load(g.source)}) is {cg.const(g.expected[0])} and"
                         f" len({cg.load(g.source)}) == {cg.const(g.expected[1])}"),
     describe=lambda g: (f"type({g.name}) is {g.expected[0].__name__} and len({g.name}) =="
                         f" {g.expected[1]}"),
     explain=lambda g, v: (g.describe(), f"{type(v).__name__} of length {len(v)}"
-                          if isinstance(v, (list, tuple)) else _short(v)))
+                          if isinstance(v, (list, tuple, dict)) else _short(v)))
 
 DICT_KEYS = kind(
     "DICT_KEYS",
-    "a dict (items read, keys tested, iterated); a module container's `_modules` (a"
-    " `ModuleList`/`Sequential`/`ModuleDict` iterated, indexed or measured)",
+    "a dict (items read, keys tested, iterated); the `_modules` of a `ModuleDict` (or of a"
+    " container with other names) iterated, indexed or measured",
     "exact type and key order",
     # expected = (exact dict type, keys in order): a ModuleList's `_modules` becomes an
     # OrderedDict after `del`, so the type is recorded, not assumed.
     emit=lambda cg, g: (f"_type({cg.load(g.source)}) is {cg.const(g.expected[0])} and"
-                        f" list({cg.load(g.source)}) == {cg.const(list(g.expected[1]))}"),
+                        + (f" list({cg.load(g.source)}) == {cg.const(list(g.expected[1]))}"
+                           if g.expected[1] else f" not {cg.load(g.source)}")),
     describe=lambda g: f"list({g.name}.keys()) == {list(g.expected[1])!r}",
     explain=lambda g, v: (g.describe(), _short(list(v)) if isinstance(v, dict)
                           else _short(v)))

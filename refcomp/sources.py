@@ -130,7 +130,9 @@ class ModuleDictSource(Source):
         return f"{self.base_source.name()}.{self.where}"
 
     def expr(self, cg):
-        return f"{cg.load(self.base_source)}.{self.where}"  # one of three fixed names
+        # Read through the module's __dict__ (loaded once): a NOT_IN_DICT guard on the same
+        # module (no instance `forward`) then costs one `in`, not an attribute lookup.
+        return f"{cg.load(DictOfSource(self.base_source))}[{cg.const(self.where)}]"
 
 
 class ItemSource(Source):

@@ -95,6 +95,10 @@ class TraceContext:
     def __init__(self, name: str = "forward", dynamic: bool = False, auto_dims=None,
                  static: bool = False, pinned=None):
         self.builder = GraphBuilder(name)
+        # (source name, attribute) pairs the caller checks on every call itself, so no
+        # guard is needed: OptimizedModule.forward looks up an instance `forward` of its
+        # module before calling the compiled frame.
+        self.checked_by_caller: set = set()
         self.dynamic = bool(dynamic)
         self.auto_dims = auto_dims or {}  # source name -> dims to make symbolic
         self.static = static  # ignore marks and auto_dims (a retry; see CompiledFunction)
@@ -154,7 +158,7 @@ class TraceContext:
     def guard_not_overridden(self, base, name: str) -> None:
         """`name` was resolved on the class of the object at `base`: no instance attribute
         may shadow it (an instance-level `forward`, a method replaced on the object)."""
-        if base is not None:
+        if base is not None and (base.name(), name) not in self.checked_by_caller:
             self.add_guard(G.NOT_IN_DICT, DictOfSource(base), name)
 
     def guard_module_keys(self, vt) -> None:
@@ -162,8 +166,13 @@ class TraceContext:
         measured: guard its submodules' names, in order."""
         if vt.source is not None:
             modules = vt.value._modules
-            self.add_guard(G.DICT_KEYS, ModuleDictSource(vt.source, MODULE),
-                           (type(modules), tuple(modules)))
+            source = ModuleDictSource(vt.source, MODULE)
+            if tuple(modules) == tuple(str(i) for i in range(len(modules))):
+                # Numbered 0..n-1 (a ModuleList/Sequential: append, insert and del keep it
+                # so): the length pins the names, and each submodule is loaded by name.
+                self.add_guard(G.LENGTH_CHECK, source, (type(modules), len(modules)))
+            else:
+                self.add_guard(G.DICT_KEYS, source, (type(modules), tuple(modules)))
 
     # --- reading real values ------------------------------------------------------------------
     def wrap(self, value, source: Optional[Source]) -> VT:
