@@ -186,7 +186,8 @@ def check_same(got, want, step):
 def test_compiled_equals_eager_after_any_state_change(readers, steps):
     refcomp.reset()
     prog, ns = build(readers)
-    cf = refcomp.compile(prog, backend="eager")
+    # No IR passes: guards do not depend on them, and a compile is then ~4x cheaper.
+    cf = refcomp.compile(prog, backend="eager", options={"passes": []})
     x = torch.rand(3, 4) + 0.5
     context = {"grad": True, "autocast": False}
     history = [("start", None)]
