@@ -76,6 +76,11 @@ def main(argv=None) -> int:
         from bench.plot import plot_speedups, read_results
 
         print(f"wrote {plot_speedups(read_results(report), opts.plot)}")
+    wrong = [f"{w.name}/{r.candidate}" for w, results, _ in rows for r in results
+             if r.extra.get("wrong")]
+    if wrong:  # Note [Accuracy check] in bench/harness.py
+        print(f"WRONG results (beyond eager's accuracy): {', '.join(wrong)}", file=sys.stderr)
+        return 1
     return 0
 
 
@@ -108,6 +113,10 @@ def _cells(w, res, eager, copy_gbs):
     diff = res.extra.get("max_abs_diff")
     if diff is not None and res.candidate != "eager":
         note = (note + "; " if note else "") + f"max diff {diff:.1e}"
+    err = res.extra.get("rel_error")
+    if err is not None:  # Note [Accuracy check] in bench/harness.py
+        verdict = "WRONG: " if res.extra["wrong"] else ""
+        note = (note + "; " if note else "") + f"{verdict}rel error {err:.1e} vs f64"
     best = res.min_s * 1e3
     best_speed = f"{eager_best / res.min_s:.2f}x" if eager_best and res.candidate != "copy" \
         else ""
@@ -173,7 +182,10 @@ def _markdown(rows, copy_gbs, opts, seconds, malloc_configured, startup) -> str:
            " eager time / time, each from the same statistic (higher is better);"
            " cold = first call incl. compilation; GB/s from best rounds, against the"
            " `copy` candidate's best round (a copy of the largest input); max diff = largest"
-           " |result - eager result|; peak = peak-RSS growth during one warm call; kernels ="
+           " |result - eager result|; rel error = largest |result - float64 truth| / max"
+           " |truth| on the reduction rows, WRONG beyond 4x eager's error + 4e-7 (Note"
+           " [Accuracy check] in bench/harness.py); peak = peak-RSS growth during one warm"
+           " call; kernels ="
            " kernels generated (refcomp: LLVM kernels in the compiled graphs; Inductor: its"
            " generated-kernel counter); saved = MB autograd keeps for the backward"
            " (training rows: saved tensors other than the inputs, through"

@@ -113,6 +113,36 @@ def copy_bandwidth(n: int, reps: int = 15) -> float:
     return 2 * 4 * n / statistics.median(times) / 1e9
 
 
+# Note [Accuracy check]
+# Rows flagged `accuracy` (the reductions) are held to the float64 truth: the workload
+# run on the inputs converted to float64, rounded back.  Each candidate's error is the
+# largest |result - truth| / (|truth| max over the output, or 1); eager's own error
+# is the yardstick.  A candidate is WRONG when its error exceeds ACCURACY_SLACK times
+# eager's plus ACCURACY_FLOOR (a few float32 ulps, for results eager gets exactly).
+# "As accurate as ATen" is then a checked property of every benchmark run.
+ACCURACY_SLACK = 4.0
+ACCURACY_FLOOR = 4e-7
+
+
+def relative_error(out, truth) -> float:
+    outs = out if isinstance(out, (tuple, list)) else [out]
+    truths = truth if isinstance(truth, (tuple, list)) else [truth]
+    worst = 0.0
+    for o, t in zip(outs, truths):
+        if tuple(o.shape) != tuple(t.shape):
+            return float("inf")
+        if o.numel():
+            scale = max(float(t.double().abs().max()), 1.0)
+            worst = max(worst, float((o.double() - t.double()).abs().max()) / scale)
+    return worst
+
+
+def float64_truth(workload, args):
+    wide = [a.double() if a.is_floating_point() else a for a in args]
+    out = workload.fn(*wide)
+    return out
+
+
 def max_abs_diff(out, expected) -> float:
     """Largest |out - expected| over all outputs (inf if their shapes differ)."""
     outs = out if isinstance(out, (tuple, list)) else [out]
@@ -172,6 +202,8 @@ def run_workload(workload, candidates: dict, reps: int) -> list[Result]:
     args = workload.make_inputs()
     wrap = train_step if workload.train else (lambda f: f)
     expected = wrap(workload.fn)(*args)  # eager's answer: each candidate is checked against it
+    truth = float64_truth(workload, args) if workload.accuracy else None
+    eager_error = relative_error(expected, truth) if truth is not None else None
     results, ready = [], []
     for name, factory in candidates.items():
         res = Result(name)
@@ -184,6 +216,10 @@ def run_workload(workload, candidates: dict, reps: int) -> list[Result]:
             out = compiled(*args)
             res.cold_s = time.perf_counter() - t
             res.extra["max_abs_diff"] = max_abs_diff(out, expected)
+            if truth is not None:  # Note [Accuracy check]
+                err = relative_error(out, truth)
+                res.extra["rel_error"] = err
+                res.extra["wrong"] = err > ACCURACY_SLACK * eager_error + ACCURACY_FLOOR
             after = count_kernels()
             res.kernels = None if before is None else after - before
             for _ in range(2):

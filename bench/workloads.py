@@ -26,6 +26,9 @@ class Workload:
     # A training step: fn returns a scalar loss; each call is forward + backward
     # (torch.autograd.grad for the inputs that require grad), timed as one step.
     train: bool = False
+    # Checked against the float64 truth (bench/harness.py, Note [Accuracy check]): a
+    # candidate whose error exceeds ACCURACY_SLACK x eager's (plus a floor) is WRONG.
+    accuracy: bool = False
 
 
 def _randn(*shape):
@@ -34,6 +37,7 @@ def _randn(*shape):
 
 
 N_POINTWISE = 4 * 1024 * 1024
+N_SUM = 16 * 1024 * 1024
 
 
 def pointwise_cheap(x, y):
@@ -120,6 +124,18 @@ def tiny(x, y):
     return torch.relu(x * y + x)
 
 
+def var01(x):
+    return x.var(dim=(0, 1))
+
+
+def sum_all(x):
+    return x.sum()
+
+
+def mean_rows(x):
+    return x.mean(dim=1)
+
+
 def reduce_dim(d):
     def fn(x):
         return x.sum(dim=d)
@@ -160,5 +176,14 @@ WORKLOADS = {w.name: w for w in [
              " loss mean(y**2)"),
     Workload("tiny", tiny, lambda: (_randn(8), _randn(8)), note="8 elements, 3 ops"),
 ] + [Workload(f"reduce_dim{d}", reduce_dim(d), lambda: (_randn(*_R),),
-              bytes=4 * (math.prod(_R) + math.prod(_R) // _R[d]), note="sum of [1024,1024,4]")
-     for d in range(3)]}
+              bytes=4 * (math.prod(_R) + math.prod(_R) // _R[d]), note="sum of [1024,1024,4]",
+              accuracy=True)
+     for d in range(3)] + [
+    Workload("var_dims01", var01, lambda: (_randn(*_R) + 3.0,),
+             bytes=4 * (math.prod(_R) + 4), accuracy=True,
+             note="var over dims (0, 1) of [1024,1024,4] (mean 3): 1M elements per result"),
+    Workload("sum_16m", sum_all, lambda: (_randn(N_SUM) + 1.0,), bytes=4 * N_SUM,
+             accuracy=True, note="sum of all 16M f32 (mean 1)"),
+    Workload("mean_rows", mean_rows, lambda: (_randn(64, 65536) + 1.0,),
+             bytes=4 * (64 * 65536 + 64), accuracy=True, note="mean over dim 1 of [64, 65536]"),
+]}

@@ -26,7 +26,7 @@ from codegen import sizes
 from codegen.kernel import DivMod, Index, Kernel, Let, Reduce, Store
 from codegen.llvm.scalar import F32, I32, I64, TV, LLVMScalarOps, llvm_type, to_bf16
 from codegen.scalar import compute_dtype
-from ir.types import DType
+from ir.types import DType, f64
 from ir.types import i64 as I64_DTYPE
 
 _REASSOC = ("reassoc", "nsz")
@@ -87,7 +87,7 @@ class _Emitter:
         self.tile_var = _tile_var(kernel)
         self.accs = {}
         for acc in kernel.accs:
-            ty = llvm_type(acc.dtype)
+            ty = llvm_type(_slot_dtype(acc))  # Note [Wide sums]
             slot = b.alloca(lir.ArrayType(ty, TILE) if self.tile_var else ty, name=acc.name)
             self.accs[acc.name] = (slot, acc)
         self.vars: dict = {}
@@ -161,7 +161,7 @@ class _Emitter:
 
     def init_accs(self):
         for name, (_, acc) in self.accs.items():
-            init = self.ops.const(_init(acc.op, acc.dtype), TV(None, compute_dtype(acc.dtype)))
+            init = self.ops.const(_init(acc.op, acc.dtype), TV(None, _slot_dtype(acc)))
             self.b.store(init.value, self.acc_slot(name))
 
     def outer_body(self):
@@ -285,7 +285,11 @@ class _Emitter:
             return self.load(attrs["buf"], attrs["index"])
         if s.op == "acc":
             slot = self.acc_slot(attrs["acc"])
-            return TV(self.b.load(slot, typ=llvm_type(s.dtype)), s.dtype)
+            _, acc = self.accs[attrs["acc"]]
+            value = self.b.load(slot, typ=llvm_type(_slot_dtype(acc)))
+            if _slot_dtype(acc) != s.dtype:  # a wide sum, narrowed where it is read
+                value = self.b.fptrunc(value, llvm_type(s.dtype))
+            return TV(value, s.dtype)
         args = [env[a] for a in s.args]
         if s.op == "const":
             return ops.const(attrs["value"], TV(None, s.dtype))
@@ -337,8 +341,12 @@ class _Emitter:
         b = self.b
         _, acc = self.accs[s.acc]
         slot = self.acc_slot(s.acc)
-        old = b.load(slot, typ=llvm_type(acc.dtype))
-        b.store(_combine(b, self.ops, acc.op, acc.dtype, old, value.value), slot)
+        wide = _slot_dtype(acc)
+        old = b.load(slot, typ=llvm_type(wide))
+        new = value.value
+        if wide != compute_dtype(acc.dtype):  # Note [Wide sums]
+            new = b.fpext(new, llvm_type(wide))
+        b.store(_combine(b, self.ops, acc.op, wide, old, new), slot)
 
     def index(self, idx: Index):
         b = self.b
@@ -524,6 +532,27 @@ def _init(op: str, dtype: DType):
     if dtype.kind == "uint":
         return 0 if op == "max" else (1 << bits) - 1
     return -(1 << (bits - 1)) if op == "max" else (1 << (bits - 1)) - 1
+
+
+# Note [Wide sums]
+# A float sum accumulator is one scalar per output (per lane of a tile): the loop adds
+# up to millions of terms into it one at a time.  In f32 that drifts: issue 11 found
+# var over 1M f32 elements off by 4.7e-4 relative, where ATen (cascaded partial sums;
+# var accumulated in double) is ~1e-7.  So an f32 (or f16/bf16, computed in f32) sum
+# keeps its accumulator in f64: each term is widened (fpext) and added in double, and
+# the total is narrowed (fptrunc) where the kernel reads it.  A 16M-term sum is then
+# good to ~1e-9 relative, closer to the truth than ATen.  Memory-bound reductions hide
+# the widening (bench rows reduce_*, var_dims01, sum_16m, mean_rows, softmax,
+# layer_norm; before/after in the commit that made this change).  Products and max/min
+# keep their dtype.  The Kernel itself is unchanged: this is how the LLVM backend
+# carries out a `sum` accumulator (spec/codegen.md, "Numerics"); Triton's reductions
+# are already blocked (a tree over RBLOCK per step).
+def _slot_dtype(acc) -> DType:
+    """The dtype the accumulator `acc` is kept in."""
+    dtype = compute_dtype(acc.dtype)
+    if acc.op == "sum" and dtype.is_float and dtype.bits < 64:
+        return f64
+    return dtype
 
 
 def _combine(b: lir.IRBuilder, ops, op: str, dtype: DType, old, new):

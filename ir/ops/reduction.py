@@ -1,9 +1,11 @@
 """Reductions over a set of dims, with keepdim.  Spec: spec/ops.md, "Reductions".
 
 `dims=[]` means every dim (torch's `dim=None`).  Sums and products of integers and
-bools accumulate in i64, as in torch.  Half-precision inputs accumulate in f32 in the
-reference (see Note [Reference precision] in ir/ops/pointwise.py); numpy sums
-pairwise, and backends document their order.
+bools accumulate in i64, as in torch.  Float sums, means and variances accumulate in
+f64 in the reference (then round to the result dtype): at least as accurate as ATen's
+cascaded sums and double-accumulated var, whatever the axes (numpy sums pairwise only
+along a contiguous axis).  Other half-precision reductions compute in f32 (see Note
+[Reference precision] in ir/ops/pointwise.py); backends document their order.
 """
 
 from __future__ import annotations
@@ -53,10 +55,15 @@ def _axes(x, dims):
     return rules.normalize_dims(dims, x.ndim) if x.ndim else None
 
 
-def _np_reduce(fn, acc_int=False):
+def _np_reduce(fn, acc_int=False, wide=False):
+    """wide: float sums accumulate in f64 (the interpreter rounds the result to the
+    node's dtype): numpy sums pairwise only along a contiguous axis, and one f32
+    accumulator per output over the others drifts (spec/ops.md, "Reductions")."""
     def ref(x, dims=(), keepdim=False, **_):
         if acc_int and x.dtype.kind in "biu":
             x = x.astype(np.int64)
+        elif wide and x.dtype.kind == "f":
+            x = x.astype(np.float64)
         elif x.dtype == np.float16:
             x = x.astype(np.float32)  # accumulate half precision in f32, as torch does
         return fn(x, axis=_axes(x, dims), keepdims=keepdim)
@@ -128,7 +135,7 @@ def _var_vjp(b, g, out, x, dims=(), keepdim=False, correction=1):
 
 
 defop("sum", REDUCTION, operands=("x",), attrs=_REDUCE_ATTRS,
-      infer=_reduce_infer(_accumulating), ref=_np_reduce(np.sum, acc_int=True),
+      infer=_reduce_infer(_accumulating), ref=_np_reduce(np.sum, acc_int=True, wide=True),
       vjp=_sum_vjp, doc="sum over dims (ints and bool accumulate in i64); empty sum is 0")
 defop("prod", REDUCTION, operands=("x",), attrs=_REDUCE_ATTRS,
       infer=_reduce_infer(_accumulating), ref=_np_reduce(np.prod, acc_int=True), vjp=_prod_vjp,
@@ -140,7 +147,7 @@ defop("amin", REDUCTION, operands=("x",), attrs=_REDUCE_ATTRS,
       infer=_reduce_infer(_same), ref=_np_reduce(np.min), vjp=_extremum_vjp,
       doc="min over dims; NaN propagates; an empty reduced dim is an error")
 defop("mean", REDUCTION, operands=("x",), attrs=_REDUCE_ATTRS,
-      infer=_reduce_infer(_float_only), ref=_np_reduce(np.mean), vjp=_mean_vjp,
+      infer=_reduce_infer(_float_only), ref=_np_reduce(np.mean, wide=True), vjp=_mean_vjp,
       doc="sum / N over dims; empty mean is NaN")
 defop("any", REDUCTION, operands=("x",), attrs=_REDUCE_ATTRS,
       infer=_reduce_infer(_truth), ref=_np_reduce(np.any),
@@ -151,8 +158,7 @@ defop("all", REDUCTION, operands=("x",), attrs=_REDUCE_ATTRS,
 
 
 def _var_ref(x, dims=(), keepdim=False, correction=1):
-    if x.dtype == np.float16:
-        x = x.astype(np.float32)
+    x = x.astype(np.float64)  # two-pass in f64, as ATen's CPU var accumulates in double
     # N - correction <= 0 divides by 0 (inf or NaN), as torch does.
     return np.var(x, axis=_axes(x, dims), keepdims=keepdim, ddof=correction)
 
