@@ -23,13 +23,18 @@ from ir.graph import Graph, Node
 from ir.ops.registry import CREATION, LAYOUT, POINTWISE, RANDOM, REDUCTION
 
 
+_IDENTITY_CAPABLE = frozenset({"cast", "clamp"})
+
+
 def _may_alias_operands(node: Node) -> list:
     """The operand positions whose memory a result of `node` may share.
 
-    Layout ops may return a view of their first operand; a unary pointwise op of the
-    operand's dtype may return the operand itself (torch's cast to the same dtype, floor
-    of an integer); reductions, creation and multi-operand pointwise ops make new
-    tensors; anything else (extern, composite) may alias any operand of its dtype."""
+    Layout ops may return a view of their first operand; of the pointwise ops only
+    those the eager backend may run as the identity (`cast` to the operand's dtype:
+    `Tensor.to`; `clamp` without bounds, codegen/eager.py) may return the operand
+    itself, every other pointwise op and every reduction or creation makes a new
+    tensor (torch's out-of-place kernels allocate); anything else (extern,
+    composite) may alias any operand of its dtype."""
     cat = node.op.category
     if cat in (REDUCTION, CREATION, RANDOM):
         return []
@@ -37,7 +42,8 @@ def _may_alias_operands(node: Node) -> list:
     if cat == LAYOUT:
         return [0] if node.inputs else []
     if cat == POINTWISE:
-        return [0] if len(node.inputs) == 1 and node.inputs[0].type.dtype in out_dtypes else []
+        return [0] if node.op.name in _IDENTITY_CAPABLE and \
+            node.inputs[0].type.dtype in out_dtypes else []
     return [i for i, v in enumerate(node.inputs) if v.type.dtype in out_dtypes]
 
 

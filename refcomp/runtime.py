@@ -113,6 +113,8 @@ class Entry:
 
 def _view(inputs, i, size, stride, offset, grad):
     t = inputs[i]
+    if grad == "detach":
+        return t.detach().as_strided(size, stride, t.storage_offset() + offset)
     if grad is None:
         return t.as_strided(size, stride, t.storage_offset() + offset)
     with torch.set_grad_enabled(grad):
@@ -185,6 +187,8 @@ class _Outputs:
                               " (Note [Returned views])")
             return None
         grad = vt.view_grad if root.requires_grad else None
+        if root.requires_grad and not vt.requires_grad and vt.view_grad:
+            grad = "detach"  # x.detach() (or a view of it): no autograd history
         self.views.append((self.input_index[name], tuple(vt.meta.shape), tuple(vt.meta.stride()),
                            vt.meta.storage_offset() - root.meta.storage_offset(), grad))
         self.view_index[id(vt)] = len(self.views) - 1

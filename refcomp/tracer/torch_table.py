@@ -295,7 +295,8 @@ def _new_tensor(ctx, value, meta, operands, view) -> TensorVar:
 # `view_root`: See Note [Returned views] in refcomp/runtime.py.
 VIEW_OPS = frozenset({"reshape", "view", "flatten", "unflatten", "view_as", "reshape_as",
                       "expand", "broadcast_to", "expand_as", "permute", "transpose",
-                      "swapaxes", "t", "unsqueeze", "squeeze", "split", "chunk"})
+                      "swapaxes", "t", "unsqueeze", "squeeze", "split", "chunk",
+                      "detach"})
 
 
 def view_root(ctx, base, tv):

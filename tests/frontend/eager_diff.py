@@ -55,6 +55,8 @@ def _sharing(outs, ins):
         for j, x in enumerate(ins):
             if key(o) is not None and key(o) == key(x):
                 pairs.add(("in", i, j))
+            if o is x:
+                pairs.add(("is", i, j))
         for k in range(i):
             if key(o) is not None and key(o) == key(outs[k]):
                 pairs.add(("out", i, k))

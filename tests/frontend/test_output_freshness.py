@@ -68,3 +68,34 @@ def test_output_aliasing_like_eager(f, backend):
                      " right; eager/llvm return views)")
     n = 2 if f is issue_11_minimal else 1
     assert_like_eager(f, lambda: tuple(torch.randn(3, 4) for _ in range(n)), backend)
+
+
+def view_of_unary_output(x):  # fuzz finding outputs_view_of_output (a regression of 2c2c746)
+    v1 = torch.abs(x)
+    return v1, v1.reshape(-1)
+
+
+@pytest.mark.parametrize("backend", ["eager", "llvm"])
+def test_view_of_a_unary_output_stays_a_view(backend):
+    assert_like_eager(view_of_unary_output, lambda: (torch.randn(3, 4),), backend)
+
+
+def detach_of_input(x):  # fuzz finding detach_output_alias
+    return torch.abs(x), x.detach(), x.t().detach()[1:]
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_detach_of_input_shares_its_storage(backend):
+    assert_like_eager(detach_of_input, lambda: (torch.randn(3, 4),), backend)
+
+
+@pytest.mark.parametrize("backend", ["eager", "interp"])
+def test_detach_of_requires_grad_input(backend):
+    import refcomp
+
+    refcomp.reset()
+    x = torch.randn(3, 4, requires_grad=True)
+    d = refcomp.compile(lambda x: x.detach(), backend=backend)(x)
+    assert d is not x and not d.requires_grad and d.data_ptr() == x.data_ptr()
+    d.add_(1)  # a detached view may be written, and the write reaches x
+    assert torch.equal(x.detach(), d)
