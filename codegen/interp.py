@@ -19,7 +19,7 @@ import torch
 from codegen.backends import Backend, register_backend
 from codegen.torch_bridge import from_numpy, to_numpy
 from ir.graph import Graph
-from ir.interpreter import run
+from ir.interpreter import InterpreterError, run
 from ir.ops.registry import RANDOM
 
 _SEED_BOUND = 2**62
@@ -39,7 +39,12 @@ def compile_graph(graph: Graph, options: dict) -> callable:
         if needs_rng:
             seed = int(torch.randint(0, _SEED_BOUND, (), dtype=torch.int64))
             rng = np.random.default_rng(seed)
-        arrays = run(graph, [to_numpy(t) for t in tensors], rng)
+        try:
+            arrays = run(graph, [to_numpy(t) for t in tensors], rng)
+        except InterpreterError as e:
+            if isinstance(e.__cause__, IndexError):  # an index out of range: eager's type
+                raise IndexError(f"index out of range in self ({e})") from e
+            raise
         return [from_numpy(a, t.dtype, t.device) for a, t in zip(arrays, out_types)]
 
     return interp_fn

@@ -22,7 +22,6 @@ from __future__ import annotations
 from ir.graph import Graph, Node
 from ir.ops.registry import CREATION, LAYOUT, POINTWISE, RANDOM, REDUCTION
 
-
 _IDENTITY_CAPABLE = frozenset({"cast", "clamp"})
 
 
