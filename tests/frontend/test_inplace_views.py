@@ -1,0 +1,106 @@
+"""In-place ops through views, of intermediates and of inputs, with and without graph
+breaks between them: right values and right inputs after the call, on every backend
+(spec/correctness.md, "Mutation and write-back")."""
+
+import pytest
+import torch
+
+from tests.frontend.eager_diff import assert_like_eager
+
+BACKENDS = ["interp", "eager", "llvm"]
+
+
+def slice_of_intermediate(x):
+    t = x * 2
+    t[1:] *= 3
+    return t
+
+
+def diagonal_fill(x):
+    t = x + 1
+    t.diagonal().fill_(7.0)
+    return t
+
+
+def transpose_row_add(x):
+    t = x - 1
+    t.transpose(0, 1)[0].add_(1)
+    return t
+
+
+def flat_view_mul(x):
+    t = x.clone()
+    t.view(-1).mul_(2)
+    return t
+
+
+def input_slice_mul(x):
+    x[1:].mul_(2)
+    return x.sum()
+
+
+def input_view_copy(x):
+    x.view(-1)[2:5].copy_(torch.arange(3.0))
+    return x * 1
+
+
+def input_setitem(x):
+    x[0] = 5.0
+    x[:, 1] += 1
+    return x
+
+
+def input_diagonal(x):
+    x.diagonal().fill_(0.0)
+    return x.abs()
+
+
+def view_then_base(x):
+    t = x * 2
+    v = t[1:]
+    v.mul_(3)
+    t.add_(1)
+    return t, v
+
+
+def view_across_break(x):
+    t = x * 2
+    v = t[1:]
+    v.mul_(3)
+    print("break")
+    v.add_(1)
+    return t, v
+
+
+def input_view_across_break(x):
+    x[0].add_(1)
+    print("break")
+    x.view(-1)[3:5].mul_(2)
+    return x.sum(0)
+
+
+def mutate_both_sides_of_break(x):
+    t = x.t()
+    t[0] *= 2
+    y = float(x.sum())
+    x.add_(y)
+    return x, t
+
+
+def inplace_on_input_then_clone(x):
+    x.mul_(2)
+    y = x.clone()
+    x.add_(1)
+    return y
+
+
+CASES = [slice_of_intermediate, diagonal_fill, transpose_row_add, flat_view_mul,
+         input_slice_mul, input_view_copy, input_setitem, input_diagonal, view_then_base,
+         view_across_break, input_view_across_break, mutate_both_sides_of_break,
+         inplace_on_input_then_clone]
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("f", CASES, ids=lambda f: f.__name__)
+def test_inplace_through_views_like_eager(f, backend):
+    assert_like_eager(f, lambda: (torch.randn(4, 4),), backend)
