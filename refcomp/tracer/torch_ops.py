@@ -146,6 +146,11 @@ def _binary_builder(op):
     def build(ctx, a, b, *, alpha=1, rounding_mode=None, out=None):
         if out is not None:
             raise Unsupported("RB008", f"{op}(out=...)")
+        if op == "sub" and any(isinstance(v, bool) or (isinstance(v, TensorVar) and
+                                                       v.meta.dtype == torch.bool)
+                               for v in (a, b)):
+            # torch refuses it; the IR-typed meta shortcut would not notice (eager raises)
+            raise Unsupported("RB017", "subtraction with a bool: eager raises RuntimeError")
         dt = result_dtype(a, b)
         if op in ("add", "sub") and alpha != 1:
             b = ctx.builder.mul(cast(ctx, b, dt), alpha) if isinstance(b, TensorVar) \
