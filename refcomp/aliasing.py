@@ -1,6 +1,6 @@
 """Which graph outputs must be copied so that the caller sees eager's aliasing.
 
-Owns: `outputs_to_copy`.  Spec: spec/correctness.md, "Output aliasing".
+Owns: `outputs_to_copy`, `outputs_to_rewrap`.  Spec: spec/correctness.md, "Output aliasing".
 
 Note [Fresh outputs]
 A graph computes values; which tensor objects hold them is the backend's business: a
@@ -14,7 +14,10 @@ graph), and `outputs_to_copy` names the outputs where the two disagree: an outpu
 may share memory with a graph input, or with an earlier output, whose eager alias
 differs.  `Entry.run` clones those before anything else happens (writing mutated inputs
 back included), so a later in-place op on one result cannot reach another.  The test is
-static: entries whose outputs cannot alias pay nothing per call.
+static: entries whose outputs cannot alias pay nothing per call.  The converse case,
+an output eager returns as a new view of an input (`x.view_as(x)` with dynamic sizes,
+which Note [Returned views] leaves a graph output) that the backend hands back as the
+input object itself, is `outputs_to_rewrap`: `Entry.run` returns `o.view(o.shape)`.
 """
 
 from __future__ import annotations
@@ -86,3 +89,14 @@ def outputs_to_copy(graph: Graph, output_keys: list, input_keys: list) -> frozen
             continue  # a clone is fresh: later outputs cannot meet it
         seen.append((roots, key))
     return frozenset(copy)
+
+
+def outputs_to_rewrap(graph: Graph, output_keys: list, input_keys: list) -> frozenset:
+    """Output indices eager returns as a *view* of an input (same alias) that the backend
+    may hand back as the input object itself (a reshape to the same shape compiles to
+    nothing): `Entry.run` then returns a new view object, as eager does."""
+    out = set()
+    for i, (roots, key) in enumerate(zip(output_roots(graph), output_keys)):
+        if key is not None and any(kind == "in" and input_keys[x] is key for kind, x in roots):
+            out.add(i)
+    return frozenset(out)

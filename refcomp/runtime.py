@@ -45,7 +45,7 @@ import torch
 from codegen.backends import get_backend
 from ir.graph import Graph
 from refcomp import logs
-from refcomp.aliasing import outputs_to_copy
+from refcomp.aliasing import outputs_to_copy, outputs_to_rewrap
 from refcomp.config import default_backend
 from refcomp.guards import GuardSet, pinned_contiguous
 from refcomp.reasons import Unsupported
@@ -84,6 +84,7 @@ class Entry:
     # Outputs the backend may hand back sharing memory where eager's would not: cloned
     # first thing (Note [Fresh outputs], refcomp/aliasing.py).
     fresh: frozenset = frozenset()
+    rewrap: frozenset = frozenset()  # Note [Fresh outputs], refcomp/aliasing.py
     # (output index, message): raise RuntimeError(message) when that 0-d bool output is
     # true (Note [Runtime checks]).
     checks: list = field(default_factory=list)
@@ -101,6 +102,11 @@ class Entry:
                 raise RuntimeError(message)
         if self.fresh:
             outs = [o.clone() if i in self.fresh else o for i, o in enumerate(outs)]
+        if self.rewrap:  # a view of an input, handed back as the input object itself
+            outs = list(outs)
+            for i in self.rewrap:
+                if any(outs[i] is t for t in call_inputs):
+                    outs[i] = outs[i].view(outs[i].shape)
         if self.writeback:
             with torch.no_grad():
                 for i, o in self.writeback:
@@ -296,13 +302,16 @@ def build_entry(ctx: TraceContext, output: VT, backend_name: str, options: dict,
     detach = frozenset(i for i, rg in enumerate(outs.requires_grad)
                        if not rg and backend.differentiable and joint is None)
     guards = make_guard_set(ctx, guard_list, list(ctx.input_sources))
-    fresh = outputs_to_copy(graph, outs.keys, _input_keys(ctx, graph, frozen))
+    input_keys = _input_keys(ctx, graph, frozen)
+    fresh = outputs_to_copy(graph, outs.keys, input_keys)
+    rewrap = outputs_to_rewrap(graph, outs.keys, input_keys)
     # Inputs the guards pin contiguous need no contiguity pass at run time.
     contiguous = backend.name not in ("eager", "interp") and not all(pinned)
     entry = Entry(guards, graph, fn, spec, writeback, detach, contiguous=contiguous,
                   backend=backend.name, notes=notes, views=outs.views, fresh=fresh,
-                  checks=checks, training=training)
-    if spec[0] == "out" and not (writeback or detach or contiguous or fresh or checks):
+                  rewrap=rewrap, checks=checks, training=training)
+    if spec[0] == "out" and not (writeback or detach or contiguous or fresh or checks or
+                                 rewrap):
         entry.lone = spec[1]
     entry.compile_time_s = time.perf_counter() - start
     return entry

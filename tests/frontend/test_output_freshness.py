@@ -99,3 +99,18 @@ def test_detach_of_requires_grad_input(backend):
     assert d is not x and not d.requires_grad and d.data_ptr() == x.data_ptr()
     d.add_(1)  # a detached view may be written, and the write reaches x
     assert torch.equal(x.detach(), d)
+
+
+def test_view_of_input_with_dynamic_sizes_is_a_new_object():
+    """Fuzz finding view_output_after_recompile, the part about identity: after a
+    recompile with dynamic sizes, `x.view_as(x)` compiled to the input itself, and llvm
+    returned the caller's very tensor where eager returns a new view of it."""
+    import refcomp
+
+    for backend in BACKENDS:
+        refcomp.reset()
+        cf = refcomp.compile(lambda x: (torch.abs(x), x.view_as(x)), backend=backend)
+        cf(torch.randn(1, 2))
+        x = torch.randn(3, 2)
+        _, v = cf(x)
+        assert v is not x and torch.equal(v, x)
