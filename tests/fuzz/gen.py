@@ -42,8 +42,6 @@ KNOWN_OPEN = {
     # check: strides of outputs that share no storage with an input are not compared.
     "check:fresh_output_strides": ("pointwise_output_strides.py",
                                    "expanded_output_strides.py"),
-    # A bool Python scalar in a subtraction (`True - x`, `x - b` with b = bool(...)).
-    "bool_scalar_sub": "bool_scalar_subtraction.py",
 }
 
 BUILTIN_NAMES = set(namespace())

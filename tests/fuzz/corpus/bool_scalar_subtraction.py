@@ -1,7 +1,7 @@
 """`True - x` (a bool Python scalar in a subtraction): eager raises RuntimeError
 ("Subtraction, the `-` operator, with a bool tensor is not supported"); refcomp computes a
 value, even when the result is dead."""
-STATUS = "open"
+STATUS = "fixed"
 BACKENDS = ["interp", "eager", "llvm"]
 SYMPTOM = "missed-raise: eager raised RuntimeError: Subtraction, the `-` operator, with a bool"
 SOURCE = '''

@@ -1,6 +1,6 @@
 """A returned `x.detach()` (next to a dead op): interp returns a copy, llvm the input object
 itself; eager returns a new tensor sharing x's storage."""
-STATUS = "open"
+STATUS = "fixed"
 BACKENDS = ["interp", "llvm"]
 SYMPTOM = "alias: out[0] shares no storage with x0 (interp) / is x0 (llvm)"
 SOURCE = '''

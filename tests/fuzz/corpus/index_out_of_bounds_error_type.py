@@ -1,6 +1,6 @@
 """An out-of-bounds index tensor: eager raises IndexError, the interp backend raises its own
 InterpreterError."""
-STATUS = "open"
+STATUS = "fixed"
 BACKENDS = ["interp"]
 SYMPTOM = "wrong-exception: InterpreterError: index_select failed: index 4 is out of bounds"
 SOURCE = '''

@@ -2,7 +2,7 @@
 interp backend returns a copy (wrong strides for `.t()`, no aliasing), llvm returns the
 input object itself instead of a view."""
 STATUS = "open"
-BACKENDS = ["interp", "llvm"]
+BACKENDS = ["interp"]  # llvm fixed: the view comes back as a new view object (outputs_to_rewrap)
 SYMPTOM = "alias: call 1: out[0] shares no storage with x0 (interp) / is x0 (llvm)"
 SOURCE = '''
 def f(x0):
