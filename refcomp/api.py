@@ -22,7 +22,7 @@ from refcomp import cache as cache_mod
 from refcomp import global_state, logs, resume, stance
 from refcomp.cache import CALLS, COUNTERS, FrameCache, cache_for, config_key
 from refcomp.config import resolve_options
-from refcomp.guards import TIME_EVERY
+from refcomp.guards import SHAPE_ENV, TIME_EVERY
 from refcomp.reasons import CaptureError, Unsupported
 from refcomp.runtime import build_entry, fallback_entry
 from refcomp.stance import FORCE_EAGER, RecompileError
@@ -437,8 +437,10 @@ def entry_stats(e) -> dict:
             "guard_failures": {g.describe(): g.failures for g in gs.guards if g.failures},
             "reason": e.reason.message() if e.reason is not None else None,
             "symbolic_inputs": [str(v.type) for v in e.graph.inputs if not v.type.is_static]
-            if e.graph is not None else [], "notes": list(e.notes),
-            "guard_profile": gs.profile(),
+            if e.graph is not None else [],
+            # the size symbols' guards (duck sizing, decisions, specialisations), readable
+            "shape_guards": [g.describe() for g in gs.guards if g.kind == SHAPE_ENV],
+            "notes": list(e.notes), "guard_profile": gs.profile(),
             "training": training_stats(e.training)}
 
 

@@ -678,7 +678,12 @@ def _to_python_number(fn):
     def handler(tx, args, kwargs):
         if args and isinstance(args[0], TensorVar):
             raise Unsupported("RB002", f"{fn.__name__}(tensor)")
-        return _fold(fn, *[as_python(a) for a in args])
+        # int(size) of a dynamic size is a Python number: specialised, with a guard
+        # `Eq(s0, 6)` (spec/guards.md, "Dynamic sizes").
+        values = [as_python(a) for a in args]
+        values = [tx.ctx.specialize(v) if isinstance(v, sympy.Basic) and v.free_symbols
+                  else v for v in values]
+        return _fold(fn, *values)
     return handler
 
 

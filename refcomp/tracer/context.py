@@ -105,6 +105,7 @@ class TraceContext:
         # source name -> {dim: why}: dims a trace with them symbolic failed on (Note
         # [Specialised dims] in refcomp/api.py), traced static now.
         self.pinned = pinned or {}
+        self._symbol_why: dict = {}  # (source name, dim) -> (note kind, why it is symbolic)
         self.requested = False  # a marked or automatic dim became a symbol
         self.notes: list = []  # why a requested dim stayed static, which became symbolic
         self.sym_values: dict = {}  # size symbol -> the size seen while tracing
@@ -246,6 +247,11 @@ class TraceContext:
         shape = list(t.shape)
         for d in dynamic_dims:
             shape[d] = self._size_symbol(int(t.shape[d]), source, d)
+            kind, why = self._symbol_why.pop((source.name(), d))
+            first = self.sym_sources[shape[d]][0]
+            if first != (source, d):  # duck sizing: the guard says they stay equal
+                why += f"; equal to {first[0].name()}.size({first[1]}), so one symbol"
+            self.notes.append(f"{kind}: {source.name()}.size({d}) is {shape[d]} ({why})")
         ttype = TensorType(ir_dtype(t.dtype), tuple(shape), ir_device(t.device))
         value = self.builder.input(value_name(source), ttype)
         self.input_sources.append(source)
@@ -296,12 +302,11 @@ class TraceContext:
             if why is None and t.shape[d] >= 2:
                 dims.append(d)
                 self.requested |= d in requested
-                if d in auto:
-                    self.notes.append(f"automatic dynamic: {source.name()}.size({d}) is a"
-                                      " symbol (its size changed since an earlier compile)")
-                elif d in marked:
-                    self.notes.append(f"dynamic: {source.name()}.size({d}) is a symbol"
-                                      " (refcomp.mark_dynamic)")
+                # Why it is a symbol, said once the symbol is known (_wrap_tensor).
+                self._symbol_why[(source.name(), d)] = (
+                    ("automatic dynamic", "its size changed since an earlier compile")
+                    if d in auto else ("dynamic", "refcomp.mark_dynamic" if d in marked
+                                       else "dynamic=True"))
             elif d in requested and why is None:
                 self.notes.append(f"dynamic: {source.name()}.size({d}) == {t.shape[d]} stays"
                                   " static (sizes 0 and 1 are specialized, as in torch)")

@@ -272,6 +272,16 @@ def tensor_getitem(ctx, tv: TensorVar, index: VT) -> VT:
     return out
 
 
+def _bounded_slice(ctx, it: slice, size) -> bool:
+    """Whether `it` is `[a:b]` / `[a:b:c]` with ints 0 <= a <= b and b <= the dynamic
+    `size` at the traced size (guarded), so that its length b - a is static."""
+    start, stop, step = it.start or 0, it.stop, it.step or 1
+    if isinstance(size, int) or not all(isinstance(x, int) and not isinstance(x, bool)
+                                        for x in (start, stop, step)):
+        return False
+    return 0 <= start <= stop and step >= 1 and ctx.decide(sympy.Le(stop, size))
+
+
 def _symbolic_item(it) -> bool:
     if isinstance(it, slice):
         return any(isinstance(x, sympy.Basic) for x in (it.start, it.stop, it.step))
@@ -308,8 +318,14 @@ def _basic_index(ctx, v: Value, items) -> Value:
             raise Unsupported("RB013", "indexing with a Python bool")
         elif it == slice(None):
             dim += 1
+        elif isinstance(it, slice) and _bounded_slice(ctx, it, v.type.shape[dim]):
+            # A slice with int bounds inside a dynamic dim: its size is static; the
+            # guard `stop <= s0` says the bounds stay inside (spec/guards.md).
+            v = B.slice(v, dim=dim, start=it.start or 0, stop=it.stop, step=it.step or 1)
+            dim += 1
         elif not isinstance(v.type.shape[dim], int) and not (isinstance(it, int) and it >= 0):
-            raise Unsupported("RB013", f"index {it!r} into a dynamic size")
+            raise Unsupported("RB013", f"index {it!r} into a dynamic size"
+                                       f" {v.type.shape[dim]}")
         elif isinstance(it, int):
             size = v.type.shape[dim]
             i = it + size if it < 0 else it

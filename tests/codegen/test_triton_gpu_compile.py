@@ -88,3 +88,14 @@ def test_random_graph_kernels_compile_for_sm90(case, max_rblock):
     graph, _ = case
     for kernel in region_kernels(graph):
         assert_compiles(kernel, max_rblock)
+
+
+def test_symbolic_kernels_compile_for_sm90():
+    # Note [Runtime sizes]: size symbols are int arguments; strides, decode divisors and a
+    # mean's count are expressions of them.
+    from tests.codegen.test_kernel import SYMBOLIC
+
+    kernels = region_kernels(ir.parse(SYMBOLIC))
+    assert kernels and all(k.params for k in kernels)
+    for kernel in kernels:
+        assert_compiles(kernel)

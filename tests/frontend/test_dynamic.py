@@ -49,8 +49,9 @@ def test_automatic_dynamic_third_batch_size_hits_the_second_entry(backend):
     assert stats["counters"]["graphs"] == 2 and stats["counters"]["recompiles"] == 1
     (frame,) = stats["frames"].values()
     assert frame[1]["symbolic_inputs"] == ["f32[s0,5]"]
-    assert frame[1]["notes"] == ["automatic dynamic: L['x'].size(0) is a symbol (its size"
+    assert frame[1]["notes"] == ["automatic dynamic: L['x'].size(0) is s0 (its size"
                                  " changed since an earlier compile)"]
+    assert frame[1]["shape_guards"] == ["L['x'].size(0) >= 2"]
 
 
 def test_automatic_dynamic_makes_the_dim_that_changed_symbolic_not_dim_0():
@@ -183,3 +184,53 @@ def test_automatic_dynamic_on_a_module_keeps_parameters_static():
             same(cm(x), model(x))
     static, dyn = cm._compiled_forward.cache.entries
     assert dyn.hits == 1 and input_types(dyn) == ["f32[s0,4]", "f32[3,4]", "f32[3]"]
+
+
+def test_shape_arithmetic_stays_symbolic_and_int_of_a_size_specialises():
+    def f(x):
+        n = x.shape[0] * 2
+        y = x.view(-1, x.shape[-1])  # view(-1, n)
+        rest = x.shape[1:]  # torch.Size slicing
+        z = y[:, :2] * 2  # an int slice inside a dynamic dim: guarded 2 <= s2
+        return z, x.reshape(x.shape[0], *rest).sum(-1), n, rest[0] * 3, x.size(1) // 2
+
+    cf = refcomp.compile(f, backend="llvm", dynamic=True)
+    for shape in [(3, 4, 6), (5, 8, 6), (7, 10, 4)]:
+        x = torch.randn(*shape)
+        got, want = cf(x), f(x)
+        same(got[0], want[0])
+        same(got[1], want[1])
+        assert got[2:] == want[2:]
+    (entry,) = cf.cache.entries
+    assert input_types(entry) == ["f32[s0,s1,s2]"]
+    assert "(2 <= s2) is True  where s2 = L['x'].size(2)" in shape_guards(entry)
+
+    def g(x):
+        return x * int(x.shape[0])  # a Python number: specialised, guarded
+
+    cg = refcomp.compile(g, backend="llvm", dynamic=True)
+    for n in (3, 4, 3):
+        x = torch.randn(n, 5)
+        same(cg(x), g(x))
+    assert [e.hits for e in cg.cache.entries] == [1, 0]
+    assert "(Eq(s0, 3)) is True  where s0 = L['x'].size(0)" in shape_guards(
+        cg.cache.entries[0])
+
+
+def test_stats_and_explain_say_which_dims_are_symbols_and_why():
+    def f(x, b):
+        return x @ b
+
+    cf = refcomp.compile(f, backend="eager", dynamic=True)
+    x, b = torch.randn(4, 6), torch.randn(6, 6)
+    refcomp.mark_static(x, 0)
+    same(cf(x, b), f(x, b))
+    (frame,) = refcomp.stats()["frames"].values()
+    notes = frame[0]["notes"]
+    assert "dynamic: L['x'].size(0) == 4 stays static (refcomp.mark_static)" in notes
+    assert "dynamic: L['x'].size(1) is s0 (dynamic=True)" in notes
+    assert ("dynamic: L['b'].size(0) is s0 (dynamic=True; equal to L['x'].size(1), so one"
+            " symbol)") in notes
+    assert "L['x'].size(1) == L['b'].size(0) == L['b'].size(1) >= 2" in frame[0]["shape_guards"]
+    report = refcomp.explain(f, x, b, dynamic=True)
+    assert any("is s0 (dynamic=True)" in n for n in report.notes)
