@@ -93,21 +93,49 @@ class _Emitter:
         self.vars: dict = {}
         self.lane = None  # the tile lane index while emitting a tiled stage
         self.reuse, rows = ({}, []) if self.tile_var else _plan_reuse(kernel)
-        self.scratch = [b.alloca(lir.ArrayType(llvm_type(dtype), n), name=f"row{i}")
-                        for i, (n, dtype) in enumerate(rows)]
+        # Note [Symbolic rows]: a row scratch of a symbolic row length takes the maximum
+        # size; the code using it runs only when the row fits (checked at run time).
+        self.row_checks: list = []  # conditions (size expressions) the scratch plans need
+        self.scratch = []
+        for i, (n, dtype) in enumerate(rows):
+            if not isinstance(n, int):
+                self.row_checks.append(("le", n, ROW_SCRATCH_MAX))
+                n = ROW_SCRATCH_MAX
+            self.scratch.append(b.alloca(lir.ArrayType(llvm_type(dtype), n), name=f"row{i}"))
         # Note [Streaming stores]: stage -> {buffer: (aligned row scratch, row start, n)}
         self.streams: dict = {}
         if self.tile_var is None and _x86(fn.module):
-            for i, buf, row, n in _plan_streams(kernel):
+            for i, buf, row, n, checks in _plan_streams(kernel):
                 ty = llvm_type(self.bufs[buf][1], storage=True)
-                row_scratch = b.alloca(lir.ArrayType(ty, n), name=f"stream{i}.{buf}")
+                size = n if isinstance(n, int) else ROW_SCRATCH_MAX
+                row_scratch = b.alloca(lir.ArrayType(ty, size), name=f"stream{i}.{buf}")
                 row_scratch.align = 64
                 self.streams.setdefault(i, {})[buf] = (row_scratch, row, n)
+                self.row_checks += checks
         self.redirect: dict = {}  # buffer -> (row scratch, inner var) while a stage streams
 
     def run(self):
         k = self.k
-        self.parallel_stage = not k.outer and k.parallel_extent() > 0
+        self.parallel_stage = not k.outer and k.parallel_extent() != 0
+        if self.tile_var is None and self.row_checks:
+            # Note [Symbolic rows]: the loops twice, with the row scratch plans when this
+            # call's rows fit them, and without.
+            b = self.b
+            fits = None
+            for op, expr, bound in self.row_checks:
+                value = self.size(expr)
+                ok = b.icmp_signed("<=" if op == "le" else ">=", value,
+                                   lir.Constant(I64, bound))
+                fits = ok if fits is None else b.and_(fits, ok)
+            reuse, streams = self.reuse, self.streams
+            with b.if_else(fits) as (then, otherwise):
+                with then:
+                    self.loops(list(k.outer), self.outer_body, parallel=bool(k.outer))
+                with otherwise:
+                    self.reuse, self.streams = {}, {}
+                    self.loops(list(k.outer), self.outer_body, parallel=bool(k.outer))
+            self.reuse, self.streams = reuse, streams
+            return
         if self.tile_var is None:
             self.loops(list(k.outer), self.outer_body, parallel=bool(k.outer))
             return
@@ -203,15 +231,18 @@ class _Emitter:
                 st.set_metadata("nontemporal", nontemporal)
             else:
                 b.store(b.load(src, typ=ty, align=dtype.itemsize), dst, align=dtype.itemsize)
-        body = n - n % width
         b.position_at_end(fast)
-        self.counted_loop(f"{buf}.nt", lir.Constant(I64, 0), lir.Constant(I64, body), width,
+        if isinstance(n, int):
+            body, end = lir.Constant(I64, n - n % width), lir.Constant(I64, n)
+        else:
+            end = self.size(n)
+            body = b.sub(end, b.srem(end, lir.Constant(I64, width)))
+        self.counted_loop(f"{buf}.nt", lir.Constant(I64, 0), body, width,
                           lambda i: copy(i, True))
-        self.counted_loop(f"{buf}.tail", lir.Constant(I64, body), lir.Constant(I64, n), 1,
-                          lambda i: copy(i, False))
+        self.counted_loop(f"{buf}.tail", body, end, 1, lambda i: copy(i, False))
         b.branch(done)
         b.position_at_end(plain)
-        self.counted_loop(f"{buf}.copy", lir.Constant(I64, 0), lir.Constant(I64, n), 1,
+        self.counted_loop(f"{buf}.copy", lir.Constant(I64, 0), end, 1,
                           lambda i: copy(i, False))
         b.branch(done)
         b.position_at_end(done)
@@ -274,7 +305,7 @@ class _Emitter:
         offset, stride = Index.of(0), 1
         for var, size in reversed(stage.ranges):
             offset = offset + Index.var(var).scale(stride)
-            stride *= size
+            stride = sizes.norm(stride * size)
         return self.b.gep(self.scratch[i], [lir.Constant(I64, 0), self.index(offset)],
                           inbounds=True)
 
@@ -420,10 +451,11 @@ def _plan_reuse(k: Kernel):
     """
     plan, scratch, first = {}, [], {}
     for stage in k.stages:
-        if any(not isinstance(size, int) for _, size in stage.ranges):
-            continue  # a symbolic row: its scratch would need a run-time size
-        n = math.prod(size for _, size in stage.ranges)
-        if not stage.ranges or n > ROW_SCRATCH_MAX:
+        n = 1
+        for _, size in stage.ranges:
+            n = sizes.norm(n * size)
+        # A symbolic row length is checked at run time (Note [Symbolic rows]).
+        if not stage.ranges or (isinstance(n, int) and n > ROW_SCRATCH_MAX):
             continue
         keys: dict = {}
         for s in stage.body:
@@ -444,6 +476,18 @@ def _plan_reuse(k: Kernel):
                 plan[s.name] = ("load", plan[producer][1])
     return plan, scratch
 
+
+# Note [Symbolic rows]
+# Row reuse and streaming stores keep a row in a stack scratch whose size LLVM must
+# know.  A kernel whose row length is symbolic (Note [Runtime sizes] in
+# codegen/kernel.py) gets scratch rows of the largest size they may have
+# (ROW_SCRATCH_MAX elements) and its loops twice: with the scratch plans, run when
+# this call's sizes meet every condition the static planner checks at compile time
+# (row length <= ROW_SCRATCH_MAX; for streams also output bytes >= STREAM_MIN_BYTES
+# and a row of at least 4 vectors), and without them otherwise.  The branch is taken
+# once per launch, so a symbolic softmax computes exp once per element and streams its
+# big outputs, as the static one does.  These are the only size classes a kernel
+# distinguishes, and it does so at run time: nothing is compiled per size.
 
 # Note [Streaming stores]
 # A row kernel writing a big output (softmax, layer_norm on [4096,1024]) is bound by
@@ -467,12 +511,14 @@ def _x86(module) -> bool:
 
 
 def _plan_streams(k: Kernel) -> list:
-    """[(stage index, buffer, row start Index, row length)] to write with streaming stores.
+    """[(stage index, buffer, row start Index, row length, run-time checks)] to write with
+    streaming stores.
 
     A stage qualifies when it has one range, inside an outer loop, and a buffer it
     stores exactly once, contiguously along that range (index = row start + r) with
     a row start made of outer vars only; the buffer is big (STREAM_MIN_BYTES) and
-    its rows fit a stack scratch (ROW_SCRATCH_MAX).
+    its rows fit a stack scratch (ROW_SCRATCH_MAX).  For symbolic sizes the last
+    two are conditions checked at run time (Note [Symbolic rows]).
     """
     if not k.outer:
         return []
@@ -484,19 +530,22 @@ def _plan_streams(k: Kernel) -> list:
         if len(stage.ranges) != 1:
             continue
         var, n = stage.ranges[0]
-        if not isinstance(n, int) or any(not isinstance(b.numel, int) for b in k.buffers):
-            continue  # symbolic: the row scratch would need a run-time size
         stores = [s for s in stage.body if isinstance(s, Store)]
         for s in stores:
             dtype = dtypes[s.buf]
-            if ([t.buf for t in stores].count(s.buf) != 1 or dtype.short not in _STREAM_DTYPES
-                    or numel[s.buf] * dtype.itemsize < STREAM_MIN_BYTES
-                    or n > ROW_SCRATCH_MAX or n * dtype.itemsize < 4 * STREAM_BYTES):
+            if [t.buf for t in stores].count(s.buf) != 1 or dtype.short not in _STREAM_DTYPES:
+                continue
+            checks = [("ge", sizes.norm(numel[s.buf] * dtype.itemsize), STREAM_MIN_BYTES),
+                      ("le", n, ROW_SCRATCH_MAX),
+                      ("ge", sizes.norm(n * dtype.itemsize), 4 * STREAM_BYTES)]
+            if any(isinstance(x, int) and not (x <= bound if op == "le" else x >= bound)
+                   for op, x, bound in checks):
                 continue
             rest = tuple((a, c) for a, c in s.index.terms if a != var)
             if s.index.coeff(var) != 1 or any(a not in outer for a, _ in rest):
                 continue
-            out.append((i, s.buf, Index(rest, s.index.const), n))
+            symbolic = [c for c in checks if not isinstance(c[1], int)]
+            out.append((i, s.buf, Index(rest, s.index.const), n, symbolic))
     return out
 
 
