@@ -18,8 +18,6 @@ to nearest even), bool <-> i1 via i8.
 
 from __future__ import annotations
 
-import math
-
 import llvmlite.ir as lir
 
 from codegen import sizes

@@ -156,3 +156,30 @@ def test_random_programs_with_dynamic_batch_equal_eager(program, other_rows):
                                        msg=lambda m: f"{source}\n{m}")
     assert not any(e.reason is not None and e.reason.rid == "RB018"
                    for e in cf.cache.entries), source
+
+
+@settings(max_examples=12, deadline=None)
+@given(programs(), st.sampled_from([True, None]),
+       st.lists(st.tuples(st.integers(2, 7), st.integers(2, 9)), min_size=2, max_size=3))
+def test_random_programs_at_several_sizes_on_llvm_equal_eager(program, dynamic, sizes):
+    """Symbolic-size LLVM kernels (Note [Runtime sizes], codegen/kernel.py) at several
+    (rows, cols), under dynamic=True and automatic dynamic: equal to eager at each."""
+    source, dtype, (rows, cols), layouts, seed = program
+    f = _load(source)
+    cf = refcomp.compile(f, backend="llvm", dynamic=dynamic)
+    gen = torch.Generator().manual_seed(seed)
+    for n, m in [(rows, cols)] + sizes:
+        args = [_make((n, m), dtype, layout, gen) for layout in layouts]
+        try:
+            want = f(*[a.clone() for a in args])
+        except Exception:
+            return
+        with torch.no_grad():
+            got = cf(*args)
+        for g, w in zip(got, want, strict=True):
+            assert g.dtype == w.dtype and g.shape == w.shape, source
+            tol = TOLERANCE.get(dtype, 0)
+            torch.testing.assert_close(g, w, rtol=tol, atol=tol, equal_nan=True,
+                                       msg=lambda m: f"{source}\n{m}")
+    assert not any(e.reason is not None and e.reason.rid == "RB018"
+                   for e in cf.cache.entries), source
