@@ -7,7 +7,8 @@ bench/workloads.py, whose first dim is the one that varies):
 - *steady state*: time per call at the workload's size of kernels compiled for
   symbolic sizes (`dynamic=True`: the sizes are kernel arguments, Note [Runtime
   sizes] in codegen/kernel.py) against the static ones (`dynamic=False`), side by
-  side with torch.compile both ways; interleaved medians (bench/harness.py);
+  side with torch.compile both ways; interleaved medians and best rounds (the
+  round least disturbed by other load; bench/harness.py);
 - *first call at a new size*: after a warm call, the first call at each of K new
   sizes (rows or elements a few percent fewer), median and worst in ms, and the
   kernels compiled by those calls.  A static candidate recompiles per size (refcomp's
@@ -102,8 +103,9 @@ def main(argv=None) -> int:
     if not opts.no_inductor:
         candidates["inductor-static"] = inductor_factory(False)
         candidates["inductor-dynamic"] = inductor_factory(True)
-    lines = ["| workload | candidate | steady ms (median) | vs static | new-size first call ms"
-             " (median / max) | kernels compiled at new sizes |", "|---|---|---|---|---|---|"]
+    lines = ["| workload | candidate | steady ms median (best) | static/this median (best) |"
+             " new-size first call ms median / max | kernels compiled at new sizes |",
+             "|---|---|---|---|---|---|"]
     for name in NAMES:
         w = WORKLOADS[name]
         steady = {r.candidate: r for r in harness.run_workload(w, candidates, opts.reps)}
@@ -111,9 +113,9 @@ def main(argv=None) -> int:
             r = steady[cand]
             static = steady[cand.replace("dynamic", "static")]
             lat = new_size_latency(factory, w, opts.new_sizes)
-            ms = f"{r.median_s * 1e3:.3f}" if not r.error else r.error
-            ratio = f"{static.median_s / r.median_s:.2f}x" if not (r.error or static.error) \
-                else ""
+            ms = f"{r.median_s * 1e3:.3f} ({r.min_s * 1e3:.3f})" if not r.error else r.error
+            ratio = (f"{static.median_s / r.median_s:.2f}x ({static.min_s / r.min_s:.2f}x)"
+                     if not (r.error or static.error) else "")
             row = (f"| {name} | {cand} | {ms} | {ratio} | {lat['median_ms']:.1f} /"
                    f" {lat['max_ms']:.1f} | {lat['kernels']} |")
             lines.append(row)
