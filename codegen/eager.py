@@ -602,3 +602,9 @@ EAGER = register_backend(Backend(
     "eager", compile_graph, differentiable=True,
     doc="each op executed with torch on the tensors' device; records autograd",
 ))
+
+# The opaque `aten` op's runner joins EAGER_OPS (and so every runtime that runs extern
+# nodes through this table); see codegen/opaque.py.
+from codegen import opaque as _opaque  # noqa: E402
+
+_opaque.register()

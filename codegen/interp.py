@@ -16,6 +16,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
+from codegen import opaque  # noqa: F401  (registers the `aten` op's executor)
 from codegen.backends import Backend, register_backend
 from codegen.torch_bridge import from_numpy, to_numpy
 from ir.graph import Graph

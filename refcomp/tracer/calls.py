@@ -29,7 +29,7 @@ from refcomp.sources import (
     ItemSource,
     Source,
 )
-from refcomp.tracer import tensor_layout, torch_table
+from refcomp.tracer import opaque, tensor_layout, torch_table
 from refcomp.tracer.context import CONSTANT_TYPES, module_attr_source
 from refcomp.tracer.values import (
     VT,
@@ -377,17 +377,23 @@ def call_function(tx, fn: VT, args: list, kwargs: dict) -> VT:
     if grad is not None:
         return grad
     if torch_table.has_entry(value):
-        return torch_table.call_torch(tx.ctx, value, args, kwargs)
+        return _call_torch_or_opaque(tx, value, args, kwargs)
     special = _BUILTIN_HANDLERS.get(value) if _hashable(value) else None
     if special is not None:
         return special(tx, args, kwargs)
     if isinstance(value, types.MethodType) and isinstance(value.__func__, types.FunctionType):
         return call_function(tx, MethodVar(value.__func__, tx.ctx.wrap(value.__self__, None),
                                            value.__name__), args, kwargs)
-    if isinstance(value, types.FunctionType) and not _is_torch_function(value):
+    if _hashable(value) and value in _NO_OP_CALLS:
+        return ConstVar(_NO_OP_CALLS[value](args))
+    if isinstance(value, types.FunctionType):
+        _check_inlinable(value)
         # A function without a source (a method reached through its class) is held by
         # the guards, so its __code__, __defaults__ and closure are guarded all the same.
         src = fn.source or ConstSource(value, value.__qualname__)
+        inner = _unwrapped(value)
+        if inner is not value:
+            value, src = inner, AttrSource(src, "__wrapped__")
         tx.ctx.wrap(value.__code__, AttrSource(src, "__code__"))  # ID_MATCH: fn.__code__ = ...
         closure = _real_closure(tx, value, src)
         globals_source = None if value.__globals__ is tx_root(tx).f_globals else \
@@ -401,9 +407,64 @@ def call_function(tx, fn: VT, args: list, kwargs: dict) -> VT:
                          **{k: as_python(v) for k, v in kwargs.items()})
     if value is print:
         raise Unsupported("RB008", "print() inside the compiled frame")
+    if opaque.opaque_name(value) is not None:
+        return opaque.call_opaque(tx.ctx, value, args, kwargs)
     if _is_torch_function(value) or isinstance(value, types.BuiltinFunctionType):
         raise Unsupported("RB004", f"{_public_name(value)} is not in the torch table")
     raise Unsupported("RB004", f"call of {type(value).__name__} {value!r}")
+
+
+# --- inlining library Python (spec/tracer.md, "Inlining") -----------------------------------
+# Python functions of these modules are not traced through: they change dispatch or
+# global state, or exist to observe the program.  A call to one is a graph break.
+INLINE_SKIP = ("torch._dynamo", "torch.compiler", "torch.fx", "torch.jit._script",
+               "torch.jit._trace", "torch.autograd", "torch.utils.checkpoint",
+               "torch.utils.hooks", "torch.utils._python_dispatch", "torch.overrides",
+               "torch.distributed", "torch.cuda", "torch.random", "torch.serialization",
+               "torch._ops", "torch._C", "logging", "warnings")
+
+
+def _check_inlinable(fn) -> None:
+    module = getattr(fn, "__module__", None) or ""
+    for prefix in INLINE_SKIP:
+        if module == prefix or module.startswith(prefix + "."):
+            raise Unsupported("RB004", f"{_public_name(fn)} is on the inline skip list"
+                                       f" ({prefix})")
+
+
+def _unwrapped(fn):
+    """torch's own wrappers that only convert exceptions (a try block the tracer does not
+    enter) are traced as the function they wrap: while tracing nothing raises."""
+    inner = getattr(fn, "__wrapped__", None)
+    if isinstance(inner, types.FunctionType) and _is_torch_function(fn) and \
+            fn.__code__.co_name in ("wrapped", "wrapper", "_fn"):
+        return inner
+    return fn
+
+
+def _no_torch_function(args) -> bool:
+    """has_torch_function(...) on traced values: plain tensors and constants have no
+    __torch_function__ override (tensor subclasses are refused when read)."""
+    def plain(v):
+        if isinstance(v, (TensorVar, ConstVar)) and not (
+                isinstance(v, ConstVar) and hasattr(type(v.value), "__torch_function__")
+                and not isinstance(v.value, type)):
+            return True
+        if isinstance(v, (TupleVar, ListVar)):
+            return all(plain(i) for i in v.items)
+        return isinstance(v, (DictVar, FunctionVar, MethodVar))
+    return not all(plain(a) for a in args)
+
+
+# Builtins that only observe dispatch state refcomp keeps fixed (no tensor subclasses,
+# no tracing, no logging): call -> the value eager would get.
+_NO_OP_CALLS = {
+    torch._C._has_torch_function: _no_torch_function,
+    torch._C._has_torch_function_unary: _no_torch_function,
+    torch._C._has_torch_function_variadic: _no_torch_function,
+    torch._C._get_tracing_state: lambda args: None,
+    torch._C._log_api_usage_once: lambda args: None,
+}
 
 
 def tx_root(tx):
@@ -501,9 +562,13 @@ def _call_method(tx, m: MethodVar, args, kwargs) -> VT:
     self_vt = m.self_vt
     if isinstance(self_vt, TensorVar):
         method = getattr(torch.Tensor, m.name, None)
-        if method is None or not torch_table.has_entry(method):
-            raise Unsupported("RB005", f"Tensor.{m.name}")
-        return torch_table.call_torch(tx.ctx, method, [self_vt] + list(args), kwargs)
+        if method is not None and torch_table.has_entry(method):
+            return _call_torch_or_opaque(tx, method, [self_vt] + list(args), kwargs)
+        if method is not None and opaque.opaque_name(method) is not None:
+            return opaque.call_opaque(tx.ctx, method, [self_vt] + list(args), kwargs)
+        if isinstance(method, types.FunctionType):  # Python-level (torch/_tensor.py)
+            return call_function(tx, ConstVar(method), [self_vt] + list(args), kwargs)
+        raise Unsupported("RB005", f"Tensor.{m.name}")
     if isinstance(self_vt, (TupleVar, ListVar, DictVar)):
         return _container_method(tx, self_vt, m.name, args, kwargs)
     if isinstance(m.fn, types.FunctionType):
@@ -551,6 +616,18 @@ def _container_method(tx, obj, name, args, kwargs) -> VT:
             return obj.items.pop(*(as_python(a) for a in args))
         return ConstVar(None)
     raise Unsupported("RB013", f"{obj.python_type().__name__}.{name}")
+
+
+def _call_torch_or_opaque(tx, fn, args, kwargs) -> VT:
+    """A table entry, or -- where the entry cannot express these arguments (RB013) -- the
+    same call as one opaque node (spec/tracer.md, "Opaque torch calls")."""
+    try:
+        return torch_table.call_torch(tx.ctx, fn, args, kwargs)
+    except Unsupported as e:
+        if e.rid != "RB013" or torch_table.TABLE[fn].host or \
+                opaque.opaque_name(fn) is None:
+            raise
+    return opaque.call_opaque(tx.ctx, fn, args, kwargs)
 
 
 def _grad_mode_call(tx, value, args, kwargs):

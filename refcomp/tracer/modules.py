@@ -73,8 +73,7 @@ def call_module(tx, mod_vt, args, kwargs):
     handler = MODULE_TABLE.get(type(m))
     if handler is not None:
         return handler(tx, mod_vt, *args, **kwargs)
-    if type(m).__module__.startswith("torch.nn"):
-        raise Unsupported("RB004", f"nn.{type(m).__name__} is not in the module table")
+    # Any other module (torch.nn's own included) runs its forward inlined.
     forward = calls.class_attr(tx, mod_vt, "forward", type(m).forward)
     return calls.call_function(tx, forward, [mod_vt] + list(args), kwargs)
 

@@ -1,0 +1,101 @@
+"""The opaque op `aten`: one call of a torch callable the IR has no rule for.
+
+Owns: the `aten` OpDef and the hook through which it is executed.  Spec: spec/ops.md,
+"Opaque torch calls", and spec/ir.md.
+
+The IR knows nothing of torch (tests/test_layering.py), so an `aten` node carries
+what is needed to *name* the call, never to understand it:
+
+    %2 = aten %0, %1 {fn="torch.addmm", args="T[0], T[1], T[1], beta=0.5",
+                      results="f32[3,3]"} : f32[3,3]
+
+- `fn`: the callable's dotted path from the `torch` module ("torch.addmm",
+  "torch.Tensor.addcmul", "torch._C._nn.gelu", "torch.ops.aten.add.Tensor").
+- `args`: the call's arguments in Python call syntax, each tensor operand written
+  `T[i]` (operand i of the node); everything else is a constant literal (numbers,
+  strings, None, lists, tuples, `torch.float32`-style dtypes/layouts/memory formats,
+  `torch.device('cpu')`, `slice(...)`, `complex(re, im)`, `...`).
+- `results`: the declared result types, `;`-separated.  They come from torch's own
+  meta kernels when the node is traced (the IR cannot infer them); the type rule
+  returns them, so the verifier checks the node's declared types against them.
+- `mutates`: operand indices the call writes in torch (`Tensor(a!)` arguments,
+  `out=`).  The node is functional: it never writes its operands; the written
+  operands' new values are extra results after the call's own results, in order.
+- `views`: result indices that torch returns as views of an operand; the node's
+  result is a copy (value semantics; the frontend keeps track of the aliasing).
+
+The node is an EXTERN op: never fused, never part of a kernel; the memory plan
+leaves its results to whoever runs it.  Its reference semantics are torch itself:
+`ref` calls the executor registered by `set_executor` (codegen/opaque.py registers
+one that runs the call with ATen on CPU tensors made from the numpy arrays).  With no
+executor registered (plain `ir` use without codegen) running an `aten` node raises.
+"""
+
+from __future__ import annotations
+
+from typing import Callable, Optional
+
+from ir.ops.registry import EXTERN, defop
+
+_EXECUTOR: Optional[Callable] = None
+
+
+def set_executor(fn: Callable) -> None:
+    """Register `fn(arrays, **attrs) -> array | tuple of arrays`, the numpy-level runner."""
+    global _EXECUTOR
+    _EXECUTOR = fn
+
+
+def parse_results(text: str) -> tuple:
+    """The TensorTypes written in a `results` attribute ("f32[3,4]; i64[3]")."""
+    from ir.parser import Parser
+
+    types = []
+    for part in text.split(";"):
+        part = part.strip()
+        if not part:
+            raise ValueError(f"aten: empty result type in results={text!r}")
+        try:
+            p = Parser(part)
+            t = p.type()
+        except Exception as e:  # a ParseError: say which attribute held it
+            raise ValueError(f"aten: cannot read result type {part!r}: {e}") from None
+        if p.tok.kind != "eof":
+            raise ValueError(f"aten: cannot read result type {part!r}")
+        types.append(t)
+    return tuple(types)
+
+
+def format_results(types) -> str:
+    return "; ".join(str(t) for t in types)
+
+
+def _infer(types, fn, args, results, mutates, views):
+    """The declared results; `mutates` names operands (their new values come last)."""
+    out = parse_results(results)
+    if not fn:
+        raise TypeError("aten needs fn= naming the torch callable")
+    for i in mutates:
+        if not 0 <= i < len(types):
+            raise TypeError(f"aten {fn}: mutates operand {i}, but it has {len(types)}")
+        if out[len(out) - len(mutates) + list(mutates).index(i)].shape != types[i].shape:
+            raise TypeError(f"aten {fn}: the new value of operand {i} must keep its shape")
+    for j in views:
+        if not 0 <= j < len(out) - len(mutates):
+            raise TypeError(f"aten {fn}: view result {j} out of range")
+    return out if len(out) != 1 else out[0]
+
+
+def _ref(*arrays, fn, args, results, mutates, views):
+    if _EXECUTOR is None:
+        raise RuntimeError(f"aten {fn}: an opaque torch call needs torch to run; import"
+                           " codegen.opaque to register its executor")
+    return _EXECUTOR(arrays, fn=fn, args=args, results=results, mutates=mutates, views=views)
+
+
+ATEN = defop(
+    "aten", EXTERN, operands=("xs",), variadic=True,
+    attrs={"fn": "str", "args": ("str", ""), "results": "str", "mutates": ("ints", ()),
+           "views": ("ints", ())},
+    infer=_infer, ref=_ref,
+    doc="one call of a torch callable with no IR rule, run by ATen (see ir/ops/opaque.py)")

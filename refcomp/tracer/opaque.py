@@ -1,0 +1,317 @@
+"""Tracing a torch call the table has no rule for into one opaque `aten` node.
+
+Owns: `call_opaque` (the tracer's treatment of a C-implemented torch callable without
+an IR rule, or whose entry refused these arguments) and the refusals that keep it
+correct.  The node's format and runner: ir/ops/opaque.py and codegen/opaque.py.
+Spec: spec/tracer.md, "Opaque torch calls".
+
+The call is typed by running torch itself on meta tensors: fresh meta copies of the
+operands (same shape, strides, dtype, requires_grad), so whatever the call does to
+them is observed, not assumed:
+- an operand whose version counter moved was written (`Tensor(a!)`, `out=`, `x.op_()`):
+  the node returns its new value and the TensorVar takes it (functionalized, as the
+  table's in-place entries are, with the same aliasing refusals, RB010);
+- an operand whose sizes, strides, dtype or requires_grad changed in place (`t_()`,
+  `resize_()`, `requires_grad_()`) is refused;
+- a result that shares storage with an operand is a view: the node copies it and the
+  TensorVar is marked a view of that operand, so a later in-place op on either breaks
+  (RB010); a view of a graph input keeps `view_root` (Note [Returned views]).
+Refused with a reason naming the op (the call then runs in eager after a break):
+no meta kernel or a data-dependent output shape (the meta run raises), a result that
+is not a tensor (or a tuple/list of tensors), a random draw (the callable's aten op is
+tagged `nondeterministic_seeded`, or a `generator=` is passed: its stream must match
+eager's), sparse, quantized or
+complex results, arguments that are not constants, and a small deny list of calls
+that change global or tensor state beyond their operands.
+Symbolic sizes of operands are specialized (guarded) first: the meta run needs numbers.
+"""
+
+from __future__ import annotations
+
+import sympy
+import torch
+
+from codegen.opaque import OpaqueArgsError, callable_name, encode_args
+from ir.ops.opaque import ATEN, format_results
+from ir.types import TensorType
+from refcomp.reasons import Unsupported
+from refcomp.tracer.context import ir_device, ir_dtype
+from refcomp.tracer.values import VT, ConstVar, TensorVar, TupleVar, as_python
+
+# Calls whose effect reaches beyond their operands and result (global state, hooks,
+# storage): never run on meta tensors, never captured.  Matched on the last name part.
+DENY = frozenset({
+    "manual_seed", "seed", "set_rng_state", "get_rng_state", "set_default_dtype",
+    "set_default_tensor_type", "set_num_threads", "set_printoptions", "backward",
+    "register_hook", "retain_grad", "requires_grad_", "share_memory_", "set_",
+    "record_stream", "untyped_storage", "storage", "data_ptr", "pin_memory", "_assert_async",
+    "resize_", "resize_as_", "detach_", "numpy", "tolist", "item", "__reduce_ex__",
+    "__setstate__", "apply_", "map_", "map2_", "copy_", "to_sparse", "to_mkldnn",
+    "use_deterministic_algorithms", "set_flush_denormal", "_set_grad_enabled",
+    "_make_subclass", "as_subclass", "new_tensor", "tensor", "as_tensor", "from_numpy",
+    "frombuffer", "asarray", "sparse_coo_tensor", "sparse_csr_tensor",
+})
+# Factory functions: no tensor operand, a `device=` argument (run on meta while typing).
+FACTORIES = frozenset({
+    "zeros", "ones", "full", "empty", "arange", "linspace", "logspace", "eye",
+    "empty_strided", "tril_indices", "triu_indices", "scalar_tensor", "range",
+    "kaiser_window", "hann_window", "hamming_window", "bartlett_window", "blackman_window",
+})
+
+
+def opaque_name(fn):
+    """The dotted name of `fn` if it is a C-implemented torch callable, else None."""
+    if not callable(fn) or isinstance(fn, type):
+        return None
+    builtin = type(fn).__name__ in ("builtin_function_or_method", "method_descriptor",
+                                    "OpOverload", "OpOverloadPacket")
+    if not builtin:
+        return None
+    return callable_name(fn)
+
+
+def _draws_random(fn, short: str) -> bool:
+    """Does the aten op behind `fn` draw random numbers (schema tag
+    `nondeterministic_seeded` on any overload)?  The Python name of a C-implemented torch
+    callable is its aten name (`torch._C._nn.rrelu_with_noise` -> `aten.rrelu_with_noise`).
+    Not a dispatch-mode recording of the meta run: entering a TorchDispatchMode imports
+    torch._dynamo (seconds, once per process)."""
+    tag = torch.Tag.nondeterministic_seeded
+    if isinstance(fn, torch._ops.OpOverload):
+        return tag in fn.tags
+    packet = fn if isinstance(fn, torch._ops.OpOverloadPacket) else getattr(
+        torch.ops.aten, short, None)
+    if packet is None:
+        return False
+    return any(tag in getattr(packet, o).tags for o in packet.overloads())
+
+
+# Ops tagged random that draw nothing for some arguments: name -> [(position, keyword,
+# the value that means "no draw", default)]; no draw when any of them holds.
+_DRAWS_ONLY_IF = {
+    "scaled_dot_product_attention": [(4, "dropout_p", 0.0, 0.0)],
+    "dropout": [(1, "p", 0.0, None), (2, "train", False, None)],
+    "feature_dropout": [(1, "p", 0.0, None), (2, "train", False, None)],
+    "alpha_dropout": [(1, "p", 0.0, None), (2, "train", False, None)],
+    "feature_alpha_dropout": [(1, "p", 0.0, None), (2, "train", False, None)],
+    "native_dropout": [(1, "p", 0.0, None), (2, "train", False, None)],
+}
+
+
+def _no_draw(short, args, kwargs) -> bool:
+    for pos, key, quiet, default in _DRAWS_ONLY_IF.get(short, ()):
+        value = args[pos] if len(args) > pos else kwargs.get(key, default)
+        if type(value) in (int, float, bool) and value == quiet:
+            return True
+    return False
+
+
+def call_opaque(ctx, fn, args: list, kwargs: dict, name: str | None = None) -> VT:
+    """Trace `fn(*args, **kwargs)` as one `aten` node, or raise Unsupported (a break)."""
+    name = name or opaque_name(fn)
+    if name is None:
+        raise Unsupported("RB004", f"{getattr(fn, '__qualname__', fn)!r} cannot be named for"
+                                   " an opaque call")
+    short = name.rsplit(".", 1)[-1]
+    if short in DENY or short.startswith("_foreach") and short.endswith("_"):
+        raise Unsupported("RB004", f"{name} changes state beyond its operands (deny list)")
+    try:
+        pargs = [as_python(a, keep_tensors=True) for a in args]
+        pkwargs = {k: as_python(v, keep_tensors=True) for k, v in kwargs.items()}
+    except TypeError:
+        raise Unsupported("RB013", f"{name}: an argument is not a tensor or a constant")\
+            from None
+    pargs, pkwargs = _specialize(ctx, pargs), _specialize(ctx, pkwargs)
+    operands: list[TensorVar] = []
+    _collect(pargs, operands)
+    _collect(pkwargs, operands)
+    factory = not operands
+    if factory and short not in FACTORIES:
+        raise Unsupported("RB004", f"{name} takes no tensor and is not a known factory")
+    for tv in operands:
+        for d in tv.value.type.shape:
+            if not isinstance(d, int) and getattr(d, "free_symbols", None):
+                ctx.specialize(d)  # the meta run and the node's types need numbers
+    index = {id(tv): i for i, tv in enumerate(operands)}
+    try:
+        text = encode_args(pargs, pkwargs,
+                           lambda v: index.get(id(v)) if isinstance(v, TensorVar) else None)
+    except OpaqueArgsError as e:
+        raise Unsupported("RB013", f"{name}: {e}") from None
+
+    # The meta run, on fresh copies of the operands.
+    metas = [_fresh_meta(tv.meta) for tv in operands]
+    before = [_facts(m) for m in metas]
+    versions = [m._version for m in metas]
+    margs = _substitute(pargs, metas, index)
+    mkwargs = _substitute(pkwargs, metas, index)
+    if factory:
+        device = mkwargs.get("device")
+        mkwargs["device"] = "meta"
+    if (_draws_random(fn, short) and not _no_draw(short, pargs, pkwargs)) or \
+            pkwargs.get("generator") is not None:
+        raise Unsupported("RB004", f"{name} draws random numbers; its stream must match"
+                                   " eager's")
+    try:
+        with torch.set_grad_enabled(ctx.grad_enabled):
+            out = fn(*margs, **mkwargs)
+    except Unsupported:
+        raise
+    except Exception as err:
+        detail = str(err).split("\n")[0][:160]
+        raise Unsupported("RB004", f"{name} cannot be typed on meta tensors (no meta kernel,"
+                                   f" or an output shape that depends on data):"
+                                   f" {type(err).__name__}: {detail}") from None
+    mutates = []
+    for i, (m, facts, version) in enumerate(zip(metas, before, versions)):
+        if _facts(m) != facts:
+            raise Unsupported("RB010", f"{name} changes the sizes, strides, dtype or"
+                                       " requires_grad of a tensor in place")
+        if m._version != version:
+            mutates.append(i)
+    # A call that only writes its operands (x[i] = v: Tensor.__setitem__) returns None.
+    results = [] if out is None and mutates else (
+        list(out) if isinstance(out, (tuple, list)) else [out])
+    if not (results or mutates) or not all(isinstance(r, torch.Tensor) for r in results):
+        kinds = sorted({type(r).__name__ for r in results}) or [repr(out)]
+        raise Unsupported("RB002", f"{name} returns {', '.join(kinds)}, not tensors")
+    for r in results:
+        if r.layout != torch.strided or r.is_quantized or r.is_complex():
+            raise Unsupported("RB013", f"{name} returns a {r.layout}/{r.dtype} tensor")
+        ir_dtype(r.dtype)  # raises RB013 for dtypes the IR lacks
+    for i in mutates:
+        _check_writable(ctx, operands[i], name)
+    # Results torch returns as (views of) an operand.
+    mutated_ids = {id(metas[i]): i for i in mutates}
+    views, view_base = [], {}
+    for j, r in enumerate(results):
+        if id(r) in mutated_ids:
+            continue  # the written operand itself (x.op_(), out=): its TensorVar is returned
+        for i, m in enumerate(metas):
+            if torch._C._is_alias_of(r, m):
+                views.append(j)
+                view_base[j] = i
+                break
+    device = _device(ctx, name, short, operands, pkwargs, device if factory else None)
+    out_types = [TensorType(ir_dtype(r.dtype), tuple(int(s) for s in r.shape), device)
+                 for r in results]
+    out_types += [TensorType(operands[i].value.type.dtype,
+                             tuple(int(s) for s in metas[i].shape), operands[i].value.type.device)
+                  for i in mutates]
+    attrs = {"fn": name, "args": text, "results": format_results(out_types),
+             "mutates": tuple(mutates), "views": tuple(views)}
+    values = ctx.builder.insert(ATEN, [tv.value for tv in operands], attrs, out_types)
+    values = list(values) if isinstance(values, tuple) else [values]
+
+    from refcomp.tracer import torch_table
+
+    # Written operands take their new values (See Note [In-place] in context.py).
+    for k, i in enumerate(mutates):
+        tv = operands[i]
+        tv.value = values[len(results) + k]
+        tv.meta = metas[i].detach()
+        if tv.source is not None and tv.source.name() in ctx.input_vars:
+            ctx.record_mutation(tv, tv)
+    wrapped = []
+    for j, (r, v) in enumerate(zip(results, values)):
+        if id(r) in mutated_ids:
+            wrapped.append(operands[mutated_ids[id(r)]])
+            continue
+        if j in view_base:
+            base = operands[view_base[j]]
+            tv = torch_table._new_tensor(ctx, v, _view_meta(base.meta, r), [base] + [
+                t for t in operands if t is not base], True)
+            tv.view_root = torch_table.view_root(ctx, base, tv)
+            wrapped.append(tv)
+            continue
+        wrapped.append(torch_table._new_tensor(ctx, v, r.detach() if not r.requires_grad
+                                               else r, operands, False))
+    if out is None:
+        return ConstVar(None)
+    if not isinstance(out, (tuple, list)):
+        return wrapped[0]
+    # torch.return_types structseqs keep their class (fields .values, .indices, ...).
+    return TupleVar(wrapped, cls=type(out) if isinstance(out, tuple) else tuple)
+
+
+def _collect(x, out: list) -> None:
+    if isinstance(x, TensorVar):
+        if all(x is not t for t in out):
+            out.append(x)
+    elif isinstance(x, (list, tuple)):
+        for i in x:
+            _collect(i, out)
+    elif isinstance(x, dict):
+        for v in x.values():
+            _collect(v, out)
+
+
+def _specialize(ctx, x):
+    if isinstance(x, (list, tuple)):
+        return type(x)(_specialize(ctx, i) for i in x)
+    if isinstance(x, dict):
+        return {k: _specialize(ctx, v) for k, v in x.items()}
+    if isinstance(x, sympy.Basic):
+        return ctx.specialize(x)
+    return x
+
+
+def _substitute(x, metas, index):
+    if isinstance(x, TensorVar):
+        return metas[index[id(x)]]
+    if isinstance(x, (list, tuple)):
+        return type(x)(_substitute(i, metas, index) for i in x)
+    if isinstance(x, dict):
+        return {k: _substitute(v, metas, index) for k, v in x.items()}
+    return x
+
+
+def _fresh_meta(m: torch.Tensor) -> torch.Tensor:
+    fresh = torch.empty_strided(tuple(m.shape), tuple(m.stride()), dtype=m.dtype, device="meta")
+    return fresh.requires_grad_(True) if m.requires_grad else fresh
+
+
+def _facts(m: torch.Tensor) -> tuple:
+    return (tuple(m.shape), tuple(m.stride()), m.storage_offset(), m.dtype, m.requires_grad)
+
+
+def _view_meta(base_meta: torch.Tensor, r: torch.Tensor) -> torch.Tensor:
+    """The view's meta tensor made on the operand's own meta tensor (so it aliases it).
+
+    `r` viewed a fresh copy of the operand (same strides, storage offset 0), so its
+    offset is relative to the operand's own."""
+    try:
+        view = base_meta.as_strided(tuple(r.shape), tuple(r.stride()),
+                                    base_meta.storage_offset() + r.storage_offset())
+    except RuntimeError:
+        return r.detach()
+    if view.dtype != r.dtype:
+        return r.detach()
+    return view.detach().requires_grad_(r.requires_grad) if r.requires_grad else view.detach()
+
+
+def _check_writable(ctx, tv: TensorVar, name: str) -> None:
+    if ctx.shares_storage_with_live(tv) or tv.is_view:
+        raise Unsupported("RB010", f"{name} writes a tensor that shares storage with another"
+                                   " live tensor")
+    if tv.requires_grad:
+        raise Unsupported("RB010", f"{name} writes a tensor that requires grad")
+
+
+def _device(ctx, name, short, operands, kwargs, factory_device) -> str:
+    devices = {tv.value.type.device for tv in operands}
+    asked = kwargs.get("device") if not operands else None
+    if operands:
+        asked = kwargs.get("device")
+        if short in ("cpu", "cuda", "to"):
+            raise Unsupported("RB013", f"{name} moves tensors between devices")
+    else:
+        asked = factory_device
+    if asked is not None:
+        devices.add(ir_device(torch.device(asked)))
+    if not devices:
+        devices.add(ir_device(torch.device("cpu")))
+    if len(devices) != 1:
+        raise Unsupported("RB013", f"{name} mixes devices {sorted(devices)}")
+    return devices.pop()
+

@@ -1,0 +1,179 @@
+"""Torch calls without an IR rule land in the graph as opaque `aten` nodes.
+
+spec/tracer.md, "Opaque torch calls": typed on meta tensors, run by ATen on every
+backend, schema mutation and views honoured, refusals named.
+"""
+
+import pytest
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+import refcomp
+
+BACKENDS = ["interp", "eager", "llvm"]
+
+
+def explain(fn, *args, backend="llvm"):
+    refcomp.reset()
+    return refcomp.explain(fn, *args, backend=backend)
+
+
+def ops_in(report) -> dict:
+    return report.ops_per_graph[0] if report.ops_per_graph else {}
+
+
+def mixed(x, y, z):
+    a = torch.addmm(x, y, z, beta=0.5)
+    b = torch.addcmul(a, y, z, value=2.0)
+    c = b.clamp_min(0.1) + 1  # clamp_min: a Tensor method without an entry
+    v, m = torch.var_mean(c, dim=1)
+    return c * 2, v, m, torch.take_along_dim(c, torch.argsort(c, dim=1), dim=1)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_ops_without_an_ir_rule_are_captured_and_equal_eager(backend):
+    args = [torch.randn(3, 3) for _ in range(3)]
+    report = explain(mixed, *args, backend=backend)
+    assert (report.graph_count, report.graph_break_count) == (1, 0), report
+    assert ops_in(report)["aten"] >= 4
+    for got, want in zip(report.result, mixed(*args)):
+        torch.testing.assert_close(got, want)
+
+
+def test_opaque_nodes_print_their_op_and_constant_arguments():
+    report = explain(lambda x: torch.addcmul(x, x, x, value=0.25), torch.randn(2))
+    assert 'fn="torch.addcmul"' in report.graphs[0]
+    assert 'args="T[0], T[0], T[0], value=0.25"' in report.graphs[0]
+
+
+def test_in_place_method_writes_the_callers_tensor():
+    def f(x, y):
+        x.addcmul_(y, y, value=2.0)
+        return x * 1
+
+    x, y = torch.randn(4), torch.randn(4)
+    xe = x.clone()
+    want = f(xe, y)
+    report = explain(f, x, y)
+    assert report.graph_break_count == 0
+    torch.testing.assert_close(x, xe)
+    torch.testing.assert_close(report.result, want)
+
+
+def test_out_argument_is_written_and_returned():
+    def f(a, b, o):
+        r = torch.addmm(a, b, b, out=o)
+        return r
+
+    a, b = torch.randn(2, 2), torch.randn(2, 2)
+    o = torch.empty(2, 2)
+    report = explain(f, a, b, o)
+    assert report.graph_break_count == 0
+    torch.testing.assert_close(o, torch.addmm(a, b, b))
+    assert report.result is o  # torch returns `out` itself
+
+
+def test_returned_view_aliases_the_input_as_in_eager():
+    def f(x):
+        return torch.diagonal(x, 0, 0, 1)
+
+    x = torch.randn(3, 3)
+    report = explain(f, x)
+    assert report.graph_break_count == 0
+    torch.testing.assert_close(report.result, f(x))
+    report.result.fill_(7.0)  # eager's diagonal is a view: so is refcomp's
+    assert torch.equal(torch.diagonal(x), torch.full((3,), 7.0))
+
+
+def test_in_place_op_on_an_opaque_view_breaks_but_stays_correct():
+    def f(x):
+        d = x.clone()
+        v = torch.diagonal(d)
+        v.add_(1)  # d changes through its view in eager
+        return d
+
+    x = torch.randn(3, 3)
+    report = explain(f, x)
+    torch.testing.assert_close(report.result, f(x))
+    assert report.graph_break_count >= 1 and report.break_reasons[0]["id"] == "RB010"
+
+
+def test_named_tuple_fields_of_results():
+    def f(x):
+        m = torch.max(x, 1)
+        k = torch.kthvalue(x, 2, 1)
+        return m.values, m.indices, k.values, k.indices
+
+    x = torch.randn(3, 4)
+    report = explain(f, x)
+    assert report.graph_break_count == 0
+    for got, want in zip(report.result, f(x)):
+        torch.testing.assert_close(got, want)
+
+
+@pytest.mark.parametrize("fn, rid, names", [
+    (lambda x: torch.argwhere(x) + 0, "RB004", "torch.argwhere"),
+    (lambda x: torch.bernoulli(x.sigmoid()) * 2, "RB004", "bernoulli"),
+    (lambda x: torch.poisson(x.abs()) * 2, "RB004", "poisson"),
+    (lambda x: x.sum() if x.is_same_size(x) else x, "RB002", "is_same_size returns bool"),
+    (lambda x: torch.fft.fft(x).abs(), "RB013", "fft"),
+])
+def test_refusals_break_with_a_reason_naming_the_op(fn, rid, names):
+    x = torch.rand(6)
+    report = explain(fn, x)
+    assert report.graph_break_count >= 1
+    first = report.break_reasons[0]
+    assert first["id"] == rid and names in first["reason"], first
+    torch.manual_seed(0)
+    got = report.result
+    assert got.shape == fn(x).shape
+
+
+def test_calls_that_change_global_state_are_not_run_while_tracing():
+    def f(x):
+        torch.manual_seed(3)
+        return x + 1
+
+    report = explain(f, torch.zeros(2))
+    assert report.graph_break_count >= 1
+
+
+def test_symbolic_sizes_are_specialized_for_opaque_calls():
+    def f(x):
+        return torch.cumsum(x, 0).clamp_min(0.0)
+
+    cf = refcomp.compile(f, dynamic=True)
+    for n in (4, 6):
+        x = torch.randn(n, 3)
+        torch.testing.assert_close(cf(x), f(x))
+
+
+class Unlisted(nn.Module):
+    """Built-in modules without a module-table entry run their forward inlined."""
+
+    def __init__(self):
+        super().__init__()
+        self.body = nn.Sequential(nn.Linear(4, 8), nn.Hardswish(), nn.PReLU(),
+                                  nn.ModuleDict({"n": nn.GroupNorm(2, 8)})["n"])
+
+    def forward(self, x):
+        return self.body(x)
+
+
+def test_unlisted_torch_nn_modules_and_functions_are_inlined():
+    m = Unlisted().eval()
+    x = torch.randn(3, 4)
+    report = explain(m, x)
+    assert (report.graph_count, report.graph_break_count) == (1, 0), report
+    torch.testing.assert_close(report.result, m(x))
+
+    def g(x, t):
+        y = F.interpolate(x, scale_factor=2.0, mode="nearest")
+        return F.cross_entropy(y.flatten(1), t), F.scaled_dot_product_attention(x, x, x)
+
+    args = (torch.randn(2, 2, 3, 3), torch.tensor([0, 5]))
+    report = explain(g, *args)
+    assert (report.graph_count, report.graph_break_count) == (1, 0), report
+    for got, want in zip(report.result, g(*args)):
+        torch.testing.assert_close(got, want)

@@ -1,0 +1,173 @@
+"""Run refcomp over PyTorch's OpInfo database (op_db): float32, first sample of each op.
+
+Each sample is called as `fn(input, args, kwargs) = op.op(input, *args, **kwargs)`,
+compiled by refcomp (backend `llvm` on CPU) and by nothing (eager), each on its own
+copies of the sample.  An outcome is one of:
+
+- `captured`: one graph, no break, outputs (and inputs, which the op may write) equal
+  to eager's;
+- `broke`: refcomp broke the graph (or ran the frame eagerly); the first reason's id
+  and text are kept.  Outputs must still equal eager's (a break is never a license to
+  be wrong);
+- `mismatched`: outputs or written inputs differ from eager, or refcomp raised where
+  eager did not: a bug (the test demands zero);
+- `skipped`: eager itself raises on the sample, the op has no float32 CPU support or
+  no sample, or its outputs are undefined (uninitialized memory: `empty*`).
+
+`python -m tests.opinfo.runner [--all | --every N] [--backend B]` prints the table
+(spec/tracer.md, "Opaque torch calls", quotes its numbers).
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import copy
+import warnings
+
+import torch
+
+# Ops whose results are uninitialized memory: nothing to compare.
+UNDEFINED_OUTPUTS = frozenset({"empty", "empty_like", "new_empty", "new_empty_strided",
+                               "empty_strided", "empty_permuted"})
+
+
+def op_db():
+    from torch.testing._internal.common_methods_invocations import op_db as db
+
+    return db
+
+
+def first_sample(op):
+    """The op's first float32 CPU sample, or None."""
+    if torch.float32 not in op.supported_dtypes("cpu"):
+        return None
+    try:
+        return next(iter(op.sample_inputs("cpu", torch.float32, requires_grad=False)))
+    except StopIteration:
+        return None
+
+
+def _clone(x):
+    if isinstance(x, torch.Tensor):
+        return x.detach().clone()
+    if isinstance(x, (list, tuple)):
+        return type(x)(_clone(i) for i in x) if type(x) in (list, tuple) else copy.copy(x)
+    if isinstance(x, dict):
+        return {k: _clone(v) for k, v in x.items()}
+    return x
+
+
+def _equal(a, b) -> bool:
+    if isinstance(a, torch.Tensor) or isinstance(b, torch.Tensor):
+        if not (isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor)):
+            return False
+        if a.shape != b.shape or a.dtype != b.dtype:
+            return False
+        try:
+            torch.testing.assert_close(a, b, equal_nan=True, atol=1e-4, rtol=1e-4)
+            return True
+        except AssertionError:
+            return False
+    if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
+        return len(a) == len(b) and all(_equal(x, y) for x, y in zip(a, b))
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(_equal(a[k], b[k]) for k in a)
+    if isinstance(a, float) and isinstance(b, float):
+        return a == b or (a != a and b != b) or abs(a - b) <= 1e-4 * max(1.0, abs(b))
+    return a == b
+
+
+def run_one(op, backend="llvm"):
+    """(outcome, detail) for `op`'s first float32 sample."""
+    import refcomp
+
+    if op.name in UNDEFINED_OUTPUTS:
+        return "skipped", "uninitialized outputs"
+    sample = first_sample(op)
+    if sample is None:
+        return "skipped", "no float32 CPU sample"
+    f = op.op
+
+    def fn(inp, args, kwargs):
+        return f(inp, *args, **kwargs)
+
+    eager_in = _clone((sample.input, tuple(sample.args), dict(sample.kwargs)))
+    try:
+        want = fn(*eager_in)
+    except Exception as e:
+        return "skipped", f"eager raises {type(e).__name__}"
+    comp_in = _clone((sample.input, tuple(sample.args), dict(sample.kwargs)))
+    refcomp.reset()
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            ex = refcomp.explain(fn, *comp_in, backend=backend)
+    except Exception as e:
+        return "mismatched", f"refcomp raises {type(e).__name__}: {str(e)[:200]}"
+    if not _equal(ex.result, want) or not _equal(comp_in, eager_in):
+        return "mismatched", "values differ from eager"
+    if ex.graph_break_count or ex.graph_count != 1:
+        if ex.break_reasons:
+            r = ex.break_reasons[0]
+            return "broke", f"{r['id']} {r['reason']}"
+        return "broke", f"{ex.graph_count} graphs"
+    return "captured", ""
+
+
+def run(ops, backend="llvm"):
+    results = {}
+    for op in ops:
+        key = f"{op.name}.{op.variant_test_name}" if op.variant_test_name else op.name
+        try:
+            results[key] = run_one(op, backend)
+        except Exception as e:  # the runner itself must not stop on one op
+            results[key] = ("mismatched", f"runner error {type(e).__name__}: {e}")
+    return results
+
+
+def summary(results) -> str:
+    counts = collections.Counter(outcome for outcome, _ in results.values())
+    considered = counts["captured"] + counts["broke"] + counts["mismatched"]
+    rate = counts["captured"] / considered if considered else 0.0
+    lines = [f"samples: {len(results)}  skipped: {counts['skipped']}  considered: {considered}",
+             f"captured in one graph and equal to eager: {counts['captured']}"
+             f" ({100 * rate:.1f}%)",
+             f"broke: {counts['broke']}  mismatched: {counts['mismatched']}"]
+    by_reason = collections.Counter(
+        detail.split(":")[0] + ": " + _short(detail) for outcome, detail in results.values()
+        if outcome == "broke")
+    lines.append("breaks by reason:")
+    lines += [f"  {n:4d}  {r}" for r, n in by_reason.most_common()]
+    mism = [f"  {k}: {d}" for k, (o, d) in results.items() if o == "mismatched"]
+    if mism:
+        lines.append("mismatches:")
+        lines += mism
+    return "\n".join(lines)
+
+
+def _short(detail: str) -> str:
+    text = detail.split(":", 1)[1].strip() if ":" in detail else detail
+    return text[:110]
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--every", type=int, default=1, help="run every N-th op")
+    parser.add_argument("--backend", default="llvm")
+    parser.add_argument("--only", default=None, help="comma-separated op names")
+    parser.add_argument("--list", action="store_true", help="print each op's outcome")
+    a = parser.parse_args(argv)
+    ops = op_db()[::a.every]
+    if a.only:
+        names = set(a.only.split(","))
+        ops = [o for o in op_db() if o.name in names]
+    results = run(ops, a.backend)
+    if a.list:
+        for k, (o, d) in sorted(results.items()):
+            print(f"{o:10s} {k:40s} {d[:150]}")
+    print(summary(results))
+
+
+if __name__ == "__main__":
+    main()
