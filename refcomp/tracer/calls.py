@@ -624,8 +624,17 @@ def _call_torch_or_opaque(tx, fn, args, kwargs) -> VT:
     try:
         return torch_table.call_torch(tx.ctx, fn, args, kwargs)
     except Unsupported as e:
-        if e.rid != "RB013" or torch_table.TABLE[fn].host or \
-                opaque.opaque_name(fn) is None:
+        if e.rid != "RB013" or torch_table.TABLE[fn].host:
+            raise
+        if isinstance(fn, types.FunctionType):  # F.adaptive_avg_pool2d: trace its Python
+            try:
+                _check_inlinable(fn)
+            except Unsupported:
+                raise e from None
+            return inline(tx, fn.__code__, fn.__globals__, args, kwargs,
+                          _wrap_defaults(tx, fn), _wrap_kwdefaults(tx, fn),
+                          _real_closure(tx, fn, None), _GlobalsDict(fn))
+        if opaque.opaque_name(fn) is None:
             raise
     return opaque.call_opaque(tx.ctx, fn, args, kwargs)
 

@@ -109,6 +109,24 @@ class OpcodeHandlers:
         self.push(NULL)
         self.push(calls.load_attr(self, obj, inst.argval))
 
+    def IMPORT_NAME(self, inst):
+        # `import m` / `from m import x` inside library code: a module already imported is
+        # only looked up (no side effect); importing a new one would run its code.
+        import sys
+
+        fromlist = as_python(self.pop())
+        level = as_python(self.pop())
+        name = inst.argval
+        if level != 0 or name not in sys.modules:
+            raise Unsupported("RB001", f"IMPORT_NAME {name!r} (relative, or not yet"
+                                       " imported)")
+        module = sys.modules[name] if fromlist else sys.modules[name.split(".")[0]]
+        self.push(ConstVar(module))
+
+    def IMPORT_FROM(self, inst):
+        module = self.stack[-1]
+        self.push(calls.load_attr(self, module, inst.argval))
+
     def STORE_ATTR(self, inst):
         obj = self.pop()
         self.pop()

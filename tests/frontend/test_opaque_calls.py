@@ -177,3 +177,20 @@ def test_unlisted_torch_nn_modules_and_functions_are_inlined():
     assert (report.graph_count, report.graph_break_count) == (1, 0), report
     for got, want in zip(report.result, g(*args)):
         torch.testing.assert_close(got, want)
+
+
+def test_arguments_a_table_entry_does_not_model_are_not_dropped():
+    # Regression: the unary entries ignored extra arguments, so round(decimals=3) rounded
+    # to integers and exp(out=o) left o unwritten.  Such calls now become opaque nodes.
+    def f(x, o):
+        torch.exp(x, out=o)
+        return torch.round(x, decimals=3), x.round(decimals=-1)
+
+    x = torch.randn(5) * 100
+    o, oe = torch.empty(5), torch.empty(5)
+    want = f(x, oe)
+    report = explain(f, x, o)
+    assert report.graph_break_count == 0
+    for got, exp in zip(report.result, want):
+        torch.testing.assert_close(got, exp)
+    torch.testing.assert_close(o, oe)
