@@ -631,9 +631,11 @@ def _call_torch_or_opaque(tx, fn, args, kwargs) -> VT:
                 _check_inlinable(fn)
             except Unsupported:
                 raise e from None
+            src = ConstSource(fn, fn.__qualname__)
+            tx.ctx.wrap(fn.__code__, AttrSource(src, "__code__"))
             return inline(tx, fn.__code__, fn.__globals__, args, kwargs,
-                          _wrap_defaults(tx, fn), _wrap_kwdefaults(tx, fn),
-                          _real_closure(tx, fn, None), _GlobalsDict(fn))
+                          _wrap_defaults(tx, fn, src), _wrap_kwdefaults(tx, fn, src),
+                          _real_closure(tx, fn, src), _GlobalsDict(fn))
         if opaque.opaque_name(fn) is None:
             raise
     return opaque.call_opaque(tx.ctx, fn, args, kwargs)

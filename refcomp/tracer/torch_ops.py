@@ -66,11 +66,6 @@ def _unary_inplace_flag(op):
     def build(ctx, x, inplace=False):
         if inplace:
             raise Unsupported("RB010", f"{op}(inplace=True)")
-        positional = 1 if op in ("relu", "silu") else 0  # F.relu(x, inplace)
-        if len(args) > positional or set(kwargs) - {"inplace"}:
-            # round(decimals=), out=...: not this builder's form (the call then becomes an
-            # opaque node: spec/tracer.md, "Opaque torch calls")
-            raise TypeError(f"{op}: arguments {list(args)} {sorted(kwargs)} are not modelled")
         return ctx.builder.op(op, x.value)
     return build
 
