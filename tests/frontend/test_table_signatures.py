@@ -142,12 +142,14 @@ def test_round_decimals(call, arg, backend):
     torch.testing.assert_close(refcomp.compile(call, backend=backend)(x), call(x))
 
 
-def test_a_parameter_without_a_slot_breaks_naming_it():
+def test_a_parameter_without_a_slot_becomes_an_opaque_call():
     """torch.add(x, other=y): the builder's second slot is positional `b`, so the keyword
-    does not bind; the call breaks (RB013) naming `other`, and eager runs it."""
+    does not bind (RB013 in the table); the call lands in the graph as an opaque torch
+    call instead of breaking (spec/tracer.md, "Opaque torch calls")."""
     refcomp.reset()
     f = lambda x, y: torch.add(x, other=y, alpha=2)  # noqa: E731
     x, y = torch.randn(3), torch.randn(3)
     torch.testing.assert_close(refcomp.compile(f, backend="interp")(x, y), f(x, y))
-    report = str(refcomp.explain(f)(x, y))
-    assert "RB013" in report and "'other'" in report
+    report = refcomp.explain(f)(x, y)
+    assert (report.graph_count, report.graph_break_count) == (1, 0)
+    assert 'fn="torch.add"' in report.graphs[0] and "other=T[1]" in report.graphs[0]
