@@ -218,7 +218,8 @@ def make_runner(attrs: dict):
 def _numpy_executor(arrays, **attrs):
     """The interpreter's runner: numpy arrays in and out, the call run by torch on CPU."""
     types = ir_opaque.parse_results(attrs["results"])
-    tensors = [from_numpy(np.ascontiguousarray(a), _dtype_of_array(a), "cpu") for a in arrays]
+    # from_numpy copies (np.ascontiguousarray would turn a 0-d array into a 1-d one).
+    tensors = [from_numpy(np.asarray(a), _dtype_of_array(np.asarray(a)), "cpu") for a in arrays]
     out = make_runner(attrs)(*tensors)
     outs = list(out) if isinstance(out, tuple) else [out]
     arrays = [to_numpy(o).copy() for o in outs]

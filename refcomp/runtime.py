@@ -98,8 +98,9 @@ class Entry:
             call_inputs = inputs
         outs = self.fn(*call_inputs)
         for i, message in self.checks:
-            if outs[i]:
-                raise RuntimeError(message)
+            if outs[i]:  # the exception type eager raises, named by the message
+                raise (IndexError if message.startswith("IndexError") else RuntimeError)(
+                    message)
         if self.fresh:
             outs = [o.clone() if i in self.fresh else o for i, o in enumerate(outs)]
         if self.rewrap:  # a view of an input, handed back as the input object itself

@@ -25,7 +25,10 @@ what is needed to *name* the call, never to understand it:
   result is a copy (value semantics; the frontend keeps track of the aliasing).
 
 The node is an EXTERN op: never fused, never part of a kernel; the memory plan
-leaves its results to whoever runs it.  Its reference semantics are torch itself:
+leaves its results to whoever runs it.  It has effects: never removed, merged or
+folded, because a call may raise on its operands' data as eager would (`take` out of
+range, `linalg.cholesky` of a matrix that is not positive definite) even when its
+result is unused.  Its reference semantics are torch itself:
 `ref` calls the executor registered by `set_executor` (codegen/opaque.py registers
 one that runs the call with ATen on CPU tensors made from the numpy arrays).  With no
 executor registered (plain `ir` use without codegen) running an `aten` node raises.
@@ -97,5 +100,5 @@ ATEN = defop(
     "aten", EXTERN, operands=("xs",), variadic=True,
     attrs={"fn": "str", "args": ("str", ""), "results": "str", "mutates": ("ints", ()),
            "views": ("ints", ())},
-    infer=_infer, ref=_ref,
+    infer=_infer, ref=_ref, effects=True,
     doc="one call of a torch callable with no IR rule, run by ATen (see ir/ops/opaque.py)")

@@ -60,6 +60,8 @@ def _flatten(ctx, x, start_dim=0, end_dim=-1):
         return _Shaped("reshape", [1])
     r = len(shape)
     a, b = start_dim % r, end_dim % r
+    if a == b:
+        return x  # torch returns the tensor itself (found by the fuzzer: aliasing)
     return _Shaped("reshape", shape[:a] + [_prod(shape[a:b + 1])] + shape[b + 1:])
 
 
@@ -98,6 +100,8 @@ def _permute(ctx, x, *dims):
 @entry(T.transpose, torch.transpose, T.swapaxes, torch.swapaxes, view=True)
 def _transpose(ctx, x, d0, d1):
     r = max(x.value.type.rank, 1)
+    if x.value.type.rank == 0:
+        return x.value  # transpose(0, 0) / (-1, 0) of a 0-d tensor: itself (a view)
     return ctx.builder.transpose(x.value, d0 % r, d1 % r)
 
 
@@ -307,6 +311,18 @@ def _expand_ellipsis(items, rank):
     return out
 
 
+def _check_index_bounds(ctx, idx: Value, size, dim: int) -> None:
+    """Eager raises IndexError for an index tensor out of bounds, even when the result is
+    unused: a runtime check (Note [Runtime checks] in refcomp/runtime.py) keeps that."""
+    if not isinstance(size, int):
+        return
+    B = ctx.builder
+    bad = B.logical_or(B.ge(idx, B.scalar(size, like=idx.type)),
+                       B.lt(idx, B.scalar(-size, like=idx.type)))
+    ctx.checks.append((B.op("any", bad, dims=[], keepdim=False),
+                       f"IndexError: index out of bounds for dimension {dim} with size {size}"))
+
+
 def _basic_index(ctx, v: Value, items) -> Value:
     B = ctx.builder
     dim = 0
@@ -338,6 +354,7 @@ def _basic_index(ctx, v: Value, items) -> Value:
                 v = B.slice(v, dim=dim, start=start, stop=max(stop, start), step=step)
             dim += 1
         elif isinstance(it, TensorVar):
+            _check_index_bounds(ctx, it.value, v.type.shape[dim], dim)
             v = B.index_select(v, it.value, dim=dim)
             dim += 1
         else:

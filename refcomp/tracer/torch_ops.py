@@ -57,6 +57,10 @@ _INPLACE_UNARY = {"relu": (torch.relu_, T.relu_), "neg": (T.neg_,), "abs": (T.ab
 
 def _unary_builder(op):
     def build(ctx, x):
+        if op == "abs" and x.meta.dtype == torch.bool:
+            # torch's meta kernel accepts it, its CPU kernel raises ("abs_cpu" not
+            # implemented for 'Bool'): break so eager raises it (found by the fuzzer).
+            raise Unsupported("RB017", "abs of a bool tensor: torch raises NotImplementedError")
         return ctx.builder.op(op, x.value)
     return build
 

@@ -194,3 +194,17 @@ def test_arguments_a_table_entry_does_not_model_are_not_dropped():
     for got, exp in zip(report.result, want):
         torch.testing.assert_close(got, exp)
     torch.testing.assert_close(o, oe)
+
+
+def test_an_unused_opaque_call_still_raises_as_eager_does():
+    # Regression (fuzzer): an unused `take` out of range was removed as dead code, so the
+    # compiled call returned where eager raised.
+    def f(x):
+        x.take(torch.tensor([0, 1]))
+        return x + 1
+
+    cf = refcomp.compile(f, backend="eager")
+    with pytest.raises(IndexError):
+        f(torch.randn(1))
+    with pytest.raises(IndexError):
+        cf(torch.randn(1))

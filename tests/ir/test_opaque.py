@@ -120,3 +120,14 @@ def test_running_without_an_executor_says_what_is_missing(monkeypatch):
     monkeypatch.setattr(opaque, "_EXECUTOR", None)
     with pytest.raises(Exception, match="needs torch to run"):
         run(parse(ADDMM), [np.zeros((3, 3), np.float32)] * 2)
+
+
+def test_interpreter_keeps_rank_zero_operands():
+    # Regression (fuzzer): the numpy executor made 0-d operands 1-d.
+    g = parse("""func @h(%x: f32[]) -> f32[] {
+  %0 = aten %x {fn="torch.frac", args="T[0]", results="f32[]"} : f32[]
+  return %0
+}
+""")
+    (got,) = run(g, [np.array(2.75, np.float32)])
+    assert got.shape == () and float(got) == 0.75
