@@ -266,15 +266,10 @@ SAMPLES = {
                       ((3,), "any", None), ((3,), "any", None)], {"eps": 0.1})], FLOATS),
 }
 # Ops checked elsewhere in this file: random draws (no reference values to compare
-<<<<<<< HEAD
-# with) and fused regions (a body, not a standalone op).
-# dropout_mask's draws are compared with eager's F.dropout in tests/training.
-ELSEWHERE = {"rand", "randn", "dropout_mask", "fused"}
-=======
 # with) and fused regions (a body, not a standalone op); `aten` (an opaque torch call)
 # in tests/ir/test_opaque.py.
-ELSEWHERE = {"rand", "randn", "fused", "aten"}
->>>>>>> 989b55e (opaque torch calls: a C torch callable without an IR rule (or whose entry refuses its arguments) is one `aten` extern node typed on meta, run by ATen on every backend, schema writes functionalized, views copied and tracked; torch.nn / library Python inlined (skip list); op_db runner (tests/opinfo))
+# dropout_mask's draws are compared with eager's F.dropout in tests/training.
+ELSEWHERE = {"rand", "randn", "dropout_mask", "fused", "aten"}
 
 
 def test_every_registered_op_has_samples():

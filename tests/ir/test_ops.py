@@ -654,14 +654,9 @@ CASES = {
 }
 
 # Random ops cannot equal torch's draws; `test_random_op` checks them instead.
-<<<<<<< HEAD
 RANDOM_OPS = {"rand", "randn", "dropout_mask"}
-TESTED_ELSEWHERE = {op.name for op in all_ops() if op.category in (COMPOSITE, FUSED)}
-=======
-RANDOM_OPS = {"rand", "randn"}
 # `aten` (an opaque torch call; its semantics are torch itself): tests/ir/test_opaque.py.
 TESTED_ELSEWHERE = {op.name for op in all_ops() if op.category in (COMPOSITE, FUSED)} | {"aten"}
->>>>>>> 989b55e (opaque torch calls: a C torch callable without an IR rule (or whose entry refuses its arguments) is one `aten` extern node typed on meta, run by ATen on every backend, schema writes functionalized, views copied and tracked; torch.nn / library Python inlined (skip list); op_db runner (tests/opinfo))
 
 
 def _build_and_run(name, inputs, attrs):

@@ -131,6 +131,7 @@ NO_GRADIENT = {
                                                         "dropout_mask")},
     "floor_divide": "torch has no derivative for floor_divide either",
     "fused": "a fusion region: differentiation happens before fusion",
+    "aten": "an opaque torch call: the IR has no rule for it, torch's autograd must",
     **{name: "a backward op: double backward is not supported (create_graph=True raises)"
        for name in ("conv2d_grad_input", "conv2d_grad_weight", "max_pool2d_grad",
                     "avg_pool2d_grad")},
