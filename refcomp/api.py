@@ -24,6 +24,7 @@ from refcomp.cache import CALLS, COUNTERS, FrameCache, cache_for, config_key
 from refcomp.config import resolve_options
 from refcomp.guards import SHAPE_ENV, TIME_EVERY
 from refcomp.reasons import CaptureError, Unsupported
+from refcomp.recipes import Refused
 from refcomp.runtime import build_entry, fallback_entry
 from refcomp.stance import FORCE_EAGER, RecompileError
 from refcomp.tracer.context import MARK_ATTR, STATIC_ATTR, TraceContext
@@ -126,7 +127,8 @@ class CompiledFunction:
         self.options = options
         self.dynamic = dynamic  # None: automatic dynamic (See Note [Automatic dynamic])
         self.code = fn.__code__
-        self.signature = inspect.signature(fn)
+        # The wrapper's own parameters, not `__wrapped__`'s: the code that runs is the wrapper's.
+        self.signature = inspect.signature(fn, follow_wrapped=False)
         self.arg_names = self.code.co_varnames[:self.code.co_argcount]
         self.simple = not (self.code.co_flags & (inspect.CO_VARARGS | inspect.CO_VARKEYWORDS)
                            or self.code.co_kwonlyargcount)
@@ -139,6 +141,9 @@ class CompiledFunction:
         self.private = FrameCache(self.code) if private_cache else None
         self.config = config_key(backend, dynamic, fullgraph, options)
         self._cache = None  # cache_for(...), kept until reset() retires it
+        self._root_cache = None  # a resume function's: the cache of the frame it continues
+        self.resume_of = None  # the ResumeFunction this compiles, if any
+        self.opaque: frozenset = frozenset()  # Note [Opaque numbers] (resume functions)
         self.last_entry = None
         functools.update_wrapper(self, fn)
 
@@ -162,7 +167,11 @@ class CompiledFunction:
             L = self._bind(args, kwargs)
         else:
             L = self.binder(*args)
-        G, C, B = self.env
+        return self.dispatch(fn, args, kwargs, L, self.env[1])
+
+    def dispatch(self, fn, args, kwargs, L, C):
+        """Run the cache entry whose guards pass on (L, C), compiling one on a miss."""
+        G, _, B = self.env
         cache = self._cache
         if cache is None or cache.retired:
             cache = self._cache = cache_for(self.code, self.private, self.config)
@@ -179,16 +188,18 @@ class CompiledFunction:
                 break
         else:
             entry = None
-        if entry is None:
+        if entry is None and cache.full:
+            COUNTERS["limit_hits"] += 1  # a miss past cache_size_limit: run eagerly
+        elif entry is None:
             with cache.lock:
                 entry, inputs = cache.lookup(L, G, C, B)  # another thread may have added it
                 if entry is None:
-                    entry, inputs = self._miss(cache, L, G, C, B)
+                    entry, inputs = self._miss(cache, L, G, C, B, fn)
         self.last_entry = entry
         if entry is not None:
-            if entry.segment is not None:  # graph breaks: spec/runtime.md
+            if entry.resume is not None:  # a graph break: spec/runtime.md
                 CALLS["compiled_calls"] += 1
-                return resume.run(entry, inputs, L, G, C, B, self)
+                return resume.run_break(entry, inputs, L, G, C, B, self)
             if entry.graph is not None:
                 CALLS["compiled_calls"] += 1
                 if entry.lone is not None:
@@ -197,9 +208,11 @@ class CompiledFunction:
         COUNTERS["eager_calls"] += 1
         return fn(*args, **kwargs)
 
-    def _miss(self, cache, L, G, C, B):
+    def _miss(self, cache, L, G, C, B, fn):
         COUNTERS["misses"] += 1
         limit = self.options["cache_size_limit"]
+        if self.resume_of is not None and cache.entries:
+            resume.widen(self, cache, L)  # Note [Opaque numbers]
         if cache.entries:
             cache.explain_miss(L, G, C, B)
             miss = cache.history[-1]
@@ -219,12 +232,15 @@ class CompiledFunction:
                 cache.grow_dynamic(L, G, C, B)
         logs.recompile(cache, limit)  # REFCOMP_LOGS=recompiles: failed guards, limit hits
         if len(cache.entries) >= limit:
+            # Past the limit a call costs a guard miss plus the function, nothing more:
+            # the miss was explained once, here (See spec/guards.md).
             cache.warn_limit(limit)
+            cache.full = True
             COUNTERS["limit_hits"] += 1
             return None, None
         if cache.entries:
             COUNTERS["recompiles"] += 1
-        entry = self._compile(L, cache.auto_dims)
+        entry = self._compile(L, cache.auto_dims, fn)
         inputs = entry.guards.check(L, G, C, B)
         if inputs is None:
             # A fact that changed between tracing and checking (a property returning a new
@@ -237,8 +253,8 @@ class CompiledFunction:
         cache.add(entry)
         return entry, inputs
 
-    def _compile(self, L, auto_dims=None):
-        """Trace and build an entry (or a first segment, or an eager fallback).
+    def _compile(self, L, auto_dims=None, fn=None):
+        """Trace and build an entry (a graph, a graph that breaks, or an eager fallback).
 
         Note [Automatic dynamic]: with dynamic=None a miss whose failing guard is only a
         changed size of an argument tensor's dim (`FrameCache.grow_dynamic`) makes that
@@ -246,6 +262,7 @@ class CompiledFunction:
         entry.  A trace that fails with marked or automatic symbols is retried with every
         size static; when that succeeds the entry is specialized and its notes say why.
         """
+        fn = fn or self.fn
         start = time.perf_counter()
         state = global_state.snapshot()
         why = global_state.eager_reason(state)
@@ -262,14 +279,21 @@ class CompiledFunction:
             ctx = TraceContext(self.code.co_name, dynamic=bool(self.dynamic),
                                auto_dims=auto_dims, pinned=pinned)
             try:
-                entry = self._trace(ctx, L)
+                if self.resume_of is not None:  # a resume function: spec/runtime.md
+                    check_code_supported(self.code)
+                    try:
+                        return resume.compile_break(self, fn, L, opaque=self.opaque)
+                    except Refused as refused:
+                        raise Unsupported("RB012", f"at a graph break: {refused}") \
+                            from refused
+                entry = self._trace(ctx, L, fn)
                 err = None
                 if pinned:
                     COUNTERS["dynamic_specialized"] += 1
                 break
             except Exception as e:
                 err = e
-                if not _pin_failed_symbols(ctx, e, pinned):
+                if self.resume_of is not None or not _pin_failed_symbols(ctx, e, pinned):
                     break
         if err is not None:
             reason = err if isinstance(err, Unsupported) else Unsupported(
@@ -278,14 +302,18 @@ class CompiledFunction:
                 reason.__cause__ = err
                 reason.locate(self.code.co_filename, self.code.co_firstlineno, "<frame>")
             if ctx.requested:
-                entry = self._static_retry(L, reason, start)
+                entry = self._static_retry(L, reason, start, fn)
                 if entry is not None:
                     return entry
             if self.fullgraph:
                 raise CaptureError(reason) from err
-            entry = resume.compile_with_breaks(self, L, reason)
-            if entry is not None:
-                return entry  # split at the break, resumed after it (spec/runtime.md)
+            if self.resume_of is None:
+                try:
+                    entry = resume.compile_break(self, fn, L)
+                    entry.notes[:0] = ctx.notes
+                    return entry  # split at the break, resumed after it (spec/runtime.md)
+                except Exception:  # Refused, Unsupported before any instruction, a bug
+                    pass  # the whole frame runs eagerly, with the first trace's reason
             COUNTERS["fallbacks"] += 1
             entry = fallback_entry(ctx, reason, self._filter(list(ctx.guards.values())))
         entry.notes[:0] = ctx.notes
@@ -293,22 +321,22 @@ class CompiledFunction:
         entry.compile_time_s = time.perf_counter() - start
         return entry
 
-    def _trace(self, ctx, L):
+    def _trace(self, ctx, L, fn=None):
         check_code_supported(self.code)
         if self.fn is call_module:  # OptimizedModule.forward checks mod.forward per call
             ctx.checked_by_caller.add(("L['self']", "forward"))
-        result = trace(self.fn, L, ctx)
+        result = trace(fn or self.fn, L, ctx)
         guards = self._filter(ctx.finish_guards())
         entry = build_entry(ctx, result.output, self.backend, self.options, guards)
         COUNTERS["graphs"] += 1
         return entry
 
-    def _static_retry(self, L, reason, start):
+    def _static_retry(self, L, reason, start, fn=None):
         """The entry of a trace with marked and automatic dims static, or None if it fails
         too (then the failure was not the sizes')."""
         ctx = TraceContext(self.code.co_name, dynamic=False, static=True)
         try:
-            entry = self._trace(ctx, L)
+            entry = self._trace(ctx, L, fn)
         except Exception:
             return None
         COUNTERS["dynamic_specialized"] += 1
@@ -331,6 +359,11 @@ class CompiledFunction:
     @property
     def cache(self) -> FrameCache:
         return cache_for(self.code, self.private, self.config)
+
+    @property
+    def root_cache(self) -> FrameCache:
+        """Where resume functions and compiled callees of this frame are kept."""
+        return self._root_cache if self._root_cache is not None else self.cache
 
 
 def _binder(names: tuple):

@@ -125,7 +125,8 @@ def explain(fn, *args, backend=None, dynamic=None, **kwargs):
         out.compile_time_s += entry.compile_time_s
         out.guards.extend(g.describe() for g in entry.guards.guards)
         out.notes.extend(entry.notes)
-        if entry.graph is not None:
+        # A resume function that only hands values back records no graph worth counting.
+        if entry.graph is not None and (entry.graph.op_counts() or not entry.generated):
             out.graph_count += 1
             out.graphs.append(print_graph(entry.graph))
             out.ir_graphs.append(entry.graph)

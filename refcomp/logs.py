@@ -133,8 +133,10 @@ def _index(line: str) -> None:
 def _frame(cache) -> str:
     code = cache.code
     where = f"{code.co_name} ({code.co_filename}:{code.co_firstlineno})"
-    index = getattr(cache, "index", None)  # a resume point (refcomp/resume.py)
-    return where if index is None else f"{where}, resume point at instruction {index}"
+    from refcomp.bytecode_gen import resume_line
+
+    line = resume_line(code)  # a resume function (refcomp/resume.py)
+    return where if line is None else f"{where}, resume function at line {line}"
 
 
 # --- hooks: each is one call from the compile path -----------------------------------------
@@ -255,7 +257,7 @@ def new_entry(cache, entry) -> None:
         return
     reason = entry.reason
     if reason is not None:
-        kind = "graph break" if getattr(entry, "segment", None) is not None else \
+        kind = "graph break" if getattr(entry, "resume", None) is not None else \
             "frame runs eagerly"
         # message(): [id] title: detail at file:line (instruction). Hint: ...
         _log("graph_breaks", f"{kind} in {_frame(cache)}: {reason.message()}")

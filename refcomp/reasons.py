@@ -43,9 +43,10 @@ _reason("RB004", "call to an unsupported function",
 _reason("RB005", "unsupported tensor method or attribute",
         "This Tensor method, attribute or argument combination is not in the torch table.",
         "Use an equivalent supported op (see spec/tracer.md, 'Torch coverage').")
-_reason("RB006", "try/except or try/finally in the frame",
-        "Exceptions raised inside compiled code cannot be caught at the same point.",
-        "Move the try block outside the compiled function.")
+_reason("RB006", "try/except or try/finally in the frame (retired)",
+        "No longer raised: try blocks are traced, and a break inside one runs in CPython "
+        "inside the frame's own handlers (spec/runtime.md).",
+        "Nothing to do.")
 _reason("RB007", "unsupported Python version",
         "The tracer interprets CPython 3.11 bytecode only.", "Run on CPython 3.11.")
 _reason("RB008", "side effect on a Python object",
@@ -84,8 +85,9 @@ _reason("RB018", "internal error in the tracer",
         "the result stays correct.", "Please report it with the function that triggered it.")
 _reason("RB019", "loop continues across a graph break",
         "An earlier break left the loop's iterator a real Python object, so each step of "
-        "the loop is taken outside the graph.", "Move the break (print, .item()...) out of "
-        "the loop, or accept one graph per loop iteration.")
+        "the loop is taken by CPython, outside the graph.",
+        "Move the break (print, .item()...) out of the loop, or accept one graph per loop "
+        "iteration.")
 _reason("RB020", "Python number that changes between calls",
         "A number live at a resume point changed between calls, so it is not baked into "
         "the graph; the instruction that needs its value runs outside the graph.",

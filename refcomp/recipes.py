@@ -25,7 +25,6 @@ import types
 import sympy
 import torch
 
-from refcomp.concrete import NULL as REAL_NULL
 from refcomp.sources import (
     ATTR,
     AttrSource,
@@ -48,6 +47,10 @@ from refcomp.tracer.values import (
     TensorVar,
     TupleVar,
 )
+
+# The NULL slot of a call site (`[NULL, callable, args]`): the generated code pushes it.
+REAL_NULL = type("NULL", (), {"__repr__": lambda self: "NULL"})()
+GRAD_CONTEXTS = (torch.no_grad, torch.enable_grad)
 
 
 class Refused(Exception):

@@ -1,20 +1,22 @@
-"""Graph breaks with resume: the state machine that runs a frame as compiled segments.
+"""Graph breaks run by CPython: generated code after the graph, resume functions after that.
 
-Owns: `compile_with_breaks` (a frame whose whole-frame trace failed becomes a first
-segment that ends at the breaking instruction), `run` (the state machine: run a
-segment's graph, rebuild the frame's locals and value stack as real objects,
-execute the breaking instruction concretely, step the cheap instructions after it,
-then continue with the cache entry of the resume point), resume points and their
-caches, and callees compiled as frames of their own.  Tracing a segment is
-refcomp/segment.py; rebuilding values, refcomp/recipes.py; executing instructions,
-refcomp/concrete.py.  Spec: spec/runtime.md.
+Owns: `compile_break` (a frame whose trace stops at a break becomes an entry whose graph
+computes the live tensors and whose generated code, refcomp/bytecode_gen.py, runs the
+breaking instruction natively and calls resume functions), `run_break` (the call path
+of such an entry), `ResumeFunction` (a generated function continuing the frame at one
+instruction, compiled lazily through its own cache like any `refcomp.compile`d
+function), callees compiled as frames of their own, and `all_entries`.  Tracing to the
+break is refcomp/break_trace.py; rebuilding values, refcomp/recipes.py.
+Spec: spec/runtime.md.
 
-Note [Resume points]: a resume point is (instruction index, which live tensors are
-the same object).  Its entries sit in a FrameCache of their own, hung on the
-frame's cache (`resume_points`), and are guarded like any entry: the guards read
-`L`, a dict of the live locals plus the value stack as `L['stack[i]']`.  Values
-are wrapped lazily (a local nobody reads is never guarded), and tensors held twice
-are one graph input, which is why object identity is part of the key.
+Note [Resume functions]: a resume function is keyed by (original code, instruction,
+stack depth, live locals).  Every break that reaches the same instruction with the same
+shape of state calls the same function, so a loop whose body breaks reuses one resume
+function (and its entries) per break site.  Its cache is the frame's own kind of
+cache: guards, recompiles, automatic dynamic, `cache_size_limit`, plus Note [Opaque
+numbers]: a Python number argument is first specialized; when a later call misses only
+because such numbers changed, they become opaque (type guarded, value not) and the
+specialized entries are dropped.
 """
 
 from __future__ import annotations
@@ -27,144 +29,213 @@ from typing import Optional
 
 import torch
 
-from refcomp import concrete, logs
+from refcomp import bytecode_gen as bg
+from refcomp.break_trace import build_break, build_return, trace_to_break
 from refcomp.cache import COUNTERS, FrameCache
-from refcomp.concrete import CONCRETE_OPS, HANDLER_OPS, Frame, Returned
-from refcomp.concrete import NULL as REAL_NULL
-from refcomp.guards import EQUALS_MATCH, GuardSet
-from refcomp.recipes import make
+from refcomp.guards import EQUALS_MATCH
+from refcomp.recipes import Refused, make
 from refcomp.runtime import Entry
-from refcomp.segment import Segment, stack_name, trace_segment
-from refcomp.side_effects import stored_names
 from refcomp.sources import LocalSource
+from refcomp.tracer.values import TensorVar
 
 
-def resumable(code) -> bool:
-    """Frames whose every instruction the concrete machine can execute, without cells.
+def compile_break(cf, fn, L, first=None, opaque=frozenset()) -> Entry:
+    """The entry of a frame that breaks, or of a generated frame that traces to its return.
 
-    `with` blocks are admitted only as `with torch.no_grad():` / `torch.enable_grad()`
-    (their handlers only restore the grad mode, which `run` does on an exception), and
-    then only in frames that never call set_grad_enabled.
+    Raises Refused when the state at the break cannot be handed to generated code, and
+    Unsupported when the frame fails before any instruction of its own.
     """
-    if code.co_cellvars:
-        return False
-    insts, _ = concrete.instructions(code)
-    for i, inst in enumerate(insts):
-        if inst.opname == "BEFORE_WITH" and (not _grad_with(insts, i)
-                                             or "set_grad_enabled" in code.co_names):
-            return False
-        if inst.opname not in CONCRETE_OPS and inst.opname not in HANDLER_OPS:
-            return False
-    return True
-
-
-def _grad_with(insts, i) -> bool:
-    """Is instruction i the BEFORE_WITH of `with torch.no_grad():` or `torch.enable_grad()`?"""
-    ops = [(x.opname, x.argval) for x in insts[max(i - 4, 0):i]]
-    return len(ops) == 4 and ops[0] == ("LOAD_GLOBAL", "torch") and \
-        ops[1][0] in ("LOAD_ATTR", "LOAD_METHOD") and ops[1][1] in ("no_grad", "enable_grad") \
-        and ops[2][0] == "PRECALL" and ops[3] == ("CALL", 0)
-
-
-def compile_with_breaks(cf, L, reason) -> Optional[Entry]:
-    """The first segment of a frame whose whole-frame trace failed, or None (run eagerly)."""
-    if not resumable(cf.code):
-        return None
     start = time.perf_counter()
-    G, C, B = cf.fn.__globals__, cf.fn.__closure__, cf.builtins
-    try:
-        entry = trace_segment(cf, G, B, C, 0, L, [], root=True)
-    except Exception:  # Unsupported, Refused or a tracer bug: the whole frame runs eagerly
-        return None
-    if entry.guards.check(L, G, C, B) is None:
-        return None
-    COUNTERS["segments"] += 1
+    ctx, tx, brk, reason = trace_to_break(cf, fn, L, opaque=opaque, first=first)
+    if brk is None:
+        entry = build_return(cf, ctx, reason)  # `reason` is the output here
+    else:
+        entry = build_break(cf, ctx, tx, brk, reason)
+        _generate(cf, fn, tx, brk)
+    entry.generated = fn.__code__ in bg.GENERATED
     entry.compile_time_s = time.perf_counter() - start
+    COUNTERS["breaks" if entry.resume is not None else "graphs"] += 1
     return entry
 
 
-def run(entry, inputs, L, G, C, B, cf):
-    """Run a frame from a segment entry to its return (See spec/runtime.md)."""
-    if "BEFORE_WITH" not in {i.opname for i in concrete.instructions(cf.code)[0]}:
-        return _run(entry, inputs, L, G, C, B, cf)
-    grad_on_entry = torch.is_grad_enabled()
-    try:
-        return _run(entry, inputs, L, G, C, B, cf)
-    except BaseException:
-        # The frame's `with torch.no_grad()` blocks would restore the mode on the way
-        # out (resumable() admits no other `with`, and no set_grad_enabled call).
-        torch.set_grad_enabled(grad_on_entry)
-        raise
+def _generate(cf, fn, tx, brk) -> None:
+    """Fill `brk.code` and `brk.args`: the frame's code entered at the break."""
+    code = fn.__code__
+    orig, k = bg.original_index(code, brk.index)
+    _, s = bg.original_index(code, brk.stop)
+    if k is None or s is None:
+        raise Refused("the break is inside generated code")
+    a = bg.analyze(orig)
+    names = set(orig.co_varnames)
+    bound = frozenset(n for n in brk.locals if n in names)
+    if len(a.tags[s] or ()) != len(brk.stack):
+        raise Refused(f"stack depth {len(brk.stack)} at the break, {len(a.tags[s] or ())}"
+                      " expected")
+    bound_at = bg.bound_locals(a, k, bound)
+    pass_cells = bool(bg.cell_names(orig))
+    kinds = ["null" if r == ("null",) else "arg" for r in brk.stack]
+    n_call = a.instrs[k].arg if a.instrs[k].name == "CALL" else 0
+    tensor_below = any(isinstance(vt, TensorVar) for vt in tx.stack[:len(tx.stack) - n_call - 2])
+    # A call that returns a Python number (RB002) leaves plain Python work behind it.
+    maybe_tensor = tensor_below or brk.rid != "RB002"
+    if _resume_right_after(a, k, maybe_tensor):
+        # Note [Stubs]: the rest of the statement calls again: continue compiled at once.
+        n = a.instrs[k].arg
+        after = tuple(kinds[:len(kinds) - n - 2]) + ("arg",)
+        live = tuple(sorted(a.live[k + 1] & bound))
+        target = resume_function(cf, orig, k + 1, after, live, fn.__globals__)
+        stubs = [bg.Stub(k + 1, target, after, live, pass_cells)]
+    else:
+        stubs = []
+        for j in bg.stub_points(a, a.succ[k], bound_at):
+            live = tuple(sorted(a.live[j] & bound_at[j][0]))
+            after = ("arg",) * len(a.tags[j])
+            target = resume_function(cf, orig, j, after, live, fn.__globals__)
+            stubs.append(bg.Stub(j, target, after, live, pass_cells))
+    live_here = tuple(sorted(n for n in bound if n in a.live[s]))
+    cells_free = code in bg.GENERATED
+    cell_args = () if cells_free else tuple(c for c in orig.co_cellvars if c in brk.cells)
+    brk.code = bg.generate(orig, target=s, stack=kinds, local_names=live_here,
+                           cell_args=cell_args, cells_free=cells_free, stubs=tuple(stubs))
+    brk.args = [r for r in brk.stack if r != ("null",)] + \
+        [brk.locals[n] for n in live_here] + [brk.cells[c] for c in cell_args]
+    if brk.callee:
+        n = tx.instructions[brk.index].arg
+        at = len(brk.stack) - n - 2 if brk.stack[-n - 2] != ("null",) else \
+            len(brk.stack) - n - 1
+        brk.callee_slot = at - sum(1 for r in brk.stack[:at] if r == ("null",))
 
 
-def _run(entry, inputs, L, G, C, B, cf):
-    code = cf.code
-    stored = stored_names(code)
-    while True:
-        segment = entry.segment
-        if entry.graph is None:
-            outs = ()
-        elif segment.run_with_grad:  # See Note [Leaving no_grad inside a segment]
-            with torch.enable_grad():
-                outs = entry.run(inputs)
-        else:
-            outs = entry.run(inputs)
-        if segment.grad_mode is not None:  # the segment entered or left a no_grad block
-            torch.set_grad_enabled(segment.grad_mode)
-        memo: dict = {}
-        if segment.kind == "return":
-            return make(segment.result, outs, L, G, C, B, memo)
-        fr = Frame(code, G, B, C, {n: make(r, outs, L, G, C, B, memo)
-                                   for n, r in segment.locals.items()},
-                   [make(r, outs, L, G, C, B, memo) for r in segment.stack], segment.index,
-                   segment.kw_names)
-        if segment.callee:
-            _compile_callee(cf, fr)
-        try:
-            concrete.execute(fr, fr.insts[fr.index])
-            concrete.step(fr, *stored)
-        except Returned as r:
-            return r.value
-        L = {name: fr.locals[name] for name in sorted(fr.locals)}
-        L.update((stack_name(i), v) for i, v in enumerate(fr.stack))
-        entry, inputs = _resume_entry(cf, fr, L, G, C, B)
-
-
-class ResumePoint(FrameCache):
-    """The entries of one resume point, and the names whose numbers are not specialized."""
-
-    def __init__(self, code, index):
-        super().__init__(code)
-        self.index = index
-        self.opaque: frozenset = frozenset()
-
-    def widen(self, L) -> bool:
-        """Note [Opaque numbers]: a number guarded by value that changed becomes opaque."""
-        changed = set()
-        for entry in self.entries:
-            for g in entry.guards.guards:
-                if g.kind == EQUALS_MATCH and isinstance(g.source, LocalSource) and \
-                        type(g.expected) in (int, float) and \
-                        type(L.get(g.source.local)) is type(g.expected) and \
-                        L[g.source.local] != g.expected:
-                    changed.add(g.source.local)
-        if not changed - self.opaque:
+def _resume_right_after(a, k, maybe_tensor) -> bool:
+    """Resume right after the breaking CALL when the rest of its line calls again
+    (`self.out(self.inner(x))`) or may compute with a tensor (`x * x.sum().item()`,
+    `helper(x) * 2`): running it natively to the next line would leave that work eager.
+    Otherwise plain Python (`total += t.item()`) runs natively to the line's end
+    (Note [Stubs])."""
+    if a.instrs[k].name != "CALL" or k + 1 >= len(a.instrs):
+        return False
+    j = k + 1
+    while j < len(a.instrs) and not a.line_start[j] and not a.in_handler[j]:
+        name = a.instrs[j].name
+        if name == "CALL" or maybe_tensor and name in _TENSOR_WORK:
+            return True
+        if a.instrs[j].is_uncond_jump() or a.instrs[j].is_final():
             return False
-        self.opaque = self.opaque | changed
-        self.entries = []  # superseded: the widened entry covers what they covered
-        return True
+        j += 1
+    return False
 
 
-def _compile_callee(cf, fr) -> None:
-    """Replace the callable of the CALL about to run by its compiled frame.
+_TENSOR_WORK = frozenset("BINARY_OP BINARY_SUBSCR COMPARE_OP LOAD_ATTR LOAD_METHOD "
+                         "UNARY_NEGATIVE UNARY_INVERT".split())
 
-    The break was inside a user function the tracer had inlined: rather than run
-    all of it eagerly, the function is compiled as a frame of its own (with its own
-    graphs and breaks), cached on the caller's cache under its code object.
+
+def run_break(entry, inputs, L, G, C, B, cf):
+    """Run the graph, rebuild the state, and hand it to the generated code."""
+    brk = entry.resume
+    if entry.graph is None:
+        outs = ()
+    else:
+        with torch.set_grad_enabled(brk.run_with_grad or torch.is_grad_enabled()):
+            outs = entry.run(inputs)  # See Note [Leaving no_grad inside a segment]
+    if brk.grad_mode is not None:  # the graph entered or left a no_grad block
+        torch.set_grad_enabled(brk.grad_mode)
+    if brk.code is None:  # a traced return whose graph left a no_grad block
+        return outs
+    memo: dict = {}
+    args = [make(r, outs, L, G, C, B, memo) for r in brk.args]
+    if brk.callee_slot is not None:
+        args[brk.callee_slot] = _compiled_callee(cf, args[brk.callee_slot])
+    closure, fn = brk.last
+    if closure is not C or fn is None:
+        fn = types.FunctionType(brk.code, G, brk.code.co_name, None, C)
+        brk.last = (C, fn)
+    return fn(*args)
+
+
+class ResumeFunction:
+    """A generated function that continues a frame at one instruction (Note [Resume
+    functions]); calling it dispatches through its cache like a compiled function."""
+
+    def __init__(self, parent, orig, index, kinds, live, f_globals):
+        from refcomp.api import CompiledFunction
+
+        self.orig, self.index, self.live = orig, index, live
+        self.nstack = sum(1 for k in kinds if k == "arg")
+        self.pass_cells = bool(bg.cell_names(orig))
+        self.code = bg.generate(orig, target=index, stack=list(kinds),
+                                local_names=live, cells_free=True)
+        self.globals = f_globals
+        self.root = parent.root_cache
+        closure = tuple(types.CellType() for _ in self.code.co_freevars) or None
+        fn = types.FunctionType(self.code, f_globals, self.code.co_name, None, closure)
+        self.compiled = CompiledFunction(fn, parent.backend, parent.fullgraph, parent.options,
+                                         private_cache=parent.private is not None,
+                                         dynamic=parent.dynamic)
+        self.compiled._root_cache = self.root
+        self.compiled.resume_of = self
+        self.line = a_line(orig, index)
+
+    def __call__(self, *args):
+        if self.pass_cells:
+            n = self.nstack
+            closure = args[n]
+            args = args[:n] + args[n + 1:]
+            fn = types.FunctionType(self.code, self.globals, self.code.co_name, None, closure)
+        else:
+            closure, fn = None, self.compiled.fn
+        return self.compiled.dispatch(fn, args, {}, self.compiled.binder(*args), closure)
+
+    def __repr__(self):
+        return f"<resume {self.orig.co_name} at line {self.line}>"
+
+    @property
+    def cache(self) -> FrameCache:
+        return self.compiled.cache
+
+
+def a_line(code, index) -> Optional[int]:
+    a = bg.analyze(code)
+    for ins in reversed(a.instrs[:index + 1]):
+        if ins.lineno is not None:
+            return ins.lineno
+    return None
+
+
+def resume_function(cf, orig, index, kinds, live, f_globals) -> ResumeFunction:
+    functions = resume_functions(cf.root_cache)
+    key = (orig, index, kinds, live)
+    rf = functions.get(key)
+    if rf is None:
+        with cf.root_cache.lock:
+            rf = functions.get(key)
+            if rf is None:
+                rf = functions[key] = ResumeFunction(cf, orig, index, kinds, live, f_globals)
+    return rf
+
+
+def widen(cf, cache, L) -> frozenset:
+    """Note [Opaque numbers]: numbers guarded by value that changed become opaque."""
+    changed = set()
+    for entry in cache.entries:
+        for g in entry.guards.guards:
+            if g.kind == EQUALS_MATCH and isinstance(g.source, LocalSource) and \
+                    type(g.expected) in (int, float) and \
+                    type(L.get(g.source.local)) is type(g.expected) and \
+                    L[g.source.local] != g.expected:
+                changed.add(g.source.local)
+    if changed - cf.opaque:
+        cf.opaque = cf.opaque | changed
+        cache.entries = []  # superseded: the widened entries cover what they covered
+    return cf.opaque
+
+
+def _compiled_callee(cf, target):
+    """The callable of a CALL whose inlined callee broke, as a frame compiled on its own.
+
+    The break was inside a user function the tracer had inlined: rather than run all of
+    it eagerly, the function is compiled as a frame of its own (with its own graphs and
+    breaks), kept on the caller's cache under its function.
     """
-    n = fr.insts[fr.index].arg
-    at = len(fr.stack) - n - 2 if fr.stack[-n - 2] is not REAL_NULL else len(fr.stack) - n - 1
-    target = fr.stack[at]
     bound = None
     if isinstance(target, types.MethodType) and isinstance(target.__func__,
                                                            types.FunctionType):
@@ -176,18 +247,19 @@ def _compile_callee(cf, fr) -> None:
             not type(target).__module__.startswith("torch."):
         bound, fn = target, type(target).forward
     else:
-        return
+        return target
     package = (getattr(fn, "__module__", None) or "").split(".")[0]
     if package in sys.stdlib_module_names or package == "torch":
-        return  # library code (logging, ...) runs eagerly, as torch.compile's skipfiles
-    callees = callee_functions(cf.cache)
+        return target  # library code (logging, ...) runs eagerly, as torch.compile's skipfiles
+    callees = callee_functions(cf.root_cache)
     compiled = callees.get(fn)
     if compiled is None:
         from refcomp.api import CompiledFunction
 
         compiled = callees.setdefault(fn, CompiledFunction(
-            fn, cf.backend, False, cf.options, private_cache=cf.private is not None))
-    fr.stack[at] = compiled if bound is None else functools.partial(compiled, bound)
+            fn, cf.backend, False, cf.options, private_cache=cf.private is not None,
+            dynamic=cf.dynamic))
+    return compiled if bound is None else functools.partial(compiled, bound)
 
 
 def _has_hooks(m) -> bool:
@@ -198,88 +270,33 @@ def _has_hooks(m) -> bool:
                 or mm._global_forward_pre_hooks or mm._global_backward_hooks)
 
 
+def _registry(cache: FrameCache, name: str) -> dict:
+    table = cache.__dict__.get(name)
+    if table is None:
+        with cache.lock:
+            table = cache.__dict__.setdefault(name, {})
+    return table
+
+
 def callee_functions(cache: FrameCache) -> dict:
     """function -> its CompiledFunction, for breaks inside inlined callees."""
-    callees = cache.__dict__.get("callees")
-    if callees is None:
-        with cache.lock:
-            callees = cache.__dict__.setdefault("callees", {})
-    return callees
+    return _registry(cache, "callees")
 
 
-def resume_points(cache: FrameCache) -> dict:
-    """(index, identity key) -> FrameCache of that resume point (Note [Resume points])."""
-    points = cache.__dict__.get("resume_points")
-    if points is None:
-        with cache.lock:
-            points = cache.__dict__.setdefault("resume_points", {})
-    return points
+def resume_functions(cache: FrameCache) -> dict:
+    """(code, index, stack depth, live locals) -> ResumeFunction (Note [Resume functions])."""
+    return _registry(cache, "resume_functions")
 
 
 def all_entries(cache: FrameCache, _seen=None) -> list:
-    """The frame's entries, every resume point's, and callees compiled at breaks."""
+    """The frame's entries, every resume function's, and callees compiled at breaks."""
     seen = _seen if _seen is not None else set()
     seen.add(id(cache))
     out = list(cache.entries)
-    for point in list(resume_points(cache).values()):
-        out.extend(point.entries)
+    for rf in list(resume_functions(cache).values()):
+        out.extend(rf.cache.entries)
     for compiled in list(callee_functions(cache).values()):
         if id(compiled.cache) not in seen:  # (mutual) recursion shares caches
             out.extend(all_entries(compiled.cache, seen))
     return out
 
-
-def _identity_key(L) -> tuple:
-    groups: dict = {}
-    return tuple((name, groups.setdefault(id(v), len(groups))) for name, v in L.items()
-                 if isinstance(v, torch.Tensor))
-
-
-def _resume_entry(cf, fr, L, G, C, B):
-    points = resume_points(cf.cache)
-    key = (fr.index, _identity_key(L))
-    point = points.get(key)
-    if point is None:
-        with cf.cache.lock:
-            point = points.setdefault(key, ResumePoint(cf.code, fr.index))
-    entry, inputs = point.lookup(L, G, C, B)
-    if entry is not None:
-        return entry, inputs
-    with point.lock:
-        entry, inputs = point.lookup(L, G, C, B)
-        if entry is None:
-            entry, inputs = _compile_resume(cf, point, fr, L, G, C, B)
-    return entry, inputs
-
-
-def _compile_resume(cf, point, fr, L, G, C, B):
-    COUNTERS["resume_compiles"] += 1
-    start = time.perf_counter()
-    logs.recompile(point, cf.options["cache_size_limit"], (L, G, C, B))
-    point.widen(L)
-    if len(point.entries) >= cf.options["cache_size_limit"]:
-        return _eager_step(fr, "cache_size_limit reached"), ()
-    try:
-        entry = trace_segment(cf, G, B, C, fr.index, fr.locals, fr.stack, root=False,
-                              opaque=point.opaque)
-    except Exception as err:  # the resume point must progress: run its instruction eagerly
-        entry = _eager_step(fr, f"{type(err).__name__}: {err}")
-    inputs = entry.guards.check(L, G, C, B)
-    if inputs is None:
-        entry = _eager_step(fr, "guards fail right after tracing (aliased inputs)")
-        inputs = ()
-    entry.compile_time_s = time.perf_counter() - start
-    point.add(entry)
-    return entry, inputs
-
-
-def _eager_step(fr, why) -> Entry:
-    """An entry that runs the resume point's instruction concretely (always correct)."""
-    segment = Segment("break", fr.index, fr.kw_names,
-                      {n: ("source", LocalSource(n)) for n in fr.locals},
-                      [("source", LocalSource(stack_name(i))) for i in range(len(fr.stack))])
-    inst = fr.insts[fr.index]
-    entry = Entry(GuardSet([], []), notes=[f"resume point at offset {inst.offset}"
-                                            f" ({inst.opname}) runs eagerly: {why}"])
-    entry.segment = segment
-    return entry

@@ -73,7 +73,8 @@ class Entry:
     refs: list = field(default_factory=list)  # strong refs that keep ID_MATCH ids valid
     weakrefs: list = field(default_factory=list)
     refs_to_hold: tuple = ()  # ID_MATCH objects, handed to the cache (modules: weakly)
-    segment: Any = None  # a graph break's Segment (refcomp/segment.py), else None
+    resume: Any = None  # a graph break's Break (refcomp/break_trace.py), else None
+    generated: bool = False  # an entry of a resume function (refcomp/resume.py)
     # Output index when `run` would only pick one output of fn (nothing to copy back,
     # detach or make contiguous): the call path then calls fn itself, saving ~0.2 us.
     lone: Optional[int] = None

@@ -17,7 +17,7 @@ refcomp/concrete.py), and the guards never mention it.
 
 from __future__ import annotations
 
-from refcomp.concrete import instructions
+from refcomp.tracer.frame import _instructions as instructions
 
 _STORED: dict = {}  # code -> (globals assigned, attribute names assigned)
 

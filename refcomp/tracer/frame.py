@@ -44,7 +44,12 @@ def _instructions(code):
 
 
 def check_code_supported(code) -> None:
-    """Reject frames the tracer cannot capture as a whole (version, generators, try)."""
+    """Reject frames the tracer cannot capture (version, generators).
+
+    try/except/finally blocks are traced along their normal path: an exception cannot
+    happen while tracing (a failing instruction is a graph break, run by CPython inside
+    the frame's own handlers: spec/runtime.md).
+    """
     if sys.version_info[:2] != (3, 11):
         err = Unsupported("RB007", f"running on Python {sys.version.split()[0]}")
     elif code.co_flags & _GENERATOR_FLAGS:
@@ -54,15 +59,6 @@ def check_code_supported(code) -> None:
     if err is not None:
         err.locate(code.co_filename, code.co_firstlineno, "<frame>")
         raise err
-    insts, _ = _instructions(code)
-    for i, inst in enumerate(insts):
-        # A `with` block's handler starts PUSH_EXC_INFO, WITH_EXCEPT_START; any other
-        # handler belongs to try/except or try/finally.
-        if inst.opname == "PUSH_EXC_INFO" and (
-                i + 1 >= len(insts) or insts[i + 1].opname != "WITH_EXCEPT_START"):
-            err = Unsupported("RB006", f"{code.co_name} has a try block")
-            err.locate(code.co_filename, _line_of(insts, i), "PUSH_EXC_INFO")
-            raise err
 
 
 def _line_of(insts, index) -> Optional[int]:

@@ -32,9 +32,10 @@ def test_item_inside_a_loop_reuses_one_resume_entry(backend):
         torch.testing.assert_close(got[0], want[0])
         assert got[1] == pytest.approx(want[1], rel=1e-5)
     es = entries(cf)
-    assert len(es) <= 2, [e.segment for e in es]
-    assert es[-1].hits >= 2 * 99 - 2  # the resume entry serves (nearly) every iteration
-    assert all(e.reason.rid == "RB002" for e in es)
+    assert len(es) <= 3, [e.notes for e in es]  # no entry per iteration
+    assert max(e.hits for e in es) >= 2 * 99 - 2  # one resume entry serves each iteration
+    # .item() breaks; the loop's exit returns `total`, a number that changes (RB020).
+    assert {e.reason.rid for e in es if e.reason} <= {"RB002", "RB020"}
 
 
 def while_on_tensor(x):
@@ -134,13 +135,17 @@ def break_inside_other_with(x):
     return y
 
 
-def test_frames_the_machine_cannot_resume_run_eagerly_with_reason(capsys):
+def test_a_user_context_manager_around_a_break_enters_and_exits_once(capsys):
     x = torch.randn(3)
     report = refcomp.explain(break_inside_other_with, x, backend="eager")
-    assert (report.graph_count, report.graph_break_count) == (0, 1)
-    assert report.break_reasons[0]["id"] == "RB004"  # Tag(): only grad-mode `with` blocks
+    assert report.graph_count == 1  # x * 2, inside the block, in a resume function
+    assert report.break_reasons[0]["id"] == "RB004"  # Tag(): runs natively
     torch.testing.assert_close(report.result, x * 2)
     assert capsys.readouterr().out == "enter\nin block\nexit\n"
+    cf = refcomp.compile(break_inside_other_with, backend="eager")
+    for _ in range(3):
+        torch.testing.assert_close(cf(x), x * 2)
+    assert capsys.readouterr().out == "enter\nin block\nexit\n" * 3
 
 
 def break_inside_no_grad(x, w):

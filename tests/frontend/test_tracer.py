@@ -137,6 +137,12 @@ def try_block(x):
         return x
 
 
+def test_a_try_block_is_traced_along_its_normal_path():
+    report = refcomp.explain(try_block, torch.ones(2), backend="eager")
+    assert (report.graph_count, report.graph_break_count) == (1, 0), str(report)
+    torch.testing.assert_close(report.result, torch.full((2,), 2.0))
+
+
 def generator(x):
     yield x
 
@@ -190,7 +196,7 @@ class Box:
     value = 0
 
 
-FALLBACKS = [(try_block, "RB006"), (generator, "RB014"), (prints, "RB008"),
+FALLBACKS = [(generator, "RB014"), (prints, "RB008"),
              (sets_global, "RB008"), (item, "RB002"), (tensor_if, "RB003"),
              (mutates_attribute, "RB008"), (bool_mask, "RB013"), (inplace_on_view, "RB010"),
              (calls_disabled, "RB016")]
@@ -201,7 +207,7 @@ def test_unsupported_constructs_break_or_fall_back_with_reason(f, rid, capsys):
     args = (torch.randn(4), Box()) if f is mutates_attribute else (torch.randn(4),)
     report = refcomp.explain(f, *args, backend="eager")
     assert report.graph_break_count == 1  # a graph break (spec/runtime.md) or a fallback
-    if f not in (try_block, generator):
+    if f is not generator:
         torch.testing.assert_close(report.result, f(*args))
     reason = report.break_reasons[0]
     assert reason["id"] == rid

@@ -1,39 +1,40 @@
-"""Tracing one segment: from any instruction, with real locals and stack, to a break.
+"""Tracing a compiled frame up to its graph break, and what crosses the break.
 
-Owns: `SegmentTranslator` (the tracer started at an instruction, wrapping real
-values lazily, stopping before a given instruction, turning uses of opaque values
-and failed handlers into breaks), `trace_segment` and `Segment` (what happens after
-a segment's graph).  Must not know how segments are chained (refcomp/resume.py).
-Spec: spec/runtime.md.
+Owns: `FrameTranslator` (the tracer for a compiled frame: wraps its locals lazily,
+treats values it must not look into as opaque, records where the frame breaks and
+can stop before a given instruction), `trace_to_break` and `Break` (the recipes of
+the stack, locals and cells that the generated code receives after the graph).
+Must not know how the code is generated (refcomp/bytecode_gen.py) or run
+(refcomp/resume.py).  Spec: spec/runtime.md.
 
-Note [Retrace to the break]: a handler may pop operands or mutate symbolic values
-before it raises, and a break inside an inlined callee leaves the callee half
-traced.  So the state at a break is never taken from the failed trace: the segment
-is traced again, from scratch, and stopped *before* the breaking instruction of the
-compiled frame (its index and how many times it had been reached, for unrolled
-loops).  Tracing is deterministic, so the second trace is the first one's prefix.
+Note [Stop before the break]: a handler may pop operands or mutate symbolic values
+before it raises, and a break inside an inlined callee leaves the callee half traced.
+So the state at a break is never taken from the failed trace: the frame is traced
+again from its start and stopped *before* the breaking instruction (its index and how
+many times it had been reached, for unrolled loops), as Dynamo restarts its analysis
+with a speculation log.  Tracing is deterministic, so the second trace is the first
+one's prefix.  A CALL stops before its KW_NAMES/PRECALL, which the generated code
+re-runs natively with the call.
 """
 
 from __future__ import annotations
 
+import collections.abc
 import types
 from dataclasses import dataclass, field
-from typing import Any, Optional
+from typing import Optional
 
 import torch
 
-from refcomp.concrete import GRAD_CONTEXTS
-from refcomp.concrete import NULL as REAL_NULL
 from refcomp.guards import TYPE_MATCH
 from refcomp.reasons import Unsupported
-from refcomp.recipes import GradExit, OpaqueVar, Recipes, Refused
+from refcomp.recipes import GRAD_CONTEXTS, GradExit, OpaqueVar, Recipes, Refused
 from refcomp.runtime import Entry, build_entry, make_guard_set
 from refcomp.side_effects import mutated_containers, stored_names
 from refcomp.sources import AttrSource, ClosureSource, LocalSource
 from refcomp.tracer.context import TraceContext
 from refcomp.tracer.frame import InstructionTranslator, _Return
 from refcomp.tracer.values import (
-    NULL,
     CellVar,
     DictVar,
     ExitVar,
@@ -46,49 +47,42 @@ from refcomp.tracer.values import (
 
 
 class _Stop(Exception):
-    """The segment trace reached its stop instruction (Note [Retrace to the break])."""
+    """The trace reached its stop instruction (Note [Stop before the break])."""
 
 
-def stack_name(i: int) -> str:
-    return f"stack[{i}]"  # not an identifier, so never a real local's name
+class FrameTranslator(InstructionTranslator):
+    """The tracer of a compiled frame whose locals are real values, wrapped on first read."""
 
-
-class SegmentTranslator(InstructionTranslator):
-    """The tracer for one segment: starts at `start` with real locals and stack."""
-
-    def __init__(self, ctx, code, f_globals, f_builtins, cells, *, start, pending, stack,
-                 stop=None, dedupe=False, opaque=frozenset()):
+    def __init__(self, ctx, code, f_globals, f_builtins, cells, *, pending, stop=None,
+                 opaque=frozenset()):
         super().__init__(ctx, code, f_globals, f_builtins, {}, cells)
-        self.ip = start
         self.pending = dict(pending)  # real locals not read yet (wrapped on first read)
-        self.dedupe = dedupe
         self.opaque = opaque  # names in L whose numbers are not specialized
         self.mutated_containers = mutated_containers(code)
         self.any_opaque = False
-        self.by_id: dict = {}
         self.stop = stop
         self.visits: dict = {}
         self.break_at = None  # (index, visit) of the first failing instruction
         self.break_in_callee = False
         self.stored_globals, self.stored_attrs = stored_names(code)
-        for i, value in enumerate(stack):
-            self.stack.append(self.wrap_real(value, LocalSource(stack_name(i))))
 
     def wrap_real(self, value, source):
-        if value is REAL_NULL:
-            return NULL
-        if source.local in self.opaque and type(value) in (int, float) or \
-                type(value) in (list, dict) and self._mutated(source.local, value) or \
+        local = getattr(source, "local", None)
+        if local in self.opaque and type(value) in (int, float) or \
+                type(value) in (list, dict) and self._mutated(local, value) or \
                 isinstance(value, types.BuiltinMethodType) and \
-                not isinstance(value.__self__, types.ModuleType):
-            # A changing number, a container the frame mutates, or a builtin bound to an
-            # object (`lst.append`, made anew each time): only their type is guarded.
+                not isinstance(value.__self__, (types.ModuleType, type, type(None))) or \
+                isinstance(value, collections.abc.Iterator) and \
+                not isinstance(value, torch.Tensor):
+            # A changing number, a container the frame mutates, a builtin bound to an
+            # object (`lst.append`, made anew each time), or a loop's real iterator
+            # (looking into it would consume it): only their type is guarded.
             self.ctx.add_guard(TYPE_MATCH, source, type(value))
             self.any_opaque = True
             return OpaqueVar(value, source)
         if isinstance(value, types.MethodType) and value.__name__ == "__exit__" and \
                 type(value.__self__) in GRAD_CONTEXTS:
-            # The `__exit__` a break left inside `with torch.no_grad():` restores `prev`.
+            # The `__exit__` of a `with torch.no_grad():` entered natively restores `prev`.
             owner = AttrSource(source, "__self__")
             self.ctx.add_guard(TYPE_MATCH, owner, type(value.__self__))
             return ExitVar(self.ctx.wrap(value.__self__.prev, AttrSource(owner, "prev")).value)
@@ -103,20 +97,13 @@ class SegmentTranslator(InstructionTranslator):
             return MethodVar(value.__func__,
                              self.wrap_real(value.__self__, AttrSource(source, "__self__")),
                              value.__func__.__name__)
-        if self.dedupe and isinstance(value, torch.Tensor):
-            vt = self.by_id.get(id(value))
-            if vt is None:
-                vt = self.by_id[id(value)] = self.ctx.wrap(value, source)
-            else:
-                self.ctx.objects[source.name()] = vt
-            return vt
         return self.ctx.wrap(value, source)
 
     def _mutated(self, name, value) -> bool:
         """Is this list/dict one the frame mutates (Note [Mutated containers])?"""
         if name in self.mutated_containers:
             return True
-        return name.startswith("stack[") and any(
+        return name.startswith("___stack") and any(
             self.pending.get(n) is value for n in self.mutated_containers)
 
     def step(self):
@@ -199,6 +186,11 @@ class SegmentTranslator(InstructionTranslator):
         self._no_opaque_deep(self.stack[-4:], "a call with")
         super().CALL_FUNCTION_EX(inst)
 
+    def RETURN_VALUE(self, inst):
+        # An opaque value has no place in a graph's outputs: the return runs natively.
+        self._no_opaque_deep(self.stack[-1:], "returning")
+        super().RETURN_VALUE(inst)
+
     def LOAD_METHOD(self, inst):
         self._no_opaque(self.stack[-1], f"`.{inst.argval}` of")
         super().LOAD_METHOD(inst)
@@ -234,56 +226,94 @@ def _cells(ctx, code, closure) -> dict:
     cells = {}
     for i, (name, cell) in enumerate(zip(code.co_freevars, closure or ())):
         try:
-            contents = cell.cell_contents
-        except ValueError:
-            raise Unsupported("RB017", f"closure variable {name!r} is unbound") from None
-        cells[name] = CellVar(ctx.wrap(contents, ClosureSource(i, name)))
+            contents = ctx.wrap(cell.cell_contents, ClosureSource(i, name))
+        except ValueError:  # empty: a read is RB017 (eager raises NameError there too)
+            contents = None
+        cells[name] = CellVar(contents)
         cells[name].real = True
     return cells
 
 
 @dataclass
-class Segment:
-    """What happens after a segment's graph: rebuild the state, then break or return."""
+class Break:
+    """The state at a break: recipes of what the generated code receives after the graph."""
 
-    kind: str  # "break": execute instruction `index` concretely; "return": return `result`
-    index: int = 0
-    kw_names: tuple = ()
-    locals: dict = field(default_factory=dict)  # name -> recipe
-    stack: list = field(default_factory=list)  # recipes, bottom first
-    result: Any = None  # recipe of the return value
+    index: int  # the breaking instruction (tracer index)
+    stop: int  # where the trace stopped: the same, or the CALL's KW_NAMES/PRECALL
+    stack: list = field(default_factory=list)  # recipes, bottom first (("null",) for NULL)
+    locals: dict = field(default_factory=dict)  # name -> recipe (every bound local)
+    cells: dict = field(default_factory=dict)  # cell variable -> recipe of its contents
     callee: bool = False  # the break is inside the function this CALL inlined
+    rid: str = ""  # the reason's id
     grad_mode: Optional[bool] = None  # the grad mode after the graph, where it changed
     run_with_grad: bool = False  # see Note [Leaving no_grad inside a segment]
+    # Filled by refcomp/resume.py: the generated code and the recipes of its arguments.
+    code: object = None
+    args: list = field(default_factory=list)
+    callee_slot: Optional[int] = None  # index in args of the callable to compile
+    last: tuple = (None, None)  # (closure, function) of the last call
 
 
-def trace_segment(cf, G, B, C, start, pending, stack, *, root, opaque=frozenset()) -> Entry:
-    """Trace from instruction `start`; the entry ends at a return or at the first break.
+def new_translator(cf, fn, L, *, stop=None, opaque=frozenset()):
+    """A FrameTranslator for a call of `fn` with locals `L` (a fresh trace context)."""
+    code = fn.__code__
+    # `dynamic` only where set (a symbolic size crossing a break: see Recipes._size).
+    ctx = TraceContext(code.co_name, **({"dynamic": True} if getattr(cf, "dynamic", False)
+                                        else {}))
+    builtins = fn.__globals__.get("__builtins__", __builtins__)
+    if not isinstance(builtins, dict):
+        builtins = builtins.__dict__
+    tx = FrameTranslator(ctx, code, fn.__globals__, builtins,
+                         _cells(ctx, code, fn.__closure__), pending=L, stop=stop,
+                         opaque=opaque)
+    if not _generated(code):
+        # A user's frame: its arguments are read up front, as the whole-frame trace
+        # (tracer/frame.py `trace`) reads them, so both see the same aliasing.
+        for name in list(tx.pending):
+            tx.locals[name] = tx.wrap_real(tx.pending.pop(name), LocalSource(name))
+    return ctx, tx
 
-    Raises Unsupported when the segment fails before reaching any instruction (the
-    frame itself is unsupported), Refused when the state at the break cannot cross it.
+
+def _generated(code) -> bool:
+    from refcomp.bytecode_gen import GENERATED
+
+    return code in GENERATED
+
+
+def _call_start(tx, index) -> int:
+    """A CALL's KW_NAMES/PRECALL prefix: the stack is the same there, and kw_names unset."""
+    start = index
+    if tx.instructions[index].opname == "CALL":
+        while start > 0 and tx.instructions[start - 1].opname in ("PRECALL", "KW_NAMES",
+                                                                   "EXTENDED_ARG"):
+            start -= 1
+    return start
+
+
+def trace_to_break(cf, fn, L, *, opaque=frozenset(), first=None):
+    """Trace a call of `fn` up to its first break: (ctx, tx, Break, reason).
+
+    `first`: a finished (ctx, tx) of the frame's whole trace, if one failed already.
+    Returns (ctx, tx, None, None) when the frame traces to its return.  Raises
+    Unsupported when the frame fails before any instruction of its own (not splittable).
     """
-    code = cf.code
-
-    def fresh(stop):
-        # `dynamic` only where set (a symbolic size crossing a break: see _Recipes._size).
-        ctx = TraceContext(code.co_name, **({"dynamic": True} if getattr(cf, "dynamic", False)
-                                            else {}))
-        tx = SegmentTranslator(ctx, code, G, B, _cells(ctx, code, C), start=start,
-                               pending=pending, stack=stack, stop=stop, dedupe=not root,
-                               opaque=opaque)
-        return ctx, tx
-
-    ctx, tx = fresh(None)
-    try:
-        output = tx.run()
-        return _build(cf, ctx, tx, Segment("return"), output, None)
-    except Unsupported as err:
-        if tx.break_at is None:
-            raise
-        reason = err
+    if first is None:
+        ctx, tx = new_translator(cf, fn, L, opaque=opaque)
+        try:
+            output = tx.run()
+            if not _generated(fn.__code__):
+                raise Refused("the frame traces whole here but not in the first trace")
+            return ctx, tx, None, output
+        except Unsupported as err:
+            if tx.break_at is None:
+                raise
+            reason = err
+    else:
+        ctx, tx, reason = first
+    index, visit = tx.break_at
     callee = tx.break_in_callee
-    ctx, tx = fresh(tx.break_at)
+    stop = _call_start(tx, index)
+    ctx, tx = new_translator(cf, fn, L, stop=(stop, visit), opaque=opaque)
     try:
         tx.run()
         raise Refused("the second trace did not reach the break")
@@ -291,35 +321,51 @@ def trace_segment(cf, G, B, C, start, pending, stack, *, root, opaque=frozenset(
         pass
     except Unsupported as err:
         raise Refused(f"the second trace failed earlier: {err}") from None
-    segment = Segment("break", tx.ip, tx.kw_names,
-                      callee=callee and tx.instructions[tx.ip].opname == "CALL")
-    return _build(cf, ctx, tx, segment, None, reason)
+    brk = Break(index, stop, callee=callee and tx.instructions[index].opname == "CALL",
+                rid=reason.rid)
+    return ctx, tx, brk, reason
 
 
-def _build(cf, ctx, tx, segment, output, reason) -> Entry:
+def build_break(cf, ctx, tx, brk: Break, reason) -> Entry:
+    """The entry of a frame that breaks: its graph computes every live tensor."""
     if ctx.used_grad_toggle:
-        segment.grad_mode = ctx.grad_enabled  # e.g. the break is inside a no_grad block
+        brk.grad_mode = ctx.grad_enabled  # e.g. the break is inside a no_grad block
     recipes = Recipes(ctx)
-    if segment.kind == "return":
-        segment.result = recipes.of(output)
-    else:
-        segment.locals = {name: recipes.of(vt) for name, vt in tx.locals.items()}
-        for name in tx.pending:
-            segment.locals[name] = ("source", LocalSource(name))
-        segment.stack = [recipes.of(vt) for vt in tx.stack]
+    brk.locals = {name: recipes.of(vt) for name, vt in tx.locals.items()}
+    for name in tx.pending:
+        brk.locals[name] = ("source", LocalSource(name))
+    brk.stack = [recipes.of(vt) for vt in tx.stack]
+    brk.cells = {name: recipes.of(cell.contents) for name, cell in tx.cells.items()
+                 if not getattr(cell, "real", False) and cell.contents is not None}
     recipes.check_aliasing()
     # Note [Leaving no_grad inside a segment]: the runtime runs a graph in the grad mode
     # of the call and detaches the outputs eager would not attach.  A segment that starts
     # inside `no_grad` and leaves it has outputs that need autograd, so its graph runs
     # with grad enabled (values from inside the block cannot feed them: RB011).
     entry_mode = ctx.guards[("GRAD_MODE", None)].expected
-    segment.run_with_grad = not entry_mode and any(t.requires_grad for t in recipes.tensors)
+    brk.run_with_grad = not entry_mode and any(t.requires_grad for t in recipes.tensors)
     guards = cf._filter(ctx.finish_guards())
     if recipes.tensors or ctx.mutated:
         entry = build_entry(ctx, TupleVar(recipes.tensors), cf.backend, cf.options, guards)
     else:
         entry = Entry(make_guard_set(ctx, guards, []), backend=cf.backend)
-    entry.segment = segment
+    entry.resume = brk
     entry.reason = reason
     entry.refs_to_hold = tuple(ctx.id_objects)
     return entry
+
+
+def build_return(cf, ctx, output) -> Entry:
+    """The entry of a generated frame that traced to its return.
+
+    A resume function that starts inside `with torch.no_grad():` leaves it: its entry
+    restores the grad mode after the graph, as the block's `__exit__` would.
+    """
+    guards = cf._filter(ctx.finish_guards())
+    entry = build_entry(ctx, output, cf.backend, cf.options, guards)
+    if ctx.used_grad_toggle:
+        entry.resume = Break(-1, -1, grad_mode=ctx.grad_enabled)
+        entry.resume.run_with_grad = not ctx.guards[("GRAD_MODE", None)].expected and \
+            ctx.grad_enabled
+    return entry
+
