@@ -222,6 +222,11 @@ class _Outputs:
                 raise Unsupported("RB012", "returning a tensor constant")
             if isinstance(vt.value, sympy.Basic) and vt.value.free_symbols:
                 return self.size_spec(vt.value)
+            if vt.source is not None and not _pinned_object(vt.value):
+                # Only its type is guarded: a later call's object differs.  The return
+                # becomes a graph break that CPython runs (spec/runtime.md).
+                raise Unsupported("RB012", f"returning {vt.source.name()}, an object of"
+                                           f" type {type(vt.value).__name__}")
             return ("const", vt.value)
         if isinstance(vt, TupleVar):
             return ("tuple", [self.spec(i) for i in vt.items], vt.cls)
@@ -230,6 +235,17 @@ class _Outputs:
         if isinstance(vt, DictVar):
             return ("dict", [(k, self.spec(v)) for k, v in vt.items.items()])
         raise Unsupported("RB012", f"returning {vt!r}")
+
+
+def _pinned_object(value) -> bool:
+    """Values whose guard pins the object itself (a constant, or identity under ID_MATCH)."""
+    import types
+
+    if isinstance(value, (tuple, frozenset)):
+        return all(_pinned_object(v) for v in value)
+    return isinstance(value, CONSTANT_TYPES + (torch.dtype, torch.device, type,
+                                               types.FunctionType, types.ModuleType,
+                                               types.BuiltinFunctionType, torch.nn.Module))
 
 
 def default_passes() -> list:
