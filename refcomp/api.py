@@ -188,9 +188,7 @@ class CompiledFunction:
                 break
         else:
             entry = None
-        if entry is None and cache.full:
-            COUNTERS["limit_hits"] += 1  # a miss past cache_size_limit: run eagerly
-        elif entry is None:
+        if entry is None:
             with cache.lock:
                 entry, inputs = cache.lookup(L, G, C, B)  # another thread may have added it
                 if entry is None:
@@ -232,10 +230,7 @@ class CompiledFunction:
                 cache.grow_dynamic(L, G, C, B)
         logs.recompile(cache, limit)  # REFCOMP_LOGS=recompiles: failed guards, limit hits
         if len(cache.entries) >= limit:
-            # Past the limit a call costs a guard miss plus the function, nothing more:
-            # the miss was explained once, here (See spec/guards.md).
             cache.warn_limit(limit)
-            cache.full = True
             COUNTERS["limit_hits"] += 1
             return None, None
         if cache.entries:

@@ -62,7 +62,6 @@ class FrameCache:
         self.misses = 0
         self.auto_dims: dict = {}  # source name -> dims whose size changed (dynamic=None)
         self.retired = False  # reset() dropped this cache: holders fetch a new one
-        self.full = False  # cache_size_limit reached: a miss runs eagerly without looking
 
     def lookup(self, L, G, C, B):
         for entry in self.entries:
@@ -94,7 +93,6 @@ class FrameCache:
             cache = me()
             if cache is not None:
                 cache.entries = [e for e in cache.entries if e is not entry]
-                cache.full = False
                 COUNTERS["entries_freed"] += 1
         return drop
 

@@ -214,6 +214,8 @@ def _pair(ctx, out, meta, operands, e, name):
     if isinstance(out, TensorVar):  # identity ops return their operand itself
         return out
     view = e.view
+    if isinstance(out, _Shaped) and operands and meta is getattr(operands[0], "meta", None):
+        return operands[0]  # torch returned the tensor itself (flatten of a 1-d tensor)
     if isinstance(out, _Shaped):
         out = _resolve_shaped(ctx, operands[0], out, meta)
     elif isinstance(out, _Copy):

@@ -210,3 +210,13 @@ def test_dynamic_sizes_fall_back_to_a_copy():
     assert torch.equal(report.result, f(x))
     notes = " ".join(report.notes)
     assert "a returned view of L['x'] is a copy: its sizes are dynamic" in notes
+
+
+def test_flatten_of_a_1d_tensor_returns_the_tensor_itself():
+    # Found by the fuzzer once frames resume after breaks: eager's flatten of a 1-d
+    # tensor is `self`, so the compiled frame must return the very input object.
+    def g(x0):
+        return x0.flatten()
+
+    x0 = torch.randn(1, dtype=torch.float64).expand(4)
+    assert refcomp.compile(g, backend="eager")(x0) is x0
