@@ -245,8 +245,8 @@ def test_an_inplace_write_of_a_value_that_requires_grad_runs_eagerly():
     out.backward()
     want.backward()
     torch.testing.assert_close(x.grad, ex.grad)
-    (entry,) = _entries()
-    assert "RB010" in entry["reason"]
+    entries = _entries()  # the frame breaks at add_; its resume function compiles the sum
+    assert "RB010" in entries[0]["reason"]
 
 
 @pytest.mark.parametrize("affine", [True, False])
