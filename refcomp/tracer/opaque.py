@@ -28,7 +28,6 @@ Symbolic sizes of operands are specialized (guarded) first: the meta run needs n
 
 from __future__ import annotations
 
-import sympy
 import torch
 
 from codegen.opaque import OpaqueArgsError, callable_name, encode_args
@@ -36,6 +35,7 @@ from ir.ops.opaque import ATEN, format_results
 from ir.types import TensorType
 from refcomp.reasons import Unsupported
 from refcomp.tracer.context import ir_device, ir_dtype
+from refcomp.tracer.torch_table import _specialize
 from refcomp.tracer.values import VT, ConstVar, TensorVar, TupleVar, as_python
 
 # Calls whose effect reaches beyond their operands and result (global state, hooks,
@@ -244,16 +244,6 @@ def _collect(x, out: list) -> None:
     elif isinstance(x, dict):
         for v in x.values():
             _collect(v, out)
-
-
-def _specialize(ctx, x):
-    if isinstance(x, (list, tuple)):
-        return type(x)(_specialize(ctx, i) for i in x)
-    if isinstance(x, dict):
-        return {k: _specialize(ctx, v) for k, v in x.items()}
-    if isinstance(x, sympy.Basic):
-        return ctx.specialize(x)
-    return x
 
 
 def _substitute(x, metas, index):
