@@ -98,6 +98,13 @@ _reason("RB021", "global torch state refcomp does not model",
         "the frame runs eagerly under it (guarded by that state: leaving it compiles).",
         "Call the compiled function outside the autocast/mode block, or cast explicitly.")
 
+_reason("RB022", "op with a data-dependent output shape",
+        "The op's result shape depends on the values in a tensor (nonzero, unique, "
+        "masked_select, boolean-mask indexing, torch.where(cond)); a graph's shapes are "
+        "fixed by its inputs' shapes, so the op runs in torch at a break and the code after "
+        "it is compiled again (the result is a tensor, not a Python number).",
+        "Keep the shape static: torch.where(mask, x, 0) instead of x[mask], or accept the "
+        "break.")
 
 class Unsupported(Exception):
     """Raised by the tracer: this construct cannot be captured (reason id + detail)."""

@@ -257,7 +257,7 @@ def tensor_getitem(ctx, tv: TensorVar, index: VT) -> VT:
         idx = tuple(items) if isinstance(idx, tuple) else items[0]
     for it in items:
         if isinstance(it, TensorVar) and it.meta.dtype == torch.bool:
-            raise Unsupported("RB013", "boolean-mask indexing has a data-dependent shape")
+            raise Unsupported("RB022", "boolean-mask indexing has a data-dependent shape")
         if isinstance(it, list) or (isinstance(it, TensorVar) and it.meta.dim() != 1):
             raise Unsupported("RB013", "advanced indexing beyond one 1-D index tensor")
     if sum(isinstance(it, TensorVar) for it in items) > 1:

@@ -225,7 +225,7 @@ def _rpow(ctx, a, b):
 @entry(torch.where, T.where, ir_meta=True)
 def _where(ctx, cond, a=None, b=None):
     if a is None:
-        raise Unsupported("RB013", "torch.where(cond) has a data-dependent shape")
+        raise Unsupported("RB022", "torch.where(cond) has a data-dependent shape")
     dt = result_dtype(a, b)
     c = cond.value if isinstance(cond, TensorVar) else cond
     return ctx.builder.where(c, cast(ctx, a, dt), cast(ctx, b, dt))

@@ -443,12 +443,18 @@ def _needs_value(name):
     return build
 
 
-for _name in ("item", "tolist", "numpy", "__bool__", "__int__", "__float__", "__index__",
-              "nonzero", "unique", "masked_select"):
+def _data_dependent_shape(name):
+    def build(ctx, *args, **kwargs):
+        raise Unsupported("RB022", f"{name}()")
+    return build
+
+
+for _name in ("item", "tolist", "numpy", "__bool__", "__int__", "__float__", "__index__"):
     if hasattr(T, _name):
         entry(getattr(T, _name), host=True)(_needs_value(_name))
-for _fn in (torch.nonzero, torch.unique, torch.masked_select):
-    entry(_fn, host=True)(_needs_value(_fn.__name__))
+for _name in ("nonzero", "unique", "masked_select"):
+    entry(getattr(T, _name), host=True)(_data_dependent_shape(f"Tensor.{_name}"))
+    entry(getattr(torch, _name), host=True)(_data_dependent_shape(f"torch.{_name}"))
 
 
 # The entries themselves (registered on import).  See refcomp/tracer/torch_ops.py and

@@ -198,7 +198,7 @@ class Box:
 
 FALLBACKS = [(generator, "RB014"), (prints, "RB008"),
              (sets_global, "RB008"), (item, "RB002"), (tensor_if, "RB003"),
-             (mutates_attribute, "RB008"), (bool_mask, "RB013"), (inplace_on_view, "RB010"),
+             (mutates_attribute, "RB008"), (bool_mask, "RB022"), (inplace_on_view, "RB010"),
              (calls_disabled, "RB016")]
 
 
