@@ -277,7 +277,8 @@ class CompiledFunction:
                 if self.resume_of is not None:  # a resume function: spec/runtime.md
                     check_code_supported(self.code)
                     try:
-                        return resume.compile_break(self, fn, L, opaque=self.opaque)
+                        return resume.compile_break(self, fn, L, opaque=self.opaque,
+                                                    auto_dims=auto_dims)
                     except Refused as refused:
                         raise Unsupported("RB012", f"at a graph break: {refused}") \
                             from refused
@@ -304,8 +305,8 @@ class CompiledFunction:
                 raise CaptureError(reason) from err
             if self.resume_of is None:
                 try:
-                    entry = resume.compile_break(self, fn, L)
-                    entry.notes[:0] = ctx.notes
+                    entry = resume.compile_break(self, fn, L, auto_dims=auto_dims)
+                    entry.notes[:0] = [n for n in ctx.notes if n not in entry.notes]
                     return entry  # split at the break, resumed after it (spec/runtime.md)
                 except Exception:  # Refused, Unsupported before any instruction, a bug
                     pass  # the whole frame runs eagerly, with the first trace's reason

@@ -254,12 +254,14 @@ class Break:
     last: tuple = (None, None)  # (closure, function) of the last call
 
 
-def new_translator(cf, fn, L, *, stop=None, opaque=frozenset()):
-    """A FrameTranslator for a call of `fn` with locals `L` (a fresh trace context)."""
+def new_translator(cf, fn, L, *, stop=None, opaque=frozenset(), auto_dims=None):
+    """A FrameTranslator for a call of `fn` with locals `L` (a fresh trace context);
+    `auto_dims`: the dims automatic dynamic made symbolic in this frame's cache (Note
+    [Automatic dynamic] in refcomp/api.py), for frames that break and resume functions."""
     code = fn.__code__
     # `dynamic` only where set (a symbolic size crossing a break: see Recipes._size).
     ctx = TraceContext(code.co_name, **({"dynamic": True} if getattr(cf, "dynamic", False)
-                                        else {}))
+                                        else {}), auto_dims=auto_dims)
     builtins = fn.__globals__.get("__builtins__", __builtins__)
     if not isinstance(builtins, dict):
         builtins = builtins.__dict__
@@ -290,7 +292,7 @@ def _call_start(tx, index) -> int:
     return start
 
 
-def trace_to_break(cf, fn, L, *, opaque=frozenset(), first=None):
+def trace_to_break(cf, fn, L, *, opaque=frozenset(), first=None, auto_dims=None):
     """Trace a call of `fn` up to its first break: (ctx, tx, Break, reason).
 
     `first`: a finished (ctx, tx) of the frame's whole trace, if one failed already.
@@ -298,7 +300,7 @@ def trace_to_break(cf, fn, L, *, opaque=frozenset(), first=None):
     Unsupported when the frame fails before any instruction of its own (not splittable).
     """
     if first is None:
-        ctx, tx = new_translator(cf, fn, L, opaque=opaque)
+        ctx, tx = new_translator(cf, fn, L, opaque=opaque, auto_dims=auto_dims)
         try:
             output = tx.run()
             if not _generated(fn.__code__):
@@ -313,7 +315,8 @@ def trace_to_break(cf, fn, L, *, opaque=frozenset(), first=None):
     index, visit = tx.break_at
     callee = tx.break_in_callee
     stop = _call_start(tx, index)
-    ctx, tx = new_translator(cf, fn, L, stop=(stop, visit), opaque=opaque)
+    ctx, tx = new_translator(cf, fn, L, stop=(stop, visit), opaque=opaque,
+                             auto_dims=auto_dims)
     try:
         tx.run()
         raise Refused("the second trace did not reach the break")

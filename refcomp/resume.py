@@ -39,20 +39,22 @@ from refcomp.sources import LocalSource
 from refcomp.tracer.values import TensorVar
 
 
-def compile_break(cf, fn, L, first=None, opaque=frozenset()) -> Entry:
+def compile_break(cf, fn, L, first=None, opaque=frozenset(), auto_dims=None) -> Entry:
     """The entry of a frame that breaks, or of a generated frame that traces to its return.
 
     Raises Refused when the state at the break cannot be handed to generated code, and
     Unsupported when the frame fails before any instruction of its own.
     """
     start = time.perf_counter()
-    ctx, tx, brk, reason = trace_to_break(cf, fn, L, opaque=opaque, first=first)
+    ctx, tx, brk, reason = trace_to_break(cf, fn, L, opaque=opaque, first=first,
+                                          auto_dims=auto_dims)
     if brk is None:
         entry = build_return(cf, ctx, reason)  # `reason` is the output here
     else:
         entry = build_break(cf, ctx, tx, brk, reason)
         _generate(cf, fn, tx, brk)
     entry.generated = fn.__code__ in bg.GENERATED
+    entry.notes[:0] = ctx.notes  # which sizes are symbols and why (explain(), stats())
     entry.compile_time_s = time.perf_counter() - start
     COUNTERS["breaks" if entry.resume is not None else "graphs"] += 1
     return entry

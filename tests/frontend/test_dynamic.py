@@ -234,3 +234,49 @@ def test_stats_and_explain_say_which_dims_are_symbols_and_why():
     assert "L['x'].size(1) == L['b'].size(0) == L['b'].size(1) >= 2" in frame[0]["shape_guards"]
     report = refcomp.explain(f, x, b, dynamic=True)
     assert any("is s0 (dynamic=True)" in n for n in report.notes)
+
+
+# --- automatic dynamic at graph breaks and resume points ------------------------------------
+def breaks_once(x, w):
+    y = (x @ w).relu()
+    print("", end="")  # a graph break: the rest runs in a resume function
+    return (y.softmax(-1) * 2).sum(1)
+
+
+@pytest.mark.parametrize("backend", ["eager", "llvm"])
+def test_automatic_dynamic_applies_to_a_frame_that_breaks_and_its_resume_function(backend):
+    from refcomp import resume
+
+    cf = refcomp.compile(breaks_once, backend=backend)
+    w = torch.randn(8, 5)
+    for n in (4, 6, 8, 10, 12):
+        x = torch.randn(n, 8)
+        same(cf(x, w), breaks_once(x, w))
+    static, dyn = cf.cache.entries  # one recompile, then the size is a symbol
+    assert (static.hits, dyn.hits) == (0, 3) and input_types(dyn) == ["f32[s0,8]", "f32[8,5]"]
+    (rf,) = resume.resume_functions(cf.cache).values()
+    r_static, r_dyn = rf.cache.entries  # the resume function's own cache grows the same way
+    assert input_types(r_dyn) == ["f32[s0,5]"] and r_dyn.hits == 3
+    assert r_dyn.notes == ["automatic dynamic: L['y'].size(0) is s0 (its size changed since"
+                           " an earlier compile)"]
+
+
+def test_a_size_that_changes_only_inside_the_frame_becomes_symbolic_at_its_resume_point():
+    from refcomp import resume
+
+    def grow(x):
+        for _ in range(4):
+            x = torch.cat([x, x * 0.5], 0)
+            print("", end="")  # each iteration resumes here with a doubled size
+        return x.sum(0)
+
+    cf = refcomp.compile(grow, backend="eager")
+    for n in (3, 5, 7):
+        x = torch.randn(n, 4)
+        same(cf(x), grow(x))
+    loop = [rf for rf in resume.resume_functions(cf.cache).values() if len(rf.cache.entries)
+            and rf.cache.entries[-1].hits > 1]
+    (rf,) = loop
+    static, dyn = rf.cache.entries  # 12 sizes reach it: one recompile, not eleven
+    assert input_types(static) == ["f32[6,4]"] and input_types(dyn) == ["f32[s0,4]"]
+    assert rf.cache.auto_dims == {"L['x']": (0,)}
