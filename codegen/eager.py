@@ -460,7 +460,8 @@ def _symbol_bindings(graph: Graph) -> list[tuple]:
 
 def _symbolic_attr_names(node: Node) -> list[str]:
     return [name for name, spec in node.op.attrs.items()
-            if spec.kind == "dims" and any(is_symbolic(d) for d in node.attrs[name])]
+            if spec.kind == "dims" and any(is_symbolic(d) for d in node.attrs[name])
+            or spec.kind == "dim" and is_symbolic(node.attrs[name])]
 
 
 def _dims_resolver(node: Node, dims, symbols):
@@ -489,7 +490,11 @@ def _make_step(node: Node, symbols, options) -> Callable:
     dynamic = _symbolic_attr_names(node)
     if not dynamic:
         return maker(node, node.attrs)
-    resolvers = {name: _dims_resolver(node, node.attrs[name], symbols) for name in dynamic}
+    resolvers = {name: _dims_resolver(node, node.attrs[name], symbols)
+                 if node.op.attrs[name].kind == "dims" else
+                 (lambda r: lambda sizes: r(sizes)[0])(
+                     _dims_resolver(node, (node.attrs[name],), symbols))
+                 for name in dynamic}
 
     # Attributes with symbolic sizes: evaluate them from this call's sizes (the last
     # operand, see `compile_graph`) and make the step then; a few microseconds.

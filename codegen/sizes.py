@@ -90,6 +90,28 @@ def evaluator(exprs: list, symbols) -> "Callable":
     return eval(f"lambda {', '.join(names.values())}: ({body})")  # noqa: S307
 
 
+_RELATIONS = {"Equality": "==", "Unequality": "!=", "StrictLessThan": "<",
+              "LessThan": "<=", "StrictGreaterThan": ">", "GreaterThan": ">="}
+
+
+def int_function(symbols, expr) -> "Callable":
+    """`fn(*values)`: a size expression or a relation between sizes (sympy Eq, Le...) for
+    int values of `symbols`, in exact integer arithmetic.  (sympy.lambdify computes
+    `floor(s0/3 + 2/3)` in floats, which can be off by one: guards and returned sizes
+    must never be.)"""
+    names = {p: f"_{p}" for p in symbols}
+    e = sympy.sympify(expr)
+    op = _RELATIONS.get(type(e).__name__)
+    if op is not None:
+        body = (f"{py_source(norm(e.lhs), lambda p: names[p])} {op}"
+                f" {py_source(norm(e.rhs), lambda p: names[p])}")
+    elif e is sympy.true or e is sympy.false:
+        body = str(bool(e))
+    else:
+        body = py_source(norm(e), lambda p: names[p])
+    return eval(f"lambda {', '.join(names.values())}: {body}")  # noqa: S307
+
+
 def py_source(x: Size, name=str) -> str:
     """Python source computing the size from variables named `name(symbol)` (ints only:
     floor divisions become `//`, so no float ever appears)."""

@@ -59,6 +59,8 @@ def _concrete_attrs(node, sizes) -> dict:
         if spec.kind == "dims" and any(is_symbolic(d) for d in attrs[name]):
             attrs[name] = tuple(int(d.subs(sizes)) if is_symbolic(d) else d
                                 for d in attrs[name])
+        elif spec.kind == "dim" and is_symbolic(attrs[name]):
+            attrs[name] = int(attrs[name].subs(sizes))
     return attrs
 
 

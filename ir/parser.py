@@ -282,7 +282,7 @@ class Parser:
             return {"true": True, "false": False, "none": None}[tok.text]
         if kind == "dtype":
             return self.dtype()
-        if kind in ("dims",):
+        if kind in ("dims", "dim"):
             return self.dim()
         return self.number()
 

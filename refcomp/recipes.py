@@ -25,6 +25,7 @@ import types
 import sympy
 import torch
 
+from codegen import sizes as sz
 from refcomp.sources import (
     ATTR,
     AttrSource,
@@ -160,7 +161,7 @@ class Recipes:
             raise Refused(f"the size {expr} is not an integer")
         symbols = sorted(expr.free_symbols, key=str)
         where = [self.ctx.sym_sources[s][0] for s in symbols]  # (tensor source, dim)
-        return ("size", sympy.lambdify(symbols, expr), where)
+        return ("size", sz.int_function(symbols, expr), where)
 
     def check_aliasing(self):
         """Graph outputs are fresh tensors: views of inputs or of each other would not be."""

@@ -42,6 +42,7 @@ from typing import Any, Optional
 import sympy
 import torch
 
+from codegen import sizes as sz
 from codegen.backends import get_backend
 from ir.graph import Graph
 from refcomp import logs
@@ -175,7 +176,7 @@ class _Outputs:
         for sym in symbols:
             source, dim = self.ctx.sym_sources[sym][0]
             where.append((self.input_index[source.name()], dim))
-        return ("size", sympy.lambdify(symbols, expr), where)
+        return ("size", sz.int_function(symbols, expr), where)
 
     def view_spec(self, vt: TensorVar):
         """("view", k) when `vt` is rebuilt from an input (Note [Returned views])."""

@@ -61,10 +61,13 @@ defop("permute", LAYOUT, **VIEW, operands=("x",), attrs={"perm": "ints"},
 
 # --- slice ------------------------------------------------------------------------------
 def _slice_bounds(size, start, stop, step):
-    """Clamp start/stop like Python slicing on a non-negative step (torch forbids < 1)."""
+    """Clamp start/stop like Python slicing on a non-negative step (torch forbids < 1).
+
+    A symbolic bound (a size expression, Note [Symbolic slice bounds]) is taken as it is:
+    the tracer guarded `0 <= start <= stop <= size` for it, so no clamping applies."""
     if step < 1:
         raise TypeError(f"slice step must be positive, got {step}")
-    if isinstance(size, int):
+    if isinstance(size, int) and isinstance(start, int) and isinstance(stop, int):
         start, stop, _ = slice(start, stop, step).indices(size)
         stop = max(stop, start)
     return start, stop
@@ -107,7 +110,7 @@ def _slice_vjp(b, g, out, x, dim, start, stop, step=1):
 
 
 defop("slice", LAYOUT, **VIEW, operands=("x",),
-      attrs={"dim": "int", "start": "int", "stop": "int", "step": ("int", 1)},
+      attrs={"dim": "int", "start": "dim", "stop": "dim", "step": ("int", 1)},
       infer=_slice_infer, ref=_slice_ref, vjp=_slice_vjp,
       doc="x[..., start:stop:step, ...] along dim (Python clamping, step >= 1)")
 

@@ -28,10 +28,11 @@ FUSED = "fused"
 CATEGORIES = (POINTWISE, REDUCTION, LAYOUT, CREATION, EXTERN, RANDOM, COMPOSITE, FUSED)
 
 # Attribute kinds, checked by the verifier and understood by the parser.
-# int, float, bool, str; ints: list of int; dims: list of int|sympy; dtype: a DType;
-# scalar: int|float|bool|None; optint: int|None; tensor: nested lists (constant data).
-ATTR_KINDS = ("int", "float", "bool", "str", "ints", "dims", "dtype", "scalar", "optint",
-              "tensor")
+# int, float, bool, str; ints: list of int; dims: list of int|sympy; dim: one int|sympy
+# (a slice bound that may be a size expression); dtype: a DType; scalar: int|float|bool|None;
+# optint: int|None; tensor: nested lists (constant data).
+ATTR_KINDS = ("int", "float", "bool", "str", "ints", "dims", "dim", "dtype", "scalar",
+              "optint", "tensor")
 
 REQUIRED = object()
 
@@ -92,6 +93,8 @@ def canonical_attr(value, kind: str):
         return None
     if kind in ("ints", "dims"):
         return tuple(simplify_dim(v) for v in value)
+    if kind == "dim":
+        return simplify_dim(value)
     if kind == "dtype" and isinstance(value, str):
         return dtype_from_short(value)
     if kind == "tensor" and hasattr(value, "tolist"):

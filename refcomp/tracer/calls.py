@@ -46,6 +46,7 @@ from refcomp.tracer.values import (
     TensorVar,
     TupleVar,
     as_python,
+    sequence_of,
 )
 
 # Modules whose attributes are trusted not to change: reading torch.relu installs no
@@ -127,8 +128,9 @@ def getitem(tx, obj: VT, index: VT) -> VT:
         return tensor_layout.tensor_getitem(tx.ctx, obj, index)
     key = as_python(require_const(tx, index, "subscript"))
     if isinstance(obj, (TupleVar, ListVar)):
-        if isinstance(key, slice):
-            return type(obj)(obj.items[key])
+        if isinstance(key, slice):  # a slice of a torch.Size is a torch.Size
+            return TupleVar(obj.items[key], cls=_size_or_tuple(obj)) \
+                if isinstance(obj, TupleVar) else ListVar(obj.items[key])
         try:
             return obj.items[key]
         except (IndexError, TypeError) as e:
@@ -175,7 +177,7 @@ def binary(tx, sym: str, a: VT, b: VT) -> VT:
     if _symbolic(a) or _symbolic(b):
         return _symbolic_binary(tx, sym, a.value, b.value)
     if isinstance(a, (TupleVar, ListVar)) or isinstance(b, (TupleVar, ListVar)):
-        return _sequence_op(sym, a, b)
+        return _sequence_op(sym, sequence_of(a) or a, sequence_of(b) or b)
     if isinstance(a, ConstVar) and isinstance(b, ConstVar):
         if sym in ("==", "!="):
             guard_compared(tx.ctx, a, b, equality=True)
@@ -208,13 +210,23 @@ def _symbolic_binary(tx, sym, a, b) -> ConstVar:
     return _fold(_BINARY[sym], a, b)
 
 
+def _size_or_tuple(*vts) -> type:
+    """What tuple arithmetic gives: torch.Size if an operand is one (torch.Size's `+`
+    and `*` return a torch.Size, `(1,) + size` too), else tuple (a structseq's slice)."""
+    return torch.Size if any(getattr(v, "cls", None) is torch.Size for v in vts) else tuple
+
+
 def _sequence_op(sym, a, b):
     if sym == "+" and type(a) is type(b):
-        return type(a)(a.items + b.items)
+        if isinstance(a, TupleVar):
+            return TupleVar(a.items + b.items, cls=_size_or_tuple(a, b))
+        return ListVar(a.items + b.items)
     if sym == "*":
         seq, n = (a, b) if isinstance(a, (TupleVar, ListVar)) else (b, a)
         if isinstance(n, ConstVar) and isinstance(n.value, int):
-            return type(seq)(seq.items * n.value)
+            if isinstance(seq, TupleVar):
+                return TupleVar(seq.items * n.value, cls=_size_or_tuple(seq))
+            return ListVar(seq.items * n.value)
     if sym in ("==", "!="):
         return _fold(_BINARY[sym], as_python(a), as_python(b))
     raise Unsupported("RB013", f"operator {sym} on {a!r}, {b!r}")
@@ -241,7 +253,8 @@ def unary(tx, name: str, a: VT) -> VT:
 
 def _fold(fn, *args, **kwargs) -> ConstVar:
     if any(isinstance(a, sympy.Basic) and a.free_symbols for a in args) and fn not in (
-            operator.add, operator.sub, operator.mul, operator.floordiv, operator.mod):
+            operator.add, operator.sub, operator.mul, operator.floordiv, operator.mod,
+            operator.neg, operator.pos):
         raise Unsupported("RB013", f"{getattr(fn, '__name__', fn)} of a dynamic size")
     try:
         return ConstVar(fn(*args, **kwargs))

@@ -16,6 +16,7 @@ from typing import Optional
 import sympy
 import torch
 
+from codegen import sizes as sz
 from ir import GraphBuilder, TensorType
 from ir.types import BY_TORCH_NAME, size_symbol
 from refcomp import global_state
@@ -200,10 +201,14 @@ class TraceContext:
             copy = type(value)(value)
             self.add_guard(G.EQUALS_MATCH, source, copy)
             return ConstVar(copy, source)
-        if type(value) in (list, tuple):
+        if type(value) in (list, tuple, torch.Size):
+            # A torch.Size argument is a tuple of ints: each size read is guarded by value
+            # (guarding only its type would bake the traced sizes in).
             self.add_guard(G.LENGTH_CHECK, source, (type(value), len(value)))
             items = [self.wrap(v, ItemSource(source, i)) for i, v in enumerate(value)]
-            return (ListVar if type(value) is list else TupleVar)(items, source)
+            if type(value) is list:
+                return ListVar(items, source)
+            return TupleVar(items, source, cls=type(value))
         if type(value) is dict:
             if not all(isinstance(k, CONSTANT_TYPES) for k in value):
                 raise Unsupported("RB012", f"dict {source.name()} has non-constant keys")
@@ -352,7 +357,7 @@ class TraceContext:
                                                        (text, check, list(uses)))
         for relation, value in self.shape_facts:
             symbols = sorted(relation.free_symbols, key=str)
-            fn = sympy.lambdify(symbols, relation)
+            fn = sz.int_function(symbols, relation)
             text = f"({relation}) is {value}  where " + ", ".join(
                 f"{s} = {self.sym_sources[s][0][0].name()}.size({self.sym_sources[s][0][1]})"
                 for s in symbols)

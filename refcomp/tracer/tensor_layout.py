@@ -21,6 +21,7 @@ from refcomp.tracer.torch_table import (
     _check_inplace,
     _check_type,
     _Copy,
+    _dim,
     _dims,
     _new_tensor,
     _prod,
@@ -199,23 +200,65 @@ def _pieces(ctx, x, d, sizes):
     return tuple(out)
 
 
-@entry(T.split, torch.split, view=True)
+@entry(T.split, torch.split, view=True, sizes=True)
 def _split(ctx, x, split_size_or_sections, dim=0):
-    """Static sizes: an int splits into pieces of that size (the last may be shorter)."""
-    d, size = _static_size(x, dim, "split")
+    """An int splits into pieces of that size (the last may be shorter).  A dynamic dim or
+    a size expression: the piece count is specialised with a guard, the bounds stay
+    symbolic (Note [Symbolic slice bounds])."""
     sections = split_size_or_sections
-    if isinstance(sections, int):
-        step = max(sections, 1)
-        sections = [min(step, size - i) for i in range(0, size, step)] or [0]
-    return _pieces(ctx, x, d, list(sections))
+    r = max(x.value.type.rank, 1)
+    d = dim % r
+    size = x.value.type.shape[d]
+    symbolic = not isinstance(size, int) or any(
+        isinstance(s, sympy.Basic) for s in (sections if isinstance(sections, (list, tuple))
+                                             else [sections]))
+    if not symbolic:
+        if isinstance(sections, int):
+            step = max(sections, 1)
+            sections = [min(step, size - i) for i in range(0, size, step)] or [0]
+        return _pieces(ctx, x, d, list(sections))
+    if isinstance(sections, (list, tuple)):
+        if not ctx.decide(sympy.Eq(sum(sections), size)):
+            raise Unsupported("RB013", "split sections that do not sum to the size")
+        return _pieces(ctx, x, d, list(sections))
+    if not ctx.decide(sympy.Ge(sections, 1)):
+        raise Unsupported("RB013", f"split size {sections} < 1")
+    count = ctx.specialize(sympy.floor((size + sections - 1) / sections))  # the piece count
+    bounds = [i * sections for i in range(count)] + [size]
+    out = []
+    for i in range(count):
+        stop = bounds[i + 1] if i + 1 == count or ctx.decide(sympy.Le(bounds[i + 1], size)) \
+            else size
+        out.append(ctx.builder.slice(x.value, dim=d, start=_dim(bounds[i]), stop=_dim(stop)))
+    return tuple(out)
 
 
 @entry(T.chunk, torch.chunk, view=True)
 def _chunk(ctx, x, chunks, dim=0):
     """Pieces of ceil(size / chunks), as torch.chunk (possibly fewer than chunks)."""
-    d, size = _static_size(x, dim, "chunk")
-    step = -(-size // chunks)
-    return _split(ctx, x, step, d)
+    r = max(x.value.type.rank, 1)
+    size = x.value.type.shape[dim % r]
+    step = -(-size // chunks) if isinstance(size, int) else \
+        _dim(sympy.floor((size + chunks - 1) / chunks))
+    return _split(ctx, x, step, dim % r)
+
+
+@entry(T.narrow, torch.narrow, view=True, sizes=True)
+def _narrow(ctx, x, dim, start, length):
+    """x[..., start:start + length] along dim; start may be negative (from the end).  The
+    bounds may be size expressions (Note [Symbolic slice bounds]); out of range, eager
+    raises, so the frame falls back and does."""
+    r = max(x.value.type.rank, 1)
+    d = dim % r
+    size = x.value.type.shape[d]
+    if isinstance(start, TensorVar) or isinstance(length, TensorVar):
+        raise Unsupported("RB013", "narrow with a tensor start")
+    if not ctx.decide(sympy.Ge(start, 0)):
+        start = start + size
+    if not (ctx.decide(sympy.Ge(start, 0)) and ctx.decide(sympy.Ge(length, 0))
+            and ctx.decide(sympy.Le(start + length, size))):
+        raise Unsupported("RB013", "narrow out of range (eager raises)")
+    return ctx.builder.slice(x.value, dim=d, start=_dim(start), stop=_dim(start + length))
 
 
 # --- attributes, indexing, item assignment --------------------------------------------------
@@ -227,7 +270,7 @@ def tensor_attr(ctx, tv: TensorVar, name: str) -> VT:
     from refcomp.tracer.values import MethodVar
 
     if name == "shape":
-        return TupleVar([ConstVar(d) for d in tv.value.type.shape])
+        return TupleVar([ConstVar(d) for d in tv.value.type.shape], cls=torch.Size)
     if name in _PLAIN_ATTRS:
         return ConstVar(getattr(tv.meta, name) if name != "device" else _real_device(tv))
     if name == "T" or name == "mT":
@@ -251,9 +294,9 @@ def tensor_getitem(ctx, tv: TensorVar, index: VT) -> VT:
     idx = _unwrap(index)
     items = list(idx) if isinstance(idx, tuple) else [idx]
     if any(_symbolic_item(it) for it in items):
-        # A dynamic size used as an index or slice bound needs its number: specialised to
-        # the traced value with a guard (spec/guards.md, "Dynamic sizes").
-        items = [_specialised(ctx, it) for it in items]
+        # A dynamic size used as an index needs its number: specialised to the traced
+        # value with a guard; a slice bound stays symbolic (Note [Symbolic slice bounds]).
+        items = [it if _symbolic_slice_ok(it) else _specialised(ctx, it) for it in items]
         idx = tuple(items) if isinstance(idx, tuple) else items[0]
     for it in items:
         if isinstance(it, TensorVar) and it.meta.dtype == torch.bool:
@@ -263,7 +306,7 @@ def tensor_getitem(ctx, tv: TensorVar, index: VT) -> VT:
     if sum(isinstance(it, TensorVar) for it in items) > 1:
         raise Unsupported("RB013", "indexing with several index tensors")
     try:
-        meta = tv.meta[_to_meta(idx)]
+        meta = tv.meta[_to_meta(idx, ctx)]
     except Exception as err:
         raise Unsupported("RB017", f"indexing: {type(err).__name__}: {err}") from None
     value = _basic_index(ctx, tv.value, items)
@@ -284,6 +327,38 @@ def _bounded_slice(ctx, it: slice, size) -> bool:
                                         for x in (start, stop, step)):
         return False
     return 0 <= start <= stop and step >= 1 and ctx.decide(sympy.Le(stop, size))
+
+
+def _symbolic_slice_ok(it) -> bool:
+    """A slice whose bounds may stay size expressions: a static step of at least 1."""
+    return isinstance(it, slice) and (it.step is None or type(it.step) is int and it.step >= 1)
+
+
+def _symbolic_slice(ctx, v: Value, dim: int, it: slice) -> Value:
+    """Note [Symbolic slice bounds]: `x[:, : x.shape[1] // 2]`, `x[n:]` inside a dynamic
+    dim: the bounds stay size expressions.  Python clamps a bound b of a dim of size n to
+    [0, n] after adding n to a negative one; each branch of that clamping that depends on
+    a symbol is decided at the traced sizes and guarded (`ctx.decide`), so the IR slice
+    gets bounds with 0 <= start <= stop <= n for every call the entry serves."""
+    size = v.type.shape[dim]
+    step = it.step or 1
+    start = _clamped_bound(ctx, it.start, size, 0)
+    stop = _clamped_bound(ctx, it.stop, size, size)
+    if not ctx.decide(sympy.Le(start, stop)):
+        stop = start  # an empty slice
+    start, stop = _dim(start), _dim(stop)
+    if start == 0 and step == 1 and _dim(stop - size) == 0:
+        return v
+    return ctx.builder.slice(v, dim=dim, start=start, stop=stop, step=step)
+
+
+def _clamped_bound(ctx, b, size, default):
+    if b is None:
+        return default
+    if not ctx.decide(sympy.Ge(b, 0)):
+        b = b + size
+        return b if ctx.decide(sympy.Ge(b, 0)) else 0
+    return b if ctx.decide(sympy.Le(b, size)) else size
 
 
 def _symbolic_item(it) -> bool:
@@ -338,6 +413,10 @@ def _basic_index(ctx, v: Value, items) -> Value:
             # A slice with int bounds inside a dynamic dim: its size is static; the
             # guard `stop <= s0` says the bounds stay inside (spec/guards.md).
             v = B.slice(v, dim=dim, start=it.start or 0, stop=it.stop, step=it.step or 1)
+            dim += 1
+        elif isinstance(it, slice) and _symbolic_slice_ok(it) and (
+                _symbolic_item(it) or not isinstance(v.type.shape[dim], int)):
+            v = _symbolic_slice(ctx, v, dim, it)  # Note [Symbolic slice bounds]
             dim += 1
         elif not isinstance(v.type.shape[dim], int) and not (isinstance(it, int) and it >= 0):
             raise Unsupported("RB013", f"index {it!r} into a dynamic size"

@@ -95,6 +95,8 @@ def _to_meta(x, ctx=None):
         return {k: _to_meta(v, ctx) for k, v in x.items()}
     if isinstance(x, sympy.Basic):
         return ctx.concrete(x)
+    if isinstance(x, slice):
+        return slice(_to_meta(x.start, ctx), _to_meta(x.stop, ctx), _to_meta(x.step, ctx))
     return x
 
 
@@ -256,7 +258,7 @@ def _python_query(ctx, fn, pargs, meta_out):
         if fn is T.size:
             if len(pargs) > 1:
                 return ConstVar(shape[pargs[1]])
-            return TupleVar([ConstVar(d) for d in shape])
+            return TupleVar([ConstVar(d) for d in shape], cls=torch.Size)
         if fn in (T.numel, T.nelement, torch.numel):
             return ConstVar(sympy.simplify(_prod(shape)))
     return ctx.wrap(meta_out, None)

@@ -188,6 +188,24 @@ def is_const(vt: VT) -> bool:
     return isinstance(vt, ConstVar)
 
 
+def size_type() -> type:
+    """torch.Size (imported late: this module does not need torch otherwise)."""
+    import torch
+
+    return torch.Size
+
+
+def sequence_of(vt: VT):
+    """A TupleVar/ListVar, or a ConstVar holding a tuple/list (`(2,)` from LOAD_CONST, a
+    static torch.Size) as one of constants; else None."""
+    if isinstance(vt, (TupleVar, ListVar)):
+        return vt
+    if isinstance(vt, ConstVar) and type(vt.value) in (tuple, list, size_type()):
+        items = [ConstVar(v) for v in vt.value]
+        return ListVar(items) if type(vt.value) is list else TupleVar(items, cls=type(vt.value))
+    return None
+
+
 def as_python(vt: VT, keep_tensors: bool = False):
     """The Python value of a constant or a container of constants; TypeError otherwise.
 
@@ -199,7 +217,10 @@ def as_python(vt: VT, keep_tensors: bool = False):
         return vt.value
     if isinstance(vt, TupleVar):
         items = tuple(as_python(i, keep_tensors) for i in vt.items)
-        return items if vt.cls is tuple else vt.cls(items)
+        if vt.cls is tuple or vt.cls is size_type() and any(type(i) is not int
+                                                            for i in items):
+            return items  # a torch.Size with symbolic sizes: a tuple while tracing
+        return vt.cls(items)
     if isinstance(vt, ListVar):
         return [as_python(i, keep_tensors) for i in vt.items]
     if isinstance(vt, DictVar):

@@ -280,3 +280,99 @@ def test_a_size_that_changes_only_inside_the_frame_becomes_symbolic_at_its_resum
     static, dyn = rf.cache.entries  # 12 sizes reach it: one recompile, not eleven
     assert input_types(static) == ["f32[6,4]"] and input_types(dyn) == ["f32[s0,4]"]
     assert rf.cache.auto_dims == {"L['x']": (0,)}
+
+
+# --- slice bounds, torch.Size and size arithmetic stay symbolic ------------------------------
+SLICES = {
+    "half": lambda x: x[:, : x.shape[1] // 2] * 2,
+    "from_size": lambda x: x[:, x.size(1) // 2:] + 1,
+    "negative_int": lambda x: x[-3:] + 1,
+    "negative_size": lambda x: x[: -(x.shape[0] // 2)] + 1,
+    "past_the_end": lambda x: x[: x.shape[0] + 3] + 1,
+    "stepped": lambda x: x[1: x.shape[0] - 1: 2] + 1,
+    "empty": lambda x: x[x.shape[0] - 1: 2] + 1,
+    "narrow": lambda x: x.narrow(1, 0, x.shape[1] // 2) * 2,
+    "narrow_negative": lambda x: x.narrow(0, -2, 2) * 2,
+    "split": lambda x: x.split([2, x.shape[0] - 2])[1] + 1,
+    "chunk": lambda x: x.chunk(3, dim=0)[-1] + 1,
+}
+
+
+@pytest.mark.parametrize("backend", ["interp", "llvm"])
+@pytest.mark.parametrize("name", sorted(SLICES))
+def test_a_size_as_a_slice_bound_stays_symbolic(name, backend):
+    f = SLICES[name]
+    cf = refcomp.compile(f, backend=backend, dynamic=True)
+    for n in (5, 7, 9, 12):
+        x = torch.randn(n, n + 3)
+        same(cf(x), f(x))
+    (entry,) = cf.cache.entries  # one graph for every size (Note [Symbolic slice bounds])
+    assert entry.graph is not None and input_types(entry) == ["f32[s0,s1]"]
+
+
+def test_slice_bounds_guard_exactly_the_clamping_they_used():
+    cf = refcomp.compile(lambda x, y: x[: y.shape[0]] + 1, backend="eager", dynamic=True)
+    for n in (5, 8):
+        x, y = torch.randn(n, 4), torch.randn(n - 2)
+        same(cf(x, y), x[: n - 2] + 1)
+    (entry,) = cf.cache.entries
+    assert str(entry.graph.outputs[0].type) == "f32[s2,s1]"
+    assert "(s2 <= s0) is True  where s0 = L['x'].size(0), s2 = L['y'].size(0)" in \
+        shape_guards(entry)
+    x, y = torch.randn(3, 4), torch.randn(5)  # y longer than x: Python clamps, a new entry
+    same(cf(x, y), x[:5] + 1)
+    assert len(cf.cache.entries) == 2
+
+
+def test_torch_size_stays_a_torch_size_returned_sliced_concatenated_and_across_a_break():
+    def f(x):
+        s = x.size()
+        return x * 2, s, x.shape[1:], x.size()[:-1] + (2,), (1,) + x.shape
+
+    def g(x):
+        s = x.size()
+        print("", end="")  # s crosses a graph break
+        return x * 2, s
+
+    for dynamic in (False, True):
+        refcomp.reset()
+        for fn in (f, g):
+            cf = refcomp.compile(fn, backend="eager", dynamic=dynamic)
+            for n in (4, 6):
+                x = torch.randn(n, n + 1)
+                got, want = cf(x), fn(x)
+                for a, b in zip(got[1:], want[1:]):
+                    assert type(a) is type(b) is torch.Size and a == b
+    cf = refcomp.compile(f, backend="eager", dynamic=True)
+    assert all(e.graph is not None for e in cf.cache.entries)
+
+
+def test_a_torch_size_argument_is_guarded_by_its_values():
+    # Regression: a torch.Size argument was guarded by type only, so the first call's
+    # sizes were baked in (a stale result).
+    def f(x, s):
+        return x.reshape(s) * 2, s
+
+    cf = refcomp.compile(f, backend="eager")
+    x = torch.randn(4, 6)
+    for s in (torch.Size([6, 4]), torch.Size([3, 8]), torch.Size([3, 8])):
+        got, want = cf(x, s), f(x, s)
+        same(got[0], want[0])
+        assert got[1] == s and type(got[1]) is torch.Size
+
+
+def test_size_guards_and_returned_sizes_use_exact_integer_arithmetic():
+    # Regression: guards were sympy.lambdify'd, which computes floor(s0/3 + 2/3) in floats
+    # ("guards fail right after tracing" for x.chunk(3) of 7 rows).
+    import sympy
+
+    from codegen import sizes as sz
+    from ir.types import size_symbol
+
+    s0 = size_symbol("s0")
+    step = sz.norm(sympy.floor((s0 + 2) / 3))
+    fn = sz.int_function([s0], step)
+    rel = sz.int_function([s0], sympy.Eq(sympy.floor((s0 + step - 1) / step), 3))
+    for n in list(range(3, 2000)) + [10**15 + 7, 2**53 + 1]:
+        assert fn(n) == (n + 2) // 3
+        assert rel(n) == ((n + (n + 2) // 3 - 1) // ((n + 2) // 3) == 3)
