@@ -35,7 +35,7 @@ from ir.ops.opaque import ATEN, format_results
 from ir.types import TensorType
 from refcomp.reasons import Unsupported
 from refcomp.tracer.context import ir_device, ir_dtype
-from refcomp.tracer.torch_table import _specialize
+from refcomp.tracer.torch_table import _specialize, refuse_self_overlap
 from refcomp.tracer.values import VT, ConstVar, TensorVar, TupleVar, as_python
 
 # Calls whose effect reaches beyond their operands and result (global state, hooks,
@@ -286,6 +286,7 @@ def _check_writable(ctx, tv: TensorVar, name: str) -> None:
                                    " live tensor")
     if tv.requires_grad:
         raise Unsupported("RB010", f"{name} writes a tensor that requires grad")
+    refuse_self_overlap(tv, name)
 
 
 def _device(ctx, name, short, operands, kwargs, factory_device) -> str:

@@ -324,6 +324,17 @@ def _check_inplace(ctx, tv, name):
                                    " live tensor")
     if tv.requires_grad:
         raise Unsupported("RB010", f"{name} on a tensor that requires grad")
+    refuse_self_overlap(tv, name)
+
+
+def refuse_self_overlap(tv, name):
+    """An in-place write into a tensor whose elements share memory (a stride-0 dim of an
+    `expand`) writes each location once per alias in eager: a functional graph cannot say
+    that, and eager raises for most such ops anyway (fill-like ops are allowed).  Breaking
+    lets torch run the op, so both the allowed and the raising cases are eager's."""
+    if torch._debug_has_internal_overlap(tv.meta) != 0:
+        raise Unsupported("RB010", f"{name} on a tensor whose elements share memory"
+                                   " (a stride-0 dim, e.g. from expand)")
 
 
 def _apply_inplace(ctx, tv: TensorVar, out, meta_out) -> TensorVar:
