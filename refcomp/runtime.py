@@ -26,10 +26,12 @@ spec/correctness.md, "Exceptions".)
 
 Note [Returned views]: a returned tensor that is a pure chain of view ops (reshape,
 permute, slicing, expand...; `TensorVar.view_root`, refcomp/tracer/torch_table.py) of a
-graph input the frame does not mutate is not a graph output: `Entry.run` rebuilds it as
+graph input is not a graph output: `Entry.run` rebuilds it as
 `as_strided` of the caller's tensor with the traced view's sizes and strides (pinned by
 the input's TENSOR_MATCH guard) and its storage offset relative to the input's, so it
 aliases the input as eager's view does (and autograd records the view when it should).
+A view of an input the frame mutates is rebuilt the same way after the write-back, when
+the in-place ops kept the input's layout (sizes, strides, offset).
 With a dynamic size in the view or the input it stays a graph output (a copy).
 """
 
@@ -186,10 +188,20 @@ class _Outputs:
         if root is None or root.source is None:
             return None
         name = root.source.name()
-        if name not in self.input_index or name in self.ctx.mutated or \
-                self.ctx.input_vars.get(name) is not root or \
-                root.value is not self.ctx.builder.inputs[self.input_index[name]] or \
+        if name not in self.input_index or self.ctx.input_vars.get(name) is not root or \
                 vt.meta.dtype != root.meta.dtype:
+            return None
+        if name in self.ctx.mutated:
+            # The input is written back before views are rebuilt, so a view of its new
+            # value is a view of the caller's tensor -- if the in-place ops kept its layout.
+            # (A view taken before a later mutation is live at it: that mutation is RB010.)
+            example = self.ctx.examples.get(name)
+            if self.ctx.mutated[name][1] is not root or example is None or \
+                    tuple(root.meta.shape) != tuple(example.shape) or \
+                    root.meta.stride() != example.stride() or \
+                    root.meta.storage_offset() != example.storage_offset():
+                return None
+        elif root.value is not self.ctx.builder.inputs[self.input_index[name]]:
             return None
         if is_symbolic_shape(vt.value.type.shape) or is_symbolic_shape(root.value.type.shape):
             self.notes.append(f"a returned view of {name} is a copy: its sizes are dynamic"
