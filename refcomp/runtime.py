@@ -43,6 +43,7 @@ from typing import Any, Optional
 
 import sympy
 import torch
+from torch._prims_common import is_non_overlapping_and_dense_or_false
 
 from codegen import sizes as sz
 from codegen.backends import get_backend
@@ -92,6 +93,9 @@ class Entry:
     # (output index, message): raise RuntimeError(message) when that 0-d bool output is
     # true (Note [Runtime checks]).
     checks: list = field(default_factory=list)
+    # (output index, eager's strides, eager's (dim, stride) of dims of size > 1): outputs
+    # restrided to eager's memory order when the backend's differs (Note [Output layout]).
+    layouts: list = field(default_factory=list)
     # A compiled forward + backward (refcomp/autograd.py): its TrainingRecord, else None.
     training: Any = None
 
@@ -107,6 +111,14 @@ class Entry:
                     message)
         if self.fresh:
             outs = [o.clone() if i in self.fresh else o for i, o in enumerate(outs)]
+        if self.layouts:
+            outs = list(outs)
+            for i, strides, dims in self.layouts:
+                o = outs[i]
+                got = o.stride()
+                if any(got[d] != st for d, st in dims):
+                    outs[i] = torch.empty_strided(o.shape, strides, dtype=o.dtype,
+                                                  device=o.device).copy_(o)
         if self.rewrap:  # a view of an input, handed back as the input object itself
             outs = list(outs)
             for i in self.rewrap:
@@ -165,6 +177,7 @@ class _Outputs:
         self.views: list = []  # Entry.views
         self.view_index: dict = {}  # id(TensorVar) -> index in views
         self.notes: list = []
+        self.layouts: list = []  # Entry.layouts
 
     def add_value(self, value, requires_grad: bool, key=None) -> int:
         self.values.append(value)
@@ -179,6 +192,20 @@ class _Outputs:
             source, dim = self.ctx.sym_sources[sym][0]
             where.append((self.input_index[source.name()], dim))
         return ("size", sz.int_function(symbols, expr), where)
+
+    def _note_layout(self, index: int, vt: TensorVar) -> None:
+        """Note [Output layout]: eager's result of a pointwise or `*_like` op keeps its
+        operand's memory order (a permuted or channels_last input gives a permuted or
+        channels_last result); kernels write row-major.  Where eager's strides (the meta
+        result's) are dense but not row-major, `Entry.run` restrides the output when the
+        backend's differs (a copy: what eager's layout costs).  Static shapes only."""
+        meta = vt.meta
+        if is_symbolic_shape(vt.value.type.shape) or meta.is_contiguous() or \
+                not is_non_overlapping_and_dense_or_false(meta):
+            return
+        self.layouts.append((index, tuple(meta.stride()),
+                             tuple((d, st) for d, (n, st) in
+                                   enumerate(zip(meta.shape, meta.stride())) if n > 1)))
 
     def view_spec(self, vt: TensorVar):
         """("view", k) when `vt` is rebuilt from an input (Note [Returned views])."""
@@ -229,6 +256,7 @@ class _Outputs:
                 return view
             if id(vt) not in self.index:
                 self.index[id(vt)] = self.add_value(vt.value, vt.requires_grad, vt.alias)
+                self._note_layout(self.index[id(vt)], vt)
             return ("out", self.index[id(vt)])
         if isinstance(vt, ConstVar):
             if isinstance(vt.value, torch.Tensor):
@@ -340,9 +368,9 @@ def build_entry(ctx: TraceContext, output: VT, backend_name: str, options: dict,
     contiguous = backend.name not in ("eager", "interp") and not all(pinned)
     entry = Entry(guards, graph, fn, spec, writeback, detach, contiguous=contiguous,
                   backend=backend.name, notes=notes, views=outs.views, fresh=fresh,
-                  rewrap=rewrap, checks=checks, training=training)
+                  rewrap=rewrap, checks=checks, training=training, layouts=outs.layouts)
     if spec[0] == "out" and not (writeback or detach or contiguous or fresh or checks or
-                                 rewrap):
+                                 rewrap or outs.layouts):
         entry.lone = spec[1]
     entry.compile_time_s = time.perf_counter() - start
     return entry
