@@ -61,9 +61,13 @@ def _torch(tx, fn, args, kwargs=None):
 
 def call_module(tx, mod_vt, args, kwargs):
     m = mod_vt.value
-    if m._forward_hooks or m._forward_pre_hooks or m._backward_hooks or \
-            m._backward_pre_hooks or _global_hooks():
+    if has_hooks(m):
         raise Unsupported("RB004", f"{type(m).__name__} has hooks")
+    # A hook registered after compiling (on this module, or globally) changes what the
+    # call runs: guarded, so the call recompiles (and then breaks here) instead of
+    # returning the hook-less result.
+    tx.ctx.guard_fact(mod_vt.source, has_hooks, "refcomp.tracer.modules.has_hooks({})",
+                      False)
     override = m.__dict__.get("forward")
     if override is not None:  # an instance-level forward: what Module.__call__ runs
         fwd = tx.ctx.wrap(override, AttrSource(mod_vt.source, "forward")) \
@@ -76,6 +80,12 @@ def call_module(tx, mod_vt, args, kwargs):
     # Any other module (torch.nn's own included) runs its forward inlined.
     forward = calls.class_attr(tx, mod_vt, "forward", type(m).forward)
     return calls.call_function(tx, forward, [mod_vt] + list(args), kwargs)
+
+
+def has_hooks(m) -> bool:
+    """Would `m(...)` run any forward/backward hook of its own or a global one?"""
+    return bool(m._forward_hooks or m._forward_pre_hooks or m._backward_hooks or
+                m._backward_pre_hooks or _global_hooks())
 
 
 def _global_hooks() -> bool:

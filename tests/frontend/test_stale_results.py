@@ -549,3 +549,32 @@ def test_module_list_after_del_is_an_ordered_dict_and_still_guarded():
     assert cf.cache.entries and cf.cache.entries[0].graph is not None
     mods.append(nn.ReLU())
     same(cf(x), f(x))
+
+
+# --- hooks on submodules --------------------------------------------------------------------
+@pytest.mark.parametrize("hook", ["forward", "forward_pre", "global_forward"])
+def test_hook_registered_on_a_submodule_after_compiling(hook):
+    class M(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc = nn.Linear(3, 3)
+
+        def forward(self, x):
+            return self.fc(x) * 2
+
+    m = M()
+    cm = refcomp.compile(m, backend="eager")
+    x = torch.randn(2, 3)
+    same(cm(x), m(x))
+    if hook == "forward":
+        handle = m.fc.register_forward_hook(lambda mod, args, out: out + 100)
+    elif hook == "forward_pre":
+        handle = m.fc.register_forward_pre_hook(lambda mod, args: (args[0] * 0,))
+    else:
+        handle = nn.modules.module.register_module_forward_hook(
+            lambda mod, args, out: out + 1)
+    try:
+        same(cm(x), m(x))          # the hook runs, as in eager
+    finally:
+        handle.remove()
+    same(cm(x), m(x))              # and stops running once removed
