@@ -407,6 +407,37 @@ def test_eager_batch_norm_differentiates_running_statistics():
     assert torch.autograd.gradcheck(lambda *xs: fn(*xs)[0], args)
 
 
+@pytest.mark.parametrize("eps, stats", [(None, "mv"), (0.25, "mv"), (None, "m"), (0.25, "v")])
+@pytest.mark.parametrize("shape", [(2, 3, 2), (4, 3)])
+def test_eager_batch_norm_with_differentiable_statistics_equals_torch(shape, eps, stats):
+    # Statistics that require grad (both, or only the mean or the variance) take the eager
+    # backend's own formula instead of F.batch_norm (codegen/eager.py `_make_batch_norm`):
+    # its values equal F.batch_norm's and its gradients those of the formula written out
+    # in torch, for every operand that requires grad.
+    attrs = {} if eps is None else {"eps": eps}
+    graph = single_op_graph("batch_norm", [TensorType(f64, shape)]
+                            + [TensorType(f64, (3,))] * 4, attrs)
+    eps = 1e-5 if eps is None else eps
+    gen = torch.Generator().manual_seed(2)
+    x, m, v, w, b = [(torch.randn(s, generator=gen, dtype=torch.float64)
+                      + (2.0 if i == 2 else 0.0)).requires_grad_()
+                     for i, s in enumerate([shape] + [(3,)] * 4)]
+    v = (v.detach().abs() + 0.1).requires_grad_()
+    m, v = m.requires_grad_("m" in stats), v.requires_grad_("v" in stats)
+    leaves = [t for t in (x, m, v, w, b) if t.requires_grad]
+    got = get_backend("eager").compile_graph(graph, {})(x, m, v, w, b)[0]
+    want = torch.nn.functional.batch_norm(x, m.detach(), v.detach(), w, b, False, 0.0, eps)
+    torch.testing.assert_close(got, want)
+    view = (1, 3) + (1,) * (len(shape) - 2)
+    by_hand = ((x - m.reshape(view)) / torch.sqrt(v.reshape(view) + eps) * w.reshape(view)
+               + b.reshape(view))
+    weight = torch.randn(shape, generator=gen, dtype=torch.float64)
+    grads = torch.autograd.grad((got * weight).sum(), leaves)
+    wants = torch.autograd.grad((by_hand * weight).sum(), leaves)
+    for g, w_ in zip(grads, wants, strict=True):
+        torch.testing.assert_close(g, w_)
+
+
 @given(graphs(dtypes=(f64,), max_nodes=6, differentiable=True), st.integers(0, 2**32 - 1))
 def test_eager_gradients_match_finite_differences(case, seed):
     """<J^T w, v> from autograd through the eager backend equals <w, J v> by central

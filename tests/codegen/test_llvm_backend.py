@@ -394,3 +394,67 @@ func @f(%x: f32[s0,s1]) -> f32[s0,s1] {
     for n0, n1 in [(4096, 1024), (3, 5), (2, 20000), (5, 16384)]:  # stream, plain, too long
         x = torch.randn(n0, n1)
         torch.testing.assert_close(fn(x)[0], torch.softmax(x, 1), atol=1e-6, rtol=1e-5)
+
+
+INT_REDUCE_GRAPH = """
+func @f(%x: {t}[5,7]) -> ({t}[5], {t}[5], {t}[], {t}[], {t}[7], {t}[7]) {{
+  %0 = amax %x {{dims=[1]}} : {t}[5]
+  %1 = amin %x {{dims=[1]}} : {t}[5]
+  %2 = amax %x : {t}[]
+  %3 = amin %x : {t}[]
+  %4 = amax %x {{dims=[0]}} : {t}[7]
+  %5 = amin %x {{dims=[0]}} : {t}[7]
+  return %0, %1, %2, %3, %4, %5
+}}"""
+
+
+@pytest.mark.parametrize("dtype", ["u8", "i8", "i16", "bool"])
+def test_integer_max_min_reductions_equal_torch(dtype):
+    # The accumulator starts at the dtype's identity (codegen/llvm/emit.py `_init`): the
+    # rows are chosen so that a wrong identity (0 for a u8 min, the signed range for u8,
+    # True for a bool max, one off the range's end) shows: u8 rows all >= 200 or all <= 3,
+    # i8 rows all > 0 or all < 0, rows of only the range's max or min, bool rows all True or
+    # all False.
+    graph = ir.parse(INT_REDUCE_GRAPH.format(t=dtype))
+    torch_dtype = {"u8": torch.uint8, "i8": torch.int8, "i16": torch.int16,
+                   "bool": torch.bool}[dtype]
+    if dtype == "bool":
+        x = torch.tensor([[True] * 7, [False] * 7, [True, False] * 3 + [True],
+                          [False] * 6 + [True], [True] * 6 + [False]])
+    else:
+        info = torch.iinfo(torch_dtype)
+        gen = torch.Generator().manual_seed(3)
+        hi = torch.randint(max(info.max - 55, 1), info.max, (5, 7), generator=gen)
+        lo = torch.randint(info.min, info.min + 4, (5, 7), generator=gen)
+        x = torch.where(torch.arange(5)[:, None] % 2 == 0, hi, lo)
+        x[1, 3], x[2, 5] = info.max, info.min
+        x[3], x[4] = info.max, info.min  # rows of only the range's ends: off-by-one identities
+        x = x.to(torch_dtype)
+    outs = compile_llvm(graph)(x, )
+    wants = [x.amax(1), x.amin(1), x.amax(), x.amin(), x.amax(0), x.amin(0)]
+    for got, want in zip(outs, wants, strict=True):
+        assert got.dtype == want.dtype and torch.equal(got, want), (dtype, got, want)
+
+
+@pytest.mark.parametrize("fuse", [None, True, False])
+def test_fuse_option_decides_whether_nodes_share_kernels(fuse):
+    # Option `fuse` (spec/codegen.md, backend "llvm"; default on): with fuse=False every
+    # pointwise or reduction node is its own kernel (no `fused` regions); same results.
+    graph = ir.parse("""
+func @f(%x: f32[6,5], %y: f32[6,5]) -> (f32[6,5], f32[6]) {
+  %0 = mul %x, %y : f32[6,5]
+  %1 = tanh %0 : f32[6,5]
+  %2 = sum %1 {dims=[1]} : f32[6]
+  return %1, %2
+}""")
+    fn = get_backend("llvm").compile_graph(graph, {} if fuse is None else {"fuse": fuse})
+    ops = [n.op.name for n in fn.compiled.graph.nodes]
+    if fuse is not False:
+        assert ops == ["fused"] * len(ops) and len(fn.compiled.kernels) == len(ops) < 3
+    else:
+        assert "fused" not in ops and len(fn.compiled.kernels) == 3, ops
+    rng = np.random.default_rng(4)
+    args = [rng.standard_normal((6, 5)).astype(np.float32) for _ in range(2)]
+    outs = fn(*(torch.from_numpy(a) for a in args))
+    for got, want, v in zip(outs, ir.run(graph, args), graph.outputs, strict=True):
+        assert_matches(got, want, v.type.dtype)

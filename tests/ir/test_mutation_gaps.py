@@ -1,0 +1,98 @@
+"""ir/: behaviours no other test pinned, found by mutation runs (tests/MUTANTS.md).
+
+Each test names the planted bug it kills; all are cheap (no compilation).
+"""
+
+import re
+
+import numpy as np
+import pytest
+
+import codegen.opaque  # noqa: F401  (registers the `aten` executor: fold could run it)
+from ir import parse, print_graph, run, viz
+from ir.interpreter import InterpreterError
+from ir.passes.fold import fold
+from ir.passes.manager import run_pipeline
+from ir.passes.registry import get_pass, register_pass
+from ir.plan import run_with_plan
+
+TWO_INPUTS = """
+func @{name}(%x: f32[4], %y: f32[4]) -> f32[4] {{
+  %0 = mul %x, %y : f32[4]
+  %1 = add %0, %y : f32[4]
+  return %1
+}}
+"""
+
+
+def test_a_graph_break_is_joined_by_one_dashed_edge_each_way():
+    # viz.graphs_to_dot: one edge from the previous graph's first output to the break
+    # and one from the break to the next graph's first input (mutant: inputs[:2]).
+    a, b = parse(TWO_INPUTS.format(name="a")), parse(TWO_INPUTS.format(name="b"))
+    dot = viz.graphs_to_dot([a, b], ["[RB008] print() at f.py:3"])
+    assert len(re.findall(r"\[style=dashed\]", dot)) == 2, dot
+
+
+def test_command_line_no_plan_leaves_the_plan_out(tmp_path):
+    # mutant: show_plan=args.no_plan
+    src = tmp_path / "in.rir"
+    src.write_text(TWO_INPUTS.format(name="f"))
+    out = tmp_path / "out.dot"
+    assert viz.main([str(src), "-o", str(out), "--passes=plan_memory"]) == 0
+    assert "<table" in out.read_text()
+    assert viz.main([str(src), "-o", str(out), "--passes=plan_memory", "--no-plan"]) == 0
+    assert "<table" not in out.read_text()
+
+
+def test_fold_never_evaluates_an_effectful_node():
+    # An `aten` call has effects (it must run as eager, raising where eager raises), so
+    # fold leaves it even when its operands are constants (mutant: `and` -> `or` in
+    # _foldable, which would evaluate it once at compile time).
+    g = parse("""func @f() -> f32[3] {
+  %0 = full {value=2.0, shape=[3], dtype=f32} : f32[3]
+  %1 = aten %0 {fn="torch.Tensor.clamp_min", args="T[0], 0.5", results="f32[3]"} : f32[3]
+  return %1
+}
+""")
+    assert fold(g).op_counts().get("aten") == 1
+
+
+@pytest.mark.parametrize("dim", ["s0+2", "2*s0-1", "s0+s1+1"])
+def test_size_expressions_parse_to_their_value(dim):
+    # mutant: `value + term` -> `value - term` in the parser's dim grammar
+    text = f"func @f(%x: f32[{dim}]) -> f32[{dim}] {{\n  return %x\n}}\n"
+    g = parse(text)
+    (got,) = g.inputs[0].type.shape
+    assert str(got).replace(" ", "") == dim
+    assert print_graph(g) == text
+
+
+def test_arena_executor_keeps_bf16_values():
+    # ir.plan.run_with_plan stores bf16 as its upper 16 bits (mutant: `>> 15`).
+    g = run_pipeline(parse("""func @f(%x: bf16[8]) -> bf16[8] {
+  %0 = exp %x : bf16[8]
+  %1 = neg %0 : bf16[8]
+  %2 = mul %1, %x : bf16[8]
+  return %2
+}
+"""), ["plan_memory"])
+    assert g.plan is not None and g.plan.slots
+    x = np.linspace(-2, 2, 8).astype(np.float32)
+    x = (x.view(np.uint32) & 0xFFFF0000).view(np.float32)  # exactly representable
+    np.testing.assert_array_equal(run_with_plan(g, [x])[0], run(g, [x])[0])
+
+
+def test_registering_another_pass_under_a_taken_name_is_refused():
+    # mutant: the `raise` removed from register_pass
+    taken = get_pass("dce")
+    with pytest.raises(ValueError, match="registered twice"):
+        register_pass("dce")(lambda g: g)
+    assert get_pass("dce") is taken
+    assert register_pass("dce")(taken) is taken  # the same function again is fine
+
+
+def test_interpreter_refuses_an_input_of_another_static_size():
+    # mutant: `not is_symbolic(dim)` -> `is_symbolic(dim)` in _bind_shape
+    g = parse(TWO_INPUTS.format(name="f"))
+    with pytest.raises(InterpreterError, match="expects f32\\[4\\]"):
+        run(g, [np.ones(5, np.float32), np.ones(5, np.float32)])
