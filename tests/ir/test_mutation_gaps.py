@@ -9,12 +9,13 @@ import numpy as np
 import pytest
 
 import codegen.opaque  # noqa: F401  (registers the `aten` executor: fold could run it)
-from ir import parse, print_graph, run, viz
+from ir import parse, print_graph, run, verify, viz
 from ir.interpreter import InterpreterError
 from ir.passes.fold import fold
 from ir.passes.manager import run_pipeline
 from ir.passes.registry import get_pass, register_pass
 from ir.plan import run_with_plan
+from ir.rewrite import MAX_DEPTH, RewriteError, RuleTable, rewrite
 
 TWO_INPUTS = """
 func @{name}(%x: f32[4], %y: f32[4]) -> f32[4] {{
@@ -96,3 +97,60 @@ def test_interpreter_refuses_an_input_of_another_static_size():
     g = parse(TWO_INPUTS.format(name="f"))
     with pytest.raises(InterpreterError, match="expects f32\\[4\\]"):
         run(g, [np.ones(5, np.float32), np.ones(5, np.float32)])
+
+
+# --- the rewrite engine (ir/rewrite.py): what a rule emits is swept before the sweep goes on
+def _emit_then_use_table():
+    table = RuleTable("emit_then_use")
+
+    @table.rule("exp")
+    def exp_to_neg_of_scaled(node, rw):
+        """exp(x) -> neg(x * 1)   (a test table: not the algebra of exp)"""
+        (x,) = node.inputs
+        one = rw.emit("full", [], value=1.0, shape=(), dtype=x.type.dtype)
+        return rw.emit("neg", [rw.emit("mul", [x, one])])
+
+    @table.rule("mul")
+    def times_one(node, rw):
+        """x * 1 -> x"""
+        x, k = node.inputs
+        return x if rw.splat(k) == 1 and x.type == node.output.type else None
+    return table
+
+
+def test_a_node_emitted_after_a_rewritten_one_reads_its_replacement():
+    # The emitted `mul` is rewritten to x at once; the emitted `neg` (an op no rule
+    # matches) must then read x, not the dropped mul (mutant: `len(replace) == mark`).
+    g = rewrite(parse("func @f(%x: f32[4]) -> f32[4] {\n  %0 = exp %x : f32[4]\n"
+                      "  return %0\n}\n"), _emit_then_use_table())
+    assert verify(g) == []
+    assert [n.op.name for n in g.nodes if n.op.name != "full"] == ["neg"]
+    x = np.array([1.0, -2.0, 3.0, 0.5], np.float32)
+    np.testing.assert_array_equal(run(g, [x])[0], -x)
+
+
+def _countdown_table():
+    table = RuleTable("countdown")
+
+    @table.rule("clamp")
+    def count_down(node, rw):
+        """clamp(x, min=m) -> clamp(x, min=m-1) while m > 0   (nests one level per step)"""
+        if node.attrs["min"] <= 0:
+            return None
+        return rw.emit("clamp", list(node.inputs), min=node.attrs["min"] - 1,
+                       max=node.attrs["max"])
+    return table
+
+
+@pytest.mark.parametrize("steps, ok", [(MAX_DEPTH, True), (MAX_DEPTH + 2, False)])
+def test_rules_may_nest_up_to_max_depth(steps, ok):
+    # Note [The engine]: a node's rewrites may nest MAX_DEPTH levels deep, no fewer
+    # (mutant: depth + 2 per level) and no more.
+    g = parse(f"func @f(%x: f32[3]) -> f32[3] {{\n  %0 = clamp %x {{min={float(steps)},"
+              f" max=100.0}} : f32[3]\n  return %0\n}}\n")
+    if ok:
+        out = rewrite(g, _countdown_table())
+        assert [n.attrs["min"] for n in out.nodes] == [0.0]
+    else:
+        with pytest.raises(RewriteError, match="levels deep"):
+            rewrite(g, _countdown_table())
