@@ -154,3 +154,21 @@ def test_rules_may_nest_up_to_max_depth(steps, ok):
     else:
         with pytest.raises(RewriteError, match="levels deep"):
             rewrite(g, _countdown_table())
+
+
+def test_a_fused_node_without_its_body_is_refused_clearly():
+    # The standalone type rule and ref of `fused` refuse (mutants: their raise removed,
+    # which builds a node with no result type, or runs it as None).
+    from ir import GraphBuilder, TensorType
+    from ir.graph import Graph, Node, Value
+    from ir.ops.registry import lookup
+    from ir.types import f32
+
+    b = GraphBuilder("f")
+    x = b.input("x", TensorType(f32, (3,)))
+    with pytest.raises(TypeError, match="come from its body"):
+        b.op("fused", x)
+    out = Value(TensorType(f32, (3,)))
+    g = Graph("f", [x], [Node(lookup("fused"), [x], {}, [out])], [out])
+    with pytest.raises(InterpreterError, match="interpreting its body"):
+        run(g, [np.ones(3, np.float32)])
