@@ -48,3 +48,18 @@ def test_a_c_builtin_outside_the_tables_breaks_naming_it():
     report = refcomp.explain(calls_a_c_builtin, torch.ones(2), backend="eager")
     (reason,) = [r for r in report.break_reasons if r["id"] == "RB004"]
     assert "perf_counter is not in the torch table" in reason["reason"], reason
+
+
+def tuple_checks(x):
+    pair, top = (x, x + 1), x.max(0)
+    if isinstance(pair, tuple) and isinstance(top, tuple) and hasattr(top, "indices"):
+        return pair[1] * 2 + top.values.sum()
+    return x
+
+
+def test_isinstance_and_hasattr_of_traced_tuples_stay_in_the_graph():
+    # TupleVar.python_type() is the tuple's class (a structseq for torch.max(dim)):
+    # isinstance/hasattr on it compile without a break (mutant: python_type -> None).
+    x = torch.arange(6.0).reshape(2, 3)
+    cf = refcomp.compile(tuple_checks, backend="eager", fullgraph=True)
+    torch.testing.assert_close(cf(x), tuple_checks(x))
