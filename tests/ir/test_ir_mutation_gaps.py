@@ -97,6 +97,9 @@ def test_interpreter_refuses_an_input_of_another_static_size():
     g = parse(TWO_INPUTS.format(name="f"))
     with pytest.raises(InterpreterError, match="expects f32\\[4\\]"):
         run(g, [np.ones(5, np.float32), np.ones(5, np.float32)])
+    # ... and one of another rank (mutant: that raise removed)
+    with pytest.raises(InterpreterError, match="got shape \\(4, 1\\)"):
+        run(g, [np.ones((4, 1), np.float32), np.ones(4, np.float32)])
 
 
 # --- the rewrite engine (ir/rewrite.py): what a rule emits is swept before the sweep goes on
