@@ -63,3 +63,4 @@ def test_isinstance_and_hasattr_of_traced_tuples_stay_in_the_graph():
     x = torch.arange(6.0).reshape(2, 3)
     cf = refcomp.compile(tuple_checks, backend="eager", fullgraph=True)
     torch.testing.assert_close(cf(x), tuple_checks(x))
+
