@@ -292,6 +292,11 @@ EAGER_OPS.update({
 
 
 # --- creation, extern, random -----------------------------------------------------------
+def _make_size_value(node, attrs):
+    value, dtype, device = attrs["value"], torch_dtype(attrs["dtype"]), attrs["device"]
+    return lambda: torch.tensor(value, dtype=dtype, device=device)
+
+
 def _make_full(node, attrs):
     shape, value = tuple(attrs["shape"]), attrs["value"]
     dtype, device = torch_dtype(attrs["dtype"]), attrs["device"]
@@ -392,7 +397,8 @@ def _make_dropout_mask(node, attrs):
 
 EAGER_OPS.update({
     "dropout_mask": _make_dropout_mask,
-    "full": _make_full, "arange": _make_arange, "constant": _make_constant,
+    "full": _make_full, "size_value": _make_size_value, "arange": _make_arange,
+    "constant": _make_constant,
     "matmul": lambda node, attrs: torch.matmul,
     "conv2d": _make_conv2d,
     "embedding": _make_embedding,

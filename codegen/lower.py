@@ -319,6 +319,11 @@ class _Lowering:
         if cat == CREATION and node.op.name == "full":
             return rec.call("const", [], value=node.attrs["value"],
                             dtype=compute_dtype(v.type.dtype))
+        if cat == CREATION and node.op.name == "size_value":  # Note [Sizes as tensors]
+            value = node.attrs["value"]
+            if isinstance(value, int):
+                return rec.call("const", [], value=value, dtype=compute_dtype(v.type.dtype))
+            return rec.call("size", [], value=value, dtype=compute_dtype(v.type.dtype))
         raise Unsupported(f"{node.op.name} ({cat}) cannot be computed inside a kernel")
 
     def pointwise(self, node: Node, idx: tuple) -> _Temp:

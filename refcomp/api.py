@@ -467,10 +467,27 @@ def entry_stats(e) -> dict:
             "reason": e.reason.message() if e.reason is not None else None,
             "symbolic_inputs": [str(v.type) for v in e.graph.inputs if not v.type.is_static]
             if e.graph is not None else [],
+            "symbols": entry_symbols(e),
             # the size symbols' guards (duck sizing, decisions, specialisations), readable
             "shape_guards": [g.describe() for g in gs.guards if g.kind == SHAPE_ENV],
             "notes": list(e.notes), "guard_profile": gs.profile(),
             "training": training_stats(e.training)}
+
+
+def entry_symbols(e) -> dict:
+    """{size symbol: where each call reads it}: `L['x'].size(0)`, or `L['n']` for an int
+    argument (Note [Number symbols]); why each is a symbol is in the entry's notes."""
+    from ir.types import is_symbolic
+    from refcomp.sources import size_text
+
+    out: dict = {}
+    if e.graph is None or len(e.graph.inputs) != len(e.guards.input_sources):
+        return out
+    for v, src in zip(e.graph.inputs, e.guards.input_sources):
+        for d, n in enumerate(v.type.shape):
+            if is_symbolic(n) and n.is_Symbol and str(n) not in out:
+                out[str(n)] = size_text(src, d)
+    return out
 
 
 def guard_profile() -> str:

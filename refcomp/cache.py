@@ -24,6 +24,7 @@ import torch
 
 from refcomp import logs
 from refcomp.guards import TIME_EVERY
+from refcomp.tracer.context import VALUE
 
 HISTORY_LIMIT = 100  # misses kept per frame (the oldest are dropped, and counted)
 
@@ -110,7 +111,9 @@ class FrameCache:
 
     def grow_dynamic(self, L, G, C, B) -> None:
         """Automatic dynamic: remember each argument dim whose size alone made an entry miss,
-        so the next compile traces it as a symbol (See Note [Automatic dynamic])."""
+        and each int argument whose value did, so the next compile traces them as symbols
+        (See Note [Automatic dynamic] in refcomp/api.py, Note [Number symbols] in
+        refcomp/tracer/context.py)."""
         grown = dict(self.auto_dims)
         for entry in self.entries:
             for name, dims in entry.guards.changed_sizes(L, G, C, B).items():
@@ -118,6 +121,10 @@ class FrameCache:
                 if new:
                     grown[name] = tuple(sorted(set(grown.get(name, ())) | new))
                     COUNTERS["automatic_dynamic_dims"] += len(new)
+            for name in _changed_ints(entry.guards.guards, L):
+                if grown.get(name) != VALUE:
+                    grown[name] = VALUE
+                    COUNTERS["automatic_dynamic_ints"] += 1
         self.auto_dims = grown
 
     def warn_limit(self, limit: int) -> None:
@@ -125,6 +132,20 @@ class FrameCache:
             return
         self.warned = True
         warnings.warn(limit_message(self, limit), RuntimeWarning, stacklevel=4)
+
+
+def _changed_ints(guards, L) -> list:
+    """Argument names whose int value (guarded by EQUALS_MATCH) differs in this call."""
+    from refcomp.guards import EQUALS_MATCH
+    from refcomp.sources import LocalSource
+
+    out = []
+    for g in guards:
+        if g.kind == EQUALS_MATCH and type(g.expected) is int and \
+                isinstance(g.source, LocalSource) and \
+                type(L.get(g.source.local)) is int and L[g.source.local] != g.expected:
+            out.append(g.source.name())
+    return out
 
 
 def limit_message(cache: FrameCache, limit: int) -> str:

@@ -24,7 +24,7 @@ from typing import Any, Callable, Optional
 import torch
 
 from refcomp import global_state
-from refcomp.sources import Source
+from refcomp.sources import Source, size_text
 
 
 @dataclass(frozen=True)
@@ -281,7 +281,7 @@ SHAPE_ENV = kind(
     "a generated predicate over the sizes",
     emit=_shape_emit, describe=lambda g: g.expected[0],
     explain=lambda g, v: (g.expected[0], "false for the sizes " + ", ".join(
-        f"{src.name()}.size({d})" for src, d in g.expected[2])))
+        size_text(src, d) for src, d in g.expected[2])))
 
 
 def _version_explain(g, value):

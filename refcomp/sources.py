@@ -12,6 +12,8 @@ Every key or attribute name is bound as a constant of the generated function
 
 from __future__ import annotations
 
+import torch
+
 
 class Source:
     """A path from a frame root to a value.  Immutable; compared by `name()`."""
@@ -197,3 +199,31 @@ class ConstSource(Source):
 
     def expr(self, cg):
         return cg.const(self.obj)
+
+
+_CARRIERS: dict = {}  # n -> its [n, 0] tensor (shared: nothing reads or writes it)
+
+
+def number_as_size(n):
+    """A tensor of shape [n, 0]: no elements, so nothing to read or allocate."""
+    t = _CARRIERS.get(n)
+    if t is None:
+        if len(_CARRIERS) > 4096:
+            _CARRIERS.clear()
+        t = _CARRIERS[n] = torch.empty((n, 0), dtype=torch.int64)
+    return t
+
+
+class NumberAsSize(DerivedSource):
+    """The graph input that binds the size symbol of an int argument (Note [Number
+    symbols] in refcomp/tracer/context.py): `number_as_size(L['n'])`, shape [n, 0]."""
+
+    def __init__(self, base_source: Source):
+        super().__init__(base_source, number_as_size, "number_as_size({})")
+
+
+def size_text(source: Source, dim) -> str:
+    """How a guard or note names a size: `L['x'].size(0)`, or `L['n']` for a number."""
+    if isinstance(source, NumberAsSize):
+        return source.base_source.name()
+    return f"{source.name()}.size({dim})"

@@ -39,6 +39,24 @@ defop("full", CREATION, operands=(),
       doc="a tensor of shape filled with value (a rank-0 full is a scalar constant)")
 
 
+def _size_value_infer(types, value, dtype, device):
+    """rank 0, dtype as given."""
+    return TensorType(_dtype(dtype), (), device)
+
+
+# Note [Sizes as tensors]: a size used as a tensor operand (`x / x.shape[0]`, `x * n` with
+# an int argument that automatic dynamic made a symbol) is a rank-0 `size_value` whose
+# `value` may be a size expression; kernels compute it from their size arguments (the
+# kernel scalar `size`), so one kernel serves every value.  Not a `full`: passes that
+# fold constants must not see it as one.
+defop("size_value", CREATION, operands=(),
+      attrs={"value": "dim", "dtype": ("dtype", i64), "device": ("str", "cpu")},
+      infer=_size_value_infer,
+      ref=lambda value, dtype, device: np.asarray(value).astype(_dtype(dtype).np),
+      doc="a rank-0 tensor holding a size: an int or a size expression over the graph's"
+          " symbols, converted to dtype")
+
+
 def _arange_len(start, end, step):
     if step == 0:
         raise TypeError("arange step must be nonzero")

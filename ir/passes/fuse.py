@@ -44,6 +44,8 @@ log = logging.getLogger("ir.fuse")
 
 ROW_BROADCASTS = frozenset({"reshape", "squeeze", "unsqueeze", "expand"})
 FULL, REDUCED, SCALAR = "full", "reduced", "scalar"
+# Rank-0 creations computed inside the kernels that read them (Note [Sizes as tensors]).
+SCALAR_CREATION = ("full", "size_value")
 # A row kernel runs one pass per dependent reduction and recomputes the row's pointwise
 # values in each (spec/codegen.md); two passes cover softmax, log_softmax and layer_norm.
 MAX_ROW_PASSES = 2
@@ -76,7 +78,7 @@ def is_work(node: Node) -> bool:
 def is_free(node: Node) -> bool:
     if node.op.index_map:
         return True
-    return node.op.name == "full" and len(node.outputs[0].type.shape) == 0
+    return node.op.name in SCALAR_CREATION and len(node.outputs[0].type.shape) == 0
 
 
 def reduce_domain(node: Node) -> tuple[tuple, tuple]:
@@ -309,7 +311,8 @@ def _vertical(groups: _Groups) -> None:
         for v in node.inputs:
             root, _ = trace(v, groups.producers)
             producer = groups.producers.get(root)
-            if producer is None or (producer.op.name == "full" and is_free(producer)):
+            if producer is None or (producer.op.name in SCALAR_CREATION and
+                                    is_free(producer)):
                 continue
             if not is_work(producer):
                 groups.refuse(producer, node, f"{producer.op.name} ({producer.op.category})"

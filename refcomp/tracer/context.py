@@ -31,10 +31,15 @@ from refcomp.sources import (
     DictOfSource,
     ItemSource,
     ModuleDictSource,
+    NumberAsSize,
     Source,
+    size_text,
 )
 from refcomp.tracer.values import VT, ConstVar, DictVar, ListVar, TensorVar, TupleVar
 
+# In `auto_dims`, a Python number's source maps to VALUE: automatic dynamic saw the number
+# change, so its value is a size symbol (Note [Number symbols]).
+VALUE = "value"
 MARK_ATTR = "_refcomp_dynamic_dims"  # set by refcomp.mark_dynamic: dims to make symbolic
 STATIC_ATTR = "_refcomp_static_dims"  # set by refcomp.mark_static: dims kept static
 
@@ -146,7 +151,7 @@ class TraceContext:
     def guard_identity(self, vt) -> None:
         """The trace compared `vt`'s object by `is`/`==` or used its identity: guard it."""
         if (isinstance(vt, ConstVar) and vt.source is not None
-                and not isinstance(vt.value, CONSTANT_TYPES)
+                and not isinstance(vt.value, CONSTANT_TYPES + (sympy.Basic,))
                 and (G.ID_MATCH, vt.source.name()) not in self.guards):
             self.add_guard(G.ID_MATCH, vt.source, (id(vt.value), _describe(vt.value)))
             self.id_objects.append(vt.value)
@@ -191,6 +196,8 @@ class TraceContext:
             return self._wrap_tensor(value, source)
         if source is None:
             return self._wrap_unsourced(value)
+        if type(value) is int and self._number_is_symbol(source, value):
+            return self._number_symbol(value, source)
         if isinstance(value, CONSTANT_TYPES) and not isinstance(value, enum.Enum):
             self.add_guard(G.EQUALS_MATCH, source, value)
             return ConstVar(value, source)
@@ -321,10 +328,43 @@ class TraceContext:
                               f" {why}")
         return tuple(sorted(set(dims)))
 
+    # --- Python ints as size symbols (Note [Number symbols]) -------------------------------
+    def _number_is_symbol(self, source: Source, value: int) -> bool:
+        if self.static or self.auto_dims.get(source.name()) != VALUE:
+            return False
+        if value < 2:
+            self.notes.append(f"automatic dynamic: {source.name()} == {value} stays static"
+                              " (values below 2 are specialized, as in torch)")
+            return False
+        return True
+
+    def _number_symbol(self, value: int, source: Source) -> ConstVar:
+        """Note [Number symbols]: an int argument whose value changed between calls
+        (automatic dynamic) is a size symbol of its own (no duck sizing with tensor dims).
+        The graph binds it from an extra input, `NumberAsSize`: a tensor of shape
+        [n, 0] made from the argument by the guard check (no elements, never read), so
+        the backends' symbol binding from input shapes serves it unchanged.  Guards: the
+        exact type int and `n >= 2`; Python code sees the symbol (`x[:n]`, `x * n`,
+        `x.view(-1, n)` stay symbolic; `range(n)` or a comparison specialize or decide
+        with a guard, as for tensor sizes)."""
+        self.add_guard(G.TYPE_MATCH, source, int)
+        carrier = NumberAsSize(source)
+        sym = size_symbol(f"s{len(self.sym_values)}")
+        while sym in self.sym_values:
+            sym = size_symbol(f"{sym}_")
+        self.sym_values[sym] = value
+        self.sym_sources[sym] = [(carrier, 0)]
+        ttype = TensorType(ir_dtype(torch.int64), (sym, 0), "cpu")
+        self.builder.input(value_name(source) + "_size", ttype)
+        self.input_sources.append(carrier)
+        self.notes.append(f"automatic dynamic: {source.name()} is {sym} (its value changed"
+                          " since an earlier compile)")
+        return ConstVar(sym, source)
+
     def _size_symbol(self, size: int, source: Source, dim: int):
         sym = self.sym_by_size.get(size)
         if sym is None:
-            sym = size_symbol(f"s{len(self.sym_by_size)}")
+            sym = size_symbol(f"s{len(self.sym_values)}")
             self.sym_by_size[size] = sym
             self.sym_values[sym] = size
             self.sym_sources[sym] = []
@@ -351,7 +391,7 @@ class TraceContext:
 
     def _shape_guards(self) -> None:
         for sym, uses in self.sym_sources.items():
-            text = " == ".join(f"{s.name()}.size({d})" for s, d in uses) + " >= 2"
+            text = " == ".join(size_text(s, d) for s, d in uses) + " >= 2"
             check = (lambda *sizes: sizes[0] >= 2 and all(x == sizes[0] for x in sizes))
             self.guards[(G.SHAPE_ENV, text)] = G.Guard(G.SHAPE_ENV, None,
                                                        (text, check, list(uses)))
@@ -359,8 +399,7 @@ class TraceContext:
             symbols = sorted(relation.free_symbols, key=str)
             fn = sz.int_function(symbols, relation)
             text = f"({relation}) is {value}  where " + ", ".join(
-                f"{s} = {self.sym_sources[s][0][0].name()}.size({self.sym_sources[s][0][1]})"
-                for s in symbols)
+                f"{s} = {size_text(*self.sym_sources[s][0])}" for s in symbols)
             key = (G.SHAPE_ENV, text)
             if key not in self.guards:
                 self.guards[key] = G.Guard(G.SHAPE_ENV, None, (

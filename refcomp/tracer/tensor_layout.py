@@ -49,8 +49,17 @@ def _reshape(ctx, x, *args, shape=None):
     target = _sizes(args) if shape is None else list(shape)
     if -1 in target:
         known = _prod([d for d in target if not (isinstance(d, int) and d == -1)])
-        target = [sympy.simplify(sympy.sympify(_prod(x.value.type.shape)) / known)
-                  if isinstance(d, int) and d == -1 else d for d in target]
+        rest = sympy.simplify(sympy.sympify(_prod(x.value.type.shape)) / known)
+        if rest.free_symbols and not rest.is_integer:
+            # `x.view(-1, n)` where n need not divide x's size for every value: the
+            # sizes it divides are specialised (guarded), so the -1 is a number.
+            fixed = rest.free_symbols
+            for s in sorted(fixed, key=str):
+                ctx.specialize(s)
+            rest = sympy.sympify(ctx.concrete(rest))
+            target = [ctx.concrete(d) if isinstance(d, sympy.Basic) and d.free_symbols & fixed
+                      else d for d in target]
+        target = [rest if isinstance(d, int) and d == -1 else d for d in target]
     return _Shaped("reshape", target)
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import operator
 
+import sympy
 import torch
 import torch.nn.functional as F
 
@@ -155,7 +156,18 @@ def _binary_builder(op):
                                for v in (a, b)):
             # torch refuses it; the IR-typed meta shortcut would not notice (eager raises)
             raise Unsupported("RB017", "subtraction with a bool: eager raises RuntimeError")
-        dt = result_dtype(a, b)
+        if isinstance(alpha, sympy.Basic):
+            alpha = ctx.specialize(alpha)
+        # A size as an operand (`x / x.shape[0]`): promoted as the Python int it stands for,
+        # then a `size_value` of that dtype (Note [Sizes as tensors] in ir/ops/creation.py).
+        dt = result_dtype(*(ctx.concrete(v) if isinstance(v, sympy.Basic) else v
+                            for v in (a, b)))
+        if isinstance(a, sympy.Basic) or isinstance(b, sympy.Basic):
+            if op in _INT_DIVISIONS or rounding_mode is not None or \
+                    not isinstance(a, TensorVar) and not isinstance(b, TensorVar):
+                a, b = (ctx.specialize(v) if isinstance(v, sympy.Basic) else v for v in (a, b))
+            else:
+                a, b = (_size_operand(ctx, v, dt, a if v is b else b) for v in (a, b))
         if op in ("add", "sub") and alpha != 1:
             b = ctx.builder.mul(cast(ctx, b, dt), alpha) if isinstance(b, TensorVar) \
                 else b * alpha
@@ -183,6 +195,17 @@ def _binary_builder(op):
 _INT_DIVISIONS = ("floor_divide", "remainder", "fmod")
 
 
+def _size_operand(ctx, v, dt, other):
+    """`v` itself, or for a size expression a TensorVar of its `size_value` in dtype `dt`
+    (the dtype torch computes in: the int is converted to it, as a Python scalar is)."""
+    if not isinstance(v, sympy.Basic):
+        return v
+    device = other.value.type.device if isinstance(other, TensorVar) else "cpu"
+    value = ctx.builder.op("size_value", value=v, dtype=ir_dtype(dt), device=device)
+    meta = torch.empty((), dtype=dt, device="meta")
+    return TensorVar(value, meta)
+
+
 def _check_nonzero_divisor(ctx, y):
     """Integer division by zero raises RuntimeError("ZeroDivisionError") in eager: a
     constant zero breaks the graph (eager then raises), a tensor divisor adds a runtime
@@ -202,22 +225,22 @@ class _AsValue:
 
 
 for _op, _fns in _BINARY.items():
-    entry(*_fns, ir_meta=True)(_binary_builder(_op))
+    entry(*_fns, ir_meta=True, sizes=True)(_binary_builder(_op))
 for _op, _fns in _INPLACE_BINARY.items():
     entry(*_fns, inplace=True)(_binary_builder(_op))
 
 
-@entry(T.__rsub__, ir_meta=True)
+@entry(T.__rsub__, ir_meta=True, sizes=True)
 def _rsub(ctx, a, b):
     return _binary_builder("sub")(ctx, b, a)
 
 
-@entry(T.__rtruediv__, ir_meta=True)
+@entry(T.__rtruediv__, ir_meta=True, sizes=True)
 def _rdiv(ctx, a, b):
     return _binary_builder("div")(ctx, b, a)
 
 
-@entry(T.__rpow__, ir_meta=True)
+@entry(T.__rpow__, ir_meta=True, sizes=True)
 def _rpow(ctx, a, b):
     return _binary_builder("pow")(ctx, b, a)
 

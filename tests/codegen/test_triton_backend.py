@@ -383,6 +383,25 @@ func @f(%x: f32[s0,3]) -> f32[s0] {
     assert stats.snapshot()["kernels_compiled"] == compiled
 
 
+def test_symbolic_slice_bounds_and_size_values_compile_once_for_every_size():
+    # Note [Symbolic slice bounds] and Note [Sizes as tensors]: x[:, s1 - 2:] / s0.
+    graph = ir.parse("""
+func @f(%x: f32[s0,s1]) -> f32[s0,2] {
+  %0 = slice %x {dim=1, start=s1-2, stop=s1} : f32[s0,2]
+  %1 = size_value {value=s0, dtype=f32} : f32[]
+  %2 = div %0, %1 : f32[s0,2]
+  return %2
+}""")
+    fn = compile_triton(graph)
+    compiled = stats.snapshot()["kernels_compiled"]
+    for n, m in ((3, 5), (7, 4), (2, 9)):
+        x = np.random.default_rng(n).standard_normal((n, m)).astype(np.float32)
+        (got,) = fn(torch.from_numpy(x))
+        np.testing.assert_allclose(got.numpy(), x[:, m - 2:] / n, rtol=1e-6)
+        np.testing.assert_allclose(got.numpy(), ir.run(graph, [x])[0], rtol=1e-6)
+    assert stats.snapshot()["kernels_compiled"] == compiled
+
+
 def test_wrong_input_shape_and_unknown_option_are_refused():
     graph = ir.parse("""
 func @f(%x: f32[4]) -> f32[4] {

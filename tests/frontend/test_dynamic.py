@@ -376,3 +376,93 @@ def test_size_guards_and_returned_sizes_use_exact_integer_arithmetic():
     for n in list(range(3, 2000)) + [10**15 + 7, 2**53 + 1]:
         assert fn(n) == (n + 2) // 3
         assert rel(n) == ((n + (n + 2) // 3 - 1) // ((n + 2) // 3) == 3)
+
+
+# --- sizes as tensor operands; Python ints as symbols (automatic dynamic) ---------------------
+SIZE_OPERANDS = {
+    "div": (lambda x: x / x.shape[0], torch.float32),
+    "mean": (lambda x: x.sum() / x.numel(), torch.float32),
+    "int32_mul": (lambda x: x * x.shape[0], torch.int32),
+    "int32_truediv": (lambda x: x / x.shape[1], torch.int32),
+    "bool_plus": (lambda x: (x > 0) + x.shape[0], torch.float32),
+    "f16": (lambda x: x * x.shape[0], torch.float16),
+    "rsub": (lambda x: x.shape[0] - x, torch.float32),
+    "compare": (lambda x: (x * 10).int() < x.shape[1], torch.float32),
+}
+
+
+@pytest.mark.parametrize("backend", ["interp", "llvm"])
+@pytest.mark.parametrize("name", sorted(SIZE_OPERANDS))
+def test_a_size_as_a_tensor_operand_stays_symbolic(name, backend):
+    f, dtype = SIZE_OPERANDS[name]
+    cf = refcomp.compile(f, backend=backend, dynamic=True)
+    for n in (5, 7, 9):
+        x = (torch.randn(n, n + 3) * 10).to(dtype)
+        got, want = cf(x), f(x)
+        assert got.dtype == want.dtype
+        same(got, want)
+    (entry,) = cf.cache.entries  # Note [Sizes as tensors]: one graph for every size
+    assert not shape_guards(entry)[2:]  # no specialisation
+    assert "size_value" in str(cf.cache.entries[0].graph)
+
+
+@pytest.mark.parametrize("backend", ["eager", "llvm"])
+def test_an_int_argument_becomes_a_symbol_after_one_recompile(backend):
+    def f(x, n):
+        y = x[:n] * n + x.shape[0]
+        return y, x[: n * 2].view(n, -1).sum(0), n * 2
+
+    cf = refcomp.compile(f, backend=backend)
+    x = torch.randn(24, 4)
+    for n in (2, 3, 4, 6, 8, 12):
+        got, want = cf(x, n), f(x, n)
+        same(got[0], want[0])
+        same(got[1], want[1])
+        assert got[2] == 2 * n and type(got[2]) is int
+    static, dyn = cf.cache.entries
+    assert static.hits == 0 and input_types(dyn) == ["f32[24,4]", "i64[s0,0]"]
+    assert "L['n'] >= 2" in shape_guards(dyn)
+    assert dyn.notes[0] == ("automatic dynamic: L['n'] is s0 (its value changed since an"
+                            " earlier compile)")
+    assert refcomp.stats()["counters"]["automatic_dynamic_ints"] == 1
+    assert cf(x, 1)[2] == 2  # 1 is specialised by value, as in torch
+    assert len(cf.cache.entries) == 3 and "L['n'] == 1" in [
+        g.describe() for g in cf.cache.entries[2].guards.guards]
+
+
+def test_an_int_symbol_guards_exactly_the_relations_it_used():
+    cf = refcomp.compile(lambda x, n: x[:n] + 1, backend="eager")
+    x = torch.randn(20, 3)
+    for n in (3, 5, 7):
+        same(cf(x, n), x[:n] + 1)
+    dyn = cf.cache.entries[1]
+    assert "(s0 <= 20) is True  where s0 = L['n']" in shape_guards(dyn)
+    same(cf(x, 25), x[:25] + 1)  # the clamping goes the other way: a miss, then right
+    same(cf(x, 0), x[:0] + 1)  # 0 is specialised by value, as in torch
+    assert len(cf.cache.entries) == 4
+
+
+def test_a_bool_or_a_float_argument_stays_guarded_by_value():
+    cf = refcomp.compile(lambda x, flag, d: x * d if flag else x - d, backend="eager")
+    x = torch.ones(3)
+    for flag, d in ((True, 2.0), (False, 2.0), (True, 3.0), (True, 4.0)):
+        same(cf(x, flag, d), x * d if flag else x - d)
+    assert refcomp.stats()["counters"].get("automatic_dynamic_ints", 0) == 0
+    assert len(cf.cache.entries) == 4
+
+
+def test_stats_name_each_symbol_and_where_it_is_read():
+    def f(x, w, n):
+        return (x @ w)[:n]
+
+    cf = refcomp.compile(f, backend="eager")
+    for n, b in ((3, 5), (4, 6), (5, 7)):
+        x, w = torch.randn(b, 8), torch.randn(8, 3)
+        same(cf(x, w, n), f(x, w, n))
+    (frame,) = refcomp.stats()["frames"].values()
+    assert frame[1]["symbols"] == {"s0": "L['x'].size(0)", "s1": "L['n']"}
+    assert frame[1]["notes"] == [
+        "automatic dynamic: L['x'].size(0) is s0 (its size changed since an earlier compile)",
+        "automatic dynamic: L['n'] is s1 (its value changed since an earlier compile)"]
+    assert "(s1 <= s0) is True  where s0 = L['x'].size(0), s1 = L['n']" in \
+        frame[1]["shape_guards"]

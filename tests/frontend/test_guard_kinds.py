@@ -64,7 +64,8 @@ def test_failures_name_expected_and_actual():
 
 
 def test_history_keeps_every_miss():
-    cf = refcomp.compile(lambda x, n: x + n, backend="eager")
+    # dynamic=False: automatic dynamic would make n a symbol after one miss
+    cf = refcomp.compile(lambda x, n: x + n, backend="eager", dynamic=False)
     x = torch.ones(2)
     for n in range(5):
         cf(x, n)

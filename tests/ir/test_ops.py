@@ -378,6 +378,12 @@ def full_attrs(draw):
 
 
 @st.composite
+def size_value_attrs(draw):
+    dtype = draw(st.sampled_from((i64, i32, f32, f64, f16)))
+    return [], {"value": draw(st.integers(0, 2000)), "dtype": dtype}
+
+
+@st.composite
 def arange_attrs(draw):
     dtype = draw(st.sampled_from((i64, i32, f32, f64)))
     start, end = draw(st.integers(-10, 10)), draw(st.integers(-10, 10))
@@ -635,6 +641,8 @@ CASES = {
     # creation
     "full": (lambda value, shape, dtype: torch.full(shape, value, dtype=torch_dtype(dtype)),
              full_attrs()),
+    "size_value": (lambda value, dtype: torch.tensor(value, dtype=torch_dtype(dtype)),
+                   size_value_attrs()),
     "arange": (lambda start, end, step, dtype: torch.arange(
         start, end, step, dtype=torch_dtype(dtype)), arange_attrs()),
     "constant": (lambda data, dtype: torch.tensor(data, dtype=torch_dtype(dtype)),

@@ -128,7 +128,7 @@ NO_GRADIENT = {
         "logical_not", "isnan", "bitwise_not", "bitwise_and", "bitwise_or", "bitwise_xor",
         "bitwise_left_shift", "bitwise_right_shift", "any", "all", "argmax", "argmin")},
     **{name: "no tensor operands" for name in ("full", "arange", "constant", "rand", "randn",
-                                                        "dropout_mask")},
+                                                        "dropout_mask", "size_value")},
     "floor_divide": "torch has no derivative for floor_divide either",
     "fused": "a fusion region: differentiation happens before fusion",
     "aten": "an opaque torch call: the IR has no rule for it, torch's autograd must",
