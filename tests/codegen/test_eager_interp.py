@@ -213,6 +213,8 @@ SAMPLES = {
               ([], {"value": 3, "shape": [], "dtype": i32}),
               ([], {"value": 1.1, "shape": [2], "dtype": bf16}),
               ([], {"value": True, "shape": [2], "dtype": bool_})], (f32,)),
+    "size_value": ([([], {"value": 7}), ([], {"value": 3, "dtype": f32}),
+                    ([], {"value": 1000, "dtype": bf16})], (f32,)),
     "arange": ([([], {"end": 5}), ([], {"start": 7, "end": -2, "step": -3, "dtype": f32}),
                 ([], {"start": 3, "end": 3})], (f32,)),
     "constant": ([([], {"data": [[1.1, 2.2], [3.3, -4.4]], "dtype": d}) for d in FLOATS]

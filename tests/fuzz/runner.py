@@ -177,12 +177,13 @@ def _compare_inputs(args_c, args_e, floor):
     return None
 
 
-def outcome(program, backend, relax=frozenset()) -> Outcome:
-    """Run `program` eagerly and compiled with `backend`; the first difference found.
+def outcome(program, backend, relax=frozenset(), dynamic=None) -> Outcome:
+    """Run `program` eagerly and compiled with `backend` (and `dynamic`: None, the
+    default, is automatic dynamic); the first difference found.
     `relax`: the "check:..." KNOWN_OPEN entries (tests/fuzz/gen.py) to skip."""
     f_eager = program.function("fuzz program (eager)")
     f = program.function()
-    compiled = refcomp.compile(f, backend=backend)
+    compiled = refcomp.compile(f, backend=backend, dynamic=dynamic)
     raised = False
     floor = program_tolerance(program)
     for k in range(len(program.calls)):
@@ -224,7 +225,7 @@ def report(program, backend, out: Outcome) -> str:
             + "\n--- standalone repro ---\n" + program.snippet(backend))
 
 
-def check(program, backend, relax=frozenset()):
-    out = outcome(program, backend, relax)
+def check(program, backend, relax=frozenset(), dynamic=None):
+    out = outcome(program, backend, relax, dynamic)
     assert not out.failed, report(program, backend, out)
     return out
