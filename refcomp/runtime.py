@@ -395,7 +395,10 @@ def _joint_or_reason(ctx, captured: Graph, outs: _Outputs, writeback, frozen, ba
     if backend.name == "interp" and any(n.op.category == RANDOM for n in captured.nodes):
         # The eager fallback draws from torch's generator as eager does; interp does not.
         return None, "the interp backend draws random numbers from numpy, not torch"
-    wants = [ctx.input_vars[src.name()].requires_grad for src in ctx.input_sources]
+    # An input that is no tensor argument (the [n, 0] binding of an int symbol, Note
+    # [Number symbols]) never requires grad.
+    wants = [src.name() in ctx.input_vars and ctx.input_vars[src.name()].requires_grad
+             for src in ctx.input_sources]
     diff = differentiable_values(captured, wants)
     for _, o in writeback:
         # Eager would attach the mutated input to autograd (buf.add_(w) with w requiring

@@ -466,3 +466,20 @@ def test_stats_name_each_symbol_and_where_it_is_read():
         "automatic dynamic: L['n'] is s1 (its value changed since an earlier compile)"]
     assert "(s1 <= s0) is True  where s0 = L['x'].size(0), s1 = L['n']" in \
         frame[1]["shape_guards"]
+
+
+def test_an_int_symbol_in_a_graph_that_requires_grad():
+    # Regression: the autograd path looked the int's [n, 0] binding input up as a tensor
+    # argument (KeyError: an internal error, and the frame ran eagerly).
+    def f(x, n):
+        return (x[:n] * n).sum()
+
+    cf = refcomp.compile(f, backend="llvm")
+    for n in (3, 4, 5):
+        x = torch.randn(8, 4, requires_grad=True)
+        cf(x, n).backward()
+        x2 = x.detach().clone().requires_grad_()
+        f(x2, n).backward()
+        same(x.grad, x2.grad)
+    dyn = cf.cache.entries[1]
+    assert dyn.reason is None and dyn.graph is not None
