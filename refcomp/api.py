@@ -20,12 +20,13 @@ import codegen.stats as codegen_stats
 from codegen.backends import get_backend
 from refcomp import cache as cache_mod
 from refcomp import global_state, logs, resume, stance
+from refcomp.break_trace import build_whole
 from refcomp.cache import CALLS, COUNTERS, FrameCache, cache_for, config_key
 from refcomp.config import resolve_options
 from refcomp.guards import SHAPE_ENV, TIME_EVERY
 from refcomp.reasons import CaptureError, Unsupported
 from refcomp.recipes import Refused
-from refcomp.runtime import build_entry, fallback_entry
+from refcomp.runtime import fallback_entry
 from refcomp.stance import FORCE_EAGER, RecompileError
 from refcomp.tracer.context import MARK_ATTR, STATIC_ATTR, TraceContext
 from refcomp.tracer.frame import check_code_supported, trace
@@ -323,7 +324,7 @@ class CompiledFunction:
             ctx.checked_by_caller.add(("L['self']", "forward"))
         result = trace(fn or self.fn, L, ctx)
         guards = self._filter(ctx.finish_guards())
-        entry = build_entry(ctx, result.output, self.backend, self.options, guards)
+        entry = build_whole(self, ctx, result.output, guards)
         COUNTERS["graphs"] += 1
         return entry
 

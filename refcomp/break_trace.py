@@ -28,14 +28,23 @@ import torch
 
 from refcomp.guards import TYPE_MATCH
 from refcomp.reasons import Unsupported
-from refcomp.recipes import GRAD_CONTEXTS, GradExit, OpaqueVar, Recipes, Refused
+from refcomp.recipes import (
+    GRAD_CONTEXTS,
+    GradExit,
+    OpaqueVar,
+    Recipes,
+    Refused,
+    effect_recipes,
+)
 from refcomp.runtime import Entry, build_entry, make_guard_set
 from refcomp.side_effects import mutated_containers, stored_names
 from refcomp.sources import AttrSource, ClosureSource, LocalSource
 from refcomp.tracer.context import TraceContext
+from refcomp.tracer.effects import DICT_MUTATORS, LIST_MUTATORS, unsnap
 from refcomp.tracer.frame import InstructionTranslator, _Return
 from refcomp.tracer.values import (
     CellVar,
+    ConstVar,
     DictVar,
     ExitVar,
     IteratorVar,
@@ -77,6 +86,8 @@ class FrameTranslator(InstructionTranslator):
             # A changing number, a container the frame mutates, a builtin bound to an
             # object (`lst.append`, made anew each time), or a loop's real iterator
             # (looking into it would consume it): only their type is guarded.
+            if type(value) in (list, dict):
+                self.ctx.claim_container(value, "mutated", source)
             self.ctx.add_guard(TYPE_MATCH, source, type(value))
             self.any_opaque = True
             return OpaqueVar(value, source)
@@ -143,14 +154,18 @@ class FrameTranslator(InstructionTranslator):
 
     # See Note [Reading what the frame writes] in refcomp/side_effects.py.
     def LOAD_GLOBAL(self, inst):
-        if inst.argval in self.stored_globals:
+        if inst.argval in self.stored_globals and \
+                (id(self.f_globals), inst.argval) not in self.ctx.global_writes:
             raise Unsupported("RB008", f"global {inst.argval!r} is assigned in this frame;"
                                        " it is read and updated outside the graph")
         super().LOAD_GLOBAL(inst)
 
     def LOAD_ATTR(self, inst):
         self._no_opaque(self.stack[-1], f"`.{inst.argval}` of")
-        if inst.argval in self.stored_attrs and not isinstance(self.stack[-1], TensorVar):
+        obj = self.stack[-1]
+        if inst.argval in self.stored_attrs and not isinstance(obj, TensorVar) and not (
+                isinstance(obj, ConstVar) and
+                (id(obj.value), inst.argval) in self.ctx.attr_writes):
             raise Unsupported("RB008", f"attribute {inst.argval!r} is assigned in this"
                                        " frame; it is read and updated outside the graph")
         super().LOAD_ATTR(inst)
@@ -174,7 +189,7 @@ class FrameTranslator(InstructionTranslator):
                 todo.extend(vt.items)
             elif isinstance(vt, DictVar):
                 todo.extend(vt.items.values())
-            elif isinstance(vt, MethodVar):
+            elif isinstance(vt, MethodVar) and not _replayed_mutator(vt):
                 todo.append(vt.self_vt)
 
     # An opaque value never enters an inlined callee, whose handlers would not expect it.
@@ -192,7 +207,10 @@ class FrameTranslator(InstructionTranslator):
         super().RETURN_VALUE(inst)
 
     def LOAD_METHOD(self, inst):
-        self._no_opaque(self.stack[-1], f"`.{inst.argval}` of")
+        vt = self.stack[-1]
+        if not (isinstance(vt, OpaqueVar) and vt.kind in (list, dict) and
+                inst.argval in LIST_MUTATORS | DICT_MUTATORS):  # replayed
+            self._no_opaque(vt, f"`.{inst.argval}` of")
         super().LOAD_METHOD(inst)
 
     def _jump_if(self, inst, predicate):
@@ -222,6 +240,13 @@ class FrameTranslator(InstructionTranslator):
         super().FOR_ITER(inst)
 
 
+def _replayed_mutator(m: MethodVar) -> bool:
+    """`lst.append` of a list the frame mutates: a replayed effect, not a read."""
+    vt = m.self_vt
+    return isinstance(vt, OpaqueVar) and vt.kind in (list, dict) and \
+        m.name in LIST_MUTATORS | DICT_MUTATORS
+
+
 def _cells(ctx, code, closure) -> dict:
     cells = {}
     for i, (name, cell) in enumerate(zip(code.co_freevars, closure or ())):
@@ -247,6 +272,11 @@ class Break:
     rid: str = ""  # the reason's id
     grad_mode: Optional[bool] = None  # the grad mode after the graph, where it changed
     run_with_grad: bool = False  # see Note [Leaving no_grad inside a segment]
+    # Recipes of the side effects replayed after the graph, in program order (Note
+    # [Replayed side effects], refcomp/tracer/effects.py); `picked`: the graph's result is
+    # (return value, values the effects need), their recipes ("pick", k).
+    effects: list = field(default_factory=list)
+    picked: bool = False
     # Filled by refcomp/resume.py: the generated code and the recipes of its arguments.
     code: object = None
     args: list = field(default_factory=list)
@@ -340,6 +370,7 @@ def build_break(cf, ctx, tx, brk: Break, reason) -> Entry:
     brk.stack = [recipes.of(vt) for vt in tx.stack]
     brk.cells = {name: recipes.of(cell.contents) for name, cell in tx.cells.items()
                  if not getattr(cell, "real", False) and cell.contents is not None}
+    brk.effects = effect_recipes(ctx.effects, recipes.of, lambda vt: recipes.of(unsnap(vt)))
     recipes.check_aliasing()
     # Note [Leaving no_grad inside a segment]: the runtime runs a graph in the grad mode
     # of the call and detaches the outputs eager would not attach.  A segment that starts
@@ -355,7 +386,43 @@ def build_break(cf, ctx, tx, brk: Break, reason) -> Entry:
     entry.resume = brk
     entry.reason = reason
     entry.refs_to_hold = tuple(ctx.id_objects)
+    _note_effects(entry, ctx)
     return entry
+
+
+def build_whole(cf, ctx, output, guards) -> Entry:
+    """The entry of a frame traced to its return; its side effects, if any, are replayed
+    after the graph (Note [Replayed side effects]): the graph also returns the values
+    they need, and the entry goes through refcomp/resume.py `run_break`, which has the
+    frame's L/G/C/B to find their targets."""
+    if not ctx.effects:
+        return build_entry(ctx, output, cf.backend, cf.options, guards)
+    values: list = []
+    targets = Recipes(ctx)
+
+    def value_of(vt):
+        values.append(unsnap(vt))
+        return ("pick", len(values) - 1)
+
+    def target_of(vt):
+        recipe = targets.of(vt)
+        if targets.tensors:
+            raise Unsupported("RB008", f"a side effect on {vt!r}, which is no object of"
+                                       " the caller's")
+        return recipe
+
+    effects = effect_recipes(ctx.effects, target_of, value_of)
+    entry = build_entry(ctx, TupleVar([output, TupleVar(values)]), cf.backend, cf.options,
+                        guards)
+    entry.resume = Break(-1, -1, effects=effects, picked=True)
+    _note_effects(entry, ctx)
+    return entry
+
+
+def _note_effects(entry, ctx) -> None:
+    if ctx.effects:
+        entry.notes.append(f"side effects replayed after the graph ({len(ctx.effects)}):"
+                           f" {'; '.join(e[-1] for e in ctx.effects)}")
 
 
 def build_return(cf, ctx, output) -> Entry:
@@ -365,9 +432,11 @@ def build_return(cf, ctx, output) -> Entry:
     restores the grad mode after the graph, as the block's `__exit__` would.
     """
     guards = cf._filter(ctx.finish_guards())
-    entry = build_entry(ctx, output, cf.backend, cf.options, guards)
+    entry = build_whole(cf, ctx, output, guards)
     if ctx.used_grad_toggle:
-        entry.resume = Break(-1, -1, grad_mode=ctx.grad_enabled)
+        if entry.resume is None:
+            entry.resume = Break(-1, -1)
+        entry.resume.grad_mode = ctx.grad_enabled
         entry.resume.run_with_grad = not ctx.guards[("GRAD_MODE", None)].expected and \
             ctx.grad_enabled
     return entry

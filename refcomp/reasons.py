@@ -49,8 +49,10 @@ _reason("RB006", "try/except or try/finally in the frame (retired)",
         "Nothing to do.")
 _reason("RB007", "unsupported Python version",
         "The tracer interprets CPython 3.11 bytecode only.", "Run on CPython 3.11.")
-_reason("RB008", "side effect on a Python object",
-        "The frame mutates a Python object that outlives it (attribute, global, argument).",
+_reason("RB008", "side effect that cannot be replayed, or a read of state the frame mutates unseen",
+        "Mutations of outliving objects are replayed after the graph; this one needs a value"
+        " the replay cannot be handed (a view of an input), or the trace reads a number,"
+        " list or dict that the frame itself writes (spec/runtime.md, \"Side effects\").",
         "Return the new value instead of mutating state inside forward.")
 _reason("RB009", "module in training mode with state updates or randomness",
         "BatchNorm in training mode updates running statistics and Dropout in training "

@@ -38,13 +38,13 @@ from refcomp.sources import (
 from refcomp.tracer.context import CONSTANT_TYPES
 from refcomp.tracer.values import (
     NULL,
-    VT,
     ConstVar,
     DictVar,
     ExitVar,
     IteratorVar,
     ListVar,
     MethodVar,
+    OpaqueVar,
     TensorVar,
     TupleVar,
 )
@@ -56,24 +56,6 @@ GRAD_CONTEXTS = (torch.no_grad, torch.enable_grad)
 
 class Refused(Exception):
     """The state at a break cannot be rebuilt faithfully after the graph."""
-
-
-class OpaqueVar(VT):
-    """A Python number that changed between calls at a resume point (Note [Opaque numbers]).
-
-    The tracer only moves it around: any handler that needs its value fails, and the
-    instruction becomes a break that runs concretely.  Only its exact type is guarded.
-    """
-
-    def __init__(self, value, source):
-        self.kind = type(value)
-        self.source = source
-
-    def python_type(self):
-        return self.kind
-
-    def __repr__(self):
-        return f"OpaqueVar({self.source.name()})"
 
 
 _IMMUTABLE = CONSTANT_TYPES + (torch.dtype, torch.device, torch.Size, range, slice, type,
@@ -237,3 +219,38 @@ def make(r, outs, L, G, C, B, memo):
         return iter([make(i, outs, L, G, C, B, memo) for i in r[1]])
     obj = make(r[1], outs, L, G, C, B, memo)  # "method"
     return types.MethodType(r[2], obj) if r[2] is not None else getattr(obj, r[3])
+
+
+# --- replayed side effects (Note [Replayed side effects], refcomp/tracer/effects.py) ---------
+def effect_recipes(effects, target_of, value_of) -> list:
+    """The recipes of recorded effects: targets by `target_of`, values by `value_of`."""
+    out = []
+    for kind, target, name, args, kwargs, what in effects:
+        if kind == "setglobal":
+            tr = ("globals", target)  # None: the frame's own globals
+        else:
+            tr = target_of(target)
+        out.append((kind, tr, name, [value_of(a) for a in args],
+                    {k: value_of(v) for k, v in kwargs.items()}, what))
+    return out
+
+
+def replay(effects, resolve, G) -> None:
+    """Run the effects, in program order, after the graph (`resolve`: recipe -> object)."""
+    for kind, tr, name, args, kwargs, _ in effects:
+        if kind == "setglobal":
+            where = G if tr[1] is None else load_source(tr[1], None, G, None, None)
+            where[name] = resolve(args[0])
+            continue
+        target = resolve(tr)
+        values = [resolve(a) for a in args]
+        if kind == "method":
+            getattr(target, name)(*values, **{k: resolve(v) for k, v in kwargs.items()})
+        elif kind == "call":
+            target(*values, **{k: resolve(v) for k, v in kwargs.items()})
+        elif kind == "setattr":
+            setattr(target, name, values[0])
+        elif kind == "setitem":
+            target[values[0]] = values[1]
+        else:  # "delitem"
+            del target[values[0]]

@@ -33,7 +33,7 @@ from refcomp import bytecode_gen as bg
 from refcomp.break_trace import build_break, build_return, trace_to_break
 from refcomp.cache import COUNTERS, FrameCache
 from refcomp.guards import EQUALS_MATCH
-from refcomp.recipes import Refused, make
+from refcomp.recipes import Refused, make, replay
 from refcomp.runtime import Entry
 from refcomp.sources import LocalSource
 from refcomp.tracer.values import TensorVar
@@ -141,9 +141,16 @@ def run_break(entry, inputs, L, G, C, B, cf):
             outs = entry.run(inputs)  # See Note [Leaving no_grad inside a segment]
     if brk.grad_mode is not None:  # the graph entered or left a no_grad block
         torch.set_grad_enabled(brk.grad_mode)
-    if brk.code is None:  # a traced return whose graph left a no_grad block
+    if brk.picked:  # Note [Replayed side effects]: (return value, values of the effects)
+        outs, picked = outs
+        memo: dict = {}
+        replay(brk.effects, lambda r: picked[r[1]] if r[0] == "pick" else
+               make(r, (), L, G, C, B, memo), G)
+    if brk.code is None:  # a traced return (with effects, or leaving a no_grad block)
         return outs
-    memo: dict = {}
+    memo = {}
+    if brk.effects:
+        replay(brk.effects, lambda r: make(r, outs, L, G, C, B, memo), G)
     args = [make(r, outs, L, G, C, B, memo) for r in brk.args]
     if brk.callee_slot is not None:
         args[brk.callee_slot] = _compiled_callee(cf, args[brk.callee_slot])

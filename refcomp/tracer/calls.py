@@ -29,7 +29,7 @@ from refcomp.sources import (
     ItemSource,
     Source,
 )
-from refcomp.tracer import opaque, tensor_layout, torch_table
+from refcomp.tracer import effects, opaque, tensor_layout, torch_table
 from refcomp.tracer.context import CONSTANT_TYPES, module_attr_source
 from refcomp.tracer.values import (
     VT,
@@ -43,6 +43,7 @@ from refcomp.tracer.values import (
     ListVar,
     MethodVar,
     NullVar,
+    OpaqueVar,
     TensorVar,
     TupleVar,
     as_python,
@@ -75,10 +76,20 @@ _DISABLED_ATTR = "_refcomp_disabled"
 
 # --- reading names and attributes -----------------------------------------------------------
 def load_global(tx, name: str) -> VT:
+    written = tx.ctx.global_writes.get((id(tx.f_globals), name))
+    if written is not None:  # Note [Replayed side effects]: the value this trace stored
+        return written
     if name in tx.f_globals:
         value = tx.f_globals[name]
         source = GlobalSource(name) if tx.globals_source is None else ItemSource(
             tx.globals_source, name)
+        if isinstance(value, CONSTANT_TYPES) and name in effects.stored_names(tx.code)[0]:
+            # Note [Reading what the frame writes] (refcomp/side_effects.py).
+            raise Unsupported("RB008", f"global {name!r} is assigned in this frame;"
+                                       " it is read and updated outside the graph")
+        if type(value) in (list, dict) and effects.mutated_by_pattern(tx.instructions,
+                                                                      tx.ip - 1):
+            return effects.opaque_container(tx.ctx, value, source)
         return tx.ctx.wrap(value, source)
     if name in tx.f_builtins:
         return tx.ctx.wrap(tx.f_builtins[name], BuiltinSource(name))
@@ -88,6 +99,27 @@ def load_global(tx, name: str) -> VT:
 def load_attr(tx, obj: VT, name: str) -> VT:
     if isinstance(obj, TensorVar):
         return tensor_layout.tensor_attr(tx.ctx, obj, name)
+    if isinstance(obj, OpaqueVar):
+        if obj.kind in (list, dict) and name in effects.LIST_MUTATORS | effects.DICT_MUTATORS:
+            return MethodVar(name, obj, name)
+        raise Unsupported("RB008", f"`.{name}` of {obj.source.name()}, a"
+                                   f" {obj.kind.__name__} the frame mutates")
+    if isinstance(obj, ConstVar):
+        written = tx.ctx.attr_writes.get((id(obj.value), name))
+        if written is not None:  # Note [Replayed side effects]: the value this trace stored
+            return written
+        if obj.source is not None and name in effects.stored_names(tx.code)[1] and \
+                isinstance(getattr(obj.value, name, None), CONSTANT_TYPES):
+            # Note [Reading what the frame writes] (refcomp/side_effects.py).
+            raise Unsupported("RB008", f"attribute {name!r} is assigned in this frame;"
+                                       " it is read and updated outside the graph")
+        if obj.source is not None and not effects.is_tensor_module_attr(obj.value, name) \
+                and tx.current is not None and tx.current.opname == "LOAD_ATTR" and \
+                type(getattr(obj.value, name, None)) in (list, dict) and \
+                effects.mutated_by_pattern(tx.instructions, tx.ip - 1):
+            src = module_attr_source(obj.value, obj.source, name) if isinstance(
+                obj.value, torch.nn.Module) else AttrSource(obj.source, name, ATTR)
+            return effects.opaque_container(tx.ctx, getattr(obj.value, name), src)
     if isinstance(obj, TupleVar) and obj.field(name) is not None:
         return obj.field(name)  # r.values of torch.return_types.max
     if isinstance(obj, (TupleVar, ListVar, DictVar)):
@@ -105,6 +137,8 @@ def load_attr(tx, obj: VT, name: str) -> VT:
         if obj.source is None:
             return tx.ctx.wrap(attr, None)
         return tx.ctx.wrap(attr, module_attr_source(value, obj.source, name))
+    if effects.is_logger_method(obj, name):  # replayed (Note [Replayed side effects])
+        return MethodVar(name, obj, name)
     attr = _getattr(value, name)
     if isinstance(attr, types.MethodType) and isinstance(attr.__func__, types.FunctionType) \
             and not _is_torch_function(attr.__func__):
@@ -160,14 +194,51 @@ def setitem(tx, obj: VT, index: VT, value: VT) -> None:
     if isinstance(obj, TensorVar):
         tensor_layout.tensor_setitem(tx.ctx, obj, index, value)
         return
-    if isinstance(obj, (ListVar, DictVar)) and obj.source is None:
+    if isinstance(obj, (ListVar, DictVar)):
         key = as_python(require_const(tx, index, "subscript"))
-        if isinstance(obj, ListVar):
+        if obj.source is not None:  # Note [Replayed side effects]
+            if isinstance(obj, DictVar) and not isinstance(key, CONSTANT_TYPES):
+                raise Unsupported("RB008", f"item assignment into {obj.source.name()}")
+            effects.record(tx, "setitem", obj, None, [index, value],
+                           what=f"{obj.source.name()}[{key!r}] = ...")
+        try:
             obj.items[key] = value
-        else:
-            obj.items[key] = value
+        except (IndexError, TypeError) as e:
+            raise Unsupported("RB017", f"item assignment: {e}") from None
+        return
+    if isinstance(obj, OpaqueVar) and obj.kind is dict:
+        effects.record(tx, "setitem", obj, None, [index, value],
+                       what=f"{obj.source.name()}[...] = ...")
         return
     raise Unsupported("RB008", f"item assignment into {obj!r}, which outlives the frame")
+
+
+def delitem(tx, obj: VT, index: VT) -> None:
+    """`del obj[key]`: on a frame-local list/dict symbolically; on an outliving one also
+    replayed (Note [Replayed side effects])."""
+    if isinstance(obj, (ListVar, DictVar)):
+        key = as_python(require_const(tx, index, "subscript"))
+        try:
+            del obj.items[key]
+        except (IndexError, KeyError, TypeError) as e:
+            raise Unsupported("RB017", f"del: {type(e).__name__} {e}") from None
+        if obj.source is not None:
+            effects.record(tx, "delitem", obj, None, [index],
+                           what=f"del {obj.source.name()}[{key!r}]")
+        return
+    if isinstance(obj, OpaqueVar) and obj.kind is dict and _is_constant(index) and \
+            not any(e[1] is obj and (e[0] != "setitem" or _is_constant(e[3][0]) and
+                                     as_python(e[3][0]) == as_python(index))
+                    for e in tx.ctx.effects):  # nothing earlier touched this key
+        # The key must be there when the frame starts (a guard), or eager's KeyError
+        # would come from the replay, after the graph: then CPython runs the `del`.
+        key = as_python(index)
+        if isinstance(key, CONSTANT_TYPES) and key in obj.real:
+            tx.ctx.guard_fact(obj.source, lambda d, k=key: k in d, f"{key!r} in {{}}", True)
+            effects.record(tx, "delitem", obj, None, [index],
+                           what=f"del {obj.source.name()}[{key!r}]")
+            return
+    raise Unsupported("RB008", f"del of an item of {obj!r}")
 
 
 # --- operators ------------------------------------------------------------------------------
@@ -238,9 +309,11 @@ def inplace_binary(tx, sym: str, a: VT, b: VT) -> VT:
         return torch_table.call_torch(tx.ctx, getattr(torch.Tensor, _INPLACE_METHOD[sym]),
                                       [a, b], {})
     if isinstance(a, ListVar) and sym == "+":
-        if a.source is not None:
-            raise Unsupported("RB008", "`+=` on a list that outlives the frame")
-        a.items.extend(iterate(tx, b))
+        items = iterate(tx, b)
+        if a.source is not None:  # Note [Replayed side effects]
+            effects.record(tx, "method", a, "extend", [ListVar(items)],
+                           what=f"{a.source.name()} += ...")
+        a.items.extend(items)
         return a
     return binary(tx, sym, a, b)
 
@@ -418,8 +491,11 @@ def call_function(tx, fn: VT, args: list, kwargs: dict) -> VT:
         if all(_is_constant(v) for v in list(args) + list(kwargs.values())):
             return _fold(value, *[as_python(a) for a in args],
                          **{k: as_python(v) for k, v in kwargs.items()})
-    if value is print:
-        raise Unsupported("RB008", "print() inside the compiled frame")
+    if effects.is_replayed_call(value):  # print, warnings.warn: after the graph
+        effects.record(tx, "call", fn, None, [effects.snapshot(a) for a in args],
+                       {k: effects.snapshot(v) for k, v in kwargs.items()},
+                       what=f"{getattr(value, '__qualname__', value)}(...)")
+        return ConstVar(None)
     if opaque.opaque_name(value) is not None:
         return opaque.call_opaque(tx.ctx, value, args, kwargs)
     if _is_torch_function(value) or isinstance(value, types.BuiltinFunctionType):
@@ -584,6 +660,16 @@ def _call_method(tx, m: MethodVar, args, kwargs) -> VT:
         raise Unsupported("RB005", f"Tensor.{m.name}")
     if isinstance(self_vt, (TupleVar, ListVar, DictVar)):
         return _container_method(tx, self_vt, m.name, args, kwargs)
+    if isinstance(self_vt, OpaqueVar):  # a list/dict the code only mutates
+        effects.record(tx, "method", self_vt, m.name, args, kwargs,
+                       what=f"{self_vt.source.name()}.{m.name}(...)")
+        return ConstVar(None)
+    if effects.is_logger_method(self_vt, m.name):  # logger.warning(...): after the graph
+        effects.record(tx, "method", self_vt, m.name, [effects.snapshot(a) for a in args],
+                       {k: effects.snapshot(v) for k, v in kwargs.items()},
+                       what=f"{self_vt.source.name() if self_vt.source else 'logger'}"
+                            f".{m.name}(...)")
+        return ConstVar(None)
     if isinstance(m.fn, types.FunctionType):
         return call_function(tx, class_attr(tx, self_vt, m.name, m.fn),
                              [self_vt] + list(args), kwargs)
@@ -616,17 +702,49 @@ def _container_method(tx, obj, name, args, kwargs) -> VT:
             return ConstVar([as_python(i) for i in obj.items].index(as_python(args[0])))
         if name == "count" and not kwargs:
             return ConstVar([as_python(i) for i in obj.items].count(as_python(args[0])))
-    if isinstance(obj, ListVar) and name in ("append", "extend", "insert", "pop"):
-        if obj.source is not None:
-            raise Unsupported("RB008", f"list.{name} on a list that outlives the frame")
-        if name == "append":
-            obj.items.append(args[0])
-        elif name == "extend":
-            obj.items.extend(iterate(tx, args[0]))
-        elif name == "insert":
-            obj.items.insert(as_python(args[0]), args[1])
+    if isinstance(obj, ListVar) and name in ("append", "extend", "insert", "pop", "clear",
+                                             "reverse") and not kwargs:
+        if name == "extend":
+            args = [ListVar(iterate(tx, args[0]))]
+        if obj.source is not None:  # Note [Replayed side effects]
+            effects.record(tx, "method", obj, name, args,
+                           what=f"{obj.source.name()}.{name}(...)")
+        try:
+            if name == "append":
+                obj.items.append(args[0])
+            elif name == "extend":
+                obj.items.extend(args[0].items)
+            elif name == "insert":
+                obj.items.insert(as_python(args[0]), args[1])
+            elif name == "clear":
+                obj.items.clear()
+            elif name == "reverse":
+                obj.items.reverse()
+            else:
+                return obj.items.pop(*(as_python(a) for a in args))
+        except (IndexError, TypeError) as e:
+            raise Unsupported("RB017", f"list.{name}: {e}") from None
+        return ConstVar(None)
+    if isinstance(obj, DictVar) and name in ("pop", "clear", "update", "setdefault") and \
+            all(_is_constant(a) for a in args[:1]) and not (name == "update" and kwargs):
+        key = as_python(args[0]) if args else None
+        if name == "update" and not isinstance(args[0], DictVar):
+            raise Unsupported("RB013", "dict.update with a non-dict")
+        if obj.source is not None:  # Note [Replayed side effects]
+            effects.record(tx, "method", obj, name, args,
+                           what=f"{obj.source.name()}.{name}(...)")
+        if name == "clear":
+            obj.items.clear()
+        elif name == "update":
+            obj.items.update(args[0].items)
+        elif name == "setdefault":
+            return obj.items.setdefault(key, args[1] if len(args) > 1 else ConstVar(None))
+        elif key in obj.items:
+            return obj.items.pop(key)
+        elif len(args) > 1:
+            return args[1]
         else:
-            return obj.items.pop(*(as_python(a) for a in args))
+            raise Unsupported("RB017", f"KeyError {key!r}")
         return ConstVar(None)
     raise Unsupported("RB013", f"{obj.python_type().__name__}.{name}")
 

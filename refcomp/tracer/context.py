@@ -137,6 +137,12 @@ class TraceContext:
         # (0-d bool IR value, message): the entry raises RuntimeError(message) when one
         # is true after the graph ran (Note [Runtime checks] in refcomp/runtime.py).
         self.checks: list = []
+        # Note [Replayed side effects] (refcomp/tracer/effects.py): effects in program
+        # order, and what the trace reads back after writing an attribute or a global.
+        self.effects: list = []
+        self.container_claims: dict = {}  # id(list/dict) -> ("read" | "mutated", name, obj)
+        self.attr_writes: dict = {}  # (id(object), name) -> VT written
+        self.global_writes: dict = {}  # (id(globals dict), name) -> VT written
         self.add_guard(G.GRAD_MODE, None, self.grad_enabled)
         self.add_guard(G.DEFAULT_DTYPE, None, torch.get_default_dtype())
         self.global_state = global_state.snapshot()  # See Note [Global state]
@@ -208,6 +214,8 @@ class TraceContext:
             copy = type(value)(value)
             self.add_guard(G.EQUALS_MATCH, source, copy)
             return ConstVar(copy, source)
+        if type(value) in (list, dict):
+            self.claim_container(value, "read", source)
         if type(value) in (list, tuple, torch.Size):
             # A torch.Size argument is a tuple of ints: each size read is guarded by value
             # (guarding only its type would bake the traced sizes in).
@@ -237,6 +245,16 @@ class TraceContext:
         # Any other object: its exact type, then each attribute read is guarded on its own.
         self.add_guard(G.TYPE_MATCH, source, type(value))
         return ConstVar(value, source)
+
+    def claim_container(self, value, how: str, source) -> None:
+        """One list/dict object is either read (wrapped, its contents traced) or mutated
+        unseen (an OpaqueVar whose mutations are replayed), never both under two names:
+        the trace would not see the mutations (Note [Replayed side effects])."""
+        seen = self.container_claims.setdefault(id(value), (how, source.name(), value))
+        if seen[0] != how:
+            raise Unsupported("RB008", f"{source.name()} is the same {type(value).__name__}"
+                                       f" as {seen[1]}, which the frame "
+                                       f"{'mutates' if how == 'read' else 'reads'}")
 
     def _wrap_unsourced(self, value):
         if isinstance(value, torch.Tensor):

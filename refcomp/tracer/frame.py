@@ -198,7 +198,15 @@ def bind_arguments(code, args: list, kwargs: dict, defaults: tuple, kwdefaults: 
 def trace(fn, bound_locals: dict, ctx: TraceContext) -> TraceResult:
     """Capture a call of the Python function `fn` with real argument values."""
     code = fn.__code__
-    locals_ = {name: ctx.wrap(value, LocalSource(name)) for name, value in bound_locals.items()}
+    from refcomp.side_effects import mutated_containers
+    from refcomp.tracer.effects import opaque_container
+
+    mutated = mutated_containers(code)
+    # An argument list/dict the code mutates: only its type is guarded (Note [Mutated
+    # containers], refcomp/side_effects.py); its mutations are replayed.
+    locals_ = {name: opaque_container(ctx, value, LocalSource(name))
+               if name in mutated and type(value) in (list, dict)
+               else ctx.wrap(value, LocalSource(name)) for name, value in bound_locals.items()}
     cells = {}
     for i, (name, cell) in enumerate(zip(code.co_freevars, fn.__closure__ or ())):
         try:

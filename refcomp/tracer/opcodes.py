@@ -12,7 +12,7 @@ from __future__ import annotations
 import dis
 
 from refcomp.reasons import Unsupported
-from refcomp.tracer import calls
+from refcomp.tracer import calls, effects
 from refcomp.tracer.values import (
     NULL,
     CellVar,
@@ -75,7 +75,12 @@ class OpcodeHandlers:
         self.push(calls.load_global(self, inst.argval))
 
     def STORE_GLOBAL(self, inst):
-        raise Unsupported("RB008", f"assignment to global {inst.argval!r}")
+        # Replayed after the graph; this trace reads the value back (Note [Replayed side
+        # effects], refcomp/tracer/effects.py).
+        value = self.stack[-1]
+        effects.record(self, "setglobal", self.globals_source, inst.argval, [value],
+                       what=f"global {inst.argval} = ...")
+        self.ctx.global_writes[(id(self.f_globals), inst.argval)] = self.pop()
 
     def MAKE_CELL(self, inst):
         name = inst.argval
@@ -128,9 +133,18 @@ class OpcodeHandlers:
         self.push(calls.load_attr(self, module, inst.argval))
 
     def STORE_ATTR(self, inst):
-        obj = self.pop()
-        self.pop()
-        raise Unsupported("RB008", f"assignment to attribute {inst.argval!r} of {obj!r}")
+        obj, value = self.stack[-1], self.stack[-2]
+        name = inst.argval
+        if not isinstance(obj, ConstVar) or obj.source is None or \
+                effects.is_tensor_module_attr(obj.value, name) or \
+                isinstance(getattr(type(obj.value), name, None), property):
+            raise Unsupported("RB008", f"assignment to attribute {name!r} of {obj!r}")
+        # Replayed after the graph (setattr runs nn.Module.__setattr__ as eager does);
+        # this trace reads the value back (Note [Replayed side effects]).
+        effects.record(self, "setattr", obj, name, [value],
+                       what=f"{obj.source.name()}.{name} = ...")
+        self.ctx.attr_writes[(id(obj.value), name)] = value
+        self.popn(2)
 
     def BINARY_SUBSCR(self, inst):
         index = self.pop()
@@ -142,7 +156,8 @@ class OpcodeHandlers:
         calls.setitem(self, obj, index, value)
 
     def DELETE_SUBSCR(self, inst):
-        raise Unsupported("RB008", "del obj[key]")
+        index, obj = self.pop(), self.pop()
+        calls.delitem(self, obj, index)
 
     # --- operators --------------------------------------------------------------------------
     def BINARY_OP(self, inst):

@@ -140,6 +140,27 @@ class IteratorVar(VT):
         return self.items[self.pos - 1]
 
 
+class OpaqueVar(VT):
+    """A real value the tracer must not look into: a Python number that changed between calls
+    at a resume point (Note [Opaque numbers], refcomp/recipes.py), or a list/dict the code
+    mutates (Note [Replayed side effects], refcomp/tracer/effects.py).
+
+    The tracer only moves it around: any handler that needs its value fails, and the
+    instruction becomes a break that runs concretely.  Only its exact type is guarded.
+    """
+
+    def __init__(self, value, source):
+        self.kind = type(value)
+        self.source = source
+        self.real = value  # only for guards on it (a key `del` removes), never traced
+
+    def python_type(self):
+        return self.kind
+
+    def __repr__(self):
+        return f"OpaqueVar({self.source.name()})"
+
+
 class CellVar(VT):
     """A closure cell created during tracing (MAKE_CELL) or read from a real closure."""
 

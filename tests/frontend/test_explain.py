@@ -6,6 +6,7 @@ import pytest
 import torch
 
 import refcomp
+from tests.breaks import graph_break
 from tests.frontend.seed_models import (
     BadIf,
     BadLoop,
@@ -84,14 +85,14 @@ def test_explain_draws_its_graphs_and_breaks(tmp_path):
     (fused) the regions the backends get (ir/viz.py, spec/ir.md "Pictures")."""
     def f(x):
         y = (x.sin() * 2).relu()
-        print("break")
+        graph_break("break")
         return y.exp() + 1
 
     report = refcomp.explain(f, torch.randn(4, 4))
     assert report.graph_count == 2 and len(report.ir_graphs) == 2
     dot = report.to_dot()
     assert dot.count("subgraph cluster_graph") == 2
-    assert "graph break\\n[RB008]" in dot
+    assert "graph break\\n[RB016]" in dot
     assert "fused pointwise (one kernel)" in dot
     plain = report.to_dot(fused=False)
     assert "fused" not in plain and "= sin" in plain

@@ -6,6 +6,7 @@ import torch
 import refcomp
 from refcomp import resume
 from refcomp.resume import all_entries
+from tests.breaks import graph_break
 
 BACKENDS = ["eager", "interp"]
 
@@ -93,7 +94,7 @@ def test_breaking_calls_run_once_concretely_and_equal_eager(f, rid):
 
 
 def helper_that_prints(t):
-    print("inside helper", tuple(t.shape))
+    graph_break("inside helper", tuple(t.shape))
     return t * 2
 
 
@@ -111,7 +112,7 @@ def test_break_inside_an_inlined_callee_compiles_the_callee_as_its_own_frame(cap
     # Graphs: x + 1 | (callee) t * 2 | z - 1.  Breaks: the caller at its call into the
     # helper, the helper at its print; both report the print's reason and line.
     assert report.graph_count == 3 and report.graph_break_count == 2
-    assert [r["id"] for r in report.break_reasons] == ["RB008", "RB008"]
+    assert [r["id"] for r in report.break_reasons] == ["RB016", "RB016"]
     assert report.break_reasons[0]["where"] == report.break_reasons[1]["where"]
     cf = refcomp.compile(calls_printing_helper, backend="eager")
     for _ in range(3):
@@ -122,16 +123,16 @@ def test_break_inside_an_inlined_callee_compiles_the_callee_as_its_own_frame(cap
 
 class Tag:
     def __enter__(self):
-        print("enter")
+        graph_break("enter")
 
     def __exit__(self, *exc):
-        print("exit")
+        graph_break("exit")
 
 
 def break_inside_other_with(x):
     with Tag():
         y = x * 2
-        print("in block")
+        graph_break("in block")
     return y
 
 
@@ -152,7 +153,7 @@ def break_inside_no_grad(x, w):
     h = x * w
     with torch.no_grad():
         y = h * 2
-        print("inside no_grad", y.requires_grad)
+        graph_break("inside no_grad", y.requires_grad)
         k = y.sum().item()
     return h * k, y
 
@@ -172,12 +173,12 @@ def test_breaks_inside_no_grad_resume_in_the_right_grad_mode(backend, capsys):
     (ew,) = torch.autograd.grad(want[0].sum(), w)
     torch.testing.assert_close(gw, ew)
     report = refcomp.explain(break_inside_no_grad, x, w, backend=backend)
-    assert [r["id"] for r in report.break_reasons] == ["RB008", "RB002"]
+    assert [r["id"] for r in report.break_reasons] == ["RB016", "RB002"]
 
 
 def raises_inside_no_grad(x):
     with torch.no_grad():
-        print("about to fail")
+        graph_break("about to fail")
         raise ValueError("boom")
 
 
@@ -190,7 +191,7 @@ def test_an_exception_inside_no_grad_restores_the_grad_mode(capsys):
 
 def view_then_break(x):
     v = x[0]
-    print("break")
+    graph_break("break")
     v.add_(1)
     return x
 
@@ -201,7 +202,7 @@ def test_a_view_of_an_input_alive_at_a_break_keeps_the_frame_eager(capsys):
     torch.testing.assert_close(cf(x1), view_then_break(x2))
     torch.testing.assert_close(x1, x2)
     (entry,) = cf.cache.entries
-    assert entry.graph is None and entry.reason.rid == "RB008"
+    assert entry.graph is None and entry.reason.rid == "RB016"
 
 
 def test_fullgraph_raises_on_the_first_break_with_its_reason():
@@ -226,7 +227,7 @@ def test_a_changed_fact_at_a_resume_point_recompiles_only_that_point():
 def shared_local_list(x):
     a = [x + 1]
     b = a
-    print("break")
+    graph_break("break")
     b.append(x * 2)
     return a
 
@@ -247,7 +248,7 @@ class Noisy(torch.nn.Module):
 
     def forward(self, x):
         y = self.fc(x)
-        print("noisy", y.shape[0])
+        graph_break("noisy", y.shape[0])
         return y.relu()
 
 
@@ -278,7 +279,7 @@ def test_a_submodule_that_breaks_is_compiled_as_its_own_frame(capsys):
 
 def prints_batch(x):
     y = x * 2
-    print("batch", y.shape[0])  # a symbolic size, rebuilt from this call's shapes
+    graph_break("batch", y.shape[0])  # a symbolic size, rebuilt from this call's shapes
     return y.sum(1) + 1
 
 

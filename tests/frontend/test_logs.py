@@ -10,6 +10,7 @@ import torch
 
 import refcomp
 from refcomp import logs
+from tests.breaks import graph_break
 
 
 @pytest.fixture(autouse=True)
@@ -30,7 +31,7 @@ def sin_plus(x):
 
 def with_print(x):
     y = x.cos()
-    print("side effect")
+    graph_break("side effect")
     return y * 2
 
 
@@ -77,7 +78,7 @@ def test_graph_breaks_give_reason_location_and_instruction(caplog):
     (text,) = messages(caplog, "graph_breaks")
     line = with_print.__code__.co_firstlineno + 2  # the print
     assert text.startswith("graph break in with_print (")
-    assert "[RB008]" in text and "side effect on a Python object" in text
+    assert "[RB016]" in text and "function marked refcomp.disable" in text
     assert f"{__file__}:{line} (CALL)" in text
 
 
@@ -199,7 +200,7 @@ def test_logging_all_leaves_results_and_graph_counts_unchanged(backend, monkeypa
 
     def model(x, w):
         y = torch.softmax(x @ w, dim=-1) * 2
-        print("break")                    # one graph break
+        graph_break("break")              # one graph break
         return (y.sum(0) + 1).tanh()
 
     x, w = torch.randn(6, 4), torch.randn(4, 4)

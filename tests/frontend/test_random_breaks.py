@@ -15,9 +15,10 @@ from hypothesis import strategies as st
 
 from refcomp.api import CompiledFunction
 from refcomp.config import resolve_options
+from tests.breaks import graph_break
 from tests.frontend.test_random_programs import _make, programs
 
-BREAKS = ["print('p{k}', tuple({a}.shape), {a}.dtype)",
+BREAKS = ["graph_break('b{k}')", "print('p{k}', tuple({a}.shape), {a}.dtype)",
           "ITEMS.append({a}.float().sum().item())",
           "if {a}.float().sum() > 0:\n        {a} = {a} + 1\n    else:\n        {a} = {a} - 1",
           "N += 1\n    {a} = {a} + N",
@@ -56,7 +57,7 @@ def _load(source, counter=[0]):
     counter[0] += 1
     filename = f"<random breaking program {counter[0]}>"
     linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
-    namespace = {"torch": torch, "ITEMS": [], "N": 0}
+    namespace = {"torch": torch, "ITEMS": [], "N": 0, "graph_break": graph_break}
     exec(compile(source + HELPER, filename, "exec"), namespace)
     return namespace["f"], namespace
 

@@ -7,6 +7,7 @@ import torch
 
 import refcomp
 from refcomp.resume import all_entries
+from tests.breaks import graph_break
 
 
 def same(cf, f, *args, **kwargs):
@@ -42,7 +43,7 @@ def closure_after_break(x):
     def mul(t):
         return t * scale
 
-    print("break")
+    graph_break("break")
     scale = 3.0
     return mul(x) + 1
 
@@ -54,7 +55,7 @@ def test_cells_cross_a_break(capsys):
 
 def keyword_call(x, *, alpha=1.0):
     y = torch.add(x, x, alpha=alpha)
-    print("kw", alpha)
+    graph_break("kw", alpha)
     return torch.add(y, x, alpha=alpha)
 
 
@@ -67,7 +68,7 @@ def test_keyword_calls_and_keyword_only_arguments(capsys):
 def decorated(fn):
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
-        print("wrapped")
+        graph_break("wrapped")
         return fn(*args, **kwargs)
     return wrapper
 
@@ -92,7 +93,7 @@ def test_a_functools_wraps_wrapper_binds_its_own_parameters(capsys):
 def loop_with_print(x):
     for i in range(5):
         x = x * 2
-        print("step", i)
+        graph_break("step", i)
     return x
 
 
@@ -118,7 +119,7 @@ def nested_calls(x):
 
 
 def helper_prints(t):
-    print("in helper")
+    graph_break("in helper")
     return t.exp()
 
 
@@ -130,7 +131,7 @@ def test_code_after_a_breaking_call_in_the_same_line_is_compiled(capsys):
 
 
 def raises_after_break(x):
-    print("before")
+    graph_break("before")
     raise KeyError("user error")
 
 

@@ -148,13 +148,16 @@ def generator(x):
 
 
 def prints(x):
-    print("side effect")
+    print("side effect")  # replayed after the graph (spec/runtime.md, "Side effects")
     return x
 
 
-def sets_global(x):
+SOME_GLOBAL = 0
+
+
+def bumps_global(x):
     global SOME_GLOBAL
-    SOME_GLOBAL = 1
+    SOME_GLOBAL += 1  # a number the frame writes is read outside the graph (a break)
     return x
 
 
@@ -169,7 +172,7 @@ def tensor_if(x):
 
 
 def mutates_attribute(x, box):
-    box.value = 1
+    box.value += 1  # as bumps_global
     return x
 
 
@@ -196,8 +199,7 @@ class Box:
     value = 0
 
 
-FALLBACKS = [(generator, "RB014"), (prints, "RB008"),
-             (sets_global, "RB008"), (item, "RB002"), (tensor_if, "RB003"),
+FALLBACKS = [(generator, "RB014"), (bumps_global, "RB008"), (item, "RB002"), (tensor_if, "RB003"),
              (mutates_attribute, "RB008"), (bool_mask, "RB022"), (inplace_on_view, "RB010"),
              (calls_disabled, "RB016")]
 
