@@ -6,6 +6,7 @@ import torch
 import refcomp
 from refcomp import guards as G
 from refcomp.cache import COUNTERS
+from tests.breaks import graph_break
 
 
 @pytest.fixture(autouse=True)
@@ -239,7 +240,7 @@ def test_stats_and_explain_say_which_dims_are_symbols_and_why():
 # --- automatic dynamic at graph breaks and resume points ------------------------------------
 def breaks_once(x, w):
     y = (x @ w).relu()
-    print("", end="")  # a graph break: the rest runs in a resume function
+    graph_break("", end="")  # a graph break: the rest runs in a resume function
     return (y.softmax(-1) * 2).sum(1)
 
 
@@ -267,7 +268,7 @@ def test_a_size_that_changes_only_inside_the_frame_becomes_symbolic_at_its_resum
     def grow(x):
         for _ in range(4):
             x = torch.cat([x, x * 0.5], 0)
-            print("", end="")  # each iteration resumes here with a doubled size
+            graph_break("", end="")  # each iteration resumes here with a doubled size
         return x.sum(0)
 
     cf = refcomp.compile(grow, backend="eager")
@@ -331,7 +332,7 @@ def test_torch_size_stays_a_torch_size_returned_sliced_concatenated_and_across_a
 
     def g(x):
         s = x.size()
-        print("", end="")  # s crosses a graph break
+        graph_break("", end="")  # s crosses a graph break
         return x * 2, s
 
     for dynamic in (False, True):
