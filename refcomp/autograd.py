@@ -30,6 +30,7 @@ from typing import Any, Callable, Optional
 import torch
 
 from ir.autodiff import Joint
+from refcomp import global_state
 
 
 @dataclass
@@ -104,7 +105,8 @@ def _backward(ctx, *grads):
     info.record.backward_calls += 1
     # Autograd hands zeros for outputs that got no gradient (materialized grads).
     args = list(ctx.saved_tensors) + [grads[i] for i in info.grad_outputs]
-    results = fn(*args)
+    with global_state.autocast_off():  # its casts are IR nodes (Note [Autocast policy])
+        results = fn(*args)
     out: list = [None] * info.n_inputs
     for i, g in zip(info.grad_inputs, results):
         out[i] = g

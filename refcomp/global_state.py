@@ -9,15 +9,19 @@ under which a frame is not traced but run eagerly (Note [Global state]).  Grad m
 and the default dtype have their own guard kinds (refcomp/guard_kinds.py).  Spec:
 spec/guards.md, "Global torch state".
 
-Note [Global state]: the tracer models neither autocast's per-op casting lists nor
-a mode's `__torch_function__`/`__torch_dispatch__`, so a frame called while one is
-active runs eagerly (torch applies them), with a reason naming the state; the
-entry that says so is guarded by the state, so leaving the `with` block compiles
-again.  Never ignored: a graph traced without autocast is never run under it.
+Note [Global state]: a frame called under CPU autocast is traced with autocast's
+casting rules applied to each op (Note [Autocast policy], refcomp/tracer/autocast.py)
+and its graph runs with autocast off (`autocast_off`).  The tracer models neither
+CUDA autocast nor a mode's `__torch_function__`/`__torch_dispatch__`, so a frame
+called while one is active runs eagerly (torch applies them), with a reason naming
+the state.  Either entry is guarded by the whole state, so leaving the `with` block
+compiles again.  Never ignored: a graph traced without autocast is never run under
+it, nor one traced under it without.
 """
 
 from __future__ import annotations
 
+import contextlib
 from typing import NamedTuple
 
 import torch
@@ -113,10 +117,10 @@ def difference(expected: GlobalState, actual: GlobalState) -> tuple[str, str]:
 def eager_reason(state: GlobalState):
     """Why a frame called in `state` runs eagerly (Note [Global state]), or None."""
     on = [f"torch.autocast({d!r}, dtype={dtype})" for d, enabled, dtype in state.autocast
-          if enabled]
+          if enabled and d != "cpu"]
     if on:
-        return (f"{' and '.join(on)} is active: refcomp does not apply autocast's per-op"
-                " casting rules, so the frame runs eagerly under it")
+        return (f"{' and '.join(on)} is active: refcomp applies autocast's casting rules"
+                " on the CPU only, so the frame runs eagerly under it")
     if state.function_modes:
         return (f"a TorchFunctionMode is active ({', '.join(state.function_modes)}; "
                 "torch.set_default_device installs one): refcomp does not trace through"
@@ -124,3 +128,14 @@ def eager_reason(state: GlobalState):
     if state.dispatch_modes:
         return "a TorchDispatchMode is active: the frame runs eagerly under it"
     return None
+
+
+@contextlib.contextmanager
+def autocast_off():
+    """Runs a compiled graph traced under CPU autocast: its casts are explicit IR casts
+    (Note [Autocast policy]), so ATen calls inside must not cast a second time."""
+    if not torch.is_autocast_enabled("cpu"):
+        yield
+        return
+    with torch.autocast("cpu", enabled=False):
+        yield

@@ -48,7 +48,7 @@ from torch._prims_common import is_non_overlapping_and_dense_or_false
 from codegen import sizes as sz
 from codegen.backends import get_backend
 from ir.graph import Graph
-from refcomp import logs
+from refcomp import global_state, logs
 from refcomp.aliasing import outputs_to_copy, outputs_to_rewrap
 from refcomp.config import default_backend
 from refcomp.guards import GuardSet, pinned_contiguous
@@ -358,6 +358,8 @@ def build_entry(ctx: TraceContext, output: VT, backend_name: str, options: dict,
     n_inputs = len(ctx.input_sources)
     if frozen is not None and frozen.plan != [("in", i) for i in range(n_inputs)]:
         fn = frozen.wrap(fn, n_inputs)  # drops frozen inputs, feeds the tensors it computed
+    if torch.is_autocast_enabled("cpu"):  # casts are IR nodes: Note [Autocast policy]
+        fn = _without_autocast(fn)
     detach = frozenset(i for i, rg in enumerate(outs.requires_grad)
                        if not rg and backend.differentiable and joint is None)
     guards = make_guard_set(ctx, guard_list, list(ctx.input_sources))
@@ -374,6 +376,13 @@ def build_entry(ctx: TraceContext, output: VT, backend_name: str, options: dict,
         entry.lone = spec[1]
     entry.compile_time_s = time.perf_counter() - start
     return entry
+
+
+def _without_autocast(fn):
+    def run(*inputs):
+        with global_state.autocast_off():
+            return fn(*inputs)
+    return run
 
 
 def _input_keys(ctx: TraceContext, graph: Graph, frozen) -> list:

@@ -59,7 +59,7 @@ def layer_norm(b: GraphBuilder, x: Value, weight: Value, bias: Value,
     dims = list(range(x.type.rank - normalized_ndim, x.type.rank))
     centered = b.sub(x, b.mean(x, dims=dims, keepdim=True))
     var = b.mean(b.mul(centered, centered), dims=dims, keepdim=True)
-    return b.add(b.mul(b.div(centered, b.sqrt(b.add(var, eps))), weight), bias)
+    return _like(b, b.add(b.mul(b.div(centered, b.sqrt(b.add(var, eps))), weight), bias), x)
 
 
 @decomposes("rms_norm")
@@ -68,7 +68,7 @@ def rms_norm(b: GraphBuilder, x: Value, weight: Value, normalized_ndim: int,
     """rms_norm(x) = x / sqrt(mean(x^2) + eps) * weight"""
     dims = list(range(x.type.rank - normalized_ndim, x.type.rank))
     ms = b.mean(b.mul(x, x), dims=dims, keepdim=True)
-    return b.mul(b.div(x, b.sqrt(b.add(ms, eps))), weight)
+    return _like(b, b.mul(b.div(x, b.sqrt(b.add(ms, eps))), weight), x)
 
 
 @decomposes("batch_norm")
@@ -79,7 +79,16 @@ def batch_norm(b: GraphBuilder, x: Value, mean: Value, var: Value, weight: Value
         return b.reshape(v, shape=[1, v.type.shape[0]] + [1] * (x.type.rank - 2))
 
     scale = b.div(weight, b.sqrt(b.add(var, eps)))
-    return b.add(b.mul(b.sub(x, per_channel(mean)), per_channel(scale)), per_channel(bias))
+    out = b.add(b.mul(b.sub(x, per_channel(mean)), per_channel(scale)), per_channel(bias))
+    return _like(b, out, x)
+
+
+def _like(b: GraphBuilder, out: Value, x: Value) -> Value:
+    """The normalizations return x's dtype, as torch's do, even when weight or bias (or
+    the statistics) are wider: bf16 activations with float32 parameters under autocast."""
+    if out.type.dtype == x.type.dtype:
+        return out
+    return b.cast(out, dtype=x.type.dtype)
 
 
 @decomposes("var")

@@ -34,6 +34,7 @@ from codegen.opaque import OpaqueArgsError, callable_name, encode_args
 from ir.ops.opaque import ATEN, format_results
 from ir.types import TensorType
 from refcomp.reasons import Unsupported
+from refcomp.tracer import autocast
 from refcomp.tracer.context import ir_device, ir_dtype
 from refcomp.tracer.torch_table import _specialize, refuse_self_overlap
 from refcomp.tracer.values import VT, ConstVar, TensorVar, TupleVar, as_python
@@ -122,6 +123,8 @@ def call_opaque(ctx, fn, args: list, kwargs: dict, name: str | None = None) -> V
         raise Unsupported("RB013", f"{name}: an argument is not a tensor or a constant")\
             from None
     pargs, pkwargs = _specialize(ctx, pargs), _specialize(ctx, pkwargs)
+    if not short.endswith("_") and "out" not in pkwargs:  # Note [Autocast policy]
+        pargs, pkwargs = autocast.cast_operands(ctx, fn, name, pargs, pkwargs)
     operands: list[TensorVar] = []
     _collect(pargs, operands)
     _collect(pkwargs, operands)

@@ -23,6 +23,7 @@ import torch
 
 from ir.graph import Value
 from refcomp.reasons import Unsupported
+from refcomp.tracer import autocast
 from refcomp.tracer.context import ir_dtype, torch_dtype
 from refcomp.tracer.values import VT, ConstVar, TensorVar, TupleVar, as_python
 
@@ -142,6 +143,8 @@ def call_torch(ctx, fn, args: list, kwargs: dict) -> VT:
     if not e.sizes and (_has_symbolic(pargs) or _has_symbolic(pkwargs)):
         # A symbolic size where this op needs a number: specialize it (guarded).
         pargs, pkwargs = _specialize(ctx, pargs), _specialize(ctx, pkwargs)
+    if not (e.inplace or e.python):  # under torch.autocast: Note [Autocast policy]
+        pargs, pkwargs = autocast.cast_operands(ctx, fn, name, pargs, pkwargs)
     operands = _tensors(pargs) + _tensors(pkwargs)
     if e.ir_meta and _float_operands(operands):
         return _call_ir_typed(ctx, e, name, pargs, pkwargs, operands)
