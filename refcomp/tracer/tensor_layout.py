@@ -49,7 +49,14 @@ def _reshape(ctx, x, *args, shape=None):
     target = _sizes(args) if shape is None else list(shape)
     if -1 in target:
         known = _prod([d for d in target if not (isinstance(d, int) and d == -1)])
-        rest = sympy.simplify(sympy.sympify(_prod(x.value.type.shape)) / known)
+        numel = sympy.sympify(_prod(x.value.type.shape))
+        rest = sympy.simplify(numel / known)
+        if rest.free_symbols and not rest.is_integer:
+            # `x.view(-1, n)` with n an int symbol equal to one of x's size symbols (the
+            # usual `n == x.size(1)`): guard that equality and use x's symbol, so the -1
+            # stays symbolic instead of specialising both.
+            target, known = _equate_symbols(ctx, target, known, numel)
+            rest = sympy.simplify(numel / known)
         if rest.free_symbols and not rest.is_integer:
             # `x.view(-1, n)` where n need not divide x's size for every value: the
             # sizes it divides are specialised (guarded), so the -1 is a number.
@@ -61,6 +68,22 @@ def _reshape(ctx, x, *args, shape=None):
                       else d for d in target]
         target = [rest if isinstance(d, int) and d == -1 else d for d in target]
     return _Shaped("reshape", target)
+
+
+def _equate_symbols(ctx, target, known, numel):
+    """(target, known) with each symbol of known that is not among numel's replaced by a
+    symbol of numel with the same traced value, the equality guarded (ctx.decide)."""
+    known = sympy.sympify(known)
+    subs = {}
+    for a in sorted(known.free_symbols - numel.free_symbols, key=str):
+        for b in sorted(numel.free_symbols, key=str):
+            if ctx.concrete(a) == ctx.concrete(b) and ctx.decide(sympy.Eq(a, b)):
+                subs[a] = b
+                break
+    if not subs:
+        return target, known
+    target = [d.subs(subs) if isinstance(d, sympy.Basic) else d for d in target]
+    return target, known.subs(subs)
 
 
 @entry(T.flatten, torch.flatten, view=True)

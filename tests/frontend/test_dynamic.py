@@ -443,6 +443,26 @@ def test_an_int_symbol_guards_exactly_the_relations_it_used():
     assert len(cf.cache.entries) == 4
 
 
+@pytest.mark.parametrize("backend", ["eager", "llvm"])
+def test_view_by_an_int_equal_to_a_size_stays_symbolic(backend):
+    # Regression: x.view(-1, n) with n == x.size(1) specialised n and x.size(1) on every
+    # new value (n's symbol is its own, so the -1 was not an integer for every size).
+    def f(x, n):
+        return x.view(-1, n).sum(0) * x.shape[0]
+
+    cf = refcomp.compile(f, backend=backend)
+    for n in (2, 4, 8, 16, 3):
+        x = torch.randn(16, n)
+        same(cf(x, n), f(x, n))
+    static, dyn = cf.cache.entries  # one recompile, then one entry for every n
+    assert dyn.hits == 3 and input_types(dyn)[0] == "f32[16,s0]"
+    assert "(Eq(s1, s0)) is True  where s0 = L['x'].size(1), s1 = L['n']" in \
+        shape_guards(dyn)
+    x = torch.randn(16, 4)
+    same(cf(x, 8), f(x, 8))  # n no longer equals x.size(1): a miss, then right
+    assert len(cf.cache.entries) == 3
+
+
 def test_a_bool_or_a_float_argument_stays_guarded_by_value():
     cf = refcomp.compile(lambda x, flag, d: x * d if flag else x - d, backend="eager")
     x = torch.ones(3)
