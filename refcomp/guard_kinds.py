@@ -224,6 +224,43 @@ NOT_IN_DICT = kind(
     explain=lambda g, v: (g.describe(), f"{g.expected!r} is set to"
                           f" {_short(v.get(g.expected)) if isinstance(v, dict) else _short(v)}"))
 
+# A module's own hook dicts (read from its `__dict__`, which NOT_IN_DICT loads too) and the
+# global ones: inline truth tests, no call (a `has_hooks(m)` call per submodule tripled
+# the check of a 10-layer Sequential).
+MODULE_HOOKS = ("_forward_hooks", "_forward_pre_hooks", "_backward_hooks",
+                "_backward_pre_hooks")
+
+
+def _global_hook_dicts() -> tuple:
+    from torch.nn.modules import module as mm
+
+    return (mm._global_forward_hooks, mm._global_forward_pre_hooks,
+            mm._global_backward_hooks, mm._global_backward_pre_hooks)
+
+
+def _hooks_present(d) -> str:
+    names = [n for n in MODULE_HOOKS if d.get(n)] if isinstance(d, dict) else []
+    return ", ".join(names) or _short(d)
+
+
+NO_HOOKS = kind(
+    "NO_HOOKS",
+    "a module called with no forward/backward hooks of its own",
+    "its four hook dicts (read from its `__dict__`) are empty",
+    emit=lambda cg, g: "not (" + " or ".join(
+        f"{cg.load(g.source)}[{cg.const(n)}]" for n in MODULE_HOOKS) + ")",
+    describe=lambda g: f"no hooks in {g.name}",
+    explain=lambda g, v: (g.describe(), _hooks_present(v)))
+
+NO_GLOBAL_HOOKS = kind(
+    "NO_GLOBAL_HOOKS",
+    "a module called while no global module hook is registered",
+    "`torch.nn.modules.module`'s global hook dicts are empty",
+    emit=lambda cg, g: "not (" + " or ".join(
+        cg.const(d) for d in _global_hook_dicts()) + ")",
+    describe=lambda g: "no global module hooks",
+    explain=lambda g, v: (g.describe(), "a global module hook is registered"))
+
 
 # --- global state -------------------------------------------------------------------------
 GRAD_MODE = kind(

@@ -54,6 +54,8 @@ from refcomp.guard_kinds import (  # noqa: F401 - re-exported kind names
     KINDS,
     LENGTH_CHECK,
     NO_ALIASING,
+    NO_GLOBAL_HOOKS,
+    NO_HOOKS,
     NOT_IN_DICT,
     SHAPE_ENV,
     TENSOR_MATCH,

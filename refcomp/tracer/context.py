@@ -168,6 +168,13 @@ class TraceContext:
         if base is not None:
             self.add_guard(G.EQUALS_MATCH, DerivedSource(base, fn, label), value)
 
+    def guard_no_hooks(self, base) -> None:
+        """The module at `base` was called with no hooks of its own and no global ones: a
+        hook registered later changes what the call runs, so it must recompile."""
+        if base is not None:
+            self.add_guard(G.NO_HOOKS, DictOfSource(base), None)
+        self.add_guard(G.NO_GLOBAL_HOOKS, None, None)
+
     def guard_not_overridden(self, base, name: str) -> None:
         """`name` was resolved on the class of the object at `base`: no instance attribute
         may shadow it (an instance-level `forward`, a method replaced on the object)."""

@@ -66,8 +66,7 @@ def call_module(tx, mod_vt, args, kwargs):
     # A hook registered after compiling (on this module, or globally) changes what the
     # call runs: guarded, so the call recompiles (and then breaks here) instead of
     # returning the hook-less result.
-    tx.ctx.guard_fact(mod_vt.source, has_hooks, "refcomp.tracer.modules.has_hooks({})",
-                      False)
+    tx.ctx.guard_no_hooks(mod_vt.source)
     override = m.__dict__.get("forward")
     if override is not None:  # an instance-level forward: what Module.__call__ runs
         fwd = tx.ctx.wrap(override, AttrSource(mod_vt.source, "forward")) \
@@ -92,7 +91,7 @@ def _global_hooks() -> bool:
     from torch.nn.modules import module as mm
 
     return bool(mm._global_forward_hooks or mm._global_forward_pre_hooks
-                or mm._global_backward_hooks)
+                or mm._global_backward_hooks or mm._global_backward_pre_hooks)
 
 
 @module(nn.Linear)
