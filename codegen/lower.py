@@ -16,8 +16,10 @@ per stage and index), never materialized inside a kernel.
 Regions with reductions: all reductions must reduce one shape X over one dim set
 D.  The kernel's parallel `outer` space is X's kept dims, each reduction gets a
 stage looping over D (var: two), and outputs of shape X (the "rowwise" kind:
-softmax, layer_norm) or of the reduced shape are stored in final stages.  A
-reduced value may only be read back at its own row (checked: else Unsupported).
+softmax, layer_norm) or of the reduced shape are stored in final stages (an output
+of shape X that needs no reduced value: by a reduction's stage, Note [Stores in
+reduction stages]).  A reduced value may only be read back at its own row (checked:
+else Unsupported).
 """
 
 from __future__ import annotations
@@ -149,8 +151,9 @@ class _Lowering:
         reductions = [n for n in self.g.nodes if n.op.category == REDUCTION]
         if reductions:
             outer = self.plan_rows(reductions)
-            self.lower_reductions(reductions)
-            self.store_row_outputs()
+            early = self.early_outputs(reductions)
+            self.lower_reductions(reductions, early)
+            self.store_row_outputs(early)
         else:
             outer = ()
             self.store_pointwise_outputs()
@@ -217,7 +220,39 @@ class _Lowering:
             idx.append(next(r) if k in self.x_dims else next(o))
         return tuple(idx)
 
-    def lower_reductions(self, reductions: list[Node]):
+    def early_outputs(self, reductions: list[Node]) -> dict:
+        """Note [Stores in reduction stages]: full-shape outputs that read no reduced
+        value, by the reduction whose first stage stores them.
+
+        A gradient kernel often returns a pointwise value and its sum over some dims
+        (`gelu_backward` and the bias gradient).  Stored in a final stage, that value
+        is computed twice, once for the sum and once for the store: twice the erf and
+        exp.  It needs no reduced value, so the stage that reduces it (or that reduces
+        a value computed from the same nodes) stores it too, from the same temporaries.
+        Outputs sharing no node with any reduced value stay in the final stage.
+        """
+        if not self.reduce_ranges:
+            return {}
+        under: dict = {}  # value -> the body nodes it is computed from
+        for node in self.g.nodes:
+            deps = frozenset({node}).union(*(under.get(x, ()) for x in node.inputs))
+            for out in node.outputs:
+                under[out] = deps
+        early: dict = {}
+        none: frozenset = frozenset()
+        for j, v in enumerate(self.g.outputs):
+            deps = under.get(v, none)
+            if self.shape(v) != self.x_shape or not deps or deps & set(reductions):
+                continue
+            home = next((n for n in reductions if deps <= under.get(n.inputs[0], none)), None)
+            if home is None:
+                home = next((n for n in reductions if deps & under.get(n.inputs[0], none)),
+                            None)
+            if home is not None:
+                early.setdefault(home, []).append((j, v))
+        return early
+
+    def lower_reductions(self, reductions: list[Node], early: dict):
         stage_vars = [Index.var(var) for var, _ in self.reduce_ranges]
         count = _prod(n for _, n in self.reduce_ranges)
         for node in reductions:
@@ -242,6 +277,9 @@ class _Lowering:
                     dev = rec.sub(value, mean)
                     value = rec.mul(dev, dev)
                 rec.body.append(Reduce(acc.name, value.name))
+                if p == 0:  # See Note [Stores in reduction stages]
+                    for j, v in early.get(node, ()):
+                        self.store(j, v, self.row_index(stage_vars))
                 self.end_stage(self.reduce_ranges)
             self.reduced[node.outputs[0]] = (accs, node, count)
 
@@ -264,12 +302,15 @@ class _Lowering:
             value = rec.truediv(value, _count(rec, denom, value))
         return value
 
-    def store_row_outputs(self):
+    def store_row_outputs(self, early: dict):
         rows, full = [], []
+        stored = {j for members in early.values() for j, _ in members}
         kept_sizes = [n for n in (self.x_shape[k] for k in range(len(self.x_shape))
                                   if k not in self.x_dims) if n != 1]
         for j, v in enumerate(self.g.outputs):
             shape = self.shape(v)
+            if j in stored:
+                continue
             if shape == self.x_shape and self.reduce_ranges:
                 full.append((j, v))
             elif [n for n in shape if n != 1] == kept_sizes:

@@ -370,6 +370,16 @@ def matmul(ctx, x: Value, y: Value) -> Value:
     B = ctx.builder
     if x.type.rank <= 2 and y.type.rank <= 2:
         return B.matmul(x, y)
+    if y.type.rank <= 2:
+        # [..., m, k] @ [k, n]: fold the batch into the rows, one 2-d matmul, as
+        # torch.matmul does.  Broadcasting y over the batch instead gives a batched
+        # matmul of an expanded operand, whose gradient is a batched product summed
+        # over the batch: 8x the scratch and a GEMM with a short contraction.
+        lead = list(x.type.shape[:-1])
+        flat = B.reshape(x, shape=[_prod(lead), x.type.shape[-1]])
+        y2 = B.unsqueeze(y, dim=1) if y.type.rank == 1 else y
+        out = B.matmul(flat, y2)
+        return B.reshape(out, shape=lead + list(y.type.shape[1:]))
     squeeze = None
     if x.type.rank == 1:
         x, squeeze = B.unsqueeze(x, dim=0), -2

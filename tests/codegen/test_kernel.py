@@ -66,6 +66,28 @@ func @f(%x: f64[2,5,3]) -> (f64[2,3], f64[2,1,3]) {
   }
   return %0, %1
 }""",
+    "grad_and_column_sum": """
+func @f(%x: f32[6,5], %g: f32[6,5]) -> (f32[6,5], f32[5], f32[6,5]) {
+  %0, %1, %2 = fused %x, %g {kind="reduction"} : f32[6,5], f32[5], f32[6,5] {
+  ^(%a: f32[6,5], %b: f32[6,5]):
+    %3 = erf %a : f32[6,5]
+    %4 = mul %b, %3 : f32[6,5]
+    %5 = sum %4 {dims=[0]} : f32[5]
+    %6 = exp %a : f32[6,5]
+    return %4, %5, %6
+  }
+  return %0, %1, %2
+}""",
+    "var_and_its_input": """
+func @f(%x: f64[4,7]) -> (f64[4,7], f64[7]) {
+  %0, %1 = fused %x {kind="reduction"} : f64[4,7], f64[7] {
+  ^(%a: f64[4,7]):
+    %2 = tanh %a : f64[4,7]
+    %3 = var %2 {dims=[0], correction=1} : f64[7]
+    return %2, %3
+  }
+  return %0, %1
+}""",
     "int_sum_and_compare": """
 func @f(%x: i32[4,4], %y: i32[4,4]) -> (i64[4], bool[4,4]) {
   %0, %1 = fused %x, %y {kind="reduction"} : i64[4], bool[4,4] {
@@ -116,6 +138,23 @@ def test_softmax_is_three_stages_over_rows():
     assert [len(s.ranges) for s in kernel.stages] == [1, 1, 1]
     assert kernel.outer == (("o0", 3),)
     assert [a.op for a in kernel.accs] == ["max", "sum"]
+
+
+def test_an_output_the_reduction_also_reads_is_stored_by_the_reduction_stage():
+    # Note [Stores in reduction stages]: the gradient and its column sum share one pass,
+    # so erf is computed once per element; exp (sharing nothing reduced) stays behind.
+    kernel = lower_region(ir.parse(REGIONS["grad_and_column_sum"]).nodes[0].body)
+    first, *rest = kernel.stages
+    ops = [s.op for s in first.body if hasattr(s, "op")]
+    stored = [s.buf for st in kernel.stages for s in st.body if type(s).__name__ == "Store"]
+    assert ops.count("erf") == 1 and "out0" in [s.buf for s in first.body
+                                                 if type(s).__name__ == "Store"]
+    assert sorted(stored) == ["out0", "out1", "out2"]
+    assert all("erf" not in [getattr(s, "op", None) for s in st.body] for st in rest)
+    # var's two passes: its input is stored by the first, read again by the second.
+    kernel = lower_region(ir.parse(REGIONS["var_and_its_input"]).nodes[0].body)
+    assert [len(st.ranges) for st in kernel.stages] == [1, 1, 0]
+    assert "out0" in [s.buf for s in kernel.stages[0].body if type(s).__name__ == "Store"]
 
 
 def test_contiguous_pointwise_collapses_to_one_loop():
@@ -247,3 +286,17 @@ def test_run_kernel_needs_every_size_symbol():
     k = lower_region(single_node_body(graph.nodes[3]))  # exp of the permuted x
     with pytest.raises(ValueError, match="s0"):
         run_kernel(k, {}, {"s1": 2})
+
+
+@pytest.mark.parametrize("backend", ["llvm", "triton"])
+@pytest.mark.parametrize("name", ["grad_and_column_sum", "var_and_its_input"])
+def test_stores_in_reduction_stages_run_on_every_backend(backend, name):
+    import torch
+
+    from codegen.backends import get_backend
+
+    graph = ir.parse(REGIONS[name])
+    args = _args_for(graph, np.random.default_rng(3))
+    got = get_backend(backend).compile_graph(graph, {})(*map(torch.from_numpy, args))
+    for g, want in zip(got, ir.run(graph, args)):
+        np.testing.assert_allclose(g.numpy(), want, rtol=1e-5, atol=1e-6)
