@@ -31,6 +31,12 @@ most its own bytes; otherwise it is saved.
 Recomputed nodes fuse into the backward's kernels, so a pointwise chain between a
 matmul and its use costs no memory and little time (the rule Inductor's default
 partitioner approximates with a min-cut).
+
+Note [Checkpointed values]: `joint(..., checkpointed=S)` names forward values computed
+inside a `torch.utils.checkpoint` region.  Any such value the backward reads is
+recomputed, whatever its op (matmuls included), unless it is a random draw or an
+effectful or multi-result node (those are saved, so recomputation never redraws):
+the forward keeps only what flows into the region, as eager checkpointing does.
 """
 
 from __future__ import annotations
@@ -39,7 +45,7 @@ from dataclasses import dataclass, field
 
 from ir.builder import GraphBuilder
 from ir.graph import Graph, Node, Value
-from ir.ops.registry import CREATION, LAYOUT, POINTWISE
+from ir.ops.registry import CREATION, LAYOUT, POINTWISE, RANDOM
 from ir.types import is_symbolic
 
 RECOMPUTE_CREATION = frozenset({"full", "arange", "constant"})
@@ -96,8 +102,9 @@ def differentiable_values(graph: Graph, wants_grad) -> set:
     return diff
 
 
-def joint(graph: Graph, wants_grad, grad_outputs) -> Joint:
-    """Forward and backward graphs for `graph`; see the module docstring."""
+def joint(graph: Graph, wants_grad, grad_outputs, checkpointed=frozenset()) -> Joint:
+    """Forward and backward graphs for `graph`; see the module docstring.
+    `checkpointed`: values to recompute (Note [Checkpointed values])."""
     diff = differentiable_values(graph, wants_grad)
     b = GraphBuilder("backward")
     grads: dict[Value, Value] = {}
@@ -134,7 +141,8 @@ def joint(graph: Graph, wants_grad, grad_outputs) -> Joint:
     bwd_outputs = [grads[graph.inputs[i]] for i in grad_inputs]
     # The builder has every VJP's nodes, used or not: keep the live ones.
     live_nodes = _live(b.nodes, bwd_outputs)
-    return _partition(graph, live_nodes, g_inputs, bwd_outputs, kept_outputs, grad_inputs)
+    return _partition(graph, live_nodes, g_inputs, bwd_outputs, kept_outputs, grad_inputs,
+                      frozenset(checkpointed))
 
 
 def _live(nodes: list[Node], outputs: list[Value]) -> list[Node]:
@@ -147,8 +155,17 @@ def _live(nodes: list[Node], outputs: list[Value]) -> list[Node]:
     return kept[::-1]
 
 
-def _partition(graph, bwd_nodes, g_inputs, bwd_outputs, grad_outputs, grad_inputs) -> Joint:
+def _partition(graph, bwd_nodes, g_inputs, bwd_outputs, grad_outputs, grad_inputs,
+               checkpointed) -> Joint:
     producer = graph.producers()
+
+    def forced(node: Node) -> bool:  # See Note [Checkpointed values]
+        return node.outputs[0] in checkpointed and len(node.outputs) == 1 and \
+            not node.op.effects and node.op.category != RANDOM
+
+    def may_recompute(node: Node) -> bool:
+        return recomputable(node) or forced(node)
+
     order = {node: k for k, node in enumerate(graph.nodes)}
     forward_inputs = {v: i for i, v in enumerate(graph.inputs)}
     defined = set(g_inputs) | {v for n in bwd_nodes for v in n.outputs}
@@ -174,7 +191,7 @@ def _partition(graph, bwd_nodes, g_inputs, bwd_outputs, grad_outputs, grad_input
         node = producer.get(v)
         if node is None:
             out = frozenset()
-        elif not recomputable(node):
+        elif not may_recompute(node):
             out = frozenset([v])
         else:
             out = frozenset().union(*(leaves(u) for u in node.inputs))
@@ -185,9 +202,9 @@ def _partition(graph, bwd_nodes, g_inputs, bwd_outputs, grad_outputs, grad_input
         if v in forward_inputs or v in saved_set or v in recompute:
             return
         node = producer[v]
-        if recomputable(node):
+        if may_recompute(node):
             new = leaves(v) - saved_set
-            if sum(value_bytes(u) for u in new) <= value_bytes(v):
+            if forced(node) or sum(value_bytes(u) for u in new) <= value_bytes(v):
                 recompute.add(v)
                 for u in node.inputs:
                     decide(u)
@@ -217,7 +234,8 @@ def _partition(graph, bwd_nodes, g_inputs, bwd_outputs, grad_outputs, grad_input
     for node in graph.nodes:  # recomputed nodes, in forward order
         if node.outputs[0] in recompute:
             outs = [Value(v.type) for v in node.outputs]
-            nodes.append(Node(node.op, [env[u] for u in node.inputs], node.attrs, outs))
+            nodes.append(Node(node.op, [env[u] for u in node.inputs], node.attrs, outs,
+                              node.body))
             env.update(zip(node.outputs, outs))
     for node in bwd_nodes:
         nodes.append(Node(node.op, [env.get(u, u) for u in node.inputs], node.attrs,

@@ -419,7 +419,7 @@ def _joint_or_reason(ctx, captured: Graph, outs: _Outputs, writeback, frozen, ba
             return None, "an input is mutated with a value that requires grad"
     grad_outputs = [i for i, rg in enumerate(outs.requires_grad) if rg]
     try:
-        return joint(captured, wants, grad_outputs), None
+        return joint(captured, wants, grad_outputs, ctx.checkpointed), None
     except NotDifferentiable as e:
         return None, f"{e} (ir/ops)"
     except NotImplementedError as e:

@@ -30,6 +30,7 @@ from refcomp.sources import (
     Source,
 )
 from refcomp.tracer import effects, opaque, tensor_layout, torch_table
+from refcomp.tracer.checkpoint import CHECKPOINT, call_checkpoint
 from refcomp.tracer.context import CONSTANT_TYPES, module_attr_source
 from refcomp.tracer.values import (
     VT,
@@ -464,6 +465,8 @@ def call_function(tx, fn: VT, args: list, kwargs: dict) -> VT:
         return grad
     if torch_table.has_entry(value):
         return _call_torch_or_opaque(tx, value, args, kwargs)
+    if value is CHECKPOINT:  # Note [Checkpoint traced inline]
+        return call_checkpoint(tx, args, kwargs, call_function)
     special = _BUILTIN_HANDLERS.get(value) if _hashable(value) else None
     if special is not None:
         return special(tx, args, kwargs)

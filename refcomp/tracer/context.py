@@ -128,6 +128,9 @@ class TraceContext:
         # require grad (batch norm's running-statistics update): written back, never
         # differentiated (spec/autograd.md).
         self.grad_free: set = set()
+        # IR values computed inside torch.utils.checkpoint regions: recomputed by the
+        # compiled backward (Note [Checkpoint traced inline], refcomp/tracer/checkpoint.py).
+        self.checkpointed: set = set()
         self.used_grad_toggle = False
         self.frames: list = []  # the translators now running (innermost last)
         self.input_aliases: set = set()  # alias objects of graph-input tensors

@@ -271,27 +271,81 @@ def test_batch_norm_in_training_mode_updates_running_stats_as_eager(affine):
     assert entry["hits"] == 2
 
 
-def test_torch_utils_checkpoint_breaks_and_gradients_equal_eager():
+def _checkpointed(use_reentrant=False, **kw):
     from torch.utils.checkpoint import checkpoint
 
+    torch.manual_seed(0)
     lin = torch.nn.Linear(4, 4).double()
 
     def block(h):
-        return torch.tanh(lin(h))
+        return torch.nn.functional.dropout(torch.tanh(lin(h)), 0.3) @ lin.weight
 
     def f(x):
-        return checkpoint(block, x * 2, use_reentrant=False).sum()
+        return checkpoint(block, x * 2, use_reentrant=use_reentrant, **kw).sum()
 
+    return f, lin
+
+
+def _step_twice(f, lin, x):
+    """(compiled grads, eager grads), each under seed 1, and the generator after each."""
+    out = []
+    for fn in (refcomp.compile(f), f):
+        x.grad = lin.weight.grad = None
+        torch.manual_seed(1)
+        fn(x).backward()
+        out.append((x.grad.clone(), lin.weight.grad.clone(), torch.rand(3)))
+    return out
+
+
+def test_torch_utils_checkpoint_is_compiled_and_recomputed_in_the_backward():
+    # Note [Checkpoint traced inline]: one graph, the region recomputed by the compiled
+    # backward (nothing saved but inputs), dropout's mask drawn once and saved.
+    f, lin = _checkpointed()
     (x,) = _leaves((3, 4))
-    refcomp.compile(f)(x).backward()
-    got = [x.grad.clone(), lin.weight.grad.clone()]
-    x.grad = lin.weight.grad = None
-    f(x).backward()
-    torch.testing.assert_close(got[0], x.grad)
-    torch.testing.assert_close(got[1], lin.weight.grad)
-    entries = _entries()
-    assert any(e["reason"] and "checkpoint" in e["reason"] for e in entries)
-    assert _training_entries()  # the segment before the break is compiled with its backward
+    got, want = _step_twice(f, lin, x)
+    for a, b in zip(got, want):
+        torch.testing.assert_close(a, b)
+    (entry,) = _entries()
+    assert entry["reason"] is None and entry["training"]["saved_tensors"] == 1  # the mask
+    assert entry["training"]["recomputed_ops"] >= 3  # matmul, tanh... recomputed
+
+
+def test_a_graph_break_inside_a_checkpoint_region_runs_checkpoint_eagerly():
+    from torch.utils.checkpoint import checkpoint
+
+    from tests.breaks import graph_break
+
+    def block(h):
+        graph_break("", end="")
+        return torch.sin(h) * h
+
+    def f(x):
+        return checkpoint(block, x + 1, use_reentrant=False).sum()
+
+    (x,) = _leaves((5,))
+    (ex,) = _clone([x])
+    (gx,) = torch.autograd.grad(refcomp.compile(f)(x), [x])
+    (want,) = torch.autograd.grad(f(ex), [ex])
+    torch.testing.assert_close(gx, want)
+    assert any("RB016" in (e["reason"] or "") for e in _entries())
+
+
+@pytest.mark.parametrize("kw, why", [({"use_reentrant": True}, "use_reentrant=True"),
+                                     ({"use_reentrant": None}, "use_reentrant=None"),
+                                     ({"preserve_rng_state": False},
+                                      "preserve_rng_state=False")])
+def test_torch_utils_checkpoint_with_eager_only_semantics_breaks_naming_them(kw, why):
+    import warnings
+
+    f, lin = _checkpointed(**kw)
+    (x,) = _leaves((3, 4))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # use_reentrant=None: eager's own warning
+        got, want = _step_twice(f, lin, x)
+    for a, b in zip(got, want):  # checkpoint itself ran, in both
+        torch.testing.assert_close(a, b)
+    reasons = [e["reason"] for e in _entries() if e["reason"]]
+    assert any(why in r and "checkpoint" in r for r in reasons), reasons
 
 
 def test_dropout_draws_eager_random_stream_and_gradients():
