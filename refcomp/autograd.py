@@ -11,9 +11,18 @@ inputs the backward reads go to `ctx.save_for_backward`, so autograd's checks ap
 in eager (a saved input modified in place before backward raises the eager error; a
 second backward without retain_graph raises the eager error).  The backward graph is
 compiled on the first backward call (Note [Lazy backward]) and run by
-`Function.backward`.  With create_graph=True (grad mode on inside backward) it raises a
-clear error instead of returning gradients that carry no graph: a second derivative
-would silently miss the compiled part.
+`Function.backward`.  With create_graph=True see Note [Double backward].
+
+Note [Double backward]: with create_graph=True (grad mode on inside backward) the
+gradients must themselves carry a graph back to the inputs; the compiled kernels record
+none, and the saved intermediates were computed without autograd.  So that call runs the
+same two IR graphs on the `eager` backend (one torch op per IR op, which autograd
+records) from the forward's own input tensors: forward graph (for the intermediates),
+then backward graph.  Gradients of any order then follow through torch's derivatives of
+those ops.  The inputs are held weakly with their versions at forward time: an input
+freed or modified in place since, or a graph that draws random numbers (a rerun would
+redraw), raises a RuntimeError naming the problem; never a gradient that silently
+misses a term.
 
 Note [Lazy backward]: compiling the backward costs about as much as the forward, and
 inference-only calls never need it; the first `backward()` compiles it (under a lock,
@@ -24,12 +33,14 @@ from __future__ import annotations
 
 import threading
 import time
+import weakref
 from dataclasses import dataclass, field
 from typing import Any, Callable, Optional
 
 import torch
 
 from ir.autodiff import Joint
+from ir.ops.registry import RANDOM
 from refcomp import global_state
 
 
@@ -61,7 +72,9 @@ class _Info:
     grad_inputs: list
     non_differentiable: list  # output indices autograd must not attach
     record: TrainingRecord
+    joint: Optional[Joint] = None
     backward: Optional[Callable] = None
+    differentiable: Optional[tuple] = None  # (forward, backward) on the eager backend
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     def backward_fn(self) -> Callable:
@@ -75,6 +88,19 @@ class _Info:
         return self.backward
 
 
+    def differentiable_fns(self) -> tuple:
+        """Both graphs on the eager backend (Note [Double backward]), built once."""
+        if self.differentiable is None:
+            from codegen.backends import get_backend
+
+            eager = get_backend("eager")
+            with self.lock:
+                if self.differentiable is None:
+                    self.differentiable = (eager.compile_graph(self.joint.forward, {}),
+                                           eager.compile_graph(self.joint.backward, {}))
+        return self.differentiable
+
+
 class CompiledFunction(torch.autograd.Function):
     @staticmethod
     def forward(ctx, info: _Info, *inputs):
@@ -82,6 +108,8 @@ class CompiledFunction(torch.autograd.Function):
         n = info.n_outputs
         user, saved = list(outs[:n]), outs[n:]
         ctx.info = info
+        # Note [Double backward]: held weakly, so memory is what save_for_backward keeps.
+        ctx.inputs = [(weakref.ref(t), t._version) for t in inputs]
         ctx.save_for_backward(*[inputs[i] for i in info.saved_inputs], *saved)
         if info.non_differentiable:
             ctx.mark_non_differentiable(*[user[i] for i in info.non_differentiable])
@@ -89,13 +117,8 @@ class CompiledFunction(torch.autograd.Function):
 
     @staticmethod
     def backward(ctx, *grads):
-        if torch.is_grad_enabled():
-            # create_graph=True: the compiled backward records nothing, so a second
-            # derivative through it would be silently missing terms.
-            raise RuntimeError(
-                "refcomp: double backward (create_graph=True) through a compiled graph is"
-                " not supported; run this function eagerly (refcomp.disable) or call"
-                " backward without create_graph")
+        if torch.is_grad_enabled():  # create_graph=True: See Note [Double backward]
+            return _differentiable_backward(ctx, *grads)
         return _backward(ctx, *grads)
 
 
@@ -106,7 +129,36 @@ def _backward(ctx, *grads):
     # Autograd hands zeros for outputs that got no gradient (materialized grads).
     args = list(ctx.saved_tensors) + [grads[i] for i in info.grad_outputs]
     with global_state.autocast_off():  # its casts are IR nodes (Note [Autocast policy])
-        results = fn(*args)
+        return _input_grads(info, fn(*args))
+
+
+def _differentiable_backward(ctx, *grads):
+    """Gradients that carry a graph (create_graph=True); See Note [Double backward]."""
+    info = ctx.info
+    _ = ctx.saved_tensors  # autograd's own checks first (freed by an earlier backward)
+    why = "double backward (create_graph=True) through a compiled graph"
+    if info.joint is None or any(n.op.category == RANDOM for n in info.joint.forward.nodes):
+        raise RuntimeError(f"refcomp: {why} that draws random numbers is not supported"
+                           " (recomputing it would redraw them); run this function eagerly"
+                           " (refcomp.disable) or call backward without create_graph")
+    inputs = []
+    for k, (ref, version) in enumerate(ctx.inputs):
+        t = ref()
+        if t is None or t._version != version:
+            what = "was freed" if t is None else "was modified in place"
+            raise RuntimeError(f"refcomp: {why} recomputes the graph from its inputs, and"
+                               f" input {k} {what} after the forward; keep it alive and"
+                               " unchanged until backward, or run this function eagerly")
+        inputs.append(t)
+    forward, backward = info.differentiable_fns()
+    with global_state.autocast_off():  # the IR graphs hold their own casts
+        saved = forward(*inputs)[info.n_outputs:]
+        args = [inputs[i] for i in info.saved_inputs] + list(saved) + \
+            [grads[i] for i in info.grad_outputs]
+        return _input_grads(info, backward(*args))
+
+
+def _input_grads(info: _Info, results) -> tuple:
     out: list = [None] * info.n_inputs
     for i, g in zip(info.grad_inputs, results):
         out[i] = g
@@ -127,7 +179,7 @@ def compile_joint(j: Joint, compile_forward: Callable, compile_backward: Callabl
                  grad_inputs=list(j.grad_inputs),
                  non_differentiable=[i for i, d in enumerate(differentiable_outputs)
                                      if not d or i not in j.grad_outputs],
-                 record=record)
+                 record=record, joint=j)
     apply = CompiledFunction.apply
 
     def run(*inputs):

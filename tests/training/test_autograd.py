@@ -173,14 +173,65 @@ def test_no_grad_and_inference_mode_compile_forward_only_graphs(mode):
     assert all(e["backend"] == "llvm" for e in entries)
 
 
-def test_double_backward_raises_a_clear_error():
+def _penalized(x, w):
+    return (torch.tanh(x @ w) * x.sum(1, keepdim=True)).sum()
+
+
+def test_double_backward_gradient_penalty_equals_eager():
+    # Note [Double backward]: create_graph=True reruns both IR graphs on the eager
+    # backend, so the gradient carries a graph to x and w.
+    x, w = _leaves((4, 3), (3, 5))
+    ex, ew = _clone([x, w])
+    (gx,) = torch.autograd.grad(refcomp.compile(_penalized)(x, w), [x], create_graph=True)
+    (egx,) = torch.autograd.grad(_penalized(ex, ew), [ex], create_graph=True)
+    assert gx.requires_grad
+    (gx ** 2).sum().backward()
+    (egx ** 2).sum().backward()
+    torch.testing.assert_close(gx, egx)
+    torch.testing.assert_close(x.grad, ex.grad)
+    torch.testing.assert_close(w.grad, ew.grad)
+    assert len(_training_entries()) == 1
+
+
+def test_third_derivative_and_hessian_equal_eager():
     def f(x):
-        return (x * x * x).sum()
+        return (x * x * x).sum() + torch.sin(x).prod()
 
     (x,) = _leaves((3,))
-    y = refcomp.compile(f)(x)
-    with pytest.raises(RuntimeError, match="double backward"):
+    compiled = refcomp.compile(f)
+    h = torch.autograd.functional.hessian(compiled, x)
+    torch.testing.assert_close(h, torch.autograd.functional.hessian(f, x))
+    (g1,) = torch.autograd.grad(compiled(x), [x], create_graph=True)
+    (g2,) = torch.autograd.grad(g1.sum(), [x], create_graph=True)
+    (g3,) = torch.autograd.grad(g2.sum(), [x])
+    (e1,) = torch.autograd.grad(f(x), [x], create_graph=True)
+    (e2,) = torch.autograd.grad(e1.sum(), [x], create_graph=True)
+    (e3,) = torch.autograd.grad(e2.sum(), [x])
+    for a, b in ((g1, e1), (g2, e2), (g3, e3)):
+        torch.testing.assert_close(a, b)
+
+
+def test_double_backward_that_cannot_be_recomputed_raises_naming_why():
+    def drop(x):
+        return torch.nn.functional.dropout(x * 2, 0.5).sum()
+
+    (x,) = _leaves((6,))
+    y = refcomp.compile(drop)(x)
+    with pytest.raises(RuntimeError, match="double backward .* draws random numbers"):
         torch.autograd.grad(y, [x], create_graph=True)
+
+    def shifted(x, w):
+        return (torch.tanh(w) + x).sum()
+
+    (w,) = _leaves((3,))
+    x = torch.randn(3, dtype=torch.float64)
+    compiled = refcomp.compile(shifted)
+    y = compiled(x, w)
+    x.mul_(2)  # the first-order backward never reads x; the recomputation would
+    with pytest.raises(RuntimeError, match="input 0 was modified in place after the forward"):
+        torch.autograd.grad(y, [w], create_graph=True)
+    (gw,) = torch.autograd.grad(compiled(x, w), [w])  # first order: as eager
+    torch.testing.assert_close(gw, 1 - torch.tanh(w.detach()) ** 2)
 
 
 def test_an_op_without_a_vjp_falls_back_to_eager_with_a_reason():
