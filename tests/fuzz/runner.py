@@ -16,6 +16,7 @@ same strides):
 - inputs after the call: shape, strides, dtype, values.
 """
 
+import contextlib
 import warnings
 from dataclasses import dataclass
 
@@ -177,18 +178,23 @@ def _compare_inputs(args_c, args_e, floor):
     return None
 
 
-def outcome(program, backend, relax=frozenset(), dynamic=None) -> Outcome:
+def outcome(program, backend, relax=frozenset(), dynamic=None, autocast=None) -> Outcome:
     """Run `program` eagerly and compiled with `backend` (and `dynamic`: None, the
     default, is automatic dynamic); the first difference found.
-    `relax`: the "check:..." KNOWN_OPEN entries (tests/fuzz/gen.py) to skip."""
+    `relax`: the "check:..." KNOWN_OPEN entries (tests/fuzz/gen.py) to skip.
+    `autocast`: a dtype: both run under `torch.autocast("cpu", dtype=autocast)`, and
+    float outputs get that dtype's tolerance."""
     f_eager = program.function("fuzz program (eager)")
     f = program.function()
     compiled = refcomp.compile(f, backend=backend, dynamic=dynamic)
     raised = False
     floor = program_tolerance(program)
+    if autocast is not None:
+        floor = max(floor, TOLERANCE[autocast])
     for k in range(len(program.calls)):
         args_e, args_c = program.args(k), program.args(k)
-        with warnings.catch_warnings():
+        with warnings.catch_warnings(), (torch.autocast("cpu", dtype=autocast)
+                                         if autocast is not None else contextlib.nullcontext()):
             warnings.simplefilter("ignore")
             try:
                 want, err_e = f_eager(*args_e), None
@@ -225,7 +231,7 @@ def report(program, backend, out: Outcome) -> str:
             + "\n--- standalone repro ---\n" + program.snippet(backend))
 
 
-def check(program, backend, relax=frozenset(), dynamic=None):
-    out = outcome(program, backend, relax, dynamic)
+def check(program, backend, relax=frozenset(), dynamic=None, autocast=None):
+    out = outcome(program, backend, relax, dynamic, autocast)
     assert not out.failed, report(program, backend, out)
     return out
