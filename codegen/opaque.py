@@ -50,6 +50,11 @@ def callable_name(fn) -> str | None:
             if not fname or not (module == "torch" or module.startswith("torch.")):
                 return None
             name = f"{module}.{fname}"
+            if getattr(fn, "__qualname__", "").startswith("_VariableFunctionsClass.") and \
+                    getattr(torch, fname, None) is not fn:
+                # torch._VF.x where `torch.x` is the Python wrapper that calls it
+                # (torch.broadcast_tensors, torch.einsum): name the C function itself.
+                name = f"torch._C._VariableFunctions.{fname}"
     try:
         return name if resolve(name) is fn or resolve(name) == fn else None
     except (AttributeError, OpaqueArgsError):

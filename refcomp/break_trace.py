@@ -47,6 +47,7 @@ from refcomp.tracer.values import (
     ConstVar,
     DictVar,
     ExitVar,
+    GeneratorVar,
     IteratorVar,
     ListVar,
     MethodVar,
@@ -235,7 +236,7 @@ class FrameTranslator(InstructionTranslator):
         super().IS_OP(inst)
 
     def FOR_ITER(self, inst):
-        if not isinstance(self.stack[-1], IteratorVar):
+        if not isinstance(self.stack[-1], (IteratorVar, GeneratorVar)):
             raise Unsupported("RB019", "the loop's iterator is a real object")
         super().FOR_ITER(inst)
 

@@ -10,6 +10,8 @@ raises Unsupported with a reason id.  Spec: spec/tracer.md, "Calls".
 from __future__ import annotations
 
 import builtins
+import functools
+import itertools
 import math
 import operator
 import types
@@ -39,6 +41,7 @@ from refcomp.tracer.values import (
     DictVar,
     ExitVar,
     FunctionVar,
+    GeneratorVar,
     GradModeVar,
     IteratorVar,
     ListVar,
@@ -423,6 +426,8 @@ def iterate(tx, obj: VT) -> list:
         return [ConstVar(k) for k in obj.items]
     if isinstance(obj, IteratorVar):
         return obj.items[obj.pos:]
+    if isinstance(obj, GeneratorVar):
+        return obj.rest()
     if isinstance(obj, TensorVar):
         return tensor_layout.unbind(tx.ctx, obj)
     if isinstance(obj, ConstVar):
@@ -443,6 +448,8 @@ def iterate(tx, obj: VT) -> list:
 
 # --- calls ----------------------------------------------------------------------------------
 def call_function(tx, fn: VT, args: list, kwargs: dict) -> VT:
+    if isinstance(fn, FunctionVar) and fn.code.co_name == "<genexpr>":
+        return _generator_expression(tx, fn, args)
     if isinstance(fn, FunctionVar):
         return inline(tx, fn.code, fn.f_globals, args, kwargs, fn.defaults, fn.kwdefaults,
                       fn.closure, None)
@@ -468,6 +475,8 @@ def call_function(tx, fn: VT, args: list, kwargs: dict) -> VT:
     if value is CHECKPOINT:  # Note [Checkpoint traced inline]
         return call_checkpoint(tx, args, kwargs, call_function)
     special = _BUILTIN_HANDLERS.get(value) if _hashable(value) else None
+    if special is None and isinstance(value, types.FunctionType):
+        special = _NAMED_HANDLERS.get((value.__module__, value.__qualname__))
     if special is not None:
         return special(tx, args, kwargs)
     if isinstance(value, types.MethodType) and isinstance(value.__func__, types.FunctionType):
@@ -556,6 +565,14 @@ _NO_OP_CALLS = {
     torch._C._has_torch_function_variadic: _no_torch_function,
     torch._C._get_tracing_state: lambda args: None,
     torch._C._log_api_usage_once: lambda args: None,
+    # Tracing here is refcomp's, not torch.jit's: eager answers False outside jit.trace.
+    torch.jit._trace.is_tracing: lambda args: False,
+    torch._C._is_tracing: lambda args: False,
+    # The deterministic-algorithms flags are part of the guarded global state (Note
+    # [Global state], refcomp/global_state.py): the trace may read them.
+    torch._C._get_deterministic_algorithms: lambda args: torch._C._get_deterministic_algorithms(),
+    torch._C._get_deterministic_algorithms_warn_only:
+        lambda args: torch._C._get_deterministic_algorithms_warn_only(),
 }
 
 
@@ -648,6 +665,18 @@ def inline(tx, code, f_globals, args, kwargs, defaults, kwdefaults, closure, glo
     child = InstructionTranslator(tx.ctx, code, f_globals, tx.f_builtins, locals_, cells,
                                   parent=tx, globals_source=globals_source)
     return child.run()
+
+
+def _generator_expression(tx, fn: FunctionVar, args) -> GeneratorVar:
+    """`(e for x in it)`: a generator advanced by its consumer (Note [Generator
+    expressions], refcomp/tracer/values.py)."""
+    from refcomp.tracer.frame import InstructionTranslator, bind_arguments
+
+    locals_ = bind_arguments(fn.code, list(args), {}, (), {})
+    cells = dict(zip(fn.code.co_freevars, fn.closure))
+    child = InstructionTranslator(tx.ctx, fn.code, fn.f_globals, tx.f_builtins, locals_, cells,
+                                  parent=tx, globals_source=tx.globals_source, generator=True)
+    return GeneratorVar(child)
 
 
 def _call_method(tx, m: MethodVar, args, kwargs) -> VT:
@@ -822,10 +851,79 @@ def _enumerate(tx, args, kwargs):
 
 
 def _zip(tx, args, kwargs):
+    strict = as_python(kwargs.pop("strict", ConstVar(False)))
     if kwargs:
-        raise Unsupported("RB013", "zip(strict=...)")
+        raise Unsupported("RB017", f"zip() got an unexpected keyword {next(iter(kwargs))!r}")
     columns = [iterate(tx, a) for a in args]
+    if strict and len({len(c) for c in columns}) > 1:
+        raise Unsupported("RB017", "zip(strict=True) over iterables of different lengths")
     return ListVar([TupleVar(list(row)) for row in zip(*columns)])
+
+
+def _all_any(stop_on: bool):
+    """all()/any(): items are asked for one at a time and the scan stops where eager's does
+    (a generator's later items are never traced); the truth of a tensor is RB003."""
+    def handler(tx, args, kwargs):
+        (obj,) = args
+        source = obj if isinstance(obj, GeneratorVar) else IteratorVar(iterate(tx, obj))
+        while (item := source.next()) is not None:
+            if truth(tx, item) is stop_on:
+                return ConstVar(stop_on)
+        return ConstVar(not stop_on)
+    return handler
+
+
+def _expect_true(tx, args, kwargs):
+    """torch.fx.experimental.symbolic_shapes.expect_true(b): b on a Python bool (a size
+    relation is decided, and guarded, like an `if`)."""
+    value = args[0] if args else kwargs["a"]
+    if isinstance(value, TensorVar) or not (_symbolic(value) or isinstance(
+            as_python(value), bool)):
+        raise Unsupported("RB017", f"expect_true of {value!r}: eager raises AssertionError")
+    return ConstVar(truth(tx, value))
+
+
+def _filter(tx, args, kwargs):
+    """filter(fn, it), evaluated when made; a `fn` that records a side effect is refused
+    (eager's filter is lazy, so the effects' order could differ)."""
+    fn, items = args[0], iterate(tx, args[1])
+    before = len(tx.ctx.effects)
+    kept = [i for i in items if truth(tx, i if isinstance(fn, ConstVar) and fn.value is None
+                                      else call_function(tx, fn, [i], {}))]
+    if len(tx.ctx.effects) != before:
+        raise Unsupported("RB008", "filter() with a function that has side effects")
+    return IteratorVar(kept)
+
+
+def _reduce(tx, args, kwargs):
+    """functools.reduce(fn, it[, initial]): the calls unrolled in order."""
+    if kwargs or len(args) not in (2, 3):
+        raise Unsupported("RB013", "functools.reduce with unusual arguments")
+    items = iterate(tx, args[1])
+    if len(args) == 3:
+        items = [args[2]] + items
+    if not items:
+        raise Unsupported("RB017", "reduce() of empty iterable with no initial value")
+    acc = items[0]
+    for item in items[1:]:
+        acc = call_function(tx, args[0], [acc, item], {})
+    return acc
+
+
+def _tensor_getitem(tx, args, kwargs):
+    """torch.Tensor.__getitem__(t, idx) called by name: `t[idx]`."""
+    if len(args) != 2 or kwargs or not isinstance(args[0], TensorVar):
+        raise Unsupported("RB013", "Tensor.__getitem__ called with unusual arguments")
+    return getitem(tx, args[0], args[1])
+
+
+def _repeat(tx, args, kwargs):
+    """itertools.repeat(x, n) with a constant n: n references to x (torch's `_ntuple`)."""
+    if len(args) + len(kwargs) != 2:
+        raise Unsupported("RB013", "itertools.repeat without a count (an endless iterator)")
+    value = args[0] if args else kwargs["object"]
+    times = as_python(args[1] if len(args) > 1 else kwargs["times"])
+    return IteratorVar([value] * max(int(times), 0))
 
 
 def _list(tx, args, kwargs):
@@ -921,5 +1019,10 @@ _BUILTIN_HANDLERS = {
     hasattr: _hasattr,
     min: _minmax(min, torch.minimum), max: _minmax(max, torch.maximum), sum: _sum,
     int: _to_python_number(int), float: _to_python_number(float),
-    bool: _to_python_number(bool), abs: _abs,
+    bool: _to_python_number(bool), abs: _abs, all: _all_any(False), any: _all_any(True),
+    itertools.repeat: _repeat, filter: _filter, functools.reduce: _reduce,
+    torch.Tensor.__getitem__: _tensor_getitem,
 }
+# Handlers for functions of modules refcomp does not import (importing them costs seconds):
+# matched on (module, qualname) when called.
+_NAMED_HANDLERS = {("torch.fx.experimental.symbolic_shapes", "expect_true"): _expect_true}

@@ -31,6 +31,13 @@ class _Return(Exception):
         self.value = value
 
 
+class _Yield(Exception):
+    """YIELD_VALUE in a generator expression being advanced (Note [Generator expressions])."""
+
+    def __init__(self, value: VT):
+        self.value = value
+
+
 _INSTRUCTIONS: dict = {}  # code object -> (instructions, offset -> index); code is immutable
 
 
@@ -43,8 +50,9 @@ def _instructions(code):
     return cached
 
 
-def check_code_supported(code) -> None:
-    """Reject frames the tracer cannot capture (version, generators).
+def check_code_supported(code, *, generator: bool = False) -> None:
+    """Reject frames the tracer cannot capture (version, generators; `generator=True`: a
+    generator expression advanced lazily by its consumer is allowed).
 
     try/except/finally blocks are traced along their normal path: an exception cannot
     happen while tracing (a failing instruction is a graph break, run by CPython inside
@@ -52,7 +60,8 @@ def check_code_supported(code) -> None:
     """
     if sys.version_info[:2] != (3, 11):
         err = Unsupported("RB007", f"running on Python {sys.version.split()[0]}")
-    elif code.co_flags & _GENERATOR_FLAGS:
+    elif code.co_flags & _GENERATOR_FLAGS and not (
+            generator and code.co_flags & _GENERATOR_FLAGS == inspect.CO_GENERATOR):
         err = Unsupported("RB014", f"{code.co_name} is a generator or coroutine")
     else:
         err = None
@@ -72,8 +81,8 @@ class InstructionTranslator(OpcodeHandlers):
     """Symbolically executes one code object; inlined calls get a child translator."""
 
     def __init__(self, ctx: TraceContext, code, f_globals, f_builtins, locals_: dict,
-                 cells: dict, *, parent=None, globals_source=None):
-        check_code_supported(code)
+                 cells: dict, *, parent=None, globals_source=None, generator=False):
+        check_code_supported(code, generator=generator)
         self.ctx = ctx
         self.code = code
         self.f_globals = f_globals
@@ -105,6 +114,27 @@ class InstructionTranslator(OpcodeHandlers):
             raise
         finally:
             self.ctx.frames.pop()
+
+    def advance(self) -> Optional[VT]:
+        """Run a generator frame to its next YIELD_VALUE: the value yielded, or None once
+        it returned (Note [Generator expressions], refcomp/tracer/values.py)."""
+        self.ctx.frames.append(self)
+        try:
+            while True:
+                self.step()
+        except _Yield as y:
+            return y.value
+        except _Return:
+            return None
+        except Unsupported as e:
+            e.locate(self.code.co_filename, _line_of(self.instructions, self.ip - 1),
+                     f"{self.current.opname} {self.current.argrepr}".strip())
+            raise
+        finally:
+            self.ctx.frames.pop()
+
+    def yield_(self, value: VT):
+        raise _Yield(value)
 
     def step(self) -> None:
         """Execute the instruction at `ip` (subclasses wrap this, not the loop)."""

@@ -20,6 +20,7 @@ from refcomp.tracer.values import (
     DictVar,
     ExitVar,
     FunctionVar,
+    GeneratorVar,
     GradModeVar,
     IteratorVar,
     ListVar,
@@ -352,7 +353,17 @@ class OpcodeHandlers:
 
     def GET_ITER(self, inst):
         obj = self.pop()
-        self.push(obj if isinstance(obj, IteratorVar) else IteratorVar(calls.iterate(self, obj)))
+        self.push(obj if isinstance(obj, (IteratorVar, GeneratorVar))
+                  else IteratorVar(calls.iterate(self, obj)))
+
+    # --- generator expressions (Note [Generator expressions], values.py) -----------------
+    def RETURN_GENERATOR(self, inst):
+        self.push(ConstVar(None))  # popped by the POP_TOP that follows
+
+    def YIELD_VALUE(self, inst):
+        value = self.pop()
+        self.push(ConstVar(None))  # what `send` delivers: next() sends None
+        self.yield_(value)
 
     def FOR_ITER(self, inst):
         item = self.stack[-1].next()

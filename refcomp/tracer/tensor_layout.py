@@ -294,8 +294,10 @@ def _narrow(ctx, x, dim, start, length):
 
 
 # --- attributes, indexing, item assignment --------------------------------------------------
-_PLAIN_ATTRS = {"dtype", "shape", "device", "ndim", "is_cuda", "requires_grad", "layout",
-                "is_leaf"}
+_PLAIN_ATTRS = {"dtype", "shape", "device", "ndim", "requires_grad", "layout", "is_leaf"}
+# Device predicates come from the IR type's device: the meta tensor says "meta" for all.
+_DEVICE_ATTRS = {"is_cpu": "cpu", "is_cuda": "cuda", "is_meta": "meta", "is_mps": "mps",
+                 "is_xpu": "xpu"}
 
 
 def tensor_attr(ctx, tv: TensorVar, name: str) -> VT:
@@ -303,6 +305,8 @@ def tensor_attr(ctx, tv: TensorVar, name: str) -> VT:
 
     if name == "shape":
         return TupleVar([ConstVar(d) for d in tv.value.type.shape], cls=torch.Size)
+    if name in _DEVICE_ATTRS:
+        return ConstVar(_real_device(tv).type == _DEVICE_ATTRS[name])
     if name in _PLAIN_ATTRS:
         return ConstVar(getattr(tv.meta, name) if name != "device" else _real_device(tv))
     if name == "T" or name == "mT":

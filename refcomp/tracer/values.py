@@ -140,6 +140,38 @@ class IteratorVar(VT):
         return self.items[self.pos - 1]
 
 
+class GeneratorVar(VT):
+    """A generator expression made while tracing, advanced lazily by whoever consumes it.
+
+    Note [Generator expressions]: `(f(x) for x in xs)` is a generator frame.  Its code is
+    traced by a translator of its own (refcomp/tracer/frame.py, `advance`) one item at a
+    time, exactly when the consumer asks for the next one -- a `for` loop, `tuple()`,
+    `all()`/`any()` (which stop early, as in eager), `sum`, `min`/`max` -- so items a
+    short-circuiting consumer never asks for are never traced, and effects happen in the
+    order eager has them.  It cannot cross a graph break (recipes refuse it: a half-run
+    generator has no bytecode to rebuild it from).  Only generator *expressions* are
+    traced; a `def` with `yield` called by the traced code is still RB014.
+    """
+
+    def __init__(self, translator):
+        self.translator = translator
+        self.done = False
+
+    def next(self) -> Optional[VT]:
+        if self.done:
+            return None
+        item = self.translator.advance()
+        if item is None:
+            self.done = True
+        return item
+
+    def rest(self) -> list:
+        items = []
+        while (item := self.next()) is not None:
+            items.append(item)
+        return items
+
+
 class OpaqueVar(VT):
     """A real value the tracer must not look into: a Python number that changed between calls
     at a resume point (Note [Opaque numbers], refcomp/recipes.py), or a list/dict the code

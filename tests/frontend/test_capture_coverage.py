@@ -1,0 +1,170 @@
+"""Python and torch constructs that library code uses, captured in one graph.
+
+Each case is one group of OpInfo misses (spec/tracer.md, "OpInfo coverage"): it was a
+break before, and must now be one graph equal to eager.
+"""
+
+import functools
+import itertools
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+import refcomp
+
+
+def explain(fn, *args, backend="llvm"):
+    refcomp.reset()
+    return refcomp.explain(fn, *args, backend=backend)
+
+
+def check_one_graph(fn, *args, backend="llvm"):
+    want = fn(*args)
+    report = explain(fn, *args, backend=backend)
+    assert (report.graph_count, report.graph_break_count) == (1, 0), report
+    got = report.result
+    if isinstance(want, torch.Tensor):
+        torch.testing.assert_close(got, want)
+    else:
+        assert len(got) == len(want)
+        for g, w in zip(got, want):
+            torch.testing.assert_close(g, w)
+    return report
+
+
+def test_vf_functions_behind_python_wrappers_are_opaque_nodes():
+    # torch.broadcast_tensors / einsum / meshgrid / atleast_2d are Python wrappers that call
+    # torch._VF.<name>; that C function was "not in the torch table" (torch.<name> is the
+    # wrapper, so the name did not resolve back to it).
+    def f(x, y):
+        a, b = torch.broadcast_tensors(x, y)
+        gx, gy = torch.meshgrid(x[0], y[:, 0], indexing="ij")
+        return torch.einsum("ij,ij->i", a, b), gx + gy, torch.atleast_2d(x[0, 0])
+
+    report = check_one_graph(f, torch.randn(1, 3), torch.randn(4, 1))
+    assert "torch._C._VariableFunctions.broadcast_tensors" in report.graphs[0]
+
+
+def test_loss_functions_that_broadcast_are_one_graph():
+    x, y = torch.randn(4, 3), torch.randn(4, 3)
+    check_one_graph(lambda x, y: F.mse_loss(x, y) + F.l1_loss(x, y) + F.huber_loss(x, y),
+                    x, y)
+
+
+def test_generator_expressions_are_traced():
+    def f(x, sizes):
+        assert all(isinstance(s, int) for s in sizes)
+        total = sum(x * s for s in sizes)
+        return total + len(tuple(d for d in x.shape if d > 1))
+
+    check_one_graph(f, torch.randn(3), [1, 2, 3])
+
+
+def test_generator_expression_items_a_consumer_skips_are_not_traced():
+    # all() stops at the first false item, as in eager: the second item would raise.
+    def f(x, items):
+        if all(1 / v > 0 for v in items):
+            return x + 1
+        return x - 1
+
+    check_one_graph(f, torch.randn(3), [-1, 0])
+
+
+def test_generator_expression_consumed_by_a_loop_keeps_effect_order():
+    log = []
+
+    def f(x):
+        gen = (x * i for i in range(3))
+        out = x
+        for t in gen:
+            log.append(len(log))
+            out = out + t
+        return out
+
+    x = torch.randn(3)
+    want = f(x)
+    expected_log = list(log)
+    log.clear()
+    report = explain(f, x)
+    assert report.graph_break_count == 0
+    torch.testing.assert_close(report.result, want)
+    assert log == expected_log
+
+
+def test_generator_function_still_breaks_with_a_reason():
+    def gen(x):
+        yield x + 1
+
+    x = torch.randn(2)
+    report = explain(lambda x: next(gen(x)) * 2, x)
+    assert "RB014" in [b["id"] for b in report.break_reasons]
+    torch.testing.assert_close(report.result, (x + 1) * 2)
+
+
+def test_itertools_repeat_and_ntuple_helpers():
+    # F.unfold / F.max_unpool2d normalise sizes with `tuple(repeat(x, n))`.
+    x = torch.randn(1, 2, 4, 4)
+    check_one_graph(lambda x: F.unfold(x, 2), x)
+    check_one_graph(lambda x: tuple(itertools.repeat(x, 2))[1] * 2, torch.randn(2))
+
+
+def test_max_unpool_uses_expect_true_on_sizes():
+    x = torch.randn(1, 1, 4, 4)
+    out, idx = F.max_pool2d(x, 2, return_indices=True)
+    check_one_graph(lambda o, i: F.max_unpool2d(o, i, 2), out, idx)
+
+
+def test_deterministic_flag_is_read_and_guarded():
+    # F.pad(mode="reflect") reads torch._C._get_deterministic_algorithms().
+    def f(x):
+        return F.pad(x, (1, 1), mode="reflect") * 2
+
+    x = torch.randn(1, 2, 5)
+    check_one_graph(f, x)
+    cf = refcomp.compile(f, backend="llvm")
+    torch.testing.assert_close(cf(x), f(x))
+    try:
+        torch.use_deterministic_algorithms(True)
+        torch.testing.assert_close(cf(x), f(x))
+    finally:
+        torch.use_deterministic_algorithms(False)
+
+
+def test_zip_strict():
+    def f(x, ys):
+        return sum(t * y for t, y in zip(x, ys, strict=True))
+
+    check_one_graph(f, torch.randn(2, 3), [1.0, 2.0])
+    check_one_graph(lambda x: F.adaptive_avg_pool2d(x, (2, 3)), torch.randn(1, 2, 4, 6))
+
+
+def test_device_predicates_come_from_the_device_not_the_meta_tensor():
+    # Regression: `is_cuda` was read off the meta tensor (always False there), and
+    # `is_cpu` was RB005.
+    def f(x):
+        return x + (1 if x.is_cpu else 2) + (10 if x.is_cuda else 20) + (
+            100 if x.is_meta else 200)
+
+    check_one_graph(f, torch.zeros(2))
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+def test_is_cuda_on_a_cuda_tensor():
+    def f(x):
+        return x + (10 if x.is_cuda else 20)
+
+    x = torch.zeros(2, device="cuda")
+    report = explain(f, x, backend=None)
+    assert report.graph_break_count == 0
+    torch.testing.assert_close(report.result, f(x))
+
+
+def test_filter_and_tensor_getitem_by_name():
+    def f(x, sizes):
+        kept = list(filter(lambda s: s > 1, sizes))
+        return torch.Tensor.__getitem__(x, slice(0, len(kept)))
+
+    check_one_graph(f, torch.randn(5), [1, 2, 3])
+    check_one_graph(lambda x: functools.reduce(lambda a, b: a * b, x.shape, 2) * x,
+                    torch.randn(3, 2))
