@@ -21,6 +21,10 @@ from ir.ops.rules import broadcast_shapes
 from ir.types import DEFAULT_FLOAT, TensorType, bool_, i64, simplify_dim
 
 
+class ExternOnlyDTypeError(TypeError):
+    """A node other than `aten` would take or make a complex value (ir/types.py)."""
+
+
 class GraphBuilder:
     def __init__(self, name: str = "forward"):
         self.name = name
@@ -43,6 +47,11 @@ class GraphBuilder:
         if out_types is None:
             inferred = op.infer([v.type for v in operands], **attrs)
             out_types = list(inferred) if isinstance(inferred, (tuple, list)) else [inferred]
+        if op.name != "aten":
+            for t in [v.type for v in operands] + list(out_types):
+                if t.dtype.only_extern:
+                    raise ExternOnlyDTypeError(f"{op.name}: {t.dtype} values are only"
+                                               " operands and results of `aten` nodes")
         outputs = [Value(t) for t in out_types]
         self.nodes.append(Node(op, list(operands), attrs, outputs, body))
         return outputs[0] if len(outputs) == 1 else tuple(outputs)

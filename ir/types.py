@@ -26,7 +26,7 @@ class DType:
 
     short: str
     torch_name: str
-    kind: str  # "bool" | "int" | "uint" | "float"
+    kind: str  # "bool" | "int" | "uint" | "float" | "complex"
     bits: int
     np_name: str  # numpy storage dtype (bf16 is stored as float32)
 
@@ -47,6 +47,11 @@ class DType:
         return self.kind == "bool"
 
     @property
+    def only_extern(self) -> bool:
+        """Complex: only opaque `aten` nodes take or make values of this dtype."""
+        return self.kind == "complex"
+
+    @property
     def itemsize(self) -> int:
         return max(1, self.bits // 8)
 
@@ -65,11 +70,17 @@ bf16 = DType("bf16", "bfloat16", "float", 16, "float32")
 f32 = DType("f32", "float32", "float", 32, "float32")
 f64 = DType("f64", "float64", "float", 64, "float64")
 
+# Complex values exist only as operands and results of opaque `aten` nodes (run by torch):
+# no IR op computes on them, no kernel loads them (`only_extern`, checked on insert).
+c64 = DType("c64", "complex64", "complex", 64, "complex64")
+c128 = DType("c128", "complex128", "complex", 128, "complex128")
+
 ALL_DTYPES = (bool_, u8, i8, i16, i32, i64, f16, bf16, f32, f64)
 FLOAT_DTYPES = (f16, bf16, f32, f64)
 INT_DTYPES = (u8, i8, i16, i32, i64)
-BY_SHORT = {d.short: d for d in ALL_DTYPES}
-BY_TORCH_NAME = {d.torch_name: d for d in ALL_DTYPES}
+EXTERN_ONLY_DTYPES = (c64, c128)
+BY_SHORT = {d.short: d for d in ALL_DTYPES + EXTERN_ONLY_DTYPES}
+BY_TORCH_NAME = {d.torch_name: d for d in ALL_DTYPES + EXTERN_ONLY_DTYPES}
 DEFAULT_FLOAT = f32
 
 
@@ -82,13 +93,13 @@ def dtype_from_short(name: str) -> DType:
 
 
 def from_numpy(dt: np.dtype) -> DType:
-    for d in ALL_DTYPES:
+    for d in ALL_DTYPES + EXTERN_ONLY_DTYPES:
         if d is not bf16 and d.np == np.dtype(dt):
             return d
     raise ValueError(f"numpy dtype {dt} has no refcomp dtype")
 
 
-_CATEGORY = {"bool": 0, "uint": 1, "int": 1, "float": 2}
+_CATEGORY = {"bool": 0, "uint": 1, "int": 1, "float": 2, "complex": 3}
 
 
 def promote_types(a: DType, b: DType) -> DType:
@@ -102,6 +113,8 @@ def promote_types(a: DType, b: DType) -> DType:
     ca, cb = _CATEGORY[a.kind], _CATEGORY[b.kind]
     if ca != cb:
         return a if ca > cb else b
+    if a.kind == "complex":
+        return a if a.bits > b.bits else b
     if a.is_float:
         if {a, b} == {f16, bf16}:
             return f32

@@ -246,7 +246,23 @@ def delitem(tx, obj: VT, index: VT) -> None:
 
 
 # --- operators ------------------------------------------------------------------------------
+# Operators on complex tensors, which only opaque nodes take: the torch function to call
+# (tensor first; a reflected form swaps where the operator commutes).
+_COMPLEX_BINARY = {"+": torch.add, "-": torch.sub, "*": torch.mul, "/": torch.div,
+                   "**": torch.pow, "@": torch.matmul, "==": torch.eq, "!=": torch.ne}
+_COMMUTES = frozenset("+ * == !=".split())
+
+
+def _complex_operand(*vts) -> bool:
+    return any(isinstance(v, TensorVar) and v.meta.is_complex() for v in vts)
+
+
 def binary(tx, sym: str, a: VT, b: VT) -> VT:
+    if _complex_operand(a, b) and sym in _COMPLEX_BINARY:
+        if not isinstance(a, TensorVar) and sym in _COMMUTES:
+            a, b = b, a
+        if isinstance(a, TensorVar):
+            return opaque.call_opaque(tx.ctx, _COMPLEX_BINARY[sym], [a, b], {})
     if isinstance(a, TensorVar) or isinstance(b, TensorVar):
         return torch_table.call_torch(tx.ctx, _BINARY[sym], [a, b], {})
     if _symbolic(a) or _symbolic(b):
@@ -323,6 +339,8 @@ def inplace_binary(tx, sym: str, a: VT, b: VT) -> VT:
 
 
 def unary(tx, name: str, a: VT) -> VT:
+    if _complex_operand(a) and _UNARY[name] is operator.neg:
+        return opaque.call_opaque(tx.ctx, torch.neg, [a], {})
     if isinstance(a, TensorVar):
         return torch_table.call_torch(tx.ctx, _UNARY[name], [a], {})
     return _fold(_UNARY[name], as_python(require_const(tx, a, "operand")))
@@ -910,6 +928,16 @@ def _reduce(tx, args, kwargs):
     return acc
 
 
+def _torch_size(tx, args, kwargs):
+    """torch.Size(sizes): a tuple of (possibly symbolic) sizes of class torch.Size."""
+    if kwargs or len(args) > 1:
+        raise Unsupported("RB013", "torch.Size with unusual arguments")
+    items = iterate(tx, args[0]) if args else []
+    if any(isinstance(i, TensorVar) for i in items):
+        raise Unsupported("RB002", "torch.Size of tensors")
+    return TupleVar(items, cls=torch.Size)
+
+
 def _tensor_getitem(tx, args, kwargs):
     """torch.Tensor.__getitem__(t, idx) called by name: `t[idx]`."""
     if len(args) != 2 or kwargs or not isinstance(args[0], TensorVar):
@@ -1021,7 +1049,7 @@ _BUILTIN_HANDLERS = {
     int: _to_python_number(int), float: _to_python_number(float),
     bool: _to_python_number(bool), abs: _abs, all: _all_any(False), any: _all_any(True),
     itertools.repeat: _repeat, filter: _filter, functools.reduce: _reduce,
-    torch.Tensor.__getitem__: _tensor_getitem,
+    torch.Tensor.__getitem__: _tensor_getitem, torch.Size: _torch_size,
 }
 # Handlers for functions of modules refcomp does not import (importing them costs seconds):
 # matched on (module, qualname) when called.

@@ -15,6 +15,7 @@ import sys
 from dataclasses import dataclass
 from typing import Optional
 
+from ir.builder import ExternOnlyDTypeError
 from refcomp.reasons import Unsupported
 from refcomp.sources import ClosureSource, LocalSource
 from refcomp.tracer.context import TraceContext
@@ -144,7 +145,10 @@ class InstructionTranslator(OpcodeHandlers):
         handler = getattr(self, inst.opname, None)
         if handler is None:
             raise Unsupported("RB001", f"opcode {inst.opname}")
-        handler(inst)
+        try:
+            handler(inst)
+        except ExternOnlyDTypeError as e:  # complex values: only opaque nodes take them
+            raise Unsupported("RB013", str(e)) from None
 
     def live_values(self):
         """Every symbolic value this frame can still reach (locals, cells, stack)."""

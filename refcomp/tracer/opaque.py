@@ -20,8 +20,9 @@ Refused with a reason naming the op (the call then runs in eager after a break):
 no meta kernel or a data-dependent output shape (the meta run raises), a result that
 is not a tensor (or a tuple/list of tensors), a random draw (the callable's aten op is
 tagged `nondeterministic_seeded`, or a `generator=` is passed: its stream must match
-eager's), sparse, quantized or
-complex results, arguments that are not constants, and a small deny list of calls
+eager's), sparse or quantized
+results (complex ones are fine: values of dtype c64/c128 live only between opaque nodes),
+arguments that are not constants, and a small deny list of calls
 that change global or tensor state beyond their operands.
 Symbolic sizes of operands are specialized (guarded) first: the meta run needs numbers.
 """
@@ -179,8 +180,10 @@ def call_opaque(ctx, fn, args: list, kwargs: dict, name: str | None = None) -> V
         kinds = sorted({type(r).__name__ for r in results}) or [repr(out)]
         raise Unsupported("RB002", f"{name} returns {', '.join(kinds)}, not tensors")
     for r in results:
-        if r.layout != torch.strided or r.is_quantized or r.is_complex():
+        if r.layout != torch.strided or r.is_quantized:
             raise Unsupported("RB013", f"{name} returns a {r.layout}/{r.dtype} tensor")
+        if r.is_complex() and r.requires_grad:  # autograd of the IR is real-valued
+            raise Unsupported("RB013", f"{name} returns a complex tensor that requires grad")
         ir_dtype(r.dtype)  # raises RB013 for dtypes the IR lacks
     for i in mutates:
         _check_writable(ctx, operands[i], name)

@@ -305,10 +305,18 @@ def tensor_attr(ctx, tv: TensorVar, name: str) -> VT:
 
     if name == "shape":
         return TupleVar([ConstVar(d) for d in tv.value.type.shape], cls=torch.Size)
+    if name in ("real", "imag") and tv.meta.is_complex():  # views, as opaque calls
+        from refcomp.tracer import opaque
+
+        return opaque.call_opaque(ctx, getattr(torch, name), [tv], {})
     if name in _DEVICE_ATTRS:
         return ConstVar(_real_device(tv).type == _DEVICE_ATTRS[name])
     if name in _PLAIN_ATTRS:
         return ConstVar(getattr(tv.meta, name) if name != "device" else _real_device(tv))
+    if name in ("H", "mH") and not tv.meta.is_complex():  # conj() of a real tensor: itself
+        if name == "H" and tv.meta.dim() not in (0, 2) or name == "mH" and tv.meta.dim() < 2:
+            raise Unsupported("RB017", f"Tensor.{name} of a {tv.meta.dim()}-d tensor")
+        name = "T" if name == "H" else "mT"
     if name == "T" or name == "mT":
         return call_torch(ctx, T.permute if name == "T" else T.transpose,
                           [tv] + ([ConstVar(list(range(tv.meta.dim()))[::-1])] if name == "T"

@@ -146,6 +146,8 @@ def call_torch(ctx, fn, args: list, kwargs: dict) -> VT:
     if not (e.inplace or e.python):  # under torch.autocast: Note [Autocast policy]
         pargs, pkwargs = autocast.cast_operands(ctx, fn, name, pargs, pkwargs)
     operands = _tensors(pargs) + _tensors(pkwargs)
+    if any(t.meta.is_complex() for t in operands):
+        raise Unsupported("RB013", f"{name} of a complex tensor (only opaque calls take them)")
     if e.ir_meta and _float_operands(operands):
         return _call_ir_typed(ctx, e, name, pargs, pkwargs, operands)
     margs, mkwargs = _to_meta(pargs, ctx), _to_meta(pkwargs, ctx)

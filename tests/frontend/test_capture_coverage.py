@@ -168,3 +168,55 @@ def test_filter_and_tensor_getitem_by_name():
     check_one_graph(f, torch.randn(5), [1, 2, 3])
     check_one_graph(lambda x: functools.reduce(lambda a, b: a * b, x.shape, 2) * x,
                     torch.randn(3, 2))
+
+
+@pytest.mark.parametrize("backend", ["interp", "eager", "llvm"])
+def test_complex_values_live_between_opaque_nodes(backend):
+    # fft, view_as_complex, complex arithmetic and .real/.imag: c64 values are operands
+    # and results of `aten` nodes only; IR ops see the real views.
+    def f(x):
+        c = torch.fft.fft(x)
+        y = c * 2 + c - (-c) / (c + 1)
+        return y.real, torch.view_as_real(y), y.conj().imag.relu(), (2 * c == c * 2), y
+
+    report = check_one_graph(f, torch.randn(6), backend=backend)
+    assert "c64[6]" in report.graphs[0]
+
+
+def test_complex_values_never_reach_an_ir_op():
+    # Slicing a complex tensor would be an IR `slice`: a break, and still eager's answer.
+    def f(x):
+        return torch.fft.fft(x)[1:] * 2
+
+    x = torch.randn(4)
+    report = explain(f, x)
+    assert report.break_reasons[0]["id"] == "RB013"
+    assert "c64 values are only operands and results" in report.break_reasons[0]["reason"]
+    torch.testing.assert_close(report.result, f(x))
+
+
+def test_complex_results_that_require_grad_break():
+    # Regression: a complex graph output requiring grad came back detached (the IR's
+    # autograd is real-valued), so backward() failed.
+    def g(x):
+        return torch.fft.irfft(torch.fft.rfft(x) * 2).sum()
+
+    x = torch.randn(8, requires_grad=True)
+    report = explain(g, x)
+    assert "complex tensor that requires grad" in report.break_reasons[0]["reason"]
+    report.result.backward()
+    got = x.grad.clone()
+    x.grad = None
+    g(x).backward()
+    torch.testing.assert_close(got, x.grad)
+
+
+def test_adjoint_of_real_tensors_and_torch_size():
+    def f(x):
+        return x.H + x.mH, torch.Size(list(x.shape)[::-1])
+
+    want = f(torch.ones(2, 3).T)
+    report = explain(f, torch.ones(2, 3).T)
+    assert (report.graph_count, report.graph_break_count) == (1, 0)
+    torch.testing.assert_close(report.result[0], want[0])
+    assert report.result[1] == want[1] and type(report.result[1]) is torch.Size

@@ -131,3 +131,38 @@ def test_interpreter_keeps_rank_zero_operands():
 """)
     (got,) = run(g, [np.array(2.75, np.float32)])
     assert got.shape == () and float(got) == 0.75
+
+
+# Complex values (c64/c128) exist only between `aten` nodes (ir/types.py, only_extern).
+COMPLEX = """func @c(%x: f32[4]) -> (f32[4,2], c64[4]) {
+  %0 = aten %x {fn="torch._C._fft.fft_fft", args="T[0]", results="c64[4]"} : c64[4]
+  %1 = aten %0 {fn="torch.view_as_real", args="T[0]", results="f32[4,2]", views=[0]} : f32[4,2]
+  return %1, %0
+}
+"""
+
+
+@pytest.mark.parametrize("backend", ["interp", "eager", "llvm"])
+def test_complex_values_between_aten_nodes(backend):
+    g = parse(COMPLEX)
+    assert verify(g) == [] and print_graph(g) == COMPLEX
+    x = torch.randn(4)
+    if backend == "interp":
+        got = [torch.from_numpy(np.asarray(a)) for a in run(g, [x.numpy()])]
+    else:
+        got = get_backend(backend).compile_graph(g, {})(x)
+    want = torch.fft.fft(x)
+    torch.testing.assert_close(got[1], want)
+    torch.testing.assert_close(got[0], torch.view_as_real(want))
+
+
+def test_ir_ops_on_complex_values_are_rejected():
+    from ir.builder import ExternOnlyDTypeError, GraphBuilder
+    from ir.types import TensorType, c64
+
+    bad = COMPLEX.replace("return %1, %0", "%2 = neg %0 : c64[4]\n  return %1, %2")
+    assert any("only operands and results of `aten`" in d.message for d in verify(parse(bad)))
+    b = GraphBuilder("f")
+    x = b.input("x", TensorType(c64, (4,)))
+    with pytest.raises(ExternOnlyDTypeError):
+        b.neg(x)

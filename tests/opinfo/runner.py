@@ -15,7 +15,7 @@ copies of the sample.  An outcome is one of:
   no sample, or its outputs are undefined (uninitialized memory: `empty*`).
 
 `python -m tests.opinfo.runner [--all | --every N] [--backend B]` prints the table
-(spec/tracer.md, "Opaque torch calls", quotes its numbers).
+(spec/tracer.md, "OpInfo coverage", quotes its numbers).
 """
 
 from __future__ import annotations
