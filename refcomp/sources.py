@@ -187,6 +187,24 @@ class DerivedSource(Source):
         return f"{cg.const(self.fn)}({cg.load(self.base_source)})"
 
 
+class IdentitySource(Source):
+    """`a is b` for two sources: the fact behind `x is y` on two tensors the trace read
+    (the same tensor under two names -- an argument passed twice, a parameter and a
+    weakref to it -- is one object in eager)."""
+
+    def __init__(self, a: Source, b: Source):
+        self.a, self.b = a, b
+
+    def base(self):
+        return self.a
+
+    def name(self):
+        return f"({self.a.name()} is {self.b.name()})"
+
+    def expr(self, cg):
+        return f"({cg.load(self.a)} is {cg.load(self.b)})"
+
+
 class ConstSource(Source):
     """An object refcomp holds itself (a function reached through a class, whose
     `__defaults__` and `__code__` are guarded): read back as a constant."""

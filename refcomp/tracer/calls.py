@@ -15,10 +15,12 @@ import itertools
 import math
 import operator
 import types
+import weakref
 
 import sympy
 import torch
 
+from refcomp import guards as G
 from refcomp.reasons import Unsupported
 from refcomp.sources import (
     ATTR,
@@ -28,6 +30,7 @@ from refcomp.sources import (
     ConstSource,
     DerivedSource,
     GlobalSource,
+    IdentitySource,
     ItemSource,
     Source,
 )
@@ -364,6 +367,15 @@ def is_same(a: VT, b: VT, ctx=None) -> bool:
         return a.value is b.value
     if isinstance(a, ConstVar) or isinstance(b, ConstVar):
         return False  # a symbolic value is never a given real object (None, a module...)
+    if a is not b and isinstance(a, TensorVar) and isinstance(b, TensorVar) and \
+            ctx is not None and a.source is not None and b.source is not None and \
+            a.source.name() in ctx.examples and b.source.name() in ctx.examples and \
+            ctx.input_vars.get(a.source.name()) is a and ctx.input_vars.get(b.source.name()) is b:
+        # Two graph inputs still holding what was read: one real object under two names
+        # or two objects (regression: `x is y` was False for f(t, t)).  Guarded.
+        same = ctx.examples[a.source.name()] is ctx.examples[b.source.name()]
+        ctx.add_guard(G.EQUALS_MATCH, IdentitySource(a.source, b.source), same)
+        return same
     return a is b
 
 
@@ -500,6 +512,13 @@ def call_function(tx, fn: VT, args: list, kwargs: dict) -> VT:
     if isinstance(value, types.MethodType) and isinstance(value.__func__, types.FunctionType):
         return call_function(tx, MethodVar(value.__func__, tx.ctx.wrap(value.__self__, None),
                                            value.__name__), args, kwargs)
+    if isinstance(value, weakref.ReferenceType) and not args and not kwargs:
+        # ref(): the referent, read through the ref (guarded like any other read: the
+        # ref dying or pointing elsewhere fails the guard on what the trace saw).
+        target = value()
+        if fn.source is None:
+            return ConstVar(target)
+        return tx.ctx.wrap(target, DerivedSource(fn.source, _deref, "{}()"))
     if _hashable(value) and value in _NO_OP_CALLS:
         return ConstVar(_NO_OP_CALLS[value](args))
     if isinstance(value, types.FunctionType):
@@ -541,6 +560,10 @@ INLINE_SKIP = ("torch._dynamo", "torch.compiler", "torch.fx", "torch.jit._script
                "torch.utils.hooks", "torch.utils._python_dispatch", "torch.overrides",
                "torch.distributed", "torch.cuda", "torch.random", "torch.serialization",
                "torch._ops", "torch._C", "logging", "warnings")
+
+
+def _deref(ref):
+    return ref()
 
 
 def _check_inlinable(fn) -> None:

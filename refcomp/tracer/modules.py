@@ -271,6 +271,12 @@ def mha_forward(mha, query, key, value, need_weights=True, attn_mask=None,
 @module(nn.TransformerEncoderLayer)
 def _transformer_encoder_layer(tx, m, src, src_mask=None, src_key_padding_mask=None,
                                is_causal=None):
+    if src_mask is not None and not (isinstance(src_mask, ConstVar) and src_mask.value is None) \
+            and isinstance(is_causal, ConstVar) and is_causal.value is True:
+        # is_causal is a hint that src_mask is causal: torch's fused eval path applies the
+        # mask itself (its slow path applies a causal mask instead; equal for a true hint,
+        # and torch documents a wrong hint as undefined).  Nothing to refuse.
+        is_causal = None
     for name, vt in (("src_key_padding_mask", src_key_padding_mask), ("is_causal", is_causal)):
         if vt is not None and not (isinstance(vt, ConstVar) and vt.value in (None, False)):
             raise Unsupported("RB013", f"TransformerEncoderLayer({name}=...)")

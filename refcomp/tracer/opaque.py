@@ -100,7 +100,22 @@ _DRAWS_ONLY_IF = {
 }
 
 
+def _rnn_no_draw(args, kwargs) -> bool:
+    """torch.lstm/gru/rnn_*: dropout between layers draws only with dropout > 0 in
+    training.  Unpacked form: (input, hx, params, has_biases, num_layers, dropout, train,
+    ...); packed: (data, batch_sizes, hx, params, has_biases, num_layers, dropout, train,
+    ...) -- told apart by has_biases (a bool) at position 3."""
+    if kwargs or len(args) < 8:
+        return False
+    at = 5 if isinstance(args[3], bool) else 6
+    dropout, train = args[at], args[at + 1]
+    return type(dropout) in (int, float) and type(train) is bool and (
+        dropout == 0 or not train)
+
+
 def _no_draw(short, args, kwargs) -> bool:
+    if short in ("lstm", "gru", "rnn_tanh", "rnn_relu"):
+        return _rnn_no_draw(args, kwargs)
     for pos, key, quiet, default in _DRAWS_ONLY_IF.get(short, ()):
         value = args[pos] if len(args) > pos else kwargs.get(key, default)
         if type(value) in (int, float, bool) and value == quiet:

@@ -294,7 +294,10 @@ def _narrow(ctx, x, dim, start, length):
 
 
 # --- attributes, indexing, item assignment --------------------------------------------------
-_PLAIN_ATTRS = {"dtype", "shape", "device", "ndim", "requires_grad", "layout", "is_leaf"}
+# Layout predicates: refcomp traces strided, unquantized tensors only (others are refused
+# when read), so the meta tensor's answer is the real one.
+_PLAIN_ATTRS = {"dtype", "shape", "device", "ndim", "requires_grad", "layout", "is_leaf",
+                "is_nested", "is_sparse", "is_quantized", "is_mkldnn"}
 # Device predicates come from the IR type's device: the meta tensor says "meta" for all.
 _DEVICE_ATTRS = {"is_cpu": "cpu", "is_cuda": "cuda", "is_meta": "meta", "is_mps": "mps",
                  "is_xpu": "xpu"}
