@@ -19,7 +19,7 @@ import torch.nn.functional as F
 from refcomp import guards as G
 from refcomp.reasons import Unsupported
 from refcomp.sources import AttrSource
-from refcomp.tracer import calls, torch_table
+from refcomp.tracer import calls, torch_ops, torch_table
 from refcomp.tracer.values import ConstVar, TensorVar
 
 MODULE_TABLE: dict = {}
@@ -116,16 +116,17 @@ def _batch_norm(tx, m, x):
         # BatchNorm.forward in training mode: count the batch, then normalize with the
         # batch's statistics and update the running ones (torch_ops._batch_stats).
         momentum = _hyper(tx, m, "momentum")
-        if tracking and momentum is None:
-            raise Unsupported("RB009", f"{type(bn).__name__}(momentum=None) averages with"
-                                       " a count read as a Python number")
+        average = momentum or 0.0
         if tracking:
-            _torch(tx, torch.Tensor.add_, [_param(tx, m, "num_batches_tracked"), ConstVar(1)])
+            count = _torch(tx, torch.Tensor.add_, [_param(tx, m, "num_batches_tracked"),
+                                                  ConstVar(1)])
+            if momentum is None:  # eager: factor 1.0 / float(num_batches_tracked)
+                average = torch_ops.CumulativeAverage(count.value)
         stats = [_param(tx, m, "running_mean"), _param(tx, m, "running_var")] \
             if tracking else [ConstVar(None), ConstVar(None)]
         return _torch(tx, F.batch_norm, [x, *stats, _param(tx, m, "weight"),
                                          _param(tx, m, "bias"), ConstVar(True),
-                                         ConstVar(momentum or 0.0),
+                                         ConstVar(average),
                                          ConstVar(_hyper(tx, m, "eps"))])
     if not tracking:
         raise Unsupported("RB009", f"{type(bn).__name__} without running statistics uses"

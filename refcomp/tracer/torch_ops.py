@@ -14,6 +14,7 @@ import torch
 import torch.nn.functional as F
 
 from ir.graph import Value
+from ir.types import f64
 from refcomp.reasons import Unsupported
 from refcomp.tracer.context import ir_device, ir_dtype
 from refcomp.tracer.torch_table import (
@@ -564,6 +565,18 @@ def _batch_norm(ctx, x, running_mean, running_var, weight=None, bias=None, train
     return B.batch_norm(x.value, running_mean.value, running_var.value, w, bb, eps=float(eps))
 
 
+class CumulativeAverage:
+    """BatchNorm's `momentum=None` (a module in training mode only): the running
+    statistics are the average over every batch seen, factor 1 / num_batches_tracked.
+    `count` is the IR value of num_batches_tracked after this call's increment, so the
+    factor is computed in the graph, never read as a Python number (it changes on every
+    call).  Eager computes `1.0 / float(count)` in double and ATen casts it to the
+    buffers' dtype; `_batch_stats` does the same."""
+
+    def __init__(self, count: Value):
+        self.count = count
+
+
 def _batch_stats(ctx, x, running_mean, running_var, momentum):
     """Training-mode batch norm: the batch's mean and biased variance per channel (dim 1),
     and, as eager's kernel does, running = (1 - momentum) * running + momentum * stat with
@@ -586,16 +599,30 @@ def _batch_stats(ctx, x, running_mean, running_var, momentum):
     if running_mean is not None:
         if momentum is None:
             raise Unsupported("RB009", "batch_norm momentum=None (cumulative average)")
-        m = float(momentum)
-        for buf, stat in ((running_mean, mean), (running_var, B.mul(var, n / (n - 1)))):
+        # The unbiased variance as ATen computes it (sum of squares / (n - 1)): one rounding.
+        unbiased = B.var(x.value, dims=dims, correction=1)
+        for buf, stat in ((running_mean, mean), (running_var, unbiased)):
             if buf.requires_grad:
                 raise Unsupported("RB010", "batch_norm running statistics that require grad")
-            new = B.add(B.mul(buf.value, 1.0 - m), B.mul(B.cast(stat, dtype=buf.value.type.dtype)
-                                                         if stat.type.dtype != buf.value.type.dtype
-                                                         else stat, m))
+            t = buf.value.type
+            m, keep = _momentum(B, momentum, t)
+            new = B.add(B.mul(buf.value, keep), B.mul(B.cast(stat, dtype=t.dtype)
+                                                      if stat.type.dtype != t.dtype
+                                                      else stat, m))
             ctx.grad_free.add(new)
             _apply_inplace(ctx, buf, new, buf.meta)
     return mean, var
+
+
+def _momentum(B, momentum, t):
+    """(momentum, 1 - momentum) for a running-statistics buffer of type t: Python
+    numbers, or for a CumulativeAverage rank-0 values of t's dtype."""
+    if not isinstance(momentum, CumulativeAverage):
+        return float(momentum), 1.0 - float(momentum)
+    one = B.op("full", value=1.0, shape=[], dtype=f64, device=t.device)
+    factor = B.cast(B.div(one, B.cast(momentum.count, dtype=f64)), dtype=t.dtype)
+    one = B.op("full", value=1.0, shape=[], dtype=t.dtype, device=t.device)
+    return factor, B.sub(one, factor)
 
 
 @entry(F.dropout, torch.dropout)

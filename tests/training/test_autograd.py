@@ -322,6 +322,32 @@ def test_batch_norm_in_training_mode_updates_running_stats_as_eager(affine):
     assert entry["hits"] == 2
 
 
+@pytest.mark.parametrize("dtype, tol", [(torch.float64, 1e-14), (torch.float32, 2e-7)])
+def test_batch_norm_momentum_none_cumulative_average_equals_eager_over_steps(dtype, tol):
+    # The factor 1 / num_batches_tracked is computed in the graph: one compile for every
+    # step (the count is never a Python number), running stats as eager's each step.
+    torch.manual_seed(0)
+    bn = torch.nn.BatchNorm1d(3, momentum=None).to(dtype)
+    ebn = copy.deepcopy(bn)
+    compiled = refcomp.compile(bn)
+    for step in range(6):
+        x = (torch.randn(8, 3, 5) * (step + 1) + step).to(dtype).requires_grad_()
+        ex = x.detach().clone().requires_grad_()
+        compiled(x).pow(2).sum().backward()
+        ebn(ex).pow(2).sum().backward()
+        torch.testing.assert_close(x.grad, ex.grad)
+        for (name, a), b in zip(bn.state_dict().items(), ebn.state_dict().values()):
+            torch.testing.assert_close(a, b, rtol=tol, atol=tol * 10 * (step + 1),
+                                       msg=f"{name} at step {step}")
+    assert int(bn.num_batches_tracked) == 6
+    (entry,) = _training_entries()
+    assert entry["hits"] == 5 and entry["reason"] is None
+    bn.eval()  # eval mode reads the averaged statistics
+    ebn.eval()
+    x = torch.randn(4, 3, 5, dtype=dtype)
+    torch.testing.assert_close(compiled(x), ebn(x))
+
+
 def _checkpointed(use_reentrant=False, **kw):
     from torch.utils.checkpoint import checkpoint
 
