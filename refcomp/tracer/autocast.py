@@ -20,7 +20,9 @@ float64: autocast's own rule) as float32, once with each as the autocast dtype.
   type, which type promotion already gives or which the meta run refuses: a break, and
   eager runs the op under autocast.)
 A probe that raises cannot tell, so the call is a break (RB021) and eager runs it: never
-a guess.  Answers are cached per (op, autocast dtype, operand dtypes and ranks, other
+a guess.  A third run, first, has the operands' own dtypes: autocast can refuse what the
+plain op takes (a stack of float16 tensors under bfloat16 autocast raises), and eager must
+raise there too.  Answers are cached per (op, autocast dtype, operand dtypes and ranks, other
 arguments): the lists depend on the op, not on sizes.
 """
 
@@ -74,8 +76,8 @@ def _probe(fn, name, pargs, pkwargs, as_dtype, dtype):
 
     def fake(tv):
         m = tv.meta
-        return torch.empty_strided(tuple(m.shape), m.stride(),
-                                   dtype=as_dtype if _eligible(tv) else m.dtype, device="cpu")
+        dtype = as_dtype if as_dtype is not None and _eligible(tv) else m.dtype
+        return torch.empty_strided(tuple(m.shape), m.stride(), dtype=dtype, device="cpu")
     try:
         with FakeTensorMode(), torch.no_grad(), torch.autocast("cpu", dtype=dtype):
             out = fn(*_map(pargs, fake), **_map(pkwargs, fake))
@@ -93,6 +95,10 @@ def policy(fn, name, pargs, pkwargs, dtype):
     key = _key(fn, dtype, pargs, pkwargs)
     if key is not None and key in _POLICY:
         return _POLICY[key]
+    # First the call itself: autocast can refuse operands the plain op takes (stack of
+    # float16 tensors under bfloat16 autocast raises in at::autocast::prioritize); the
+    # probe then raises, and eager runs the call and raises the same.
+    _probe(fn, name, pargs, pkwargs, None, dtype)
     if _probe(fn, name, pargs, pkwargs, torch.float32, dtype) == dtype:
         answer = LOWER
     elif _probe(fn, name, pargs, pkwargs, dtype, dtype) == torch.float32:

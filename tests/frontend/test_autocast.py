@@ -135,3 +135,18 @@ def test_norms_of_bf16_activations_with_float32_parameters(backend):
     for got, want in zip(cf(x, w, b), f(x, w, b)):
         same(got, want, torch.bfloat16)
     assert cf.last_entry.graph is not None, cf.last_entry.reason
+
+
+def test_an_op_autocast_refuses_raises_as_in_eager():
+    # Found by tests/frontend/test_fuzz_autocast.py: torch.stack of float16 tensors under
+    # bfloat16 autocast raises in at::autocast::prioritize; the plain op (the meta run)
+    # accepts them, so the compiled call returned.
+    def f(x):
+        return torch.stack([x[i] * i for i in range(x.shape[0])])
+
+    x = torch.ones(2, dtype=torch.float16)
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        with pytest.raises(RuntimeError, match="prioritize"):
+            f(x)
+        with pytest.raises(RuntimeError, match="prioritize"):
+            refcomp.compile(f, backend="eager")(x)
