@@ -26,6 +26,7 @@ from typing import Optional
 
 import torch
 
+from ir.facts import has_effects
 from refcomp.guards import TYPE_MATCH
 from refcomp.reasons import Unsupported
 from refcomp.recipes import (
@@ -380,7 +381,9 @@ def build_break(cf, ctx, tx, brk: Break, reason) -> Entry:
     entry_mode = ctx.guards[("GRAD_MODE", None)].expected
     brk.run_with_grad = not entry_mode and any(t.requires_grad for t in recipes.tensors)
     guards = cf._filter(ctx.finish_guards())
-    if recipes.tensors or ctx.mutated:
+    # A segment with nothing to hand on still runs its graph when a node must run unused
+    # (an opaque call that may raise or write, a random draw: ir/facts.py has_effects).
+    if recipes.tensors or ctx.mutated or any(has_effects(n) for n in ctx.builder.nodes):
         entry = build_entry(ctx, TupleVar(recipes.tensors), cf.backend, cf.options, guards)
     else:
         entry = Entry(make_guard_set(ctx, guards, []), backend=cf.backend)

@@ -208,3 +208,61 @@ def test_an_unused_opaque_call_still_raises_as_eager_does():
         f(torch.randn(1))
     with pytest.raises(IndexError):
         cf(torch.randn(1))
+
+
+def _resumed_take(x, idx):
+    y = x * 2
+    n = y.sum().item()  # a break: what follows is a resume function
+    x.take(idx)  # unused; raises for an index out of range
+    return y + n
+
+
+def _resumed_cholesky(x):
+    y = x * 2
+    n = y.sum().item()
+    torch.linalg.cholesky(x)  # unused; raises for a matrix that is not positive definite
+    return y + n
+
+
+def _returns_constant(x, idx):
+    x.take(idx)
+    return 1
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("fn, good, bad, error", [
+    (_resumed_take, (torch.randn(6), torch.tensor([0, 1])),
+     (torch.randn(6), torch.tensor([0, 9])), IndexError),
+    (_resumed_cholesky, (torch.eye(2),), (-torch.eye(2),), RuntimeError),
+    (_returns_constant, (torch.randn(6), torch.tensor([0, 1])),
+     (torch.randn(6), torch.tensor([0, 9])), IndexError),
+])
+def test_an_unused_opaque_call_in_a_resumed_segment_still_raises(fn, good, bad, error, backend):
+    # Regression: a segment whose graph had no live tensor to hand on was not run at all
+    # (no graph was built), so an unused call that raises in eager was dropped.  Here the
+    # second call also changes the Python number `n`, so the resume function recompiles
+    # with `n` opaque and breaks again right after the unused call.
+    refcomp.reset()
+    cf = refcomp.compile(fn, backend=backend)
+    torch.testing.assert_close(cf(*good), fn(*good))
+    with pytest.raises(error):
+        fn(*bad)
+    with pytest.raises(error):
+        cf(*bad)
+
+
+def test_an_unused_in_place_opaque_call_in_a_resumed_segment_writes_its_operand():
+    def f(x, idx):
+        y = x * 2
+        n = y.sum().item()
+        x.index_fill_(0, idx, 7.0)  # unused result; the write must happen
+        return y + n
+
+    refcomp.reset()
+    cf = refcomp.compile(f, backend="llvm")
+    for seed in range(3):
+        torch.manual_seed(seed)
+        x, idx = torch.randn(5), torch.tensor([1, 3])
+        xe = x.clone()
+        torch.testing.assert_close(cf(x, idx), f(xe, idx))
+        torch.testing.assert_close(x, xe)
