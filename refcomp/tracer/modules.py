@@ -213,6 +213,14 @@ def _sequential(tx, m, x):
     return x
 
 
+def _causal_hint_with_mask(mask, is_causal) -> bool:
+    """`is_causal=True` next to a mask is a hint that the mask is causal: torch's fused eval
+    paths apply the mask itself (its slow paths apply a causal mask instead: equal for a
+    true hint, and torch documents a false hint as undefined), so the mask is applied."""
+    has_mask = mask is not None and not (isinstance(mask, ConstVar) and mask.value is None)
+    return has_mask and isinstance(is_causal, ConstVar) and is_causal.value is True
+
+
 @module(nn.MultiheadAttention)
 def _multihead_attention(tx, m, query, key, value, key_padding_mask=None, need_weights=None,
                          attn_mask=None, average_attn_weights=None, is_causal=None):
@@ -220,6 +228,8 @@ def _multihead_attention(tx, m, query, key, value, key_padding_mask=None, need_w
         raise Unsupported("RB009", "MultiheadAttention dropout in training mode")
     if not isinstance(_param(tx, m, "bias_k"), ConstVar) or _hyper(tx, m, "add_zero_attn"):
         raise Unsupported("RB013", "MultiheadAttention with add_bias_kv or add_zero_attn")
+    if _causal_hint_with_mask(attn_mask, is_causal):
+        is_causal = None  # the mask is applied: See _causal_hint_with_mask
     for name, vt in (("key_padding_mask", key_padding_mask), ("is_causal", is_causal)):
         if vt is not None and not (isinstance(vt, ConstVar) and vt.value in (None, False)):
             raise Unsupported("RB013", f"MultiheadAttention({name}=...)")
@@ -272,11 +282,7 @@ def mha_forward(mha, query, key, value, need_weights=True, attn_mask=None,
 @module(nn.TransformerEncoderLayer)
 def _transformer_encoder_layer(tx, m, src, src_mask=None, src_key_padding_mask=None,
                                is_causal=None):
-    if src_mask is not None and not (isinstance(src_mask, ConstVar) and src_mask.value is None) \
-            and isinstance(is_causal, ConstVar) and is_causal.value is True:
-        # is_causal is a hint that src_mask is causal: torch's fused eval path applies the
-        # mask itself (its slow path applies a causal mask instead; equal for a true hint,
-        # and torch documents a wrong hint as undefined).  Nothing to refuse.
+    if _causal_hint_with_mask(src_mask, is_causal):
         is_causal = None
     for name, vt in (("src_key_padding_mask", src_key_padding_mask), ("is_causal", is_causal)):
         if vt is not None and not (isinstance(vt, ConstVar) and vt.value in (None, False)):

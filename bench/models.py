@@ -1,0 +1,230 @@
+"""Whole models from tiny configs (random weights, no downloads): graphs, breaks, compile
+time and speed of refcomp against eager, and Dynamo's graph count for the same call.
+
+`python -m bench.models [--reps N]` prints the markdown table kept in bench/MODELS.md.
+The models are torch.nn's own (TransformerEncoder, Transformer, LSTM, GRU) and two
+CNNs written in torchvision's style (BasicBlock ResNet, MobileNetV2 inverted residuals):
+torchvision and timm are not installable next to the CPU build of torch 2.13 here (the
+PyPI torchvision for 2.13 is a CUDA build whose C ops fail to load; timm imports
+torchvision), so their model files cannot be used (bench/MODELS.md says more).
+tests/frontend/test_real_models.py runs the same builders and checks the forward equals
+eager with the graph counts below.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+
+import torch
+import torch.nn as nn
+
+
+# --- models ---------------------------------------------------------------------------------
+class BasicBlock(nn.Module):
+    """torchvision.models.resnet.BasicBlock."""
+
+    def __init__(self, cin, cout, stride=1):
+        super().__init__()
+        self.conv1 = nn.Conv2d(cin, cout, 3, stride, 1, bias=False)
+        self.bn1 = nn.BatchNorm2d(cout)
+        self.relu = nn.ReLU(inplace=True)
+        self.conv2 = nn.Conv2d(cout, cout, 3, 1, 1, bias=False)
+        self.bn2 = nn.BatchNorm2d(cout)
+        self.downsample = None
+        if stride != 1 or cin != cout:
+            self.downsample = nn.Sequential(nn.Conv2d(cin, cout, 1, stride, bias=False),
+                                            nn.BatchNorm2d(cout))
+
+    def forward(self, x):
+        identity = x
+        out = self.relu(self.bn1(self.conv1(x)))
+        out = self.bn2(self.conv2(out))
+        if self.downsample is not None:
+            identity = self.downsample(x)
+        out += identity
+        return self.relu(out)
+
+
+class ResNetTiny(nn.Module):
+    """torchvision's ResNet-18 layout at width 16, one block per stage."""
+
+    def __init__(self, num_classes=10, width=16):
+        super().__init__()
+        self.conv1 = nn.Conv2d(3, width, 7, 2, 3, bias=False)
+        self.bn1 = nn.BatchNorm2d(width)
+        self.relu = nn.ReLU(inplace=True)
+        self.maxpool = nn.MaxPool2d(3, 2, 1)
+        chans = [width, width * 2, width * 4, width * 8]
+        layers, cin = [], width
+        for i, c in enumerate(chans):
+            layers.append(nn.Sequential(BasicBlock(cin, c, 1 if i == 0 else 2)))
+            cin = c
+        self.layer1, self.layer2, self.layer3, self.layer4 = layers
+        self.avgpool = nn.AdaptiveAvgPool2d((1, 1))
+        self.fc = nn.Linear(cin, num_classes)
+
+    def forward(self, x):
+        x = self.maxpool(self.relu(self.bn1(self.conv1(x))))
+        x = self.layer4(self.layer3(self.layer2(self.layer1(x))))
+        return self.fc(torch.flatten(self.avgpool(x), 1))
+
+
+class InvertedResidual(nn.Module):
+    """torchvision.models.mobilenetv2.InvertedResidual."""
+
+    def __init__(self, cin, cout, stride, expand):
+        super().__init__()
+        hidden = cin * expand
+        self.use_res = stride == 1 and cin == cout
+        self.conv = nn.Sequential(
+            nn.Conv2d(cin, hidden, 1, bias=False), nn.BatchNorm2d(hidden), nn.ReLU6(True),
+            nn.Conv2d(hidden, hidden, 3, stride, 1, groups=hidden, bias=False),
+            nn.BatchNorm2d(hidden), nn.ReLU6(True),
+            nn.Conv2d(hidden, cout, 1, bias=False), nn.BatchNorm2d(cout))
+
+    def forward(self, x):
+        return x + self.conv(x) if self.use_res else self.conv(x)
+
+
+class MobileNetTiny(nn.Module):
+    def __init__(self, num_classes=10):
+        super().__init__()
+        self.features = nn.Sequential(
+            nn.Conv2d(3, 16, 3, 2, 1, bias=False), nn.BatchNorm2d(16), nn.ReLU6(True),
+            InvertedResidual(16, 16, 1, 1), InvertedResidual(16, 24, 2, 4),
+            InvertedResidual(24, 24, 1, 4), InvertedResidual(24, 32, 2, 4))
+        self.classifier = nn.Sequential(nn.Dropout(0.2), nn.Linear(32, num_classes))
+
+    def forward(self, x):
+        x = nn.functional.adaptive_avg_pool2d(self.features(x), (1, 1))
+        return self.classifier(torch.flatten(x, 1))
+
+
+class LSTMLanguageModel(nn.Module):
+    def __init__(self, vocab=100, dim=32, hidden=64):
+        super().__init__()
+        self.embed = nn.Embedding(vocab, dim)
+        self.lstm = nn.LSTM(dim, hidden, 2, batch_first=True)
+        self.head = nn.Linear(hidden, vocab)
+
+    def forward(self, tokens):
+        out, _ = self.lstm(self.embed(tokens))
+        return self.head(out)
+
+
+class GRUClassifier(nn.Module):
+    def __init__(self, dim=16, hidden=32, classes=5):
+        super().__init__()
+        self.gru = nn.GRU(dim, hidden, 1, batch_first=True, bidirectional=True)
+        self.head = nn.Linear(2 * hidden, classes)
+
+    def forward(self, x):
+        out, _ = self.gru(x)
+        return self.head(out.mean(dim=1))
+
+
+class Seq2SeqTransformer(nn.Module):
+    def __init__(self, dim=32):
+        super().__init__()
+        self.model = nn.Transformer(dim, 4, 2, 2, 64, dropout=0.0, batch_first=True)
+
+    def forward(self, src, tgt):
+        mask = nn.Transformer.generate_square_subsequent_mask(tgt.shape[1])
+        return self.model(src, tgt, tgt_mask=mask, tgt_is_causal=True)
+
+
+def _encoder():
+    layer = nn.TransformerEncoderLayer(64, 4, 128, batch_first=True)
+    return nn.TransformerEncoder(layer, 4, enable_nested_tensor=False)
+
+
+# name -> (build the model, make its inputs); eval mode, fixed seed.
+MODELS = {
+    "resnet_tiny": (ResNetTiny, lambda: (torch.randn(2, 3, 64, 64),)),
+    "mobilenet_v2_tiny": (MobileNetTiny, lambda: (torch.randn(2, 3, 64, 64),)),
+    "transformer_encoder": (_encoder, lambda: (torch.randn(2, 16, 64),)),
+    "seq2seq_transformer": (Seq2SeqTransformer,
+                            lambda: (torch.randn(2, 10, 32), torch.randn(2, 7, 32))),
+    "lstm_lm": (LSTMLanguageModel, lambda: (torch.randint(0, 100, (4, 12)),)),
+    "gru_classifier": (GRUClassifier, lambda: (torch.randn(4, 12, 16),)),
+}
+
+
+def build(name):
+    torch.manual_seed(0)
+    make, inputs = MODELS[name]
+    return make().eval(), inputs()
+
+
+# --- measuring ------------------------------------------------------------------------------
+def _time(fn, args, n):
+    start = time.perf_counter()
+    for _ in range(n):
+        fn(*args)
+    return (time.perf_counter() - start) / n
+
+
+def measure(name, reps=7, dynamo=True) -> dict:
+    import refcomp
+
+    model, args = build(name)
+    with torch.no_grad():
+        want = model(*args)
+        refcomp.reset()
+        report = refcomp.explain(model, *args)
+        compiled = refcomp.compile(model)
+        start = time.perf_counter()
+        got = compiled(*args)
+        cold = time.perf_counter() - start
+        torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-4)
+        n = max(1, int(0.05 / max(_time(model, args, 1), 1e-6)))
+        eager_t, comp_t = [], []
+        for _ in range(reps):  # interleaved rounds
+            eager_t.append(_time(model, args, n))
+            comp_t.append(_time(compiled, args, n))
+        row = {"model": name, "graphs": report.graph_count, "breaks": report.graph_break_count,
+               "reasons": sorted({b["id"] for b in report.break_reasons}),
+               "compile_s": cold, "eager_ms": 1e3 * statistics.median(eager_t),
+               "refcomp_ms": 1e3 * statistics.median(comp_t)}
+        if dynamo:
+            from torch import _dynamo
+
+            _dynamo.reset()
+            ex = _dynamo.explain(model)(*args)
+            row["dynamo_graphs"] = ex.graph_count
+            row["dynamo_breaks"] = ex.graph_break_count
+    return row
+
+
+def table(rows) -> str:
+    lines = ["| model | graphs | breaks | Dynamo graphs/breaks | compile s | eager ms |"
+             " refcomp ms | speed vs eager |",
+             "|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        reasons = f" ({', '.join(r['reasons'])})" if r["reasons"] else ""
+        dynamo = f"{r.get('dynamo_graphs', '-')}/{r.get('dynamo_breaks', '-')}"
+        if r.get("dynamo_graphs") == 0:  # Dynamo runs the frame eagerly (RNNs: allow_rnn)
+            dynamo = "0 (frame skipped)"
+        lines.append(f"| {r['model']} | {r['graphs']} | {r['breaks']}{reasons} | {dynamo} |"
+                     f" {r['compile_s']:.2f} | {r['eager_ms']:.2f} | {r['refcomp_ms']:.2f} |"
+                     f" {r['eager_ms'] / r['refcomp_ms']:.2f}x |")
+    return "\n".join(lines)
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--reps", type=int, default=7)
+    parser.add_argument("--only", default=None, help="comma-separated model names")
+    parser.add_argument("--no-dynamo", action="store_true")
+    a = parser.parse_args(argv)
+    torch.set_num_threads(1)
+    names = a.only.split(",") if a.only else list(MODELS)
+    rows = [measure(n, a.reps, not a.no_dynamo) for n in names]
+    print(f"torch {torch.__version__}, 1 thread, median of {a.reps} interleaved rounds")
+    print(table(rows))
+
+
+if __name__ == "__main__":
+    main()
