@@ -36,7 +36,7 @@ from refcomp.sources import (
 )
 from refcomp.tracer import effects, opaque, tensor_layout, torch_table
 from refcomp.tracer.checkpoint import CHECKPOINT, call_checkpoint
-from refcomp.tracer.context import CONSTANT_TYPES, module_attr_source
+from refcomp.tracer.context import CONSTANT_TYPES, constant_key, module_attr_source
 from refcomp.tracer.values import (
     VT,
     CellVar,
@@ -471,7 +471,16 @@ def iterate(tx, obj: VT) -> list:
         if isinstance(value, (range, str, bytes, tuple, frozenset)) or type(value) in (
                 list, dict, set):
             if obj.source is not None and not isinstance(value, (range, str, bytes)):
-                return iterate(tx, tx.ctx.wrap(value, obj.source))
+                wrapped = tx.ctx.wrap(value, obj.source)
+                if not isinstance(wrapped, ConstVar):
+                    return iterate(tx, wrapped)
+                if type(value) not in (set, frozenset) or not all(
+                        constant_key(v) for v in wrapped.value):
+                    # Regression: this recursed forever (RB018) on a sourced set whose
+                    # items the guards cannot hold.
+                    raise Unsupported("RB013", f"iteration over {obj.source.name()}, a"
+                                               f" {type(value).__name__} of objects")
+                value = wrapped.value  # a set of constants: wrap guarded its contents
             return [ConstVar(v) for v in value]
     raise Unsupported("RB013", f"iteration over {obj!r}")
 
@@ -968,6 +977,19 @@ def _tensor_getitem(tx, args, kwargs):
     return getitem(tx, args[0], args[1])
 
 
+def _next(tx, args, kwargs):
+    """next(it[, default]) on an iterator the trace made (a generator expression, a loop's
+    iterator)."""
+    if kwargs or not args or not isinstance(args[0], (IteratorVar, GeneratorVar)):
+        raise Unsupported("RB013", "next() of an iterator the trace did not make")
+    item = args[0].next()
+    if item is None:
+        if len(args) > 1:
+            return args[1]
+        raise Unsupported("RB017", "next() of an exhausted iterator: StopIteration")
+    return item
+
+
 def _repeat(tx, args, kwargs):
     """itertools.repeat(x, n) with a constant n: n references to x (torch's `_ntuple`)."""
     if len(args) + len(kwargs) != 2:
@@ -1071,7 +1093,7 @@ _BUILTIN_HANDLERS = {
     min: _minmax(min, torch.minimum), max: _minmax(max, torch.maximum), sum: _sum,
     int: _to_python_number(int), float: _to_python_number(float),
     bool: _to_python_number(bool), abs: _abs, all: _all_any(False), any: _all_any(True),
-    itertools.repeat: _repeat, filter: _filter, functools.reduce: _reduce,
+    itertools.repeat: _repeat, filter: _filter, functools.reduce: _reduce, next: _next,
     torch.Tensor.__getitem__: _tensor_getitem, torch.Size: _torch_size,
 }
 # Handlers for functions of modules refcomp does not import (importing them costs seconds):

@@ -217,8 +217,7 @@ class TraceContext:
         if isinstance(value, CONSTANT_TYPES) and not isinstance(value, enum.Enum):
             self.add_guard(G.EQUALS_MATCH, source, value)
             return ConstVar(value, source)
-        if type(value) in (set, frozenset) and all(isinstance(v, CONSTANT_TYPES)
-                                                   for v in value):
+        if type(value) in (set, frozenset) and all(constant_key(v) for v in value):
             # Membership and iteration read the contents: guard them (a copy, so that the
             # expected value does not change with the user's set).
             copy = type(value)(value)
@@ -235,7 +234,7 @@ class TraceContext:
                 return ListVar(items, source)
             return TupleVar(items, source, cls=type(value))
         if type(value) is dict:
-            if not all(isinstance(k, CONSTANT_TYPES) for k in value):
+            if not all(constant_key(k) for k in value):
                 raise Unsupported("RB012", f"dict {source.name()} has non-constant keys")
             self.add_guard(G.DICT_KEYS, source, (dict, tuple(value)))
             return DictVar({k: self.wrap(v, ItemSource(source, k)) for k, v in value.items()},
@@ -496,3 +495,11 @@ def _describe(value) -> str:
         if name:
             return name
     return type(value).__name__
+
+
+def constant_key(k) -> bool:
+    """A dict key the DICT_KEYS guard can compare by value: a constant, a dtype or device,
+    or a tuple of those (`{("cpu", torch.float16): ...}`)."""
+    if isinstance(k, (torch.dtype, torch.device, *CONSTANT_TYPES)):
+        return True
+    return type(k) is tuple and all(constant_key(i) for i in k)

@@ -220,3 +220,56 @@ def test_adjoint_of_real_tensors_and_torch_size():
     assert (report.graph_count, report.graph_break_count) == (1, 0)
     torch.testing.assert_close(report.result[0], want[0])
     assert report.result[1] == want[1] and type(report.result[1]) is torch.Size
+
+
+def test_next_on_a_generator_expression_then_the_rest():
+    def f(x, ys):
+        gen = (y * 2 for y in ys)
+        first = next(gen)
+        return x + first + sum(gen) + next(gen, x)
+
+    check_one_graph(f, torch.randn(3), [torch.randn(3) for _ in range(3)])
+
+
+TABLE = {("cpu", torch.float16): 2.0, ("cpu", torch.float32): 3.0}
+
+
+def test_dict_with_tuple_keys_of_dtypes_is_read_and_guarded():
+    # F.linear_cross_entropy reads a module dict keyed by (device type, dtype): it was
+    # RB012 "non-constant keys".
+    def f(x):
+        return x * TABLE.get((x.device.type, x.dtype), 1.0)
+
+    x = torch.randn(3)
+    check_one_graph(f, x)
+    cf = refcomp.compile(f, backend="llvm")
+    torch.testing.assert_close(cf(x), f(x))
+    try:
+        TABLE[("cpu", torch.float32)] = 5.0
+        torch.testing.assert_close(cf(x), f(x))
+        del TABLE[("cpu", torch.float32)]
+        torch.testing.assert_close(cf(x), f(x))
+    finally:
+        TABLE[("cpu", torch.float32)] = 3.0
+
+
+DTYPES = frozenset({torch.float16, torch.bfloat16})
+PAIRS = {("a", 1), ("b", 2)}
+OBJECTS = {object()}
+
+
+def test_iterating_module_sets_of_dtypes_and_tuples():
+    # Regression: iterating a global set recursed forever (RB018, an internal error).
+    def f(x):
+        n = sum(1 for d in DTYPES if d.is_floating_point) + sum(v for _, v in PAIRS)
+        return x * n + (x.dtype in DTYPES)
+
+    check_one_graph(f, torch.randn(3))
+
+    def g(x):
+        return x * len([o for o in OBJECTS])
+
+    x = torch.randn(3)
+    report = explain(g, x)
+    assert [b["id"] for b in report.break_reasons] == ["RB013"]
+    torch.testing.assert_close(report.result, g(x))
