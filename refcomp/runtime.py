@@ -32,7 +32,10 @@ the input's TENSOR_MATCH guard) and its storage offset relative to the input's, 
 aliases the input as eager's view does (and autograd records the view when it should).
 A view of an input the frame mutates is rebuilt the same way after the write-back, when
 the in-place ops kept the input's layout (sizes, strides, offset).
-With a dynamic size in the view or the input it stays a graph output (a copy).
+With a dynamic size in the view or the input it stays a graph output (a copy), except
+the view that has the input's own layout (`x.view_as(x)`, `x.detach()`, `x[...]`: the
+same symbolic sizes, and the same strides and offset while tracing): its sizes and
+strides are read off the caller's tensor at run time (`size=None` in `Entry.views`).
 """
 
 from __future__ import annotations
@@ -136,6 +139,8 @@ class Entry:
 
 def _view(inputs, i, size, stride, offset, grad):
     t = inputs[i]
+    if size is None:  # the input's own layout, whatever its (dynamic) sizes
+        size, stride = t.shape, t.stride()
     if grad == "detach":
         return t.detach().as_strided(size, stride, t.storage_offset() + offset)
     if grad is None:
@@ -230,15 +235,24 @@ class _Outputs:
                 return None
         elif root.value is not self.ctx.builder.inputs[self.input_index[name]]:
             return None
-        if is_symbolic_shape(vt.value.type.shape) or is_symbolic_shape(root.value.type.shape):
+        same_layout = (tuple(vt.value.type.shape) == tuple(root.value.type.shape)
+                       and vt.meta.stride() == root.meta.stride()
+                       and vt.meta.storage_offset() == root.meta.storage_offset())
+        dynamic = is_symbolic_shape(vt.value.type.shape) or \
+            is_symbolic_shape(root.value.type.shape)
+        if dynamic and not same_layout:
             self.notes.append(f"a returned view of {name} is a copy: its sizes are dynamic"
                               " (Note [Returned views])")
             return None
         grad = vt.view_grad if root.requires_grad else None
         if root.requires_grad and not vt.requires_grad and vt.view_grad:
             grad = "detach"  # x.detach() (or a view of it): no autograd history
-        self.views.append((self.input_index[name], tuple(vt.meta.shape), tuple(vt.meta.stride()),
-                           vt.meta.storage_offset() - root.meta.storage_offset(), grad))
+        if dynamic:  # the input's own layout: read off the caller's tensor
+            self.views.append((self.input_index[name], None, None, 0, grad))
+        else:
+            self.views.append((self.input_index[name], tuple(vt.meta.shape),
+                               tuple(vt.meta.stride()),
+                               vt.meta.storage_offset() - root.meta.storage_offset(), grad))
         self.view_index[id(vt)] = len(self.views) - 1
         return ("view", len(self.views) - 1)
 

@@ -1,8 +1,10 @@
 """A returned view of an input, after the second call recompiles with a dynamic size: the
 interp backend returns a copy (wrong strides for `.t()`, no aliasing), llvm returns the
-input object itself instead of a view."""
-STATUS = "open"
-BACKENDS = ["interp"]  # llvm fixed: the view comes back as a new view object (outputs_to_rewrap)
+input object itself instead of a view.  Fixed: llvm by outputs_to_rewrap; interp (Nov 24) by
+rebuilding a view with the input's own layout from the caller's tensor whatever its sizes
+(refcomp/runtime.py, Note [Returned views])."""
+STATUS = "fixed"
+BACKENDS = ["interp", "eager", "llvm"]
 SYMPTOM = "alias: call 1: out[0] shares no storage with x0 (interp) / is x0 (llvm)"
 SOURCE = '''
 def f(x0):
