@@ -93,7 +93,7 @@ def _refcomp_counters() -> dict:
 
 
 def _cells(w, res, eager, copy_gbs):
-    eager_s, eager_best = eager
+    eager_s, eager_best = eager[:2]
     if res.error:
         return ["error", "", "", "", "", "", "", res.error]
     ms = res.median_s * 1e3
@@ -113,6 +113,10 @@ def _cells(w, res, eager, copy_gbs):
     diff = res.extra.get("max_abs_diff")
     if diff is not None and res.candidate != "eager":
         note = (note + "; " if note else "") + f"max diff {diff:.1e}"
+    eager_cpu = eager[2] if len(eager) > 2 else None
+    if res.cpu_s and res.candidate != "copy":  # Note [CPU time] in bench/harness.py
+        ratio = f" = {eager_cpu / res.cpu_s:.2f}x" if eager_cpu else ""
+        note = (note + "; " if note else "") + f"cpu {_ms(res.cpu_s * 1e3)} ms{ratio}"
     err = res.extra.get("rel_error")
     if err is not None:  # Note [Accuracy check] in bench/harness.py
         verdict = "WRONG: " if res.extra["wrong"] else ""
@@ -135,11 +139,11 @@ def _copy_gbs(w, results, fallback):
 
 
 def _eager_time(results):
-    """(median, best) of eager, or (None, None)."""
+    """(median, best, CPU-time median) of eager, or Nones."""
     for r in results:
         if r.candidate == "eager" and not r.error:
-            return r.median_s, r.min_s
-    return None, None
+            return r.median_s, r.min_s, r.cpu_s
+    return None, None, None
 
 
 def _text_rows(w, results, notes, copy_gbs) -> str:
@@ -190,7 +194,9 @@ def _markdown(rows, copy_gbs, opts, seconds, malloc_configured, startup) -> str:
            " generated-kernel counter); saved = MB autograd keeps for the backward"
            " (training rows: saved tensors other than the inputs, through"
            " saved_tensors_hooks; each candidate its own forward + backward, timed as one"
-           " step).", "",
+           " step); cpu = median CPU time of this process per call, and eager's over it"
+           " (not lengthened when other processes take the core: Note [CPU time] in"
+           " bench/harness.py).", "",
            "| workload | candidate | median ms | speedup | best ms | best speedup | cold s |"
            " peak MB | kernels | notes |",
            "|---|---|---|---|---|---|---|---|---|---|"]

@@ -44,6 +44,7 @@ class Result:
     candidate: str
     median_s: Optional[float] = None
     min_s: Optional[float] = None  # best round: robust to load from other processes
+    cpu_s: Optional[float] = None  # median CPU time per call (Note [CPU time])
     cold_s: Optional[float] = None
     peak_mb: Optional[float] = None
     kernels: Optional[int] = None
@@ -197,6 +198,14 @@ def saved_activation_mb(forward: Callable, args: tuple) -> float:
     return sum(seen.values()) / 2**20
 
 
+# Note [CPU time]: on a shared machine another process's work lengthens a round's wall
+# time whenever the scheduler runs it instead of ours; the CPU time this process spends
+# (time.process_time: all its threads) is not lengthened by that, only by what sharing
+# a core does to caches and clocks.  The training rows (matmul-bound, tens of ms per
+# step, 1 thread) moved by +-10% in wall time between identical runs on a loaded 2-core
+# machine and by +-2% in CPU time, so the report gives the CPU-time median and ratio
+# beside the wall-time columns.  With several threads, CPU time adds theirs up: it is
+# then work, not latency.
 def run_workload(workload, candidates: dict, reps: int) -> list[Result]:
     """Results per candidate (name -> factory(fn) returning (callable, kernel counter))."""
     args = workload.make_inputs()
@@ -244,16 +253,19 @@ def run_workload(workload, candidates: dict, reps: int) -> list[Result]:
         copy_fn = dst.copy_
         ready.append((copy, lambda: copy_fn(src), _batch_size(lambda: copy_fn(src), ())))
     samples: dict = {id(r): [] for r, _, _ in ready}
+    cpu: dict = {id(r): [] for r, _, _ in ready}
     for _ in range(reps):
         for res, fn, batch in ready:
-            t = time.perf_counter()
+            t, c = time.perf_counter(), time.process_time()
             call_args = () if res.candidate == "copy" else args
             for _ in range(batch):
                 fn(*call_args)
             samples[id(res)].append((time.perf_counter() - t) / batch)
+            cpu[id(res)].append((time.process_time() - c) / batch)
     for res, _, _ in ready:
         res.median_s = statistics.median(samples[id(res)])
         res.min_s = min(samples[id(res)])
+        res.cpu_s = statistics.median(cpu[id(res)])
     return results
 
 
