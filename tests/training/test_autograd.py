@@ -447,3 +447,41 @@ def test_dropout_draws_eager_random_stream_and_gradients():
         torch.testing.assert_close(p.grad, q.grad)
     (entry,) = _training_entries()
     assert entry["hits"] == 2
+
+
+def test_checkpointed_blocks_of_a_module_train_as_eager():
+    from torch.utils.checkpoint import checkpoint
+
+    class Block(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.a, self.b = torch.nn.Linear(8, 8), torch.nn.Linear(8, 8)
+
+        def forward(self, x):
+            return self.b(torch.relu(self.a(x)))
+
+    class Net(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.blocks = torch.nn.ModuleList([Block() for _ in range(3)])
+
+        def forward(self, x):
+            for block in self.blocks:
+                x = x + checkpoint(block, x, use_reentrant=False)
+            return x.pow(2).mean()
+
+    torch.manual_seed(0)
+    net = Net().double()
+    eager = copy.deepcopy(net)
+    compiled = refcomp.compile(net)
+    opts = [torch.optim.AdamW(m.parameters(), 1e-2) for m in (net, eager)]
+    for _ in range(5):
+        x = torch.randn(16, 8, dtype=torch.float64)
+        for model, opt in zip((compiled, eager), opts):
+            model(x).backward()
+            opt.step()
+            opt.zero_grad()
+    for p, q in zip(net.parameters(), eager.parameters()):
+        torch.testing.assert_close(p, q)
+    (entry,) = _training_entries()  # one graph, no recompile, nothing saved but inputs
+    assert entry["hits"] == 4 and entry["training"]["saved_tensors"] == 0
