@@ -22,8 +22,10 @@ float64: autocast's own rule) as float32, once with each as the autocast dtype.
 A probe that raises cannot tell, so the call is a break (RB021) and eager runs it: never
 a guess.  A third run, first, has the operands' own dtypes: autocast can refuse what the
 plain op takes (a stack of float16 tensors under bfloat16 autocast raises), and eager must
-raise there too.  Answers are cached per (op, autocast dtype, operand dtypes and ranks, other
-arguments): the lists depend on the op, not on sizes.
+raise there too.  An operand of the other half type (float16 under bfloat16 autocast)
+is a break at once: autocast's promotion raises on it inside composite kernels too (roll
+calls cat), which no fake run shows.  Answers are cached per (op, autocast dtype, operand
+dtypes and ranks, other arguments): the lists depend on the op, not on sizes.
 """
 
 from __future__ import annotations
@@ -119,6 +121,15 @@ def cast_operands(ctx, fn, name, pargs, pkwargs):
     _map((pargs, pkwargs), operands.append)
     if not any(_eligible(tv) for tv in operands):
         return pargs, pkwargs
+    other_half = {tv.meta.dtype for tv in operands if _eligible(tv)} & \
+        ({torch.float16, torch.bfloat16} - {dtype})
+    if other_half:
+        # autocast's promote rule raises on a half type other than its own ("Unexpected
+        # floating ScalarType in at::autocast::prioritize"), also inside composite ops
+        # whose fake run does not show it (roll: its CPU kernel calls cat): eager decides.
+        raise Unsupported("RB021", f"torch.autocast('cpu', dtype={dtype}) is active and"
+                                   f" {name} has a {other_half.pop()} operand: it runs"
+                                   " eagerly")
     rule = policy(fn, name, pargs, pkwargs, dtype)
     if rule is None:
         return pargs, pkwargs

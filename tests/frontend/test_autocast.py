@@ -150,3 +150,18 @@ def test_an_op_autocast_refuses_raises_as_in_eager():
             f(x)
         with pytest.raises(RuntimeError, match="prioritize"):
             refcomp.compile(f, backend="eager")(x)
+
+
+def test_an_operand_of_the_other_half_type_runs_eagerly():
+    # Found by the autocast fuzz: torch.roll of float16 under bfloat16 autocast raises in
+    # eager (its CPU kernel calls cat, which autocast promotes), but not on fake tensors.
+    def f(x):
+        return torch.roll(x.abs(), shifts=-1)
+
+    x = torch.ones(3, dtype=torch.float16)
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        with pytest.raises(RuntimeError, match="prioritize"):
+            f(x)
+        with pytest.raises(RuntimeError, match="prioritize"):
+            refcomp.compile(f, backend="eager")(x)
+
