@@ -47,6 +47,7 @@ from refcomp.tracer.values import (
     OpaqueVar,
     TensorVar,
     TupleVar,
+    make_tuple,
 )
 
 # The NULL slot of a call site (`[NULL, callable, args]`): the generated code pushes it.
@@ -210,7 +211,7 @@ def make(r, outs, L, G, C, B, memo):
         return REAL_NULL
     if kind == "tuple":
         items = tuple(make(i, outs, L, G, C, B, memo) for i in r[1])
-        return items if r[2] is tuple else r[2](items)  # torch.return_types.*
+        return make_tuple(r[2], items)  # torch.return_types.*, namedtuples
     if kind == "list":
         return [make(i, outs, L, G, C, B, memo) for i in r[1]]
     if kind == "dict":

@@ -58,7 +58,7 @@ from refcomp.guards import GuardSet, pinned_contiguous
 from refcomp.reasons import Unsupported
 from refcomp.tracer.context import CONSTANT_TYPES, TraceContext
 from refcomp.tracer.torch_table import is_symbolic_shape
-from refcomp.tracer.values import VT, ConstVar, DictVar, ListVar, TensorVar, TupleVar
+from refcomp.tracer.values import VT, ConstVar, DictVar, ListVar, TensorVar, TupleVar, make_tuple
 
 
 @dataclass
@@ -163,7 +163,7 @@ def _rebuild(spec, outs, inputs, views=None):
         return int(spec[1](*(inputs[i].shape[d] for i, d in spec[2])))
     if kind == "tuple":
         items = tuple(_rebuild(s, outs, inputs, views) for s in spec[1])
-        return items if spec[2] is tuple else spec[2](items)
+        return make_tuple(spec[2], items)
     if kind == "list":
         return [_rebuild(s, outs, inputs, views) for s in spec[1]]
     return {k: _rebuild(s, outs, inputs, views) for k, s in spec[1]}

@@ -521,6 +521,10 @@ def call_function(tx, fn: VT, args: list, kwargs: dict) -> VT:
     if isinstance(value, types.MethodType) and isinstance(value.__func__, types.FunctionType):
         return call_function(tx, MethodVar(value.__func__, tx.ctx.wrap(value.__self__, None),
                                            value.__name__), args, kwargs)
+    if isinstance(value, type) and issubclass(value, tuple) and hasattr(value, "_fields") \
+            and hasattr(value, "_make") and \
+            (getattr(value.__new__, "__module__", None) or "").startswith("namedtuple_"):
+        return _namedtuple(value, args, kwargs)
     if isinstance(value, weakref.ReferenceType) and not args and not kwargs:
         # ref(): the referent, read through the ref (guarded like any other read: the
         # ref dying or pointing elsewhere fails the guard on what the trace saw).
@@ -569,6 +573,25 @@ INLINE_SKIP = ("torch._dynamo", "torch.compiler", "torch.fx", "torch.jit._script
                "torch.utils.hooks", "torch.utils._python_dispatch", "torch.overrides",
                "torch.distributed", "torch.cuda", "torch.random", "torch.serialization",
                "torch._ops", "torch._C", "logging", "warnings")
+
+
+def _namedtuple(cls, args, kwargs) -> TupleVar:
+    """cls(*args, **kwargs) of a collections.namedtuple / typing.NamedTuple class (its
+    generated __new__, not a user override: checked by the caller)."""
+    fields, defaults = cls._fields, getattr(cls, "_field_defaults", {})
+    if len(args) > len(fields):
+        raise Unsupported("RB017", f"{cls.__name__}() takes {len(fields)} arguments")
+    items = dict(zip(fields, args))
+    for k, v in kwargs.items():
+        if k not in fields or k in items:
+            raise Unsupported("RB017", f"{cls.__name__}() got an unexpected or repeated {k!r}")
+        items[k] = v
+    for k in fields:
+        if k not in items:
+            if k not in defaults:
+                raise Unsupported("RB017", f"{cls.__name__}() missing argument {k!r}")
+            items[k] = ConstVar(defaults[k])
+    return TupleVar([items[k] for k in fields], cls=cls)
 
 
 def _deref(ref):

@@ -225,7 +225,7 @@ class TraceContext:
             return ConstVar(copy, source)
         if type(value) in (list, dict):
             self.claim_container(value, "read", source)
-        if type(value) in (list, tuple, torch.Size):
+        if type(value) in (list, tuple, torch.Size) or _is_namedtuple(value):
             # A torch.Size argument is a tuple of ints: each size read is guarded by value
             # (guarding only its type would bake the traced sizes in).
             self.add_guard(G.LENGTH_CHECK, source, (type(value), len(value)))
@@ -503,3 +503,10 @@ def constant_key(k) -> bool:
     if isinstance(k, (torch.dtype, torch.device, *CONSTANT_TYPES)):
         return True
     return type(k) is tuple and all(constant_key(i) for i in k)
+
+
+def _is_namedtuple(value) -> bool:
+    """A collections.namedtuple / typing.NamedTuple instance: read item by item, its class
+    kept (fields by name through TupleVar.field)."""
+    cls = type(value)
+    return isinstance(value, tuple) and hasattr(cls, "_fields") and hasattr(cls, "_make")

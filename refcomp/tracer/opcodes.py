@@ -202,6 +202,18 @@ class OpcodeHandlers:
     def BUILD_LIST(self, inst):
         self.push(ListVar(self.popn(inst.arg)))
 
+    def BUILD_SET(self, inst):
+        # A set of constants (`dtype in {torch.half, torch.bfloat16}`): a real set.  Items
+        # that are tensors or other traced values have no hashable value here: RB013.
+        items = self.popn(inst.arg)
+        try:
+            values = [as_python(i) for i in items]
+            if any(getattr(v, "free_symbols", None) for v in values):
+                raise TypeError  # {s0, 3}: whether they collapse depends on s0's value
+            self.push(ConstVar(set(values)))
+        except TypeError:
+            raise Unsupported("RB013", "a set of values that are not constants") from None
+
     def BUILD_MAP(self, inst):
         items = self.popn(2 * inst.arg)
         self.push(DictVar({calls.key_of(items[i]): items[i + 1]

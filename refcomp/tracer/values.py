@@ -95,8 +95,8 @@ class TupleVar(VT):
         return self.cls
 
     def field(self, name: str):
-        """The item a structseq field names, or None."""
-        fields = getattr(self.cls, "__match_args__", ())
+        """The item a structseq or namedtuple field names, or None."""
+        fields = getattr(self.cls, "_fields", None) or getattr(self.cls, "__match_args__", ())
         return self.items[fields.index(name)] if name in fields else None
 
     def __repr__(self):
@@ -241,6 +241,16 @@ def is_const(vt: VT) -> bool:
     return isinstance(vt, ConstVar)
 
 
+def make_tuple(cls, items: tuple):
+    """A tuple of class `cls` holding `items`: a namedtuple takes them as arguments, a
+    structseq (`torch.return_types.max`) or torch.Size as one sequence."""
+    if cls is tuple:
+        return tuple(items)
+    if hasattr(cls, "_fields") and hasattr(cls, "_make"):
+        return cls._make(items)
+    return cls(items)
+
+
 def size_type() -> type:
     """torch.Size (imported late: this module does not need torch otherwise)."""
     import torch
@@ -273,7 +283,7 @@ def as_python(vt: VT, keep_tensors: bool = False):
         if vt.cls is tuple or vt.cls is size_type() and any(type(i) is not int
                                                             for i in items):
             return items  # a torch.Size with symbolic sizes: a tuple while tracing
-        return vt.cls(items)
+        return make_tuple(vt.cls, items)
     if isinstance(vt, ListVar):
         return [as_python(i, keep_tensors) for i in vt.items]
     if isinstance(vt, DictVar):

@@ -4,8 +4,10 @@ Each case is one group of OpInfo misses (spec/tracer.md, "OpInfo coverage"): it 
 break before, and must now be one graph equal to eager.
 """
 
+import collections
 import functools
 import itertools
+import typing
 
 import pytest
 import torch
@@ -273,3 +275,50 @@ def test_iterating_module_sets_of_dtypes_and_tuples():
     report = explain(g, x)
     assert [b["id"] for b in report.break_reasons] == ["RB013"]
     torch.testing.assert_close(report.result, g(x))
+
+
+def test_set_displays_of_constants():
+    def f(x, n):
+        low = {torch.float16, torch.bfloat16}
+        return x * (2 if x.dtype in low else 3) + len({n, 1, 1})
+
+    check_one_graph(f, torch.randn(3), 1)
+    check_one_graph(f, torch.randn(3), 5)
+
+    def g(x):  # a set of sizes: {s0, 3} collapses or not by value
+        return x * len({x.shape[0], 3})
+
+    cg = refcomp.compile(g, backend="llvm", dynamic=True)
+    for n in (3, 4, 3, 5):
+        x = torch.randn(n)
+        torch.testing.assert_close(cg(x), g(x))
+
+
+class Config(typing.NamedTuple):
+    scale: torch.Tensor
+    k: int = 2
+
+
+CONFIG = Config(torch.ones(3), 4)
+Pair = collections.namedtuple("Pair", "a b")
+
+
+def test_namedtuples_read_unpacked_and_built():
+    # A module-level NamedTuple unpacked (F.linear_cross_entropy's _AUTO_FALLBACK) and a
+    # namedtuple built in the frame: one graph; fields by name; the class comes back.
+    def f(x, p):
+        a, b = p
+        scale, k = CONFIG
+        return Pair(x * a + b + scale * k, b=p.b * CONFIG.k), Config(x)
+
+    x, p = torch.randn(3), Pair(2.0, torch.randn(3))
+    report = explain(f, x, p)
+    assert (report.graph_count, report.graph_break_count) == (1, 0), report
+    got, want = report.result, f(x, p)
+    assert type(got[0]) is Pair and type(got[1]) is Config and got[1].k == 2
+    for g, w in zip(got[0] + got[1][:1], want[0] + want[1][:1]):
+        torch.testing.assert_close(g, w)
+    cf = refcomp.compile(f, backend="llvm")
+    q = Pair(3.0, p.b)
+    torch.testing.assert_close(cf(x, p)[0].a, f(x, p)[0].a)
+    torch.testing.assert_close(cf(x, q)[0].a, f(x, q)[0].a)  # a new value of p.a: guarded
