@@ -549,8 +549,17 @@ def call_function(tx, fn: VT, args: list, kwargs: dict) -> VT:
         return inline(tx, value.__code__, value.__globals__, args, kwargs,
                       _wrap_defaults(tx, value, src), _wrap_kwdefaults(tx, value, src),
                       closure, globals_source)
-    if _hashable(value) and (value in PURE_BUILTINS or value in PURE_FUNCTIONS):
+    pure_method = isinstance(value, types.BuiltinMethodType) and type(
+        getattr(value, "__self__", None)) in (str, bytes) or value in (dict, set, frozenset)
+    if pure_method or _hashable(value) and (value in PURE_BUILTINS or value in PURE_FUNCTIONS):
+        # An iterator the trace made (a generator expression) is drained first, in order.
+        args = [ListVar(iterate(tx, a)) if isinstance(a, (GeneratorVar, IteratorVar)) else a
+                for a in args]
         if all(_is_constant(v) for v in list(args) + list(kwargs.values())):
+            if value in (set, frozenset, dict, sorted) and _has_symbols(
+                    [as_python(a) for a in args]):
+                # {s0, 3}, sorted([s0, 3]): the answer depends on the size's value
+                raise Unsupported("RB013", f"{value.__name__}() of dynamic sizes")
             return _fold(value, *[as_python(a) for a in args],
                          **{k: as_python(v) for k, v in kwargs.items()})
     if effects.is_replayed_call(value):  # print, warnings.warn: after the graph
@@ -592,6 +601,16 @@ def _namedtuple(cls, args, kwargs) -> TupleVar:
                 raise Unsupported("RB017", f"{cls.__name__}() missing argument {k!r}")
             items[k] = ConstVar(defaults[k])
     return TupleVar([items[k] for k in fields], cls=cls)
+
+
+def _has_symbols(x) -> bool:
+    if isinstance(x, sympy.Basic):
+        return bool(x.free_symbols)
+    if isinstance(x, (list, tuple, set, frozenset)):
+        return any(_has_symbols(i) for i in x)
+    if isinstance(x, dict):
+        return any(_has_symbols(k) or _has_symbols(v) for k, v in x.items())
+    return False
 
 
 def _deref(ref):

@@ -322,3 +322,23 @@ def test_namedtuples_read_unpacked_and_built():
     q = Pair(3.0, p.b)
     torch.testing.assert_close(cf(x, p)[0].a, f(x, p)[0].a)
     torch.testing.assert_close(cf(x, q)[0].a, f(x, q)[0].a)  # a new value of p.a: guarded
+
+
+def test_builtins_that_drain_a_generator_expression():
+    cases = [lambda x: x * len("-".join(str(d) for d in x.shape)),
+             lambda x: x * sorted(d for d in x.shape)[0],
+             lambda x: x * dict((str(i), i) for i in range(3))["2"],
+             lambda x: x * len(set(d for d in x.shape)),
+             lambda x: x * len("{}x{}".format(*x.shape))]
+    for fn in cases:
+        check_one_graph(fn, torch.randn(2, 3))
+
+
+def test_sets_and_sorting_of_dynamic_sizes_are_not_folded():
+    def f(x):
+        return x * len(set(d for d in x.shape)) + sorted(x.shape)[0]
+
+    cf = refcomp.compile(f, backend="llvm", dynamic=True)
+    for shape in ((3, 4), (4, 4), (5, 2), (3, 3)):
+        x = torch.randn(*shape)
+        torch.testing.assert_close(cf(x), f(x))
