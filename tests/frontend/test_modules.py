@@ -96,8 +96,9 @@ def test_transformer_encoder_with_causal_mask_and_gradients():
     # TransformerEncoder detects a causal mask from its values (one data-dependent break,
     # as in Dynamo); the layers then take the mask with the is_causal hint.
     torch.manual_seed(0)
-    enc = nn.TransformerEncoder(nn.TransformerEncoderLayer(16, 4, 32, dropout=0.0), 2)
-    twin = nn.TransformerEncoder(nn.TransformerEncoderLayer(16, 4, 32, dropout=0.0), 2)
+    layer = nn.TransformerEncoderLayer(16, 4, 32, dropout=0.0)
+    enc = nn.TransformerEncoder(layer, 1, enable_nested_tensor=False)
+    twin = nn.TransformerEncoder(layer, 1, enable_nested_tensor=False)
     twin.load_state_dict(enc.state_dict())
     x, mask = torch.randn(5, 2, 16), nn.Transformer.generate_square_subsequent_mask(5)
     want = enc(x, mask)

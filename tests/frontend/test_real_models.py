@@ -1,5 +1,8 @@
 """Whole models from tiny configs (bench/models.py): forward equal eager in one graph, and
-a training step's gradients equal eager's.  bench/MODELS.md has their table."""
+a training step's gradients equal eager's (seq2seq_transformer's in the thorough
+profile only).  bench/MODELS.md has their table."""
+
+import os
 
 import pytest
 import torch
@@ -19,8 +22,13 @@ def test_model_forward_is_one_graph_and_equals_eager(name):
     torch.testing.assert_close(report.result, want, rtol=1e-4, atol=1e-4)
 
 
-@pytest.mark.parametrize("name", ["resnet_tiny", "seq2seq_transformer", "lstm_lm",
-                                  "gru_classifier"])
+THOROUGH = os.environ.get("REFCOMP_HYPOTHESIS") == "thorough"
+# seq2seq_transformer's training compile costs ~10 s on the shared CI machine: thorough only.
+TRAINED = ["resnet_tiny", "lstm_lm", "gru_classifier"] + (
+    ["seq2seq_transformer"] if THOROUGH else [])
+
+
+@pytest.mark.parametrize("name", TRAINED)
 def test_model_training_step_gradients_equal_eager(name):
     model, args = models.build(name)
     twin, _ = models.build(name)
