@@ -13,7 +13,9 @@ module knows which backend results *may* share memory (conservatively, from the 
 graph), and `outputs_to_copy` names the outputs where the two disagree: an output that
 may share memory with a graph input, or with an earlier output, whose eager alias
 differs.  `Entry.run` clones those before anything else happens (writing mutated inputs
-back included), so a later in-place op on one result cannot reach another.  The test is
+back included), so a later in-place op on one result cannot reach another; in eager's
+memory order when that is row-major (`x.contiguous()` of a transposed `x` folds to `x`,
+whose clone would keep `x`'s strides).  The test is
 static: entries whose outputs cannot alias pay nothing per call.  The converse case,
 an output eager returns as a new view of an input (`x.view_as(x)` with dynamic sizes,
 which Note [Returned views] leaves a graph output) that the backend hands back as the

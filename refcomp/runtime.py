@@ -92,6 +92,9 @@ class Entry:
     # Outputs the backend may hand back sharing memory where eager's would not: cloned
     # first thing (Note [Fresh outputs], refcomp/aliasing.py).
     fresh: frozenset = frozenset()
+    # Those of `fresh` that eager lays out row-major (`x.contiguous()` of a transposed
+    # input folds to `x`): cloned row-major, not in the backend tensor's memory order.
+    fresh_row_major: frozenset = frozenset()
     rewrap: frozenset = frozenset()  # Note [Fresh outputs], refcomp/aliasing.py
     # (output index, message): raise RuntimeError(message) when that 0-d bool output is
     # true (Note [Runtime checks]).
@@ -113,7 +116,9 @@ class Entry:
                 raise (IndexError if message.startswith("IndexError") else RuntimeError)(
                     message)
         if self.fresh:
-            outs = [o.clone() if i in self.fresh else o for i, o in enumerate(outs)]
+            outs = [(o.clone(memory_format=torch.contiguous_format)
+                     if i in self.fresh_row_major else o.clone()) if i in self.fresh else o
+                    for i, o in enumerate(outs)]
         if self.layouts:
             outs = list(outs)
             for i, strides, dims in self.layouts:
@@ -183,6 +188,7 @@ class _Outputs:
         self.view_index: dict = {}  # id(TensorVar) -> index in views
         self.notes: list = []
         self.layouts: list = []  # Entry.layouts
+        self.row_major: set = set()  # output indices whose eager result is row-major
 
     def add_value(self, value, requires_grad: bool, key=None) -> int:
         self.values.append(value)
@@ -205,6 +211,8 @@ class _Outputs:
         result's) are dense but not row-major, `Entry.run` restrides the output when the
         backend's differs (a copy: what eager's layout costs).  Static shapes only."""
         meta = vt.meta
+        if meta.is_contiguous():
+            self.row_major.add(index)
         if is_symbolic_shape(vt.value.type.shape) or meta.is_contiguous() or \
                 not is_non_overlapping_and_dense_or_false(meta):
             return
@@ -384,7 +392,8 @@ def build_entry(ctx: TraceContext, output: VT, backend_name: str, options: dict,
     contiguous = backend.name not in ("eager", "interp") and not all(pinned)
     entry = Entry(guards, graph, fn, spec, writeback, detach, contiguous=contiguous,
                   backend=backend.name, notes=notes, views=outs.views, fresh=fresh,
-                  rewrap=rewrap, checks=checks, training=training, layouts=outs.layouts)
+                  rewrap=rewrap, checks=checks, training=training, layouts=outs.layouts,
+                  fresh_row_major=fresh & outs.row_major)
     if spec[0] == "out" and not (writeback or detach or contiguous or fresh or checks or
                                  rewrap or outs.layouts):
         entry.lone = spec[1]
