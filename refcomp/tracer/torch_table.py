@@ -155,6 +155,7 @@ def call_torch(ctx, fn, args: list, kwargs: dict) -> VT:
         mkwargs["device"] = "meta"
     if e.inplace:
         _check_inplace(ctx, pargs[0], name)
+        _refuse_uncastable_result(name, margs, mkwargs)
         margs[0] = margs[0].detach().clone()
     try:
         with torch.set_grad_enabled(ctx.grad_enabled):
@@ -330,6 +331,25 @@ def _check_inplace(ctx, tv, name):
     if tv.requires_grad:
         raise Unsupported("RB010", f"{name} on a tensor that requires grad")
     refuse_self_overlap(tv, name)
+
+
+def _refuse_uncastable_result(name, margs, mkwargs):
+    """Eager's in-place op raises when its result type cannot be cast to the tensor's
+    dtype (`b.mul_(2)` of a bool `b`: Long into Bool); meta kernels do not check it.  The
+    out-of-place op's meta result gives the type; only integral or bool tensors can fail
+    (complex operands break earlier).  The op then runs in eager, which raises."""
+    out_of_place = getattr(torch.Tensor, name[:-1], None) if name.endswith("_") else None
+    self_meta = margs[0] if margs else None
+    if out_of_place is None or not isinstance(self_meta, torch.Tensor) or \
+            self_meta.is_floating_point():
+        return
+    try:
+        result = out_of_place(*margs, **mkwargs)
+    except Exception:  # noqa: BLE001 -- the in-place meta run below reports errors
+        return
+    if isinstance(result, torch.Tensor) and not torch.can_cast(result.dtype, self_meta.dtype):
+        raise Unsupported("RB017", f"{name}: RuntimeError: result type {result.dtype} can't"
+                                   f" be cast to the tensor's dtype {self_meta.dtype}")
 
 
 def refuse_self_overlap(tv, name):
