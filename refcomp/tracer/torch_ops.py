@@ -310,8 +310,17 @@ def _minmax_builder(reduce_op, arg_op, binary_op):
     def build(ctx, x, dim=None, keepdim=False):
         if isinstance(dim, TensorVar):
             return _binary_builder(binary_op)(ctx, x, dim)
+        # torch's meta kernels of max/min accept an empty reduction that eager refuses:
+        # eager raises it (a size-0 dim is always static), even when the result is dead.
+        name = reduce_op[1:]
+        if dim is None and 0 in x.meta.shape:
+            raise Unsupported("RB017", f"{name}(): RuntimeError: Expected reduction dim to"
+                                       " be specified for input.numel() == 0")
         if dim is None:
             return ctx.builder.op(reduce_op, x.value, dims=[])
+        if x.meta.dim() and x.meta.shape[dim] == 0:
+            raise Unsupported("RB017", f"{name}(): IndexError: Expected reduction dim {dim}"
+                                       " to have non-zero size")
         values = ctx.builder.op(reduce_op, x.value, dims=[dim], keepdim=keepdim)
         indices = ctx.builder.op(arg_op, x.value, dim=dim, keepdim=keepdim)
         return (values, indices)
