@@ -65,7 +65,9 @@ def from_numpy(array, dtype: DType, device="cpu") -> torch.Tensor:
     rounds to nearest even, which is exact for values already rounded to bf16.
     """
     array = np.array(array, dtype=dtype.np, copy=True, order="C")
-    t = torch.from_numpy(array)
+    # numpy's strides of an empty array are not row-major (torch.from_numpy keeps them)
+    t = torch.from_numpy(array) if array.size else torch.empty(array.shape,
+                                                               dtype=torch.from_numpy(array).dtype)
     if dtype is bf16:
         t = t.to(torch.bfloat16)
     if torch.device(device).type != "cpu":

@@ -76,7 +76,7 @@ def _unary_inplace_flag(op):
     return build
 
 
-@entry(torch.round, T.round, ir_meta=True)
+@entry(torch.round, T.round, ir_meta=True, pointwise=True)
 def _round(ctx, x, *, decimals=0):
     """round(x, decimals=d) as ATen computes it: round(x * 10^d) / 10^d for d > 0,
     round(x / 10^-d) * 10^-d for d < 0 (half to even)."""
@@ -95,10 +95,10 @@ def _round(ctx, x, *, decimals=0):
 # on torch 2.13 with a fresh process per op.  sigmoid and silu have C++ meta kernels.
 _C_META_UNARY = {"sigmoid", "silu"}
 for _op, _fns in _UNARY.items():
-    entry(*_fns, ir_meta=_op not in _C_META_UNARY)(_unary_builder(_op))
+    entry(*_fns, ir_meta=_op not in _C_META_UNARY, pointwise=True)(_unary_builder(_op))
 for _op, _fns in _INPLACE_UNARY.items():
     entry(*_fns, inplace=True)(_unary_builder(_op))
-entry(F.relu, ir_meta=True)(_unary_inplace_flag("relu"))
+entry(F.relu, ir_meta=True, pointwise=True)(_unary_inplace_flag("relu"))
 entry(F.silu)(_unary_inplace_flag("silu"))
 
 
@@ -107,12 +107,12 @@ def _pos(ctx, x):
     return x
 
 
-@entry(F.gelu, ir_meta=True)
+@entry(F.gelu, ir_meta=True, pointwise=True)
 def _gelu(ctx, x, approximate="none"):
     return ctx.builder.gelu(x.value, approximate=approximate)
 
 
-@entry(F.leaky_relu, ir_meta=True)
+@entry(F.leaky_relu, ir_meta=True, pointwise=True)
 def _leaky_relu(ctx, x, negative_slope=0.01, inplace=False):
     if inplace:
         raise Unsupported("RB010", "leaky_relu(inplace=True)")
@@ -226,27 +226,27 @@ class _AsValue:
 
 
 for _op, _fns in _BINARY.items():
-    entry(*_fns, ir_meta=True, sizes=True)(_binary_builder(_op))
+    entry(*_fns, ir_meta=True, sizes=True, pointwise=True)(_binary_builder(_op))
 for _op, _fns in _INPLACE_BINARY.items():
     entry(*_fns, inplace=True)(_binary_builder(_op))
 
 
-@entry(T.__rsub__, ir_meta=True, sizes=True)
+@entry(T.__rsub__, ir_meta=True, sizes=True, pointwise=True)
 def _rsub(ctx, a, b):
     return _binary_builder("sub")(ctx, b, a)
 
 
-@entry(T.__rtruediv__, ir_meta=True, sizes=True)
+@entry(T.__rtruediv__, ir_meta=True, sizes=True, pointwise=True)
 def _rdiv(ctx, a, b):
     return _binary_builder("div")(ctx, b, a)
 
 
-@entry(T.__rpow__, ir_meta=True, sizes=True)
+@entry(T.__rpow__, ir_meta=True, sizes=True, pointwise=True)
 def _rpow(ctx, a, b):
     return _binary_builder("pow")(ctx, b, a)
 
 
-@entry(torch.where, T.where, ir_meta=True)
+@entry(torch.where, T.where, ir_meta=True, pointwise=True)
 def _where(ctx, cond, a=None, b=None):
     if a is None:
         raise Unsupported("RB022", "torch.where(cond) has a data-dependent shape")
@@ -255,7 +255,7 @@ def _where(ctx, cond, a=None, b=None):
     return ctx.builder.where(c, cast(ctx, a, dt), cast(ctx, b, dt))
 
 
-@entry(T.masked_fill, ir_meta=True)
+@entry(T.masked_fill, ir_meta=True, pointwise=True)
 def _masked_fill(ctx, x, mask, value):
     v = value.value if isinstance(value, TensorVar) else value
     if isinstance(v, Value) and v.type.dtype != x.value.type.dtype:
@@ -263,7 +263,7 @@ def _masked_fill(ctx, x, mask, value):
     return ctx.builder.where(mask.value, v, x.value)
 
 
-@entry(torch.clamp, T.clamp, torch.clip, T.clip, ir_meta=True)
+@entry(torch.clamp, T.clamp, torch.clip, T.clip, ir_meta=True, pointwise=True)
 def _clamp(ctx, x, min=None, max=None):
     b = ctx.builder
     dt = result_dtype(x, *(v for v in (min, max) if v is not None))

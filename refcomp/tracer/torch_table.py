@@ -20,6 +20,7 @@ from typing import Callable
 
 import sympy
 import torch
+from torch._prims_common import compute_elementwise_output_strides
 
 from ir.graph import Value
 from refcomp.reasons import Unsupported
@@ -40,6 +41,7 @@ class Entry:
     host: bool = False  # needs the tensor's value on the host: never capturable (RB002)
     sizes: bool = False  # takes sizes that may be symbolic (see Note [Dynamic batch])
     ir_meta: bool = False  # float operands: meta result from the IR type, not cross-checked
+    pointwise: bool = False  # ir_meta's result keeps its operands' memory order (TensorIterator)
 
 
 TABLE: dict = {}
@@ -189,7 +191,9 @@ def call_torch(ctx, fn, args: list, kwargs: dict) -> VT:
 # which was most of a first compile.  Entries flagged `ir_meta` therefore skip the meta
 # run when its tensor operands are floating point (and bool masks): the result's meta
 # tensor is made from the IR type (dtype, shape; requires_grad as autograd sets it: grad
-# mode on and an operand requires grad).  They are not cross-checked on meta, because the
+# mode on and an operand requires grad; strides: a `pointwise` entry's are torch's
+# elementwise output strides of its operands, so Note [Output layout] restrides the result
+# to eager's memory order).  They are not cross-checked on meta, because the
 # check would cost that import; what it would catch is caught otherwise: the IR infer
 # rules of these ops reject the operand shapes torch rejects (TypeError -> RB013, and eager
 # then raises), and tests/frontend/test_ir_meta.py compares each against eager.  Integer
@@ -211,7 +215,18 @@ def _call_ir_typed(ctx, e, name, pargs, pkwargs, operands):
     if not isinstance(out, Value):
         raise Unsupported("RB013", f"{name}: an ir_meta entry must build one IR value")
     shape = [ctx.concrete(d) if not isinstance(d, int) else d for d in out.type.shape]
-    meta = torch.empty(shape, dtype=torch_dtype(out.type.dtype), device="meta")
+    strides = None
+    # eager's layout: the operands' memory order, as TensorIterator picks it (an empty
+    # result is row-major in eager; torch's Python rule permutes it)
+    if e.pointwise and 0 not in shape:
+        metas = [torch.broadcast_to(t.meta, shape) for t in operands if t.meta.dim()]
+        if metas and all(tuple(m.shape) == tuple(shape) for m in metas):
+            strides = compute_elementwise_output_strides(*metas)
+    if strides is None:
+        meta = torch.empty(shape, dtype=torch_dtype(out.type.dtype), device="meta")
+    else:
+        meta = torch.empty_strided(shape, strides, dtype=torch_dtype(out.type.dtype),
+                                   device="meta")
     if ctx.grad_enabled and meta.is_floating_point() and \
             any(t.requires_grad for t in operands):
         meta.requires_grad_()
