@@ -356,7 +356,8 @@ def trace_to_break(cf, fn, L, *, opaque=frozenset(), first=None, auto_dims=None)
         pass
     except Unsupported as err:
         raise Refused(f"the second trace failed earlier: {err}") from None
-    brk = Break(index, stop, callee=callee and tx.instructions[index].opname == "CALL",
+    brk = Break(index, stop, callee=callee and tx.instructions[index].opname in (
+        "CALL", "CALL_FUNCTION_EX"),
                 rid=reason.rid)
     return ctx, tx, brk, reason
 

@@ -67,6 +67,10 @@ def _generate(cf, fn, tx, brk) -> None:
     _, s = bg.original_index(code, brk.stop)
     if k is None or s is None:
         raise Refused("the break is inside generated code")
+    if "__class__" in orig.co_freevars and "super" in orig.co_names:
+        # Zero-argument super() reads the frame's first local slot as `self`; generated
+        # code's first slots hold the stack, so CPython would raise a TypeError.
+        raise Refused("zero-argument super() needs the frame's own first argument")
     a = bg.analyze(orig)
     names = set(orig.co_varnames)
     bound = frozenset(n for n in brk.locals if n in names)
@@ -102,9 +106,13 @@ def _generate(cf, fn, tx, brk) -> None:
     brk.args = [r for r in brk.stack if r != ("null",)] + \
         [brk.locals[n] for n in live_here] + [brk.cells[c] for c in cell_args]
     if brk.callee:
-        n = tx.instructions[brk.index].arg
-        at = len(brk.stack) - n - 2 if brk.stack[-n - 2] != ("null",) else \
-            len(brk.stack) - n - 1
+        call = tx.instructions[brk.index]
+        if call.opname == "CALL_FUNCTION_EX":  # [NULL,] callable, args tuple[, kwargs dict]
+            at = len(brk.stack) - 2 - (call.arg & 1)
+        else:
+            n = call.arg
+            at = len(brk.stack) - n - 2 if brk.stack[-n - 2] != ("null",) else \
+                len(brk.stack) - n - 1
         brk.callee_slot = at - sum(1 for r in brk.stack[:at] if r == ("null",))
 
 
@@ -149,9 +157,12 @@ def run_break(entry, inputs, L, G, C, B, cf):
     if brk.code is None:  # a traced return (with effects, or leaving a no_grad block)
         return outs
     memo = {}
+    # The arguments are read before the effects are replayed: a source names the value
+    # the trace read, before the frame changed it (`kwargs.pop("return_dict")` replayed
+    # first would leave nothing to read).  Containers keep their identity either way.
+    args = [make(r, outs, L, G, C, B, memo) for r in brk.args]
     if brk.effects:
         replay(brk.effects, lambda r: make(r, outs, L, G, C, B, memo), G)
-    args = [make(r, outs, L, G, C, B, memo) for r in brk.args]
     if brk.callee_slot is not None:
         args[brk.callee_slot] = _compiled_callee(cf, args[brk.callee_slot])
     closure, fn = brk.last

@@ -17,6 +17,8 @@ refcomp/concrete.py), and the guards never mention it.
 
 from __future__ import annotations
 
+import inspect
+
 from refcomp.tracer.frame import _instructions as instructions
 
 _STORED: dict = {}  # code -> (globals assigned, attribute names assigned)
@@ -60,6 +62,16 @@ def mutated_containers(code) -> frozenset:
             elif i + 2 < len(insts) and nxt.opname in ("LOAD_CONST", "LOAD_FAST") and \
                     insts[i + 2].opname in ("STORE_SUBSCR", "DELETE_SUBSCR"):
                 names.add(inst.argval)
+        # Note [Fresh keyword dicts]: the `**kwargs` parameter of a frame called by
+        # refcomp is a dict CPython made for this call; nobody else holds it, so its
+        # mutations (`kwargs.pop("return_dict", None)` in transformers' wrappers) are
+        # the frame's own business: it is traced like any dict.  Generated code (a
+        # resume function) receives it as a plain argument and keeps the rule above.
+        from refcomp.bytecode_gen import GENERATED
+
+        if code.co_flags & inspect.CO_VARKEYWORDS and code not in GENERATED:
+            names.discard(code.co_varnames[code.co_argcount + code.co_kwonlyargcount +
+                                           bool(code.co_flags & inspect.CO_VARARGS)])
         cached = _MUTATED[code] = frozenset(names)
     return cached
 

@@ -152,6 +152,10 @@ def load_attr(tx, obj: VT, name: str) -> VT:
         if attr.__self__ is value and hasattr(value, "__dict__"):
             tx.ctx.guard_not_overridden(obj.source, name)
         return MethodVar(attr.__func__, obj, name)
+    if isinstance(attr, types.BuiltinMethodType) and attr.__self__ is value:
+        # `s.startswith`: a new bound object at every access (an identity guard on it
+        # could never pass); what it does is fixed by `value`, guarded where it was read.
+        return tx.ctx.wrap(attr, None)
     source = AttrSource(obj.source, name, ATTR) if obj.source is not None else None
     return tx.ctx.wrap(attr, source)
 
@@ -534,6 +538,18 @@ def call_function(tx, fn: VT, args: list, kwargs: dict) -> VT:
         return tx.ctx.wrap(target, DerivedSource(fn.source, _deref, "{}()"))
     if _hashable(value) and value in _NO_OP_CALLS:
         return ConstVar(_NO_OP_CALLS[value](args))
+    if isinstance(value, types.BuiltinMethodType) and \
+            type(value.__self__) in (str, bytes, int, float, bool, tuple, frozenset) and \
+            all(_is_constant(v) for v in list(args) + list(kwargs.values())):
+        # `attn_implementation.startswith("paged|")`: a method of an immutable constant
+        # (guarded by value where it was read) answers the same every time: folded.
+        return _fold(value, *[as_python(a) for a in args],
+                     **{k: as_python(v) for k, v in kwargs.items()})
+    if _is_status_query(value) and not args and not kwargs:
+        try:
+            return ConstVar(value())
+        except Exception:  # (torch.cuda's query on a CPU build raises): eager raises it
+            raise Unsupported("RB004", f"{_public_name(value)} raises here") from None
     if isinstance(value, types.FunctionType):
         _check_inlinable(value)
         # A function without a source (a method reached through its class) is held by
@@ -615,6 +631,25 @@ def _has_symbols(x) -> bool:
 
 def _deref(ref):
     return ref()
+
+
+# Note [Status queries]: "is torch.compile/jit/export/stream capture running?".  Models
+# ask them to pick a code path (transformers' `is_torchdynamo_compiling`).  The trace
+# answers what the call answers now, as eager would: refcomp is not Dynamo, and the code
+# CPython runs between graphs asks the same functions, so both halves of a frame take the
+# same path.  They are not guarded (none of them changes inside a refcomp-compiled call
+# on CPU).  Matched by (defining module, name), so no module is imported to find them.
+STATUS_QUERIES = frozenset({
+    ("torch.compiler", "is_compiling"), ("torch.compiler", "is_dynamo_compiling"),
+    ("torch.compiler", "is_exporting"), ("torch._dynamo.external_utils", "is_compiling"),
+    ("torch.jit._trace", "is_tracing"), ("torch._jit_internal", "is_scripting"),
+    ("torch.cuda.graphs", "is_current_stream_capturing"),
+    ("torch.xpu.graphs", "is_current_stream_capturing")})
+
+
+def _is_status_query(value) -> bool:
+    return isinstance(value, types.FunctionType) and \
+        (value.__module__, value.__qualname__) in STATUS_QUERIES
 
 
 def _check_inlinable(fn) -> None:
@@ -707,11 +742,12 @@ def _hashable(value) -> bool:
 def _public_name(fn) -> str:
     """module.qualname; a wrapper made inside a function (F.max_pool1d is torch's
     `boolean_dispatch.<locals>.fn`) goes by the __name__ it is published under."""
-    module = getattr(fn, "__module__", "")
+    module = getattr(fn, "__module__", None)
     qualname = getattr(fn, "__qualname__", None) or repr(fn)
     if "<locals>" in qualname:
         qualname = getattr(fn, "__name__", qualname)
-    return f"{module}.{qualname}"
+    # A method of a builtin type (`"sdpa".startswith`) has no module: "str.startswith".
+    return f"{module}.{qualname}" if module else qualname
 
 
 def _is_torch_function(fn) -> bool:

@@ -100,6 +100,20 @@ def _to_meta(x, ctx=None):
         return ctx.concrete(x)
     if isinstance(x, slice):
         return slice(_to_meta(x.start, ctx), _to_meta(x.stop, ctx), _to_meta(x.step, ctx))
+    if isinstance(x, torch.device):
+        # `m.to(device=x.device)`: a traced op stays on its operands' device (the entries
+        # refuse a move), and a meta tensor moved to a real device has no data to copy.
+        return torch.device("meta")
+    return x
+
+
+def _meta_device(x):
+    if isinstance(x, str):
+        try:
+            torch.device(x)
+        except RuntimeError:
+            return x
+        return torch.device("meta")
     return x
 
 
@@ -153,8 +167,10 @@ def call_torch(ctx, fn, args: list, kwargs: dict) -> VT:
     if e.ir_meta and _float_operands(operands):
         return _call_ir_typed(ctx, e, name, pargs, pkwargs, operands)
     margs, mkwargs = _to_meta(pargs, ctx), _to_meta(pkwargs, ctx)
-    if e.creation:
+    if e.creation or "device" in mkwargs:
         mkwargs["device"] = "meta"
+    if fn is torch.Tensor.to:  # `.to("cpu")`: a device named by a string
+        margs = [_meta_device(a) for a in margs]
     if e.inplace:
         _check_inplace(ctx, pargs[0], name)
         _refuse_uncastable_result(name, margs, mkwargs)

@@ -139,3 +139,81 @@ def test_a_user_raise_after_a_break_is_the_users_exception(capsys):
     cf = refcomp.compile(raises_after_break, backend="eager")
     with pytest.raises(KeyError, match="user error"):
         cf(torch.ones(2))
+
+
+class _Registry(dict):
+    def get(self, key):
+        graph_break("lookup", key)
+        return super().get(key) or 0.0
+
+
+def test_a_break_in_a_method_calling_zero_argument_super():
+    # Regression (transformers' _CanRecordRegistry.get): the callee compiled as its own
+    # frame ran super() in generated code, whose first slot is no `self`: TypeError.
+    registry = _Registry(scale=2.0)
+
+    def uses_registry(x):
+        return x * registry.get("scale")
+
+    cf = refcomp.compile(uses_registry, backend="eager")
+    same(cf, uses_registry, torch.ones(3))
+    report = refcomp.explain(uses_registry, torch.ones(3), backend="eager")
+    assert any("super()" in (r["reason"] or "") or r["id"] == "RB016"
+               for r in report.break_reasons)
+
+
+def kwargs_wrapper(fn):
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        scale = kwargs.pop("scale", 1.0)  # the frame's own **kwargs dict: traced
+        return fn(*args, **kwargs) * scale
+    return wrapper
+
+
+@kwargs_wrapper
+def _wrapped_add(x, y=1.0):
+    return x + y
+
+
+def test_a_wrapper_popping_its_own_kwargs_compiles_to_one_graph():
+    # Regression (transformers' can_return_tuple): `kwargs.pop` made the fresh **kwargs
+    # dict opaque, so the whole frame broke at the pop and compiled no graph.
+    cf = refcomp.compile(_wrapped_add, backend="eager")
+    x = torch.ones(3)
+    for kw in ({}, {"scale": 3.0}, {"y": 2.0, "scale": 0.5}):
+        torch.testing.assert_close(cf(x, **kw), _wrapped_add(x, **kw))
+    report = refcomp.explain(_wrapped_add, x, scale=3.0, backend="eager")
+    assert (report.graph_count, report.graph_break_count) == (1, 0)
+
+
+def view_across_break(ids, w):
+    flat = ids.view(-1, ids.shape[-1])  # a view of an input, live across the break
+    graph_break("shape", tuple(flat.shape))
+    return flat * w, flat
+
+
+def test_a_view_of_an_input_live_at_a_break_is_rebuilt_as_a_view():
+    # Regression (GPT-2's `input_ids.view(-1, n)`): the frame ran eagerly as a whole.
+    ids, w = torch.arange(6.0).reshape(1, 2, 3), torch.ones(3)
+    cf = refcomp.compile(view_across_break, backend="eager")
+    out, flat = cf(ids, w)
+    torch.testing.assert_close(out, view_across_break(ids, w)[0])
+    assert flat._base is ids or flat.untyped_storage().data_ptr() == ids.untyped_storage().data_ptr()
+    report = refcomp.explain(view_across_break, ids, w, backend="eager")
+    assert report.graph_count >= 1 and all("view of an input" not in (r["reason"] or "")
+                                           for r in report.break_reasons)
+
+
+@kwargs_wrapper
+def _wrapped_breaks(x, y=1.0):
+    graph_break("inside")
+    return x + y
+
+
+def test_a_popped_keyword_is_read_before_the_pop_is_replayed():
+    # Regression (GPT-2 generate passes return_dict=True): the pop was replayed on the
+    # real **kwargs dict, then the popped value's recipe read it back: KeyError.
+    cf = refcomp.compile(_wrapped_breaks, backend="eager")
+    x = torch.ones(3)
+    for _ in range(2):
+        torch.testing.assert_close(cf(x, y=2.0, scale=3.0), _wrapped_breaks(x, y=2.0, scale=3.0))

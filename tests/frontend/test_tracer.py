@@ -384,3 +384,55 @@ def test_explain_curried_form_and_stats():
     assert frame[0]["hits"] == 2 and frame[0]["guard_checks"] == 2  # first call: traced
     assert frame[0]["guard_time_us_per_check"] > 0
     assert stats["counters"]["compiled_calls"] - before == 3
+
+
+@pytest.mark.parametrize("move", [
+    lambda x, m: m.to(device=x.device, dtype=torch.bool),  # transformers' mask prep
+    lambda x, m: m.to(x.device),
+    lambda x, m: m.to("cpu", torch.float64),
+])
+def test_to_the_same_device_traces(move):
+    # Regression: the meta call ran `meta_tensor.to(device=cpu)`, which has no data to
+    # copy, so `.to(device=...)` was an RB017 break (every transformers mask, RoPE).
+    def f(x, m):
+        return (x + 1) * move(x, m)
+
+    x, m = torch.ones(3), torch.tensor([1.0, 0.0, 2.0])
+    report = refcomp.explain(f, x, m, backend="eager")
+    assert (report.graph_count, report.graph_break_count) == (1, 0), report.break_reasons
+    torch.testing.assert_close(refcomp.compile(f, backend="llvm")(x, m), f(x, m))
+
+
+def test_status_queries_answer_as_eager_does():
+    # Regression (transformers' is_torchdynamo_compiling / is_tracing): each query was a
+    # break (torch.compiler and torch.jit are on the inline skip list).
+    def f(x):
+        if torch.compiler.is_compiling() or torch.jit.is_tracing() or \
+                torch.compiler.is_exporting() or torch.jit.is_scripting():
+            return x - 1
+        return x + 1
+
+    report = refcomp.explain(f, torch.ones(2), backend="eager")
+    assert (report.graph_count, report.graph_break_count) == (1, 0), report.break_reasons
+    torch.testing.assert_close(report.result, torch.full((2,), 2.0))
+
+
+class _Cfg:
+    impl = "paged|sdpa"
+
+
+def test_methods_of_constant_strings_fold():
+    # Regression (transformers' `attn_implementation.startswith("paged|")`): a break
+    # whose message named the method "None.str.startswith".
+    cfg = _Cfg()
+
+    def f(x):
+        if cfg.impl.startswith("paged|"):
+            return x * len(cfg.impl.removeprefix("paged|"))
+        return x
+
+    report = refcomp.explain(f, torch.ones(2), backend="eager")
+    assert (report.graph_count, report.graph_break_count) == (1, 0), report.break_reasons
+    torch.testing.assert_close(report.result, torch.full((2,), 4.0))
+    cfg.impl = "eager"  # guarded by value: a recompile, not a stale answer
+    torch.testing.assert_close(refcomp.compile(f, backend="eager")(torch.ones(2)), torch.ones(2))
