@@ -12,6 +12,7 @@ from __future__ import annotations
 import functools
 import inspect
 import time
+import types
 import warnings
 
 import torch
@@ -50,7 +51,40 @@ def compile(fn_or_module=None, *, backend=None, dynamic=None, fullgraph=False, o
     if not callable(fn_or_module):
         raise TypeError(f"refcomp.compile expects a function or nn.Module, got"
                         f" {type(fn_or_module).__name__}")
-    return CompiledFunction(fn_or_module, backend, fullgraph, opts, dynamic=dynamic)
+    return CompiledFunction(as_function(fn_or_module), backend, fullgraph, opts,
+                            dynamic=dynamic)
+
+
+def as_function(fn):
+    """A Python function or method as it is; any other callable through a shim."""
+    if inspect.isfunction(fn) or inspect.ismethod(fn) and inspect.isfunction(fn.__func__):
+        return fn
+    return callable_shim(fn)
+
+
+class _Unique:
+    """A constant no other code object holds (see callable_shim)."""
+
+
+def callable_shim(target):
+    """A Python function that calls `target` (Note [Callable shims]).
+
+    refcomp compiles bytecode, so `refcomp.compile` of a `functools.partial`, a callable
+    object or a C function (`F.gelu`, `torch.sin`) compiles this two-line frame, and the
+    tracer follows the call into the target as it follows any call: a partial's func,
+    args and keywords and a callable object's `__call__` are read (and guarded) like
+    arguments; a C function goes through the torch table.  Each shim gets a code object
+    of its own (caches are per code object), named after its target.
+    """
+    def shim(*args, **kwargs):
+        return target(*args, **kwargs)
+
+    inner = target.func if isinstance(target, functools.partial) else target
+    name = getattr(inner, "__name__", None) or type(inner).__name__
+    code = shim.__code__.replace(co_name=name, co_qualname=name,
+                                 co_consts=shim.__code__.co_consts + (_Unique(),))
+    fn = types.FunctionType(code, shim.__globals__, name, None, shim.__closure__)
+    return fn
 
 
 def mark_dynamic(t: torch.Tensor, dim) -> None:
@@ -135,6 +169,12 @@ class CompiledFunction:
                            or self.code.co_kwonlyargcount)
         self.n_positional = len(self.arg_names) if self.simple else -1
         self.binder = _binder(self.arg_names)
+        # `def f(*args, **kwargs)` (a shim, a decorator's wrapper): bound without inspect.
+        self.star_only = None
+        if not self.arg_names and not self.code.co_kwonlyargcount and \
+                self.code.co_flags & inspect.CO_VARARGS and \
+                self.code.co_flags & inspect.CO_VARKEYWORDS:
+            self.star_only = self.code.co_varnames[:2]
         self.builtins = fn.__globals__.get("__builtins__", __builtins__)
         if not isinstance(self.builtins, dict):
             self.builtins = self.builtins.__dict__
@@ -164,7 +204,9 @@ class CompiledFunction:
         fn = self.fn
         if getattr(fn, _DISABLED, False) or FORCE_EAGER[0]:  # set_stance("force_eager")
             return fn(*args, **kwargs)
-        if kwargs or len(args) != self.n_positional:
+        if self.star_only is not None:
+            L = {self.star_only[0]: args, self.star_only[1]: kwargs}
+        elif kwargs or len(args) != self.n_positional:
             L = self._bind(args, kwargs)
         else:
             L = self.binder(*args)
@@ -189,6 +231,13 @@ class CompiledFunction:
                 break
         else:
             entry = None
+            if cache.full is not None and len(cache.entries) >= cache.full and \
+                    stance.current() != "fail_on_recompile":
+                # Note [Eager past the limit]: the miss was explained, logged and warned
+                # about once, when the cache filled up; every later miss costs the guard
+                # checks above plus the original function, nothing else.
+                CALLS["past_limit"] += 1  # a plain dict: Note [Per-call counters]
+                return fn(*args, **kwargs)
         if entry is None:
             with cache.lock:
                 entry, inputs = cache.lookup(L, G, C, B)  # another thread may have added it
@@ -232,6 +281,7 @@ class CompiledFunction:
         logs.recompile(cache, limit)  # REFCOMP_LOGS=recompiles: failed guards, limit hits
         if len(cache.entries) >= limit:
             cache.warn_limit(limit)
+            cache.full = limit  # later misses take the fast path in dispatch
             COUNTERS["limit_hits"] += 1
             return None, None
         if cache.entries:

@@ -32,7 +32,9 @@ COUNTERS: Counter = Counter()
 # Note [Per-call counters]: the counters every call bumps are a plain dict: an item
 # update costs ~2.5x as much on a Counter (CPython specializes subscripts of exact
 # dicts only).  `counters()` reports both as one.
-CALLS: dict = {"calls": 0, "compiled_calls": 0}
+# "past_limit": misses of a full cache (Note [Eager past the limit], refcomp/api.py),
+# reported as misses, limit_hits and eager_calls.
+CALLS: dict = {"calls": 0, "compiled_calls": 0, "past_limit": 0}
 _CACHES: dict = {}  # (code object, config key) -> FrameCache
 _CACHES_LOCK = threading.Lock()
 
@@ -63,6 +65,10 @@ class FrameCache:
         self.misses = 0
         self.auto_dims: dict = {}  # source name -> dims whose size changed (dynamic=None)
         self.retired = False  # reset() dropped this cache: holders fetch a new one
+        # The cache_size_limit the cache reached (Note [Eager past the limit] in
+        # refcomp/api.py): a miss while it still holds that many entries runs eagerly
+        # without being explained again.  None until then.
+        self.full = None
 
     def lookup(self, L, G, C, B):
         for entry in self.entries:
@@ -217,7 +223,10 @@ def all_caches() -> dict:
 def counters() -> dict:
     """COUNTERS and the per-call counts (See Note [Per-call counters]), those not zero."""
     out = dict(COUNTERS)
-    out.update((k, n) for k, n in CALLS.items() if n)
+    out.update((k, n) for k, n in CALLS.items() if n and k != "past_limit")
+    if CALLS["past_limit"]:
+        for k in ("misses", "limit_hits", "eager_calls"):
+            out[k] = out.get(k, 0) + CALLS["past_limit"]
     return out
 
 

@@ -97,7 +97,7 @@ def explain(fn, *args, backend=None, dynamic=None, **kwargs):
     if not args and not kwargs:
         return lambda *a, **k: explain(fn, *a, backend=backend, dynamic=dynamic, **k)
     from codegen.backends import get_backend
-    from refcomp.api import CompiledFunction, OptimizedModule
+    from refcomp.api import CompiledFunction, OptimizedModule, as_function
     from refcomp.config import resolve_options
 
     if backend is not None:  # None: chosen per graph by device, as in compile()
@@ -114,7 +114,8 @@ def explain(fn, *args, backend=None, dynamic=None, **kwargs):
                                    dynamic=bool(dynamic))
         cf = compiled._compiled_forward
     else:
-        compiled = cf = CompiledFunction(fn, backend, False, options, private_cache=True,
+        compiled = cf = CompiledFunction(as_function(fn), backend, False, options,
+                                         private_cache=True,
                                          dynamic=bool(dynamic))
     result = compiled(*args, **kwargs)
     out = ExplainOutput(result=result)

@@ -51,6 +51,7 @@ from refcomp.tracer.values import (
     MethodVar,
     NullVar,
     OpaqueVar,
+    PartialVar,
     TensorVar,
     TupleVar,
     as_python,
@@ -501,6 +502,8 @@ def call_function(tx, fn: VT, args: list, kwargs: dict) -> VT:
     if isinstance(fn, ExitVar):
         tx.ctx.set_grad_enabled(fn.previous)
         return ConstVar(None)
+    if isinstance(fn, PartialVar):  # partial(f, *a, **k)(*b, **l) is f(*a, *b, **k, **l)
+        return call_function(tx, fn.fn, fn.args + list(args), {**fn.kwargs, **kwargs})
     if isinstance(fn, NullVar) or not isinstance(fn, ConstVar):
         raise Unsupported("RB004", f"call of {fn!r}")
     value = fn.value
@@ -583,11 +586,37 @@ def call_function(tx, fn: VT, args: list, kwargs: dict) -> VT:
                        {k: effects.snapshot(v) for k, v in kwargs.items()},
                        what=f"{getattr(value, '__qualname__', value)}(...)")
         return ConstVar(None)
+    if value is functools.partial and args:  # made here: its parts stay symbolic
+        return PartialVar(args[0], args[1:], kwargs)
+    if type(value) is functools.partial:
+        return call_function(tx, _unpack_partial(tx, fn), args, kwargs)
     if opaque.opaque_name(value) is not None:
         return opaque.call_opaque(tx.ctx, value, args, kwargs)
     if _is_torch_function(value) or isinstance(value, types.BuiltinFunctionType):
         raise Unsupported("RB004", f"{_public_name(value)} is not in the torch table")
+    if not isinstance(value, type) and \
+            isinstance(getattr(type(value), "__call__", None), types.FunctionType):
+        # A callable object: `obj(x)` is `type(obj).__call__(obj, x)`, traced like any
+        # method (an instance attribute named __call__ is not what CPython calls).
+        return call_function(tx, MethodVar(type(value).__call__, fn, "__call__"), args,
+                             kwargs)
     raise Unsupported("RB004", f"call of {type(value).__name__} {value!r}")
+
+
+def _unpack_partial(tx, fn: ConstVar) -> PartialVar:
+    """A real functools.partial as a PartialVar: its func, args and keywords are read
+    from their sources (guarded like any argument), so another partial recompiles."""
+    value, src = fn.value, fn.source
+    if src is None:
+        return PartialVar(tx.ctx.wrap(value.func, None),
+                          [tx.ctx.wrap(a, None) for a in value.args],
+                          {k: tx.ctx.wrap(v, None) for k, v in value.keywords.items()})
+    func = tx.ctx.wrap(value.func, AttrSource(src, "func"))
+    args = tx.ctx.wrap(value.args, AttrSource(src, "args"))
+    keywords = tx.ctx.wrap(value.keywords, AttrSource(src, "keywords"))
+    if not isinstance(args, TupleVar) or not isinstance(keywords, DictVar):
+        raise Unsupported("RB004", f"call of {value!r}")
+    return PartialVar(func, args.items, keywords.items)
 
 
 # --- inlining library Python (spec/tracer.md, "Inlining") -----------------------------------

@@ -221,6 +221,15 @@ class MethodVar(VT):
         self.name = name
 
 
+class PartialVar(VT):
+    """`functools.partial(fn, *args, **kwargs)` made inside the trace: a call prepends
+    `args` and merges `kwargs` (a partial read from a source is unpacked into one of
+    these with its parts guarded)."""
+
+    def __init__(self, fn: VT, args: list, kwargs: dict):
+        self.fn, self.args, self.kwargs = fn, list(args), dict(kwargs)
+
+
 class GradModeVar(VT):
     """`torch.no_grad()` / `torch.enable_grad()` / `set_grad_enabled(b)` as a context."""
 

@@ -467,3 +467,34 @@ def test_unstable_fact_runs_eagerly_with_a_warning():
     with pytest.warns(RuntimeWarning, match="guards fail right after tracing"):
         same(cf(x, Fresh()), x + 1)
     assert entries(cf) == []
+
+
+def test_past_the_limit_a_miss_is_explained_once_not_per_call(caplog):
+    # Issue 12: past the limit every call explained its miss again (the failing guards
+    # of every entry, a history record, a log line): 40x eager on a tiny function.
+    def f(x, n):
+        return x + n
+
+    cf = refcomp.compile(f, backend="eager", dynamic=False, options={"cache_size_limit": 2})
+    x = torch.ones(3)
+    refcomp.set_logs("recompiles")
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            for n in (2.5, 3.5, 4.5):      # two entries, then the limit
+                same(cf(x, n), x + n)
+            explained = len(cf.cache.history)
+            logged = len([r for r in caplog.records if r.name == "refcomp.recompiles"])
+            for n in range(50):             # every later miss: eager, nothing explained
+                same(cf(x, n + 0.25), x + n + 0.25)
+    finally:
+        refcomp.set_logs("")
+    assert len(cf.cache.history) == explained == 2
+    assert len([r for r in caplog.records if r.name == "refcomp.recompiles"]) == logged
+    assert len([w for w in caught if "cache_size_limit=2" in str(w.message)]) == 1
+    counters = refcomp.stats()["counters"]
+    assert counters["limit_hits"] == 51 and counters["eager_calls"] == 51
+    same(cf(x, 3.5), x + 3.5)               # an entry still serves its own calls
+    with refcomp.set_stance("fail_on_recompile"):
+        with pytest.raises(refcomp.RecompileError):
+            cf(x, 100.5)                   # the stance still sees a full cache's misses
