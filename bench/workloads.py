@@ -124,6 +124,12 @@ def tiny(x, y):
     return torch.relu(x * y + x)
 
 
+def one_break(x, y):
+    a = torch.relu(x * y + x)
+    s = a.sum().item()  # a graph break for refcomp (RB002) and torch.compile alike
+    return a * s + y
+
+
 def var01(x):
     return x.var(dim=(0, 1))
 
@@ -175,6 +181,9 @@ WORKLOADS = {w.name: w for w in [
              train=True, note="training step of one encoder layer (transformer2's first),"
              " loss mean(y**2)"),
     Workload("tiny", tiny, lambda: (_randn(8), _randn(8)), note="8 elements, 3 ops"),
+    Workload("one_break", one_break, lambda: (_randn(8), _randn(8)),
+             note="tiny with one graph break (.item()): two graphs and the native step"
+             " between them (issue 12)"),
 ] + [Workload(f"reduce_dim{d}", reduce_dim(d), lambda: (_randn(*_R),),
               bytes=4 * (math.prod(_R) + math.prod(_R) // _R[d]), note="sum of [1024,1024,4]",
               accuracy=True)
