@@ -119,6 +119,9 @@ class Unsupported(Exception):
         self.filename: Optional[str] = None
         self.lineno: Optional[int] = None
         self.instruction: Optional[str] = None
+        # (function, file, line) of each traced frame the failure passed through,
+        # innermost first: the inlined call stack a fullgraph error shows.
+        self.frames: list = []
         super().__init__(self.message())
 
     @property
@@ -130,6 +133,14 @@ class Unsupported(Exception):
         if self.filename is None:
             self.filename, self.lineno, self.instruction = filename, lineno, instruction
             self.args = (self.message(),)
+
+    def add_frame(self, function: str, filename: str, lineno) -> None:
+        self.frames.append((function, filename, lineno))
+
+    def call_stack(self) -> str:
+        """The inlined call stack, outermost first, as a traceback lists it."""
+        return "\n".join(f'  File "{f}", line {n}, in {fn}'
+                         for fn, f, n in reversed(self.frames))
 
     def message(self) -> str:
         r = REASONS[self.rid]
@@ -144,4 +155,8 @@ class CaptureError(RuntimeError):
     def __init__(self, unsupported: Unsupported):
         self.unsupported = unsupported
         self.rid = unsupported.rid
-        super().__init__(unsupported.message())
+        text = unsupported.message()
+        if unsupported.frames:  # where the user's code was when it stopped
+            text += "\nTraced call stack (most recent call last):\n" + \
+                unsupported.call_stack()
+        super().__init__(text)

@@ -148,8 +148,11 @@ def load_attr(tx, obj: VT, name: str) -> VT:
     if effects.is_logger_method(obj, name):  # replayed (Note [Replayed side effects])
         return MethodVar(name, obj, name)
     attr = _getattr(value, name)
+    # A method bound at this access (`opt.zero_grad`: torch's own methods too) is a new
+    # object every time: the function is what is guarded (an identity guard on the bound
+    # method failed right after tracing, so a training step re-traced on every call).
     if isinstance(attr, types.MethodType) and isinstance(attr.__func__, types.FunctionType) \
-            and not _is_torch_function(attr.__func__):
+            and (not _is_torch_function(attr.__func__) or attr.__self__ is value):
         if attr.__self__ is value and hasattr(value, "__dict__"):
             tx.ctx.guard_not_overridden(obj.source, name)
         return MethodVar(attr.__func__, obj, name)

@@ -110,8 +110,10 @@ class InstructionTranslator(OpcodeHandlers):
         except _Return as r:
             return r.value
         except Unsupported as e:
-            e.locate(self.code.co_filename, _line_of(self.instructions, self.ip - 1),
+            line = _line_of(self.instructions, self.ip - 1)
+            e.locate(self.code.co_filename, line,
                      f"{self.current.opname} {self.current.argrepr}".strip())
+            e.add_frame(self.code.co_name, self.code.co_filename, line)
             raise
         finally:
             self.ctx.frames.pop()

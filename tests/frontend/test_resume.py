@@ -217,3 +217,40 @@ def test_a_popped_keyword_is_read_before_the_pop_is_replayed():
     x = torch.ones(3)
     for _ in range(2):
         torch.testing.assert_close(cf(x, y=2.0, scale=3.0), _wrapped_breaks(x, y=2.0, scale=3.0))
+
+
+def _train_step(model, opt, x, y):
+    opt.zero_grad()
+    loss = ((model(x) - y) ** 2).mean()
+    loss.backward()
+    opt.step()
+    return loss
+
+
+@pytest.mark.parametrize("make_opt", [lambda p: torch.optim.SGD(p, lr=0.1, momentum=0.9),
+                                      lambda p: torch.optim.Adam(p, lr=0.01)],
+                         ids=["sgd", "adam"])
+def test_a_training_step_compiles_once_and_stops_tracing(make_opt):
+    # Regression (issue 12): `opt.zero_grad` was guarded by the identity of a bound method
+    # (a new object per access), so the guards failed right after tracing and every call
+    # traced again.
+    def make():
+        torch.manual_seed(0)
+        model = torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.ReLU(),
+                                    torch.nn.Linear(8, 1))
+        return model, make_opt(model.parameters())
+
+    (m1, o1), (m2, o2) = make(), make()
+    x, y = torch.randn(16, 4), torch.randn(16, 1)
+    refcomp.reset()
+    step = refcomp.compile(_train_step, backend="eager")
+    seen = []
+    for _ in range(5):
+        torch.testing.assert_close(step(m2, o2, x, y), _train_step(m1, o1, x, y))
+        c = refcomp.stats()["counters"]
+        seen.append((c.get("graphs", 0), c.get("breaks", 0), c.get("misses", 0)))
+    for p1, p2 in zip(m1.parameters(), m2.parameters()):
+        torch.testing.assert_close(p1, p2)
+    assert seen[0][0] >= 1                       # the forward and loss are a graph
+    assert all(s == seen[0] for s in seen)        # traced on the first call only
+    assert refcomp.stats()["counters"].get("eager_calls", 0) == 0

@@ -436,3 +436,27 @@ def test_methods_of_constant_strings_fold():
     torch.testing.assert_close(report.result, torch.full((2,), 4.0))
     cfg.impl = "eager"  # guarded by value: a recompile, not a stale answer
     torch.testing.assert_close(refcomp.compile(f, backend="eager")(torch.ones(2)), torch.ones(2))
+
+
+def _fg_inner(t):
+    return t.sum().item()
+
+
+def _fg_middle(t):
+    return _fg_inner(t * 2) + 1
+
+
+def test_fullgraph_error_shows_the_inlined_call_stack():
+    def outer(x):
+        return _fg_middle(x + 1)
+
+    with pytest.raises(refcomp.CaptureError) as info:
+        refcomp.compile(outer, fullgraph=True, backend="eager")(torch.ones(2))
+    text = str(info.value)
+    lines = text.splitlines()
+    assert lines[0].startswith("[RB002]") and "Traced call stack" in lines[1]
+    stack = lines[2:]
+    assert [s.rsplit(" in ", 1)[1] for s in stack] == ["outer", "_fg_middle", "_fg_inner"]
+    assert all(__file__ in s for s in stack)
+    assert f"line {_fg_inner.__code__.co_firstlineno + 1}, in _fg_inner" in stack[-1]
+    assert f"line {_fg_middle.__code__.co_firstlineno + 1}, in _fg_middle" in stack[1]
