@@ -24,6 +24,7 @@ import torch
 
 from refcomp import logs
 from refcomp.guards import TIME_EVERY
+from refcomp.lookup import build_lookup
 from refcomp.tracer.context import VALUE
 
 HISTORY_LIMIT = 100  # misses kept per frame (the oldest are dropped, and counted)
@@ -34,7 +35,7 @@ COUNTERS: Counter = Counter()
 # dicts only).  `counters()` reports both as one.
 # "past_limit": misses of a full cache (Note [Eager past the limit], refcomp/api.py),
 # reported as misses, limit_hits and eager_calls.
-CALLS: dict = {"calls": 0, "compiled_calls": 0, "past_limit": 0}
+CALLS: dict = {"calls": 0, "compiled_calls": 0, "eager_calls": 0, "past_limit": 0}
 _CACHES: dict = {}  # (code object, config key) -> FrameCache
 _CACHES_LOCK = threading.Lock()
 
@@ -57,7 +58,11 @@ class Miss:
 class FrameCache:
     def __init__(self, code):
         self.code = code
-        self.entries: list = []  # replaced, never mutated in place (lock-free readers)
+        self._entries: list = []  # replaced, never mutated in place (lock-free readers)
+        # The entries' checks as one function (Note [One lookup per cache]), built on the
+        # first untimed lookup after the entries change; `checks` counts lookups.
+        self.find = None
+        self.checks = 0
         self.lock = threading.RLock()
         self.warned = False
         self.miss_reasons: list = []  # last miss: (entry index, [failing guard, expected])
@@ -70,14 +75,42 @@ class FrameCache:
         # without being explained again.  None until then.
         self.full = None
 
-    def lookup(self, L, G, C, B):
-        for entry in self.entries:
+    @property
+    def entries(self) -> list:
+        return self._entries
+
+    @entries.setter
+    def entries(self, entries: list) -> None:
+        self._entries = entries
+        self.find = None
+
+    def lookup(self, L, G, C, B, counted=False):
+        """The entry whose guards pass, and its inputs, or (None, None); counts a hit.
+
+        One lookup in TIME_EVERY (and the first after the entries change) checks entry
+        by entry with timed checks (Note [Sampled guard time]); the others run the
+        generated lookup of all entries (Note [One lookup per cache], refcomp/lookup.py).
+        `counted`: the caller already counted this lookup in `checks` (dispatch, which
+        inlines the fast path).
+        """
+        if not counted:
+            self.checks += 1
+        find = self.find
+        if find is not None and self.checks % TIME_EVERY != 1:
+            found = find(L, G, C, B)
+            if found is None:
+                return None, None
+            found[0].hits += 1
+            return found
+        entries = self._entries
+        if find is None and entries:
+            self.find = build_lookup(entries)
+            if self._entries is not entries:  # replaced meanwhile (another thread)
+                self.find = None
+        for entry in entries:
             guards = entry.guards
-            guards.calls += 1  # GuardSet.__call__, inlined: See Note [Sampled guard time]
-            if guards.calls % TIME_EVERY == 1:
-                inputs = guards.timed_check(L, G, C, B)
-            else:
-                inputs = guards.check(L, G, C, B)
+            guards.calls += 1
+            inputs = guards.timed_check(L, G, C, B)
             if inputs is not None:
                 entry.hits += 1
                 return entry, inputs
@@ -223,7 +256,9 @@ def all_caches() -> dict:
 def counters() -> dict:
     """COUNTERS and the per-call counts (See Note [Per-call counters]), those not zero."""
     out = dict(COUNTERS)
-    out.update((k, n) for k, n in CALLS.items() if n and k != "past_limit")
+    for k, n in CALLS.items():
+        if n and k != "past_limit":
+            out[k] = out.get(k, 0) + n
     if CALLS["past_limit"]:
         for k in ("misses", "limit_hits", "eager_calls"):
             out[k] = out.get(k, 0) + CALLS["past_limit"]
