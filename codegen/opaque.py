@@ -199,6 +199,7 @@ def make_runner(attrs: dict):
     mutates = tuple(attrs.get("mutates") or ())
     views = frozenset(attrs.get("views") or ())
     n_results = len(ir_opaque.parse_results(attrs["results"]))
+    token = attrs["results"].strip() == ir_opaque.NO_RESULTS
 
     def run(*tensors):
         if mutates:
@@ -207,6 +208,8 @@ def make_runner(attrs: dict):
                 tensors[i] = tensors[i].clone()
         args, kwargs = bind(tensors)
         out = fn(*args, **kwargs)
+        if token:  # an effect-only call (torch.manual_seed): its result is the token
+            return torch.empty(0, dtype=torch.uint8)
         outs = [] if out is None else list(out) if isinstance(out, (tuple, list)) else [out]
         if views:
             outs = [o.clone(memory_format=torch.contiguous_format) if j in views else o

@@ -1,6 +1,6 @@
 """What passes ask about nodes and values: effects, known constants, views.
 
-Owns: `has_effects` (the one definition of "this node must run"), `Const` and the
+Owns: `has_effects` (the one definition of "this node must run"), `touches_rng`, `Const` and the
 reading of constant values (`constant_of`, `splat_value`, `constant_arrays`), and
 `view_root`.  Every pass and the rewrite engine import these from here, so no pass
 depends on another for a helper.  Answers come from the op facts on `OpDef`
@@ -28,6 +28,17 @@ def has_effects(node: Node) -> bool:
     if node.op.effects:
         return True
     return node.body is not None and any(inner.op.effects for inner in node.body.walk())
+
+
+def touches_rng(node: Node) -> bool:
+    """True if `node` draws from (or seeds, saves, restores) the random stream: a random
+    op, or an `aten` node tagged `rng` (ir/ops/opaque.py).  Running it again would
+    change what later draws give."""
+    from ir.ops.registry import RANDOM
+
+    if node.op.category == RANDOM or node.op.name == "aten" and node.attrs.get("rng"):
+        return True
+    return node.body is not None and any(touches_rng(inner) for inner in node.body.walk())
 
 
 def view_root(value: Value, producers: Mapping[Value, Node]) -> tuple[Value, list[Node]]:

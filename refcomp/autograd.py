@@ -40,7 +40,7 @@ from typing import Any, Callable, Optional
 import torch
 
 from ir.autodiff import Joint
-from ir.ops.registry import RANDOM
+from ir.facts import touches_rng
 from refcomp import global_state
 
 
@@ -137,7 +137,7 @@ def _differentiable_backward(ctx, *grads):
     info = ctx.info
     _ = ctx.saved_tensors  # autograd's own checks first (freed by an earlier backward)
     why = "double backward (create_graph=True) through a compiled graph"
-    if info.joint is None or any(n.op.category == RANDOM for n in info.joint.forward.nodes):
+    if info.joint is None or any(touches_rng(n) for n in info.joint.forward.nodes):
         raise RuntimeError(f"refcomp: {why} that draws random numbers is not supported"
                            " (recomputing it would redraw them); run this function eagerly"
                            " (refcomp.disable) or call backward without create_graph")

@@ -23,6 +23,12 @@ what is needed to *name* the call, never to understand it:
   operands' new values are extra results after the call's own results, in order.
 - `views`: result indices that torch returns as views of an operand; the node's
   result is a copy (value semantics; the frontend keeps track of the aliasing).
+- `rng`: the call draws from, seeds or restores torch's default generator
+  (`torch.bernoulli`, `torch.manual_seed`, `torch.set_rng_state`): its effect is on the
+  random stream, so a rerun of the graph (double backward) would change it.
+- `results="none"`: the call returns nothing the graph uses (`torch.manual_seed`
+  returns a Generator, `torch.set_rng_state` None); the node's one result is an empty
+  `u8[0]` token, and the node exists for its effect.
 
 The node is an EXTERN op: never fused, never part of a kernel; the memory plan
 leaves its results to whoever runs it.  It has effects: never removed, merged or
@@ -49,10 +55,23 @@ def set_executor(fn: Callable) -> None:
     _EXECUTOR = fn
 
 
+# `results="none"`: an effect-only call; the node's result is this empty token.
+NO_RESULTS = "none"
+
+
+def token_type():
+    from ir.types import TensorType, u8
+
+    return TensorType(u8, (0,), "cpu")
+
+
 def parse_results(text: str) -> tuple:
-    """The TensorTypes written in a `results` attribute ("f32[3,4]; i64[3]")."""
+    """The TensorTypes written in a `results` attribute ("f32[3,4]; i64[3]"; "none": the
+    token of an effect-only call)."""
     from ir.parser import Parser
 
+    if text.strip() == NO_RESULTS:
+        return (token_type(),)
     types = []
     for part in text.split(";"):
         part = part.strip()
@@ -73,11 +92,13 @@ def format_results(types) -> str:
     return "; ".join(str(t) for t in types)
 
 
-def _infer(types, fn, args, results, mutates, views):
+def _infer(types, fn, args, results, mutates, views, rng=False):
     """The declared results; `mutates` names operands (their new values come last)."""
     out = parse_results(results)
     if not fn:
         raise TypeError("aten needs fn= naming the torch callable")
+    if results.strip() == NO_RESULTS and (mutates or views):
+        raise TypeError(f"aten {fn}: results=\"none\" writes and views nothing")
     for i in mutates:
         if not 0 <= i < len(types):
             raise TypeError(f"aten {fn}: mutates operand {i}, but it has {len(types)}")
@@ -89,16 +110,17 @@ def _infer(types, fn, args, results, mutates, views):
     return out if len(out) != 1 else out[0]
 
 
-def _ref(*arrays, fn, args, results, mutates, views):
+def _ref(*arrays, fn, args, results, mutates, views, rng=False):
     if _EXECUTOR is None:
         raise RuntimeError(f"aten {fn}: an opaque torch call needs torch to run; import"
                            " codegen.opaque to register its executor")
-    return _EXECUTOR(arrays, fn=fn, args=args, results=results, mutates=mutates, views=views)
+    return _EXECUTOR(arrays, fn=fn, args=args, results=results, mutates=mutates, views=views,
+                     rng=rng)
 
 
 ATEN = defop(
     "aten", EXTERN, operands=("xs",), variadic=True,
     attrs={"fn": "str", "args": ("str", ""), "results": "str", "mutates": ("ints", ()),
-           "views": ("ints", ())},
+           "views": ("ints", ()), "rng": ("bool", False)},
     infer=_infer, ref=_ref, effects=True,
     doc="one call of a torch callable with no IR rule, run by ATen (see ir/ops/opaque.py)")

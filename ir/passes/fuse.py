@@ -33,6 +33,7 @@ import logging
 from dataclasses import dataclass, field
 from typing import Optional
 
+from ir.facts import has_effects
 from ir.facts import view_root as trace
 from ir.graph import Graph, Node, Value
 from ir.ops.registry import POINTWISE, REDUCTION, lookup
@@ -207,6 +208,12 @@ class _Groups:
         self.producers = graph.producers()
         uses = graph.uses()
         self.succ = {n: [u for v in n.outputs for u in uses.get(v, [])] for n in graph.nodes}
+        # Effectful nodes run in program order (a random draw after a seed): each one is a
+        # predecessor of the next, so a region that would feed an earlier effect and read a
+        # later one is a cycle, refused like any other.
+        effectful = [n for n in graph.nodes if has_effects(n)]
+        for a, b in zip(effectful, effectful[1:]):
+            self.succ[a].append(b)
         self.parent = {n: n for n in graph.nodes if is_work(n)}
         self.members = {n: [n] for n in self.parent}
         self.refusals: list[str] = []
@@ -396,16 +403,20 @@ def _rebuild(graph: Graph, groups: _Groups) -> Graph:
         region.finish(lambda v: v in needed_top or v in read_by_regions)
     regions = [r for r in regions if r.node is not None]  # all results unused: pure, dropped
     units: list[tuple[int, Node, list[Value]]] = []
+    effectful = sorted((n for n in kept if has_effects(n)), key=order.get)
+    after = dict(zip(effectful[1:], effectful))  # the effect that must run first
     for node in kept:
-        units.append((order[node], node, list(node.inputs)))
+        deps = list(node.inputs) + (list(after[node].outputs) if node in after else [])
+        units.append((order[node], node, deps))
     for r in regions:
         units.append((min(order[m] for m in r.members), r.node, r.param_roots))
     return graph.with_nodes(_topological(units))
 
 
 def _topological(units) -> list[Node]:
-    """Kahn's order; among ready units the earliest original position goes first, which
-    keeps effectful nodes (no operands, always ready) in their original order."""
+    """Kahn's order; among ready units the earliest original position goes first.  An
+    effectful unit lists the previous one's outputs among its dependencies (`_rebuild`),
+    so effects keep their program order even when one reads a region."""
     defined_by = {v: u[1] for u in units for v in u[1].outputs}
     waiting = {u[1]: {defined_by[v] for v in u[2] if v in defined_by} for u in units}
     users: dict[Node, list] = {}

@@ -34,7 +34,7 @@ from refcomp.sources import (
     ItemSource,
     Source,
 )
-from refcomp.tracer import effects, opaque, tensor_layout, torch_table
+from refcomp.tracer import effects, opaque, rng, tensor_layout, torch_table
 from refcomp.tracer.checkpoint import CHECKPOINT, call_checkpoint
 from refcomp.tracer.context import CONSTANT_TYPES, constant_key, module_attr_source
 from refcomp.tracer.values import (
@@ -505,6 +505,8 @@ def call_function(tx, fn: VT, args: list, kwargs: dict) -> VT:
     if isinstance(fn, ExitVar):
         tx.ctx.set_grad_enabled(fn.previous)
         return ConstVar(None)
+    if isinstance(fn, rng.RngRestoreVar):  # leaving `with freeze_rng_state():`
+        return fn.exit(tx.ctx)
     if isinstance(fn, PartialVar):  # partial(f, *a, **k)(*b, **l) is f(*a, *b, **k, **l)
         return call_function(tx, fn.fn, fn.args + list(args), {**fn.kwargs, **kwargs})
     if isinstance(fn, NullVar) or not isinstance(fn, ConstVar):
@@ -545,7 +547,8 @@ def call_function(tx, fn: VT, args: list, kwargs: dict) -> VT:
     if _hashable(value) and value in _NO_OP_CALLS:
         return ConstVar(_NO_OP_CALLS[value](args))
     if isinstance(value, types.BuiltinMethodType) and \
-            type(value.__self__) in (str, bytes, int, float, bool, tuple, frozenset) and \
+            (type(value.__self__) in (str, bytes, int, float, bool, tuple, frozenset) or
+             type(value.__self__) is set and value.__name__ in _SET_QUERIES) and \
             all(_is_constant(v) for v in list(args) + list(kwargs.values())):
         # `attn_implementation.startswith("paged|")`: a method of an immutable constant
         # (guarded by value where it was read) answers the same every time: folded.
@@ -604,6 +607,12 @@ def call_function(tx, fn: VT, args: list, kwargs: dict) -> VT:
         return call_function(tx, MethodVar(type(value).__call__, fn, "__call__"), args,
                              kwargs)
     raise Unsupported("RB004", f"call of {type(value).__name__} {value!r}")
+
+
+# Methods of a set that read it and return a new value (a set the trace holds is a
+# constant: made by the trace, or guarded by value where it was read).
+_SET_QUERIES = frozenset({"issubset", "issuperset", "isdisjoint", "union", "intersection",
+                          "difference", "symmetric_difference", "copy", "__contains__"})
 
 
 def _unpack_partial(tx, fn: ConstVar) -> PartialVar:
@@ -1055,6 +1064,38 @@ def _filter(tx, args, kwargs):
     return IteratorVar(kept)
 
 
+def _map(tx, args, kwargs):
+    """map(fn, *its), evaluated when made (as filter above)."""
+    if kwargs or len(args) < 2:
+        raise Unsupported("RB017", "map() needs a function and an iterable")
+    fn, columns = args[0], [iterate(tx, a) for a in args[1:]]
+    before = len(tx.ctx.effects)
+    items = [call_function(tx, fn, list(row), {}) for row in zip(*columns)]
+    if len(tx.ctx.effects) != before:
+        raise Unsupported("RB008", "map() with a function that has side effects")
+    return IteratorVar(items)
+
+
+def _type(tx, args, kwargs):
+    """type(obj): a tensor made by the trace is a torch.Tensor; a graph input's exact type
+    (Tensor or Parameter) is pinned by its TENSOR_MATCH guard."""
+    if len(args) != 1 or kwargs:  # type(name, bases, namespace) of constants: folded
+        if not all(_is_constant(v) for v in list(args) + list(kwargs.values())):
+            raise Unsupported("RB004", "type() making a class of traced values")
+        return _fold(type, *[as_python(a) for a in args],
+                     **{k: as_python(v) for k, v in kwargs.items()})
+    (obj,) = args
+    if isinstance(obj, TensorVar):
+        example = tx.ctx.examples.get(obj.source.name()) if obj.source is not None else None
+        return ConstVar(type(example) if example is not None else torch.Tensor)
+    if isinstance(obj, ConstVar):
+        return ConstVar(type(obj.value))
+    try:
+        return ConstVar(obj.python_type())
+    except NotImplementedError:
+        raise Unsupported("RB004", f"type() of {obj!r}") from None
+
+
 def _reduce(tx, args, kwargs):
     """functools.reduce(fn, it[, initial]): the calls unrolled in order."""
     if kwargs or len(args) not in (2, 3):
@@ -1203,9 +1244,11 @@ _BUILTIN_HANDLERS = {
     min: _minmax(min, torch.minimum), max: _minmax(max, torch.maximum), sum: _sum,
     int: _to_python_number(int), float: _to_python_number(float),
     bool: _to_python_number(bool), abs: _abs, all: _all_any(False), any: _all_any(True),
-    itertools.repeat: _repeat, filter: _filter, functools.reduce: _reduce, next: _next,
+    itertools.repeat: _repeat, filter: _filter, map: _map, type: _type,
+    functools.reduce: _reduce, next: _next,
     torch.Tensor.__getitem__: _tensor_getitem, torch.Size: _torch_size,
 }
 # Handlers for functions of modules refcomp does not import (importing them costs seconds):
 # matched on (module, qualname) when called.
-_NAMED_HANDLERS = {("torch.fx.experimental.symbolic_shapes", "expect_true"): _expect_true}
+_NAMED_HANDLERS = {("torch.fx.experimental.symbolic_shapes", "expect_true"): _expect_true,
+                   **rng.HANDLERS}

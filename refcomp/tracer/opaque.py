@@ -139,13 +139,16 @@ def call_opaque(ctx, fn, args: list, kwargs: dict, name: str | None = None) -> V
         raise Unsupported("RB013", f"{name}: an argument is not a tensor or a constant")\
             from None
     pargs, pkwargs = _specialize(ctx, pargs), _specialize(ctx, pkwargs)
+    if pkwargs.get("generator") is not None:
+        raise Unsupported("RB004", f"{name} draws from a generator object; the graph draws"
+                                   " only from torch's default generator")
     if not short.endswith("_") and "out" not in pkwargs:  # Note [Autocast policy]
         pargs, pkwargs = autocast.cast_operands(ctx, fn, name, pargs, pkwargs)
     operands: list[TensorVar] = []
     _collect(pargs, operands)
     _collect(pkwargs, operands)
     factory = not operands
-    if factory and short not in FACTORIES:
+    if factory and short not in FACTORIES and not _draws_random(fn, short):
         raise Unsupported("RB004", f"{name} takes no tensor and is not a known factory")
     for tv in operands:
         for d in tv.value.type.shape:
@@ -167,10 +170,9 @@ def call_opaque(ctx, fn, args: list, kwargs: dict, name: str | None = None) -> V
     if factory:
         device = mkwargs.get("device")
         mkwargs["device"] = "meta"
-    if (_draws_random(fn, short) and not _no_draw(short, pargs, pkwargs)) or \
-            pkwargs.get("generator") is not None:
-        raise Unsupported("RB004", f"{name} draws random numbers; its stream must match"
-                                   " eager's")
+    # Note [Random stream in program order] (refcomp/tracer/rng.py): drawn by ATen at run
+    # time from the default generator, in program order.
+    draws = _draws_random(fn, short) and not _no_draw(short, pargs, pkwargs)
     try:
         with torch.set_grad_enabled(ctx.grad_enabled):
             out = fn(*margs, **mkwargs)
@@ -220,7 +222,7 @@ def call_opaque(ctx, fn, args: list, kwargs: dict, name: str | None = None) -> V
                              tuple(int(s) for s in metas[i].shape), operands[i].value.type.device)
                   for i in mutates]
     attrs = {"fn": name, "args": text, "results": format_results(out_types),
-             "mutates": tuple(mutates), "views": tuple(views)}
+             "mutates": tuple(mutates), "views": tuple(views), "rng": draws}
     values = ctx.builder.insert(ATEN, [tv.value for tv in operands], attrs, out_types)
     values = list(values) if isinstance(values, tuple) else [values]
 

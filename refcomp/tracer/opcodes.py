@@ -12,7 +12,7 @@ from __future__ import annotations
 import dis
 
 from refcomp.reasons import Unsupported
-from refcomp.tracer import calls, effects
+from refcomp.tracer import calls, effects, rng
 from refcomp.tracer.values import (
     NULL,
     CellVar,
@@ -385,11 +385,16 @@ class OpcodeHandlers:
         else:
             self.push(item)
 
-    # --- with blocks (grad mode only) ----------------------------------------------------
+    # --- with blocks (grad mode, freeze_rng_state) ----------------------------------------
     def BEFORE_WITH(self, inst):
         ctx_vt = self.pop()
+        if isinstance(ctx_vt, rng.RngFreezeVar):  # Note [Random stream in program order]
+            self.push(ctx_vt.enter(self.ctx))
+            self.push(ConstVar(None))
+            return
         if not isinstance(ctx_vt, GradModeVar):
-            raise Unsupported("RB013", f"`with` on {ctx_vt!r}: only grad-mode contexts")
+            raise Unsupported("RB013", f"`with` on {ctx_vt!r}: only grad-mode contexts and"
+                                       " freeze_rng_state")
         previous = ctx_vt.previous if ctx_vt.applied else self.ctx.grad_enabled
         self.ctx.set_grad_enabled(ctx_vt.enabled)
         self.push(ExitVar(previous))

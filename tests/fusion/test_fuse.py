@@ -205,3 +205,25 @@ def test_fuse_preserves_results_and_duplicates_no_work(case):
         for n in r.body.nodes:
             assert n.op.category in ALLOWED or n.op.index_map or (
                 n.op.name == "full" and n.outputs[0].type.rank == 0), n.op.name
+
+
+def test_effects_keep_program_order_when_one_reads_a_region():
+    # Regression: y = x * 0.5 fused with the later y * r put the region (and the
+    # bernoulli reading y) after the seed and the draw r, so the bernoulli drew from the
+    # reseeded stream (wrong numbers on llvm).  Effects chain in program order.
+    g = parse("""func @f(%x: f32[8]) -> (f32[8], f32[8]) {
+  %0 = full {value=0.5} : f32[]
+  %1 = mul %x, %0 : f32[8]
+  %2 = aten %1 {fn="torch.bernoulli", args="T[0]", results="f32[8]", rng=true} : f32[8]
+  %3 = aten {fn="torch.manual_seed", args="0", results="none", rng=true} : u8[0]
+  %4 = rand {shape=[8]} : f32[8]
+  %5 = mul %1, %4 : f32[8]
+  return %2, %5
+}
+""")
+    f = check(fuse(g))
+    effects = [n for n in f.nodes if n.op.effects]
+    assert [n.op.name for n in effects] == ["aten", "aten", "rand"]
+    assert effects[0].attrs["fn"] == "torch.bernoulli"
+    position = {n: i for i, n in enumerate(f.nodes)}
+    assert position[effects[0]] < position[effects[1]] < position[effects[2]]
