@@ -23,6 +23,7 @@ from refcomp import global_state
 from refcomp import guards as G
 from refcomp.reasons import Unsupported
 from refcomp.sources import (
+    ATTR,
     BUFFER,
     MODULE,
     PARAM,
@@ -328,11 +329,16 @@ class TraceContext:
         why = None
         if not t.is_contiguous():
             why = "the tensor is not contiguous (its strides would be symbolic)"
+        # Arguments, their items and attributes (a KV cache object's tensors), not module
+        # state: what is read through a module's _parameters/_buffers/_modules, or any
+        # Parameter, stays static, as in torch.
         src = source
-        while src is not None:  # arguments and their items, not module state
-            if isinstance(src, AttrSource):
+        while src is not None:
+            if isinstance(src, AttrSource) and src.where != ATTR:
                 why = "it is module state (parameters and buffers stay static)"
             src = src.base()
+        if isinstance(t, torch.nn.Parameter):
+            why = "it is a parameter (parameters and buffers stay static)"
         dims = []
         for d in sorted(wanted):
             if not -t.dim() <= d < t.dim():

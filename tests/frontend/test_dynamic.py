@@ -67,6 +67,56 @@ def test_automatic_dynamic_makes_the_dim_that_changed_symbolic_not_dim_0():
     assert input_types(cf.cache.entries[2]) == ["f32[s0,s1]"]
 
 
+class KVCache:
+    """A plain object holding tensors, as transformers' DynamicCache does."""
+
+    def __init__(self, keys):
+        self.keys = keys
+
+
+def attend(q, cache):
+    return (q @ cache.keys.transpose(0, 1)).softmax(-1)
+
+
+def test_a_tensor_attribute_of_a_plain_object_becomes_dynamic():
+    """A KV cache's tensors grow by one each step: automatic dynamic makes the length a
+    symbol after one recompile (it was taken for module state and recompiled every step
+    up to the limit)."""
+    cf = refcomp.compile(attend, backend="eager")
+    q = torch.randn(1, 8)
+    for n in range(3, 9):
+        cache = KVCache(torch.randn(n, 8))
+        same(cf(q, cache), attend(q, cache))
+    static, dyn = cf.cache.entries
+    assert dyn.hits == 4
+    assert input_types(dyn) == ["f32[1,8]", "f32[s0,8]"]
+
+
+class Buffered(torch.nn.Module):
+    def __init__(self, n):
+        super().__init__()
+        self.register_buffer("table", torch.randn(n, 4))
+        self.weight = torch.nn.Parameter(torch.randn(n, 4))
+
+    def forward(self, x):
+        return x + self.table.sum(0) + self.weight.sum(0)
+
+
+def test_buffers_and_parameters_stay_static_when_their_size_changes():
+    m = Buffered(3)
+    cm = refcomp.compile(m, backend="eager")
+    x = torch.randn(4)
+    for n in (3, 5, 7):
+        m.table = torch.randn(n, 4)
+        m.weight = torch.nn.Parameter(torch.randn(n, 4))
+        same(cm(x), m(x))
+    entries = cm._compiled_forward.cache.entries
+    assert len(entries) == 3
+    assert all(t.is_static for e in entries for t in (v.type for v in e.graph.inputs))
+    notes = [n for e in entries for n in e.notes]
+    assert any("module state" in n for n in notes)
+
+
 def test_a_dtype_change_is_not_a_size_change():
     cf = refcomp.compile(lambda x: x + 1, backend="eager")
     cf(torch.randn(4))
