@@ -5,43 +5,40 @@ the CPU), `ir.run` evaluates the graph, and the results become fresh torch
 tensors of the graph's declared dtypes on the declared devices.  Not
 differentiable: refcomp hands graphs that need gradients to "eager".
 
-Random ops draw from a numpy Generator seeded by one `torch.randint` draw per
-call, so `torch.manual_seed` makes runs reproducible -- but the numbers differ
-from eager PyTorch's (different generator and algorithm).  A graph without
-random ops leaves torch's generator untouched.  Spec: spec/codegen.md, "Backends".
+Random ops (`rand randn dropout_mask`) draw from torch's default generator exactly
+as the eager backend draws them (its makers in codegen/eager.py are the one
+definition), so a compiled call draws eager's numbers and leaves the generator where
+eager leaves it.  Spec: spec/codegen.md, "Backends".
 """
 
 from __future__ import annotations
 
 import numpy as np
-import torch
 
 from codegen import opaque  # noqa: F401  (registers the `aten` op's executor)
 from codegen.backends import Backend, register_backend
+from codegen.eager import EAGER_OPS
 from codegen.torch_bridge import from_numpy, to_numpy
 from ir.graph import Graph
 from ir.interpreter import InterpreterError, run
-from ir.ops.registry import RANDOM
 
-_SEED_BOUND = 2**62
+
+def torch_draw(op_name: str, attrs: dict) -> np.ndarray:
+    """A random node's result drawn by torch as the eager backend draws it."""
+    return to_numpy(EAGER_OPS[op_name](None, attrs)())
 
 
 def compile_graph(graph: Graph, options: dict) -> callable:
     if options:
         raise ValueError(f"the interp backend takes no options, got {sorted(options)}")
-    needs_rng = any(node.op.category == RANDOM for node in graph.walk())
     out_types = [v.type for v in graph.outputs]
     n_inputs = len(graph.inputs)
 
     def interp_fn(*tensors) -> list:
         if len(tensors) != n_inputs:
             raise TypeError(f"@{graph.name} takes {n_inputs} tensors, got {len(tensors)}")
-        rng = None
-        if needs_rng:
-            seed = int(torch.randint(0, _SEED_BOUND, (), dtype=torch.int64))
-            rng = np.random.default_rng(seed)
         try:
-            arrays = run(graph, [to_numpy(t) for t in tensors], rng)
+            arrays = run(graph, [to_numpy(t) for t in tensors], draw=torch_draw)
         except InterpreterError as e:
             if isinstance(e.__cause__, IndexError):  # an index out of range: eager's type
                 raise IndexError(f"index out of range in self ({e})") from e

@@ -2,13 +2,15 @@
 
 Each node runs its op's `ref` on numpy arrays; the result is stored as the
 node's declared dtype (bf16 rounded, see ir/types.py) and its shape is checked,
-so a wrong type rule cannot hide.  Random ops draw from `rng`.  A fused node runs
-its body.  Spec: spec/ir.md, "Semantics".
+so a wrong type rule cannot hide.  Random ops draw from `rng` (a numpy Generator), or
+through `draw` when given (the interp backend draws from torch's generator, so its
+numbers are eager's: codegen/interp.py).  A fused node runs its body.
+Spec: spec/ir.md, "Semantics".
 """
 
 from __future__ import annotations
 
-from typing import Optional, Sequence
+from typing import Callable, Optional, Sequence
 
 import numpy as np
 
@@ -21,8 +23,13 @@ class InterpreterError(RuntimeError):
     pass
 
 
-def run(graph: Graph, args: Sequence, rng: Optional[np.random.Generator] = None) -> list:
-    """Evaluate `graph` on `args` (array-likes matching its inputs); return output arrays."""
+def run(graph: Graph, args: Sequence, rng: Optional[np.random.Generator] = None,
+        draw: Optional[Callable[[str, dict], np.ndarray]] = None) -> list:
+    """Evaluate `graph` on `args` (array-likes matching its inputs); return output arrays.
+
+    `draw(op name, attrs)`, when given, makes each random node's result instead of the
+    op's numpy reference drawing from `rng`.
+    """
     if len(args) != len(graph.inputs):
         raise InterpreterError(f"@{graph.name} takes {len(graph.inputs)} inputs,"
                                f" got {len(args)}")
@@ -36,12 +43,15 @@ def run(graph: Graph, args: Sequence, rng: Optional[np.random.Generator] = None)
         for node in graph.nodes:
             operands = [env[v] for v in node.inputs]
             if node.body is not None:
-                results = run(node.body, operands, rng)
+                results = run(node.body, operands, rng, draw)
             else:
                 extra = {"rng": rng} if node.op.category == RANDOM else {}
                 attrs = _concrete_attrs(node, sizes)
                 try:
-                    result = node.op.ref(*operands, **attrs, **extra)
+                    if draw is not None and node.op.category == RANDOM:
+                        result = draw(node.op.name, attrs)
+                    else:
+                        result = node.op.ref(*operands, **attrs, **extra)
                 except Exception as e:  # name the node, keep the cause
                     raise InterpreterError(f"{node.op.name} failed: {e}") from e
                 results = list(result) if isinstance(result, tuple) else [result]
