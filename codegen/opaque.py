@@ -192,6 +192,15 @@ def _eval(node, tensors, text):
 
 
 # --- running ---------------------------------------------------------------------------------
+def flatten_results(out) -> list:
+    """A call's results in order, sequences nested one level flattened (histogramdd's
+    `(hist, (edges0, edges1))` -> [hist, edges0, edges1]): the node's results."""
+    flat = []
+    for r in out:
+        flat.extend(r) if isinstance(r, (tuple, list)) else flat.append(r)
+    return flat
+
+
 def make_runner(attrs: dict):
     """The torch function for one `aten` node: tensors in, a tensor or a tuple out."""
     fn = resolve(attrs["fn"])
@@ -210,7 +219,8 @@ def make_runner(attrs: dict):
         out = fn(*args, **kwargs)
         if token:  # an effect-only call (torch.manual_seed): its result is the token
             return torch.empty(0, dtype=torch.uint8)
-        outs = [] if out is None else list(out) if isinstance(out, (tuple, list)) else [out]
+        outs = [] if out is None else flatten_results(out) if isinstance(
+            out, (tuple, list)) else [out]
         if views:
             outs = [o.clone(memory_format=torch.contiguous_format) if j in views else o
                     for j, o in enumerate(outs)]

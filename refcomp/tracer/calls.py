@@ -10,7 +10,9 @@ raises Unsupported with a reason id.  Spec: spec/tracer.md, "Calls".
 from __future__ import annotations
 
 import builtins
+import dataclasses
 import functools
+import inspect
 import itertools
 import math
 import operator
@@ -34,7 +36,7 @@ from refcomp.sources import (
     ItemSource,
     Source,
 )
-from refcomp.tracer import effects, opaque, rng, tensor_layout, torch_table
+from refcomp.tracer import classes, effects, opaque, rng, tensor_layout, torch_table
 from refcomp.tracer.checkpoint import CHECKPOINT, call_checkpoint
 from refcomp.tracer.context import CONSTANT_TYPES, constant_key, module_attr_source
 from refcomp.tracer.values import (
@@ -128,6 +130,10 @@ def load_attr(tx, obj: VT, name: str) -> VT:
             src = module_attr_source(obj.value, obj.source, name) if isinstance(
                 obj.value, torch.nn.Module) else AttrSource(obj.source, name, ATTR)
             return effects.opaque_container(tx.ctx, getattr(obj.value, name), src)
+    if isinstance(obj, classes.ClassVar):
+        return classes.class_attr(tx, obj, name)
+    if isinstance(obj, classes.FunctionCtxVar):
+        return classes.ctx_attr(obj, name)
     if isinstance(obj, TupleVar) and obj.field(name) is not None:
         return obj.field(name)  # r.values of torch.return_types.max
     if isinstance(obj, (TupleVar, ListVar, DictVar)):
@@ -499,7 +505,7 @@ def call_function(tx, fn: VT, args: list, kwargs: dict) -> VT:
         return _generator_expression(tx, fn, args)
     if isinstance(fn, FunctionVar):
         return inline(tx, fn.code, fn.f_globals, args, kwargs, fn.defaults, fn.kwdefaults,
-                      fn.closure, None)
+                      fn.closure, fn.globals_source)
     if isinstance(fn, MethodVar):
         return _call_method(tx, fn, args, kwargs)
     if isinstance(fn, ExitVar):
@@ -507,6 +513,10 @@ def call_function(tx, fn: VT, args: list, kwargs: dict) -> VT:
         return ConstVar(None)
     if isinstance(fn, rng.RngRestoreVar):  # leaving `with freeze_rng_state():`
         return fn.exit(tx.ctx)
+    if isinstance(fn, classes.ApplyVar):  # Fn.apply of a class made in the frame
+        return classes.apply(tx, fn, args, kwargs)
+    if isinstance(fn, classes.ClassVar):
+        raise Unsupported("RB004", f"an instance of {fn.name}, a class made in the frame")
     if isinstance(fn, PartialVar):  # partial(f, *a, **k)(*b, **l) is f(*a, *b, **k, **l)
         return call_function(tx, fn.fn, fn.args + list(args), {**fn.kwargs, **kwargs})
     if isinstance(fn, NullVar) or not isinstance(fn, ConstVar):
@@ -596,8 +606,15 @@ def call_function(tx, fn: VT, args: list, kwargs: dict) -> VT:
         return PartialVar(args[0], args[1:], kwargs)
     if type(value) is functools.partial:
         return call_function(tx, _unpack_partial(tx, fn), args, kwargs)
+    if _is_frozen_dataclass(value) and all(
+            _is_constant(v) for v in list(args) + list(kwargs.values())):
+        return _frozen_dataclass(tx, value, args, kwargs)
     if opaque.opaque_name(value) is not None:
         return opaque.call_opaque(tx.ctx, value, args, kwargs)
+    if isinstance(value, torch._library.custom_ops.CustomOpDef):
+        # torch.library.custom_op: calling it calls its operator (torch.ops.ns.name),
+        # typed by its registered fake kernel on meta tensors like any opaque call.
+        return opaque.call_opaque(tx.ctx, value._opoverload, args, kwargs)
     if _is_torch_function(value) or isinstance(value, types.BuiltinFunctionType):
         raise Unsupported("RB004", f"{_public_name(value)} is not in the torch table")
     if not isinstance(value, type) and \
@@ -613,6 +630,46 @@ def call_function(tx, fn: VT, args: list, kwargs: dict) -> VT:
 # constant: made by the trace, or guarded by value where it was read).
 _SET_QUERIES = frozenset({"issubset", "issuperset", "isdisjoint", "union", "intersection",
                           "difference", "symmetric_difference", "copy", "__contains__"})
+
+
+def _is_frozen_dataclass(value) -> bool:
+    """A frozen dataclass whose __init__ the decorator generated (exec'd from a string),
+    made by type.__call__, with plain fields (no InitVar, no default_factory)."""
+    params = getattr(value, "__dataclass_params__", None)
+    if not isinstance(value, type) or params is None or not params.frozen:
+        return False
+    init = vars(value).get("__init__")
+    fields = getattr(value, "__dataclass_fields__", {}).values()
+    return isinstance(init, types.FunctionType) and init.__code__.co_filename == "<string>" \
+        and type(value).__call__ is type.__call__ and value.__new__ is object.__new__ \
+        and all(f.default_factory is dataclasses.MISSING and
+                f._field_type is not dataclasses._FIELD_INITVAR for f in fields)
+
+
+def _frozen_dataclass(tx, cls, args, kwargs) -> ConstVar:
+    """cls(*args, **kwargs) of a frozen dataclass of constants (F.linear_cross_entropy's
+    options, remade by dataclasses.replace).  Its generated __init__ only stores the
+    fields: they are stored now, on a new object, and its __post_init__ (a validator) is
+    traced like any method, so a check that fails is a break and eager raises.  The object
+    is immutable: nothing can tell it from the one eager makes."""
+    try:
+        bound = inspect.signature(cls).bind(*[as_python(a) for a in args],
+                                            **{k: as_python(v) for k, v in kwargs.items()})
+    except TypeError as e:
+        raise Unsupported("RB017", f"{cls.__name__}(): {e}") from None
+    bound.apply_defaults()
+    obj = object.__new__(cls)
+    for f in cls.__dataclass_fields__.values():
+        if f._field_type is not dataclasses._FIELD:
+            continue  # a ClassVar pseudo-field
+        if f.init:
+            object.__setattr__(obj, f.name, bound.arguments[f.name])
+        elif f.default is not dataclasses.MISSING:
+            object.__setattr__(obj, f.name, f.default)
+    post_init = getattr(cls, "__post_init__", None)
+    if post_init is not None:
+        call_function(tx, ConstVar(post_init), [ConstVar(obj)], {})
+    return ConstVar(obj)
 
 
 def _unpack_partial(tx, fn: ConstVar) -> PartialVar:
@@ -844,7 +901,7 @@ def _generator_expression(tx, fn: FunctionVar, args) -> GeneratorVar:
     locals_ = bind_arguments(fn.code, list(args), {}, (), {})
     cells = dict(zip(fn.code.co_freevars, fn.closure))
     child = InstructionTranslator(tx.ctx, fn.code, fn.f_globals, tx.f_builtins, locals_, cells,
-                                  parent=tx, globals_source=tx.globals_source, generator=True)
+                                  parent=tx, globals_source=fn.globals_source, generator=True)
     return GeneratorVar(child)
 
 
@@ -861,6 +918,8 @@ def _call_method(tx, m: MethodVar, args, kwargs) -> VT:
         raise Unsupported("RB005", f"Tensor.{m.name}")
     if isinstance(self_vt, (TupleVar, ListVar, DictVar)):
         return _container_method(tx, self_vt, m.name, args, kwargs)
+    if isinstance(self_vt, classes.FunctionCtxVar):  # ctx.save_for_backward(...): no grad
+        return self_vt.call(m.name, args)
     if isinstance(self_vt, OpaqueVar):  # a list/dict the code only mutates
         effects.record(tx, "method", self_vt, m.name, args, kwargs,
                        what=f"{self_vt.source.name()}.{m.name}(...)")
@@ -1164,6 +1223,11 @@ def _reversed(tx, args, kwargs):
 
 def _isinstance(tx, args, kwargs):
     obj, cls = args
+    # No instance of a class made in the frame exists while tracing (making one breaks).
+    parts = cls.items if isinstance(cls, TupleVar) else [cls]
+    if any(isinstance(c, classes.ClassVar) for c in parts):
+        rest = [c for c in parts if not isinstance(c, classes.ClassVar)]
+        return _isinstance(tx, [obj, TupleVar(rest)], {}) if rest else ConstVar(False)
     cls = as_python(cls)
     if isinstance(obj, TensorVar):
         return ConstVar(issubclass(torch.Tensor, cls) if isinstance(cls, type) else any(
@@ -1245,7 +1309,8 @@ _BUILTIN_HANDLERS = {
     int: _to_python_number(int), float: _to_python_number(float),
     bool: _to_python_number(bool), abs: _abs, all: _all_any(False), any: _all_any(True),
     itertools.repeat: _repeat, filter: _filter, map: _map, type: _type,
-    functools.reduce: _reduce, next: _next,
+    functools.reduce: _reduce, next: _next, builtins.__build_class__: classes.build_class,
+    staticmethod: classes.staticmethod_call,
     torch.Tensor.__getitem__: _tensor_getitem, torch.Size: _torch_size,
 }
 # Handlers for functions of modules refcomp does not import (importing them costs seconds):

@@ -31,14 +31,14 @@ from __future__ import annotations
 
 import torch
 
-from codegen.opaque import OpaqueArgsError, callable_name, encode_args
+from codegen.opaque import OpaqueArgsError, callable_name, encode_args, flatten_results
 from ir.ops.opaque import ATEN, format_results
 from ir.types import TensorType
 from refcomp.reasons import Unsupported
 from refcomp.tracer import autocast
 from refcomp.tracer.context import ir_device, ir_dtype
 from refcomp.tracer.torch_table import _specialize, refuse_self_overlap
-from refcomp.tracer.values import VT, ConstVar, TensorVar, TupleVar, as_python
+from refcomp.tracer.values import VT, ConstVar, ListVar, TensorVar, TupleVar, as_python
 
 # Calls whose effect reaches beyond their operands and result (global state, hooks,
 # storage): never run on meta tensors, never captured.  Matched on the last name part.
@@ -59,6 +59,47 @@ FACTORIES = frozenset({
     "empty_strided", "tril_indices", "triu_indices", "scalar_tensor", "range",
     "kaiser_window", "hann_window", "hamming_window", "bartlett_window", "blackman_window",
 })
+
+
+# Note [Typed on zeros]: ops with no meta kernel in torch 2.13 whose result shapes depend
+# only on the operands' shapes and the constant arguments, never on values (checked by
+# their definitions: cov/corrcoef [n, n] or [], geqrf (a's shape, [min(m, n)]),
+# combinations C(n, r) rows, histogram/histogramdd: the bins argument's count).  They are
+# typed by running them on zero-filled CPU tensors of the operands' shapes, strides and
+# dtypes -- what FakeTensor's fallback kernel does for such ops -- and the node runs the
+# real call on the real data at run time.  An op that may raise on zeros breaks.
+SHAPE_ONLY = frozenset({"cov", "corrcoef", "geqrf", "combinations", "histogram", "histogramdd"})
+
+
+def _typed_on_zeros(ctx, name, fn, pargs, pkwargs, operands, index):
+    """The call's results as meta tensors, from a run on zeros (Note [Typed on zeros])."""
+    zeros = []
+    for tv in operands:
+        m = tv.meta
+        z = torch.empty_strided(tuple(m.shape), tuple(m.stride()), dtype=m.dtype).zero_()
+        zeros.append(z.requires_grad_(m.requires_grad) if m.requires_grad else z)
+    versions = [z._version for z in zeros]
+    try:
+        with torch.set_grad_enabled(ctx.grad_enabled):
+            out = fn(*_substitute(pargs, zeros, index), **_substitute(pkwargs, zeros, index))
+    except Exception as err:
+        raise Unsupported("RB004", f"{name} has no meta kernel and raises on zeros:"
+                                   f" {type(err).__name__}") from None
+
+    def meta(r):
+        if isinstance(r, (tuple, list)):
+            return type(r)(meta(i) for i in r) if type(r) in (tuple, list) else \
+                type(r)([meta(i) for i in r])
+        if not isinstance(r, torch.Tensor):
+            return r
+        if any(torch._C._is_alias_of(r, z) for z in zeros):
+            raise Unsupported("RB004", f"{name} (no meta kernel) returns a view")
+        m = torch.empty_strided(tuple(r.shape), tuple(r.stride()), dtype=r.dtype,
+                                device="meta")
+        return m.requires_grad_(True) if r.requires_grad else m
+    if [z._version for z in zeros] != versions:
+        raise Unsupported("RB004", f"{name} (no meta kernel) writes an operand")
+    return meta(out)
 
 
 def opaque_name(fn):
@@ -178,6 +219,13 @@ def call_opaque(ctx, fn, args: list, kwargs: dict, name: str | None = None) -> V
             out = fn(*margs, **mkwargs)
     except Unsupported:
         raise
+    except NotImplementedError as err:
+        if short not in SHAPE_ONLY or factory:
+            detail = str(err).split("\n")[0][:160]
+            raise Unsupported("RB004", f"{name} cannot be typed on meta tensors (no meta"
+                                       f" kernel, or an output shape that depends on data):"
+                                       f" NotImplementedError: {detail}") from None
+        out = _typed_on_zeros(ctx, name, fn, pargs, pkwargs, operands, index)
     except Exception as err:
         detail = str(err).split("\n")[0][:160]
         raise Unsupported("RB004", f"{name} cannot be typed on meta tensors (no meta kernel,"
@@ -191,8 +239,10 @@ def call_opaque(ctx, fn, args: list, kwargs: dict, name: str | None = None) -> V
         if m._version != version:
             mutates.append(i)
     # A call that only writes its operands (x[i] = v: Tensor.__setitem__) returns None.
+    # Sequences nested one level in the result (histogramdd's bin edges) are flattened,
+    # as the runner flattens them (codegen/opaque.py), and rebuilt below.
     results = [] if out is None and mutates else (
-        list(out) if isinstance(out, (tuple, list)) else [out])
+        flatten_results(out) if isinstance(out, (tuple, list)) else [out])
     if not (results or mutates) or not all(isinstance(r, torch.Tensor) for r in results):
         kinds = sorted({type(r).__name__ for r in results}) or [repr(out)]
         raise Unsupported("RB002", f"{name} returns {', '.join(kinds)}, not tensors")
@@ -254,7 +304,16 @@ def call_opaque(ctx, fn, args: list, kwargs: dict, name: str | None = None) -> V
     if not isinstance(out, (tuple, list)):
         return wrapped[0]
     # torch.return_types structseqs keep their class (fields .values, .indices, ...).
-    return TupleVar(wrapped, cls=type(out) if isinstance(out, tuple) else tuple)
+    items, k = [], 0
+    for r in out:
+        if isinstance(r, (tuple, list)):
+            inner = wrapped[k:k + len(r)]
+            k += len(r)
+            items.append(TupleVar(inner) if isinstance(r, tuple) else ListVar(inner))
+        else:
+            items.append(wrapped[k])
+            k += 1
+    return TupleVar(items, cls=type(out) if isinstance(out, tuple) else tuple)
 
 
 def _collect(x, out: list) -> None:

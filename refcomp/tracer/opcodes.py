@@ -12,7 +12,7 @@ from __future__ import annotations
 import dis
 
 from refcomp.reasons import Unsupported
-from refcomp.tracer import calls, effects, rng
+from refcomp.tracer import calls, classes, effects, rng
 from refcomp.tracer.values import (
     NULL,
     CellVar,
@@ -90,6 +90,23 @@ class OpcodeHandlers:
     def COPY_FREE_VARS(self, inst):
         pass  # the closure cells were bound when the frame was created
 
+    # --- class bodies (Note [Classes made in the frame], classes.py) -----------------------
+    def LOAD_BUILD_CLASS(self, inst):
+        self.push(ConstVar(classes.BUILD_CLASS))
+
+    def LOAD_NAME(self, inst):
+        if not getattr(self, "class_body", False):
+            raise Unsupported("RB001", "opcode LOAD_NAME outside a class body")
+        if inst.argval in self.locals:
+            self.push(self.locals[inst.argval])
+        else:
+            self.push(calls.load_global(self, inst.argval))
+
+    def STORE_NAME(self, inst):
+        if not getattr(self, "class_body", False):
+            raise Unsupported("RB001", "opcode STORE_NAME outside a class body")
+        self.locals[inst.argval] = self.pop()
+
     def LOAD_CLOSURE(self, inst):
         self.push(self.cells[inst.argval])
 
@@ -136,6 +153,10 @@ class OpcodeHandlers:
     def STORE_ATTR(self, inst):
         obj, value = self.stack[-1], self.stack[-2]
         name = inst.argval
+        if isinstance(obj, classes.FunctionCtxVar):  # ctx.k = v in a custom Function
+            self.popn(2)
+            obj.attrs[name] = value
+            return
         if not isinstance(obj, ConstVar) or obj.source is None or \
                 effects.is_tensor_module_attr(obj.value, name) or \
                 isinstance(getattr(type(obj.value), name, None), property):
@@ -318,7 +339,7 @@ class OpcodeHandlers:
         kwdefaults = _dict_items(self.pop()) if inst.arg & 0x02 else {}
         defaults = tuple(_seq_items(self.pop())) if inst.arg & 0x01 else ()
         self.push(FunctionVar(code, self.f_globals, defaults, kwdefaults, tuple(closure),
-                              code.co_name))
+                              code.co_name, self.globals_source))
 
     def RETURN_VALUE(self, inst):
         self.return_(self.pop())

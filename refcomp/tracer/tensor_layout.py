@@ -348,10 +348,14 @@ def tensor_getitem(ctx, tv: TensorVar, index: VT) -> VT:
     for it in items:
         if isinstance(it, TensorVar) and it.meta.dtype == torch.bool:
             raise Unsupported("RB022", "boolean-mask indexing has a data-dependent shape")
-        if isinstance(it, list) or (isinstance(it, TensorVar) and it.meta.dim() != 1):
-            raise Unsupported("RB013", "advanced indexing beyond one 1-D index tensor")
-    if sum(isinstance(it, TensorVar) for it in items) > 1:
-        raise Unsupported("RB013", "indexing with several index tensors")
+    if any(isinstance(it, list) or (isinstance(it, TensorVar) and it.meta.dim() != 1)
+           for it in items) or sum(isinstance(it, TensorVar) for it in items) > 1:
+        # Advanced indexing the IR has no rule for (several or n-d index tensors, lists):
+        # one opaque call of Tensor.__getitem__, typed by its meta kernel (a copy, as eager).
+        from refcomp.tracer import opaque
+
+        return opaque.call_opaque(ctx, torch.Tensor.__getitem__, [tv, index], {},
+                                  name="torch.Tensor.__getitem__")
     try:
         meta = tv.meta[_to_meta(idx, ctx)]
     except Exception as err:

@@ -203,9 +203,13 @@ class CellVar(VT):
 class FunctionVar(VT):
     """A function created by MAKE_FUNCTION inside the traced code (inlined when called)."""
 
-    def __init__(self, code, f_globals, defaults, kwdefaults, closure, name):
+    def __init__(self, code, f_globals, defaults, kwdefaults, closure, name,
+                 globals_source=None):
         self.code = code
         self.f_globals = f_globals
+        # Where its globals are read from (None: the root function's, G): a function made
+        # inside an inlined function of another module reads that module's globals.
+        self.globals_source = globals_source
         self.defaults = defaults  # tuple of VT
         self.kwdefaults = kwdefaults  # dict name -> VT
         self.closure = closure  # tuple of CellVar

@@ -342,3 +342,115 @@ def test_sets_and_sorting_of_dynamic_sizes_are_not_folded():
     for shape in ((3, 4), (4, 4), (5, 2), (3, 3)):
         x = torch.randn(*shape)
         torch.testing.assert_close(cf(x), f(x))
+
+
+# --- session 5: frozen dataclasses, custom ops, ops typed on zeros, advanced indexing ----
+@__import__("dataclasses").dataclass(frozen=True)
+class _Options:
+    chunk: int = 4
+    policy: str = "auto"
+
+    def __post_init__(self):
+        if self.policy not in {"auto", "exact"}:
+            raise ValueError(f"bad policy {self.policy!r}")
+
+
+def test_frozen_dataclass_of_constants_is_made_and_its_post_init_traced():
+    # F.linear_cross_entropy remakes its options with dataclasses.replace.
+    import dataclasses
+
+    def f(x, opts):
+        opts = dataclasses.replace(opts, chunk=2)
+        return x.reshape(opts.chunk, -1) * 2
+
+    check_one_graph(f, torch.randn(8), _Options())
+
+    def bad(x):
+        return x * _Options(policy="wrong").chunk   # __post_init__ raises: eager's error
+
+    refcomp.reset()
+    with pytest.raises(ValueError, match="bad policy"):
+        refcomp.compile(bad)(torch.randn(2))
+
+
+_lib_op_calls = []
+
+
+@torch.library.custom_op("refcomp_test::scaled_add", mutates_args=())
+def _scaled_add(x: torch.Tensor, y: torch.Tensor, alpha: float) -> torch.Tensor:
+    _lib_op_calls.append(1)
+    return x + alpha * y
+
+
+@_scaled_add.register_fake
+def _(x, y, alpha):
+    return torch.empty_like(x)
+
+
+def test_custom_op_is_one_opaque_node_typed_by_its_fake_kernel():
+    def f(x, y):
+        return _scaled_add(x, y, 0.5).relu()
+
+    x, y = torch.randn(4), torch.randn(4)
+    report = check_one_graph(f, x, y)
+    assert 'fn="torch.ops.refcomp_test.scaled_add.default"' in report.graphs[0]
+
+
+@pytest.mark.parametrize("fn", [
+    lambda x: torch.cov(x) + 1,
+    lambda x: torch.corrcoef(x) * 2,
+    lambda x: torch.geqrf(x)[1] + torch.geqrf(x)[0].sum(),
+    lambda x: torch.combinations(x[0], r=2) - 1,
+    lambda x: torch.histogram(x, bins=5)[0] + 1,
+    lambda x: torch.histogramdd(x.t(), bins=[3, 2, 4])[1][2] * 2,   # nested results
+])
+def test_ops_without_meta_kernels_typed_on_zeros(fn):
+    # Note [Typed on zeros]: shapes depend only on shapes and constant arguments.
+    check_one_graph(fn, torch.randn(3, 5))
+
+
+def test_tensor_split_by_a_tensor_is_not_typed_on_zeros():
+    # its output shapes depend on the index tensor's values: a break, never a guess
+    def f(x, idx):
+        return torch.tensor_split(x, idx)[0] + 1
+
+    x, idx = torch.randn(6), torch.tensor([1, 4])
+    report = explain(f, x, idx)
+    assert report.graph_break_count >= 1 and "tensor_split" in report.break_reasons[0]["reason"]
+    torch.testing.assert_close(report.result, f(x, idx))
+
+
+def test_advanced_indexing_beyond_the_ir_is_one_opaque_getitem():
+    def f(x, i, j):
+        return x[i, :, j] * 2, x[[0, 2]], x[i.view(2, 1), 1:, j]
+
+    x = torch.randn(3, 4, 5)
+    i, j = torch.tensor([0, 2]), torch.tensor([4, 1])
+    report = check_one_graph(f, x, i, j)
+    assert 'fn="torch.Tensor.__getitem__"' in report.graphs[0]
+
+
+def test_a_function_made_inside_another_modules_function_reads_that_modules_globals():
+    # Regression (torch.masked.cumsum): `helper`, defined inside a torch.masked function,
+    # read its module globals as if they were the compiled function's (G[...]): the guards
+    # failed right after tracing and every call ran eagerly.
+    import types
+
+    lib = types.ModuleType("refcomp_test_lib")
+    exec("SCALE = 3.0\n"
+         "def outer(x):\n"
+         "    def helper(t):\n"
+         "        return t * SCALE\n"
+         "    return helper(x) + sum(v for v in (SCALE, 1.0))\n", lib.__dict__)
+
+    def f(x):
+        return lib.outer(x)
+
+    report = check_one_graph(f, torch.randn(3))
+    assert not any("guards fail" in n for n in report.notes)
+    refcomp.reset()
+    cf = refcomp.compile(f)
+    x = torch.randn(3)
+    cf(x)
+    lib.SCALE = 5.0                       # the guard on the module global catches it
+    torch.testing.assert_close(cf(x), x * 5.0 + 6.0)
