@@ -12,7 +12,7 @@ from torch.testing._utils import freeze_rng_state, wrapper_set_seed
 
 import refcomp
 
-BACKENDS = ["llvm", "eager"]
+BACKENDS = ["llvm", "eager", "interp"]
 
 
 def _twice_equal_eager(f, args, backend):
@@ -69,7 +69,7 @@ def test_manual_seed_and_saved_states_in_the_graph(backend):
     assert torch.equal(b, c)
 
 
-@pytest.mark.parametrize("backend", BACKENDS + ["interp"])
+@pytest.mark.parametrize("backend", BACKENDS)
 def test_freeze_rng_state_restores_the_callers_stream(backend):
     # OpInfo's wrapper: `with freeze_rng_state(): torch.manual_seed(42); op(...)`.
     def f(x):
