@@ -119,3 +119,101 @@ def test_the_recompile_limit_suggests_a_tensor_only_for_numbers():
                 cf(torch.ones(2), v)
         (limit,) = [str(w.message) for w in seen if "cache_size_limit" in str(w.message)]
         assert ("pass it as a tensor" in limit) is tensor_hint, limit
+
+
+# --- the ae9bd43 run's later survivors (tests/MUTANTS.md, refcomp #53-#100) --------------
+
+def promotes_a_zero_dim_tensor(x, s, c):
+    return x + s, torch.where(c, x, s), torch.clamp(x, s, s + 10), x * s + 1
+
+
+def test_a_zero_dim_operand_does_not_promote_a_dimensioned_one():
+    # torch_table.result_dtype: a rank-0 tensor of a higher dtype of the same category is
+    # weaker than a dimensioned tensor (i32 + i64 0-d is i32); mutant: the promotion loop
+    # over `vals[1:]` re-promoted the second operand against a 0-d tensor of the result.
+    x, s = torch.arange(4, dtype=torch.int32), torch.tensor(3)
+    c = torch.tensor([True, False, True, False])
+    cf = refcomp.compile(promotes_a_zero_dim_tensor, backend="eager", fullgraph=True)
+    for got, want in zip(cf(x, s, c), promotes_a_zero_dim_tensor(x, s, c)):
+        assert got.dtype == want.dtype == torch.int32
+        torch.testing.assert_close(got, want)
+
+
+def rest_of_an_iterator(x):
+    it = filter(None, [1, 2, 0, 3, 4])
+    first = next(it)
+    rest = list(it)
+    return x * first * 100 + sum(rest) + len(rest)
+
+
+def test_list_of_a_partly_consumed_iterator_holds_only_the_rest():
+    # calls.iterate: an iterator's items from its position on (mutant: pos + 1).
+    x = torch.arange(3.0)
+    cf = refcomp.compile(rest_of_an_iterator, backend="eager", fullgraph=True)
+    torch.testing.assert_close(cf(x), rest_of_an_iterator(x))
+
+
+def dict_get(x, d):
+    return x * d.get("a") + (d.get("missing") is None) + d.get("b", 5)
+
+
+def test_dict_get_with_and_without_a_default():
+    # calls._container_method: dict.get(key) has no default argument (mutant:
+    # `len(args) > 1` -> `> 0` read args[1] of a one-argument call).
+    x = torch.arange(3.0)
+    cf = refcomp.compile(dict_get, backend="eager", fullgraph=True)
+    torch.testing.assert_close(cf(x, {"a": 3.0}), dict_get(x, {"a": 3.0}))
+
+
+def test_a_rank_change_is_not_a_size_change():
+    # guards.changed_dims: automatic dynamic marks dims whose size alone changed, at the
+    # same rank; a call of another rank traces static (mutant: `or` -> `and` compared the
+    # common prefix of different ranks and made dim 0 symbolic).
+    cf = refcomp.compile(lambda x: x * 2, backend="eager")
+    types = []
+    for shape in [(3, 4), (6, 4, 5), (7, 4, 5)]:
+        cf(torch.ones(shape))
+        types.append(str(cf.last_entry.graph.inputs[0].type))
+    assert types == ["f32[3,4]", "f32[6,4,5]", "f32[s0,4,5]"]
+
+
+def test_writing_an_input_in_place_needs_no_autograd():
+    # runtime.build_entry: a mutated input written back needs no gradient of its own
+    # (mutant: its output added with requires_grad=True sent the graph to autograd).
+    def f(x):
+        x.add_(1)
+        return x * 2
+
+    cf = refcomp.compile(f, backend="llvm")
+    x = torch.ones(4)
+    torch.testing.assert_close(cf(x), torch.full((4,), 4.0))
+    torch.testing.assert_close(x, torch.full((4,), 2.0))
+    entry = cf.last_entry
+    assert entry.backend == "llvm" and entry.training is None, (entry.backend, entry.notes)
+    assert not any("autograd" in n for n in entry.notes), entry.notes
+
+
+def test_long_guard_values_are_cut_to_the_limit():
+    # guard_kinds._short: a repr longer than the limit keeps limit - 3 characters and
+    # "..." (mutant: limit - 4).
+    from refcomp.guard_kinds import _short
+    assert _short("x" * 10, limit=12) == repr("x" * 10)
+    cut = _short("y" * 100, limit=20)
+    assert cut == repr("y" * 100)[:17] + "..." and len(cut) == 20
+
+
+def reads_an_unused_index(x, i):
+    unused = x[i]  # noqa: F841 - eager raises IndexError here all the same
+    return x + 1
+
+
+@pytest.mark.parametrize("backend", ["llvm", "interp"])
+def test_an_unused_out_of_bounds_index_still_raises(backend):
+    # tensor_layout._check_index_bounds: the runtime check is kept for a static size even
+    # when the gather is dead code (mutant: `not` removed, checking only dynamic sizes).
+    cf = refcomp.compile(reads_an_unused_index, backend=backend)
+    x = torch.ones(4)
+    torch.testing.assert_close(cf(x, torch.tensor([3, -4])), x + 1)
+    for bad in ([4], [-5]):
+        with pytest.raises(IndexError, match="out of bounds for dimension 0 with size 4"):
+            cf(x, torch.tensor(bad))
