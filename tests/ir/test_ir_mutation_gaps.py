@@ -175,3 +175,51 @@ def test_a_fused_node_without_its_body_is_refused_clearly():
     g = Graph("f", [x], [Node(lookup("fused"), [x], {}, [out])], [out])
     with pytest.raises(InterpreterError, match="interpreting its body"):
         run(g, [np.ones(3, np.float32)])
+
+
+# --- ae9bd43 seed-19 survivors left open by the first session (tests/MUTANTS.md) ----------
+
+def test_a_random_draw_the_backward_reads_is_saved_not_redrawn():
+    # autodiff.recomputable: effectful nodes (random draws) are never recomputed (mutant:
+    # their `return False` -> True let the backward draw a new dropout mask).
+    from ir import GraphBuilder, TensorType
+    from ir.autodiff import joint
+    from ir.types import f64
+    b = GraphBuilder("f")
+    x = b.input("x", TensorType(f64, (8,)))
+    mask = b.dropout_mask(shape=[8], p=0.5, dtype="f64")
+    graph = b.build([b.sum(b.mul(b.exp(x), mask))])
+    j = joint(graph, wants_grad=[True], grad_outputs=[0])
+    assert "dropout_mask" not in {n.op.name for n in j.backward.nodes}
+    producer = j.forward.producers()
+    saved_ops = [producer[v].op.name for v in j.forward.outputs[j.n_outputs:]]
+    assert "dropout_mask" in saved_ops, saved_ops
+
+
+def test_saved_bytes_counts_every_saved_intermediate():
+    # Joint.saved_bytes sums forward.outputs[n_outputs:] (mutant: from n_outputs + 1,
+    # dropping the first saved value); refcomp reports it per training graph.
+    from ir import GraphBuilder, TensorType
+    from ir.autodiff import joint
+    from ir.types import f64
+    b = GraphBuilder("f")
+    x = b.input("x", TensorType(f64, (4, 3)))
+    w = b.input("w", TensorType(f64, (3, 3)))
+    graph = b.build([b.sum(b.matmul(b.tanh(b.matmul(x, w)), w))])
+    j = joint(graph, wants_grad=[True, True], grad_outputs=[0])
+    assert j.n_saved == 1 and j.saved_bytes() == 4 * 3 * 8  # tanh(x @ w), f64[4,3]
+
+
+def test_pipeline_stats_add_up_the_sweeps_of_each_run():
+    # manager._merge: a pass run twice reports the sum of both runs' sweeps (mutant: -=).
+    from ir.rewrite import collect
+    g = parse("func @f(%x: f32[4]) -> f32[4] {\n  %0 = neg %x : f32[4]\n"
+              "  %1 = neg %0 : f32[4]\n  %2 = add %1, %x : f32[4]\n  return %2\n}\n")
+    with collect() as first:
+        once = get_pass("simplify")(g)
+    with collect() as second:
+        get_pass("simplify")(once)
+    assert first.sweeps > 0 and second.sweeps > 0
+    stats = {}
+    run_pipeline(g, ["simplify", "simplify"], stats=stats)
+    assert stats["simplify"].sweeps == first.sweeps + second.sweeps
