@@ -223,3 +223,30 @@ def test_pipeline_stats_add_up_the_sweeps_of_each_run():
     stats = {}
     run_pipeline(g, ["simplify", "simplify"], stats=stats)
     assert stats["simplify"].sweeps == first.sweeps + second.sweeps
+
+
+def test_a_taken_name_hint_prints_as_a_numbered_variant_of_itself():
+    # printer.Namer: a hint already used becomes `x_1`, not a bare number (mutant: the
+    # `not` of `not name.isdigit()` removed, so only digit hints were kept as bases).
+    from ir import GraphBuilder, TensorType
+    from ir.types import f32
+    b = GraphBuilder("f")
+    x = b.input("x", TensorType(f32, (3,)))
+    y = b.exp(x)
+    y.name = "x"
+    text = print_graph(b.build([y]))
+    assert "%x_1 = exp %x" in text, text
+
+
+def test_fusion_report_evaluates_symbolic_byte_counts_at_the_given_sizes():
+    # fusion_report.report(graph, sizes): symbolic counts become ints at `sizes`
+    # (mutant: `sizes is not None` -> `is None` left them symbolic).
+    from ir.fusion_report import report
+    text = ("func @f(%x: f32[{n},8]) -> f32[{n}] {{\n  %0 = exp %x : f32[{n},8]\n"
+            "  %1 = neg %0 : f32[{n},8]\n  %2 = sum %1 {{dims=[1]}} : f32[{n}]\n"
+            "  %3 = mul %2, %2 : f32[{n}]\n  return %3\n}}\n")
+    _, static = report(parse(text.format(n=5)))
+    g = parse(text.format(n="s0"))
+    _, symbolic = report(g, sizes={g.inputs[0].type.shape[0]: 5})
+    counts = [(r.bytes_before, r.bytes_after, r.arena_bytes) for r in (static, symbolic)]
+    assert counts[0] == counts[1] and all(type(c) is int for c in counts[1]), counts
