@@ -310,3 +310,20 @@ def test_generated_code_keeps_the_function_code_flags():
     assert made
     for code in made:
         assert code.co_flags & 0x3 == orig.co_flags & 0x3 == 0x3, hex(code.co_flags)
+
+
+def calls_a_module(m, x):
+    return m(x) + 1
+
+
+def test_an_instance_level_forward_is_guarded():
+    # modules.call_module: `m.forward = fn` set on the instance is read through the
+    # module's source, so replacing it re-traces (mutant: `source is not None` -> `is`
+    # made it a constant, and the second forward reused the first trace).
+    m = torch.nn.Linear(3, 3)
+    m.forward = lambda x: x * 2
+    cf = refcomp.compile(calls_a_module, backend="eager")
+    x = torch.ones(3)
+    torch.testing.assert_close(cf(m, x), calls_a_module(m, x))
+    m.forward = lambda x: x * 5
+    torch.testing.assert_close(cf(m, x), calls_a_module(m, x))
