@@ -327,3 +327,30 @@ def test_an_instance_level_forward_is_guarded():
     torch.testing.assert_close(cf(m, x), calls_a_module(m, x))
     m.forward = lambda x: x * 5
     torch.testing.assert_close(cf(m, x), calls_a_module(m, x))
+
+
+def loop_in_a_handler(x):
+    n = int(x.sum().item())
+    try:
+        y = x + n
+    except KeyError:
+        for i in range(3):
+            x = x + i
+        y = x
+    return y * 2
+
+
+def test_a_frame_with_a_loop_inside_an_except_block_compiles():
+    # bytecode_gen._handler_regions marks each handler instruction once (mutant: `inside[i]
+    # = True` -> False never marked one, so a loop inside an `except` block was walked
+    # forever when the frame broke).  Run in a thread so a hang fails instead of stalling.
+    import threading
+
+    x = torch.arange(4.0)
+    cf = refcomp.compile(loop_in_a_handler, backend="eager")
+    out = []
+    worker = threading.Thread(target=lambda: out.append(cf(x)), daemon=True)
+    worker.start()
+    worker.join(120)
+    assert out, "a frame with a loop inside an except block did not compile in 120 s"
+    torch.testing.assert_close(out[0], loop_in_a_handler(x))
