@@ -354,3 +354,27 @@ def test_a_frame_with_a_loop_inside_an_except_block_compiles():
     worker.join(120)
     assert out, "a frame with a loop inside an except block did not compile in 120 s"
     torch.testing.assert_close(out[0], loop_in_a_handler(x))
+
+
+def negates_a_running_total(x):
+    total, flag = 0.0, 0.0
+    for _ in range(12):
+        x = x * 0.5 + 1
+        flag = -total  # a number that changes at the resume point: opaque
+        total += x.mean().item()
+    return x, flag
+
+
+def test_an_instruction_on_an_opaque_number_runs_concretely_as_rb020():
+    # break_trace.wrap_real: once a changing number is opaque, an instruction that needs
+    # its value fails and runs concretely, reported as RB020 (mutant: `any_opaque = True`
+    # -> False reported it as RB018, an internal tracer error).
+    from refcomp.resume import all_entries
+
+    cf = refcomp.compile(negates_a_running_total, backend="eager")
+    x = torch.randn(3)
+    got, want = cf(x), negates_a_running_total(x)
+    torch.testing.assert_close(got[0], want[0])
+    assert got[1] == pytest.approx(want[1])
+    rids = {e.reason.rid for e in all_entries(cf.cache) if e.reason}
+    assert "RB020" in rids and "RB018" not in rids, rids
