@@ -24,6 +24,7 @@ else Unsupported).
 
 from __future__ import annotations
 
+import numpy as np
 import sympy
 
 from codegen import sizes
@@ -32,7 +33,7 @@ from codegen.scalar import compute_dtype, compute_dtypes, result_dtype
 from ir.graph import Graph, Node, Value
 from ir.ops.registry import CREATION, POINTWISE, REDUCTION
 from ir.ops.rules import normalize_dim, normalize_dims
-from ir.types import bool_, is_symbolic
+from ir.types import bool_, is_symbolic, round_to_dtype
 
 # Note [Half casts]
 # f16/bf16 values are computed in f32 (compute_dtype) and round once when stored,
@@ -358,8 +359,12 @@ class _Lowering:
             operand = node.inputs[0]
             return self.value_at(operand, self.layout_index(node, idx))
         if cat == CREATION and node.op.name == "full":
-            return rec.call("const", [], value=node.attrs["value"],
-                            dtype=compute_dtype(v.type.dtype))
+            value = node.attrs["value"]
+            if compute_dtype(v.type.dtype) != v.type.dtype:
+                # The IR's f16/bf16 `full` holds the value rounded to that dtype (70000
+                # is an f16 inf), even though the kernel computes in f32.
+                value = float(round_to_dtype(np.asarray(value, np.float64), v.type.dtype))
+            return rec.call("const", [], value=value, dtype=compute_dtype(v.type.dtype))
         if cat == CREATION and node.op.name == "size_value":  # Note [Sizes as tensors]
             value = node.attrs["value"]
             if isinstance(value, int):

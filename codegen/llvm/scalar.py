@@ -145,17 +145,26 @@ class LLVMScalarOps:
         return TV(self.b.fdiv(a.value, b.value), a.dtype)
 
     def _safe_int_div(self, a, b, op):
-        """(a op b) with b == 0 giving 0, as numpy does, instead of undefined behaviour."""
-        zero = lir.Constant(a.value.type, 0)
+        """The divisor to hand the machine: 1 where b == 0 (the result is then replaced
+        by 0, as numpy does; eager raises, checked before the kernel runs) and, for signed
+        types, where b == -1: x86's idiv traps on INT_MIN / -1, which killed the process
+        with SIGFPE; the callers give -a (wrapping, as torch does) there.  Returns
+        (b == 0, divisor, 0, b == -1 or None)."""
+        ty = a.value.type
+        zero = lir.Constant(ty, 0)
         is_zero = self.b.icmp_unsigned("==", b.value, zero)
-        divisor = self.b.select(is_zero, lir.Constant(a.value.type, 1), b.value)
-        return is_zero, divisor, zero
+        divisor = self.b.select(is_zero, lir.Constant(ty, 1), b.value)
+        minus_one = None
+        if self._signed(a.dtype):
+            minus_one = self.b.icmp_signed("==", b.value, lir.Constant(ty, -1))
+            divisor = self.b.select(minus_one, lir.Constant(ty, 1), divisor)
+        return is_zero, divisor, zero, minus_one
 
     def floordiv(self, a, b):
         bl = self.b
         if a.dtype.is_float:
-            return self.floor(self.truediv(a, b))
-        is_zero, d, zero = self._safe_int_div(a, b, "div")
+            return self._float_floordiv(a, b)
+        is_zero, d, zero, minus_one = self._safe_int_div(a, b, "div")
         if not self._signed(a.dtype):
             return TV(bl.select(is_zero, zero, bl.udiv(a.value, d)), a.dtype)
         q = bl.sdiv(a.value, d)
@@ -165,7 +174,29 @@ class LLVMScalarOps:
                          bl.icmp_signed("!=", bl.icmp_signed("<", r, zero),
                                         bl.icmp_signed("<", d, zero)))
         q = bl.sub(q, bl.zext(adjust, a.value.type))
+        q = bl.select(minus_one, bl.neg(a.value), q)  # a // -1 == -a, INT_MIN wraps
         return TV(bl.select(is_zero, zero, q), a.dtype)
+
+    def _float_floordiv(self, a, b):
+        """ATen's div_floor_floating (c10/util/generic_math.h), step for step: floor(a / b)
+        differs at the edges (inf // 0.5 is NaN in torch and Python, a / b rounding up to
+        an integer).  The comparisons are C's: `!=` is true for NaN (unordered)."""
+        bl, ty, dt = self.b, a.value.type, a.dtype
+        zero, one, half = lir.Constant(ty, 0.0), lir.Constant(ty, 1.0), lir.Constant(ty, 0.5)
+        quotient = bl.fdiv(a.value, b.value)
+        mod = bl.frem(a.value, b.value)
+        div = bl.fdiv(bl.fsub(a.value, mod), b.value)
+        step = bl.and_(bl.fcmp_unordered("!=", mod, zero),
+                       bl.xor(bl.fcmp_ordered("<", b.value, zero),
+                              bl.fcmp_ordered("<", mod, zero)))
+        div = bl.select(step, bl.fsub(div, one), div)
+        floored = self.floor(TV(div, dt)).value
+        floored = bl.select(bl.fcmp_ordered(">", bl.fsub(div, floored), half),
+                            bl.fadd(floored, one), floored)
+        signed_zero = self._float_call("copysign", TV(zero, dt), TV(quotient, dt),
+                                       intrinsic=True).value
+        out = bl.select(bl.fcmp_unordered("!=", div, zero), floored, signed_zero)
+        return TV(bl.select(bl.fcmp_ordered("==", b.value, zero), quotient, out), dt)
 
     def remainder(self, a, b):
         bl = self.b
@@ -189,7 +220,7 @@ class LLVMScalarOps:
         bl = self.b
         if a.dtype.is_float:
             return TV(bl.frem(a.value, b.value), a.dtype)
-        is_zero, d, zero = self._safe_int_div(a, b, "rem")
+        is_zero, d, zero, _ = self._safe_int_div(a, b, "rem")  # a % -1 == a % 1 == 0
         r = bl.srem(a.value, d) if self._signed(a.dtype) else bl.urem(a.value, d)
         return TV(bl.select(is_zero, zero, r), a.dtype)
 
@@ -215,11 +246,13 @@ class LLVMScalarOps:
     def sign(self, x):
         bl, ty = self.b, x.value.type
         if x.dtype.is_float:
+            # torch.sign: 1, -1, and +0.0 for zeros of either sign and for NaN.
             zero, one = lir.Constant(ty, 0.0), lir.Constant(ty, 1.0)
-            neg = bl.select(bl.fcmp_ordered("<", x.value, zero), lir.Constant(ty, -1.0),
-                            x.value)  # 0 and NaN stay themselves
+            neg = bl.select(bl.fcmp_ordered("<", x.value, zero), lir.Constant(ty, -1.0), zero)
             return TV(bl.select(bl.fcmp_ordered(">", x.value, zero), one, neg), x.dtype)
         zero = lir.Constant(ty, 0)
+        if not self._signed(x.dtype):  # u8 (128..255 are not negative) and bool
+            return TV(bl.zext(bl.icmp_unsigned("!=", x.value, zero), ty), x.dtype)
         pos = bl.zext(bl.icmp_signed(">", x.value, zero), ty)
         neg = bl.zext(bl.icmp_signed("<", x.value, zero), ty)
         return TV(bl.sub(pos, neg), x.dtype)
@@ -342,6 +375,28 @@ class LLVMScalarOps:
 
     def bitwise_not(self, x):
         return TV(self.b.not_(x.value), x.dtype)
+
+    def _shift_amount(self, a, s):
+        """(s inside [0, bits), s or 0): LLVM's shifts are poison outside that range;
+        one unsigned compare also catches a negative s."""
+        ty = a.value.type
+        inside = self.b.icmp_unsigned("<", s.value, lir.Constant(ty, ty.width))
+        return inside, self.b.select(inside, s.value, lir.Constant(ty, 0))
+
+    def bitwise_left_shift(self, a, s):
+        inside, amount = self._shift_amount(a, s)
+        shifted = self.b.shl(a.value, amount)
+        return TV(self.b.select(inside, shifted, lir.Constant(a.value.type, 0)), a.dtype)
+
+    def bitwise_right_shift(self, a, s):
+        bl, ty = self.b, a.value.type
+        inside, amount = self._shift_amount(a, s)
+        if self._signed(a.dtype):  # outside: the sign fill, -1 for a negative a, else 0
+            shifted = bl.ashr(a.value, amount)
+            fill = bl.ashr(a.value, lir.Constant(ty, ty.width - 1))
+        else:
+            shifted, fill = bl.lshr(a.value, amount), lir.Constant(ty, 0)
+        return TV(bl.select(inside, shifted, fill), a.dtype)
 
 
 def round_half(b: lir.IRBuilder, v, dtype: DType):

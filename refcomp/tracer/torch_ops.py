@@ -7,6 +7,7 @@ refcomp/tracer/torch_table.py.  Spec: spec/tracer.md, "Torch coverage".
 
 from __future__ import annotations
 
+import math
 import operator
 
 import sympy
@@ -157,6 +158,12 @@ def _binary_builder(op):
                                for v in (a, b)):
             # torch refuses it; the IR-typed meta shortcut would not notice (eager raises)
             raise Unsupported("RB017", "subtraction with a bool: eager raises RuntimeError")
+        if op == "pow" and type(b) is int and b < 0 and isinstance(a, TensorVar) and \
+                not (a.meta.dtype.is_floating_point or a.meta.dtype.is_complex):
+            # torch checks the Python exponent before computing (a tensor exponent is
+            # allowed: 2 ** -1 gives 0 there); eager raises, so the frame runs eagerly.
+            raise Unsupported("RB017", "an integer tensor to a negative integer power:"
+                              " eager raises RuntimeError")
         if isinstance(alpha, sympy.Basic):
             alpha = ctx.specialize(alpha)
         # A size as an operand (`x / x.shape[0]`): promoted as the Python int it stands for,
@@ -189,8 +196,29 @@ def _binary_builder(op):
                 raise TypeError(f"rounding_mode {rounding_mode!r}")
         if not isinstance(x, Value) and not isinstance(y, Value):
             raise TypeError("no tensor operand")
+        if dt in (torch.float16, torch.bfloat16) and \
+                (name == "mul" and any(_inexact_in(v, dt) for v in (x, y)) or
+                 name == "div" and isinstance(x, Value) and _inexact_in(y, dt)):
+            # Note [Half scalars]: ATen's CPU mul and true division of a half tensor by a
+            # Python number (its second operand) compute in float32 with the number as
+            # given, rounding the result once (BinaryOpsKernel.cpp's opmath scalar path);
+            # rounding the number to half first made 1e5 an inf (0 * 1e5 became NaN) and
+            # 0.1 another number.  add and sub round the number to half first, as the IR
+            # does (60000 - 70000 is -inf in eager), and `s / x` is reciprocal-then-mul.
+            f32 = ir_dtype(torch.float32)
+            x, y = (ctx.builder.cast(v, dtype=f32) if isinstance(v, Value) else v
+                    for v in (x, y))
+            return ctx.builder.cast(ctx.builder.op(name, x, y), dtype=ir_dtype(dt))
         return ctx.builder.op(name, x, y)
     return build
+
+
+def _inexact_in(v, dtype) -> bool:
+    """Whether Python number `v` changes when stored in `dtype` (NaN does not)."""
+    if isinstance(v, Value) or isinstance(v, bool) or not isinstance(v, (int, float)):
+        return False
+    stored = torch.tensor(v, dtype=dtype).item()
+    return stored != v and not (math.isnan(stored) and math.isnan(v))
 
 
 _INT_DIVISIONS = ("floor_divide", "remainder", "fmod")
