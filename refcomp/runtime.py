@@ -32,10 +32,14 @@ the input's TENSOR_MATCH guard) and its storage offset relative to the input's, 
 aliases the input as eager's view does (and autograd records the view when it should).
 A view of an input the frame mutates is rebuilt the same way after the write-back, when
 the in-place ops kept the input's layout (sizes, strides, offset).
-With a dynamic size in the view or the input it stays a graph output (a copy), except
-the view that has the input's own layout (`x.view_as(x)`, `x.detach()`, `x[...]`: the
-same symbolic sizes, and the same strides and offset while tracing): its sizes and
-strides are read off the caller's tensor at run time (`size=None` in `Entry.views`).
+With a dynamic size in the view or the input, the view's strides and offset are
+functions of the sizes: the view that has the input's own layout (`x.view_as(x)`,
+`x.detach()`, `x[...]`) reads them off the caller's tensor (`size=None` in
+`Entry.views`); any other replays the traced view ops (`TensorVar.view_steps`: the op,
+its arguments with each symbolic size read off this call's inputs) on the caller's
+tensor (`size=_REPLAY`), which is what eager computes.  Only a view op that takes
+another tensor (`x.expand_as(y)`, `x.view_as(y)`) cannot be replayed: that view stays
+a graph output (a copy; explain() notes it).
 """
 
 from __future__ import annotations
@@ -142,8 +146,49 @@ class Entry:
         return _rebuild(self.output_spec, outs, inputs, views)
 
 
+_REPLAY = "replay"  # Entry.views: `stride` holds view steps to run on the caller's tensor
+
+
+@dataclass(frozen=True)
+class _Size:
+    """A symbolic size inside a replayed view op's arguments: `fn` of the input sizes
+    at `where` ((input index, dim) per symbol)."""
+
+    fn: Any
+    where: tuple
+
+    def __call__(self, inputs):
+        return int(self.fn(*(inputs[i].shape[d] for i, d in self.where)))
+
+
+def _resolve(x, inputs):
+    if isinstance(x, _Size):
+        return x(inputs)
+    if isinstance(x, (list, tuple)) and not hasattr(x, "_fields"):
+        return type(x)(_resolve(i, inputs) for i in x)
+    if isinstance(x, dict):
+        return {k: _resolve(v, inputs) for k, v in x.items()}
+    if isinstance(x, slice):
+        return slice(_resolve(x.start, inputs), _resolve(x.stop, inputs),
+                     _resolve(x.step, inputs))
+    return x
+
+
+def _replay(t, steps, inputs):
+    for fn, args, kwargs, item in steps:
+        t = fn(t, *_resolve(args, inputs), **_resolve(kwargs, inputs))
+        if item is not None:
+            t = t[item]
+    return t
+
+
 def _view(inputs, i, size, stride, offset, grad):
     t = inputs[i]
+    if size is _REPLAY:  # Note [Returned views]: the traced view ops, on this call's sizes
+        if grad == "detach":
+            return _replay(t.detach(), stride, inputs)
+        with torch.set_grad_enabled(torch.is_grad_enabled() if grad is None else grad):
+            return _replay(t, stride, inputs)
     if size is None:  # the input's own layout, whatever its (dynamic) sizes
         size, stride = t.shape, t.stride()
     if grad == "detach":
@@ -248,14 +293,17 @@ class _Outputs:
                        and vt.meta.storage_offset() == root.meta.storage_offset())
         dynamic = is_symbolic_shape(vt.value.type.shape) or \
             is_symbolic_shape(root.value.type.shape)
-        if dynamic and not same_layout:
+        replay = self._replay(vt.view_steps) if dynamic and not same_layout else None
+        if dynamic and not same_layout and replay is None:
             self.notes.append(f"a returned view of {name} is a copy: its sizes are dynamic"
-                              " (Note [Returned views])")
+                              " and a view op cannot be replayed (Note [Returned views])")
             return None
         grad = vt.view_grad if root.requires_grad else None
         if root.requires_grad and not vt.requires_grad and vt.view_grad:
             grad = "detach"  # x.detach() (or a view of it): no autograd history
-        if dynamic:  # the input's own layout: read off the caller's tensor
+        if replay is not None:  # the view ops, run again on the caller's tensor
+            self.views.append((self.input_index[name], _REPLAY, replay, 0, grad))
+        elif dynamic:  # the input's own layout: read off the caller's tensor
             self.views.append((self.input_index[name], None, None, 0, grad))
         else:
             self.views.append((self.input_index[name], tuple(vt.meta.shape),
@@ -263,6 +311,37 @@ class _Outputs:
                                vt.meta.storage_offset() - root.meta.storage_offset(), grad))
         self.view_index[id(vt)] = len(self.views) - 1
         return ("view", len(self.views) - 1)
+
+    def _replay(self, steps):
+        """`steps` (TensorVar.view_steps) with each symbolic size as a `_Size` read off
+        the call's inputs, or None when a step or a size's symbol cannot be replayed."""
+        if steps is None:
+            return None
+
+        def arg(x):
+            if isinstance(x, (list, tuple)) and not hasattr(x, "_fields"):
+                return type(x)(arg(i) for i in x)
+            if isinstance(x, dict):
+                return {k: arg(v) for k, v in x.items()}
+            if isinstance(x, slice):
+                return slice(arg(x.start), arg(x.stop), arg(x.step))
+            if isinstance(x, sympy.Basic):
+                if not x.free_symbols:
+                    return int(x)
+                symbols = sorted(x.free_symbols, key=str)
+                where = []
+                for sym in symbols:
+                    source, dim = self.ctx.sym_sources[sym][0]
+                    if source.name() not in self.input_index:
+                        raise LookupError(sym)
+                    where.append((self.input_index[source.name()], dim))
+                return _Size(sz.int_function(symbols, x), tuple(where))
+            return x
+
+        try:
+            return tuple((fn, arg(args), arg(kwargs), item) for fn, args, kwargs, item in steps)
+        except (LookupError, TypeError):
+            return None
 
     def spec(self, vt: VT):
         if isinstance(vt, TensorVar):

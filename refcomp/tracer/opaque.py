@@ -294,7 +294,10 @@ def call_opaque(ctx, fn, args: list, kwargs: dict, name: str | None = None) -> V
             base = operands[view_base[j]]
             tv = torch_table._new_tensor(ctx, v, _view_meta(base.meta, r), [base] + [
                 t for t in operands if t is not base], True)
-            tv.view_root = torch_table.view_root(ctx, base, tv)
+            step = torch_table.view_step(
+                fn, pargs, pkwargs, j if isinstance(out, (tuple, list)) else None) \
+                if pargs and pargs[0] is base else None
+            tv.view_root = torch_table.view_root(ctx, base, tv, step)
             wrapped.append(tv)
             continue
         wrapped.append(torch_table._new_tensor(ctx, v, r.detach() if not r.requires_grad

@@ -8,6 +8,8 @@ spec/tracer.md, "Torch coverage" and "Outputs, mutation and autograd".
 
 from __future__ import annotations
 
+import operator
+
 import sympy
 import torch
 
@@ -366,7 +368,7 @@ def tensor_getitem(ctx, tv: TensorVar, index: VT) -> VT:
     view = not any(isinstance(it, TensorVar) for it in items)
     out = _new_tensor(ctx, value, meta, operands, view=view)
     if view:
-        out.view_root = view_root(ctx, tv, out)
+        out.view_root = view_root(ctx, tv, out, (operator.getitem, (idx,), {}, None))
     return out
 
 

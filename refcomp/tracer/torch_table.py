@@ -197,7 +197,9 @@ def call_torch(ctx, fn, args: list, kwargs: dict) -> VT:
             raise Unsupported("RB010", f"{name} writes a value that requires grad into a"
                                        " tensor that does not")
         return _apply_inplace(ctx, pargs[0], out, meta_out)
-    return _pair(ctx, out, meta_out, operands, e, name)
+    step = view_step(fn, pargs, pkwargs) if e.view and name in VIEW_OPS and pargs and \
+        pargs[0] is (operands[0] if operands else None) else None
+    return _pair(ctx, out, meta_out, operands, e, name, step)
 
 
 # Note [IR-typed meta]
@@ -249,7 +251,7 @@ def _call_ir_typed(ctx, e, name, pargs, pkwargs, operands):
     return _new_tensor(ctx, out, meta, operands, e.view)
 
 
-def _pair(ctx, out, meta, operands, e, name):
+def _pair(ctx, out, meta, operands, e, name, step=None):
     if isinstance(out, TensorVar):  # identity ops return their operand itself
         return out
     view = e.view
@@ -275,15 +277,16 @@ def _pair(ctx, out, meta, operands, e, name):
         _check_type(out, meta, name, ctx)
         tv = _new_tensor(ctx, out, meta, operands, view)
         if view and name in VIEW_OPS:
-            tv.view_root = view_root(ctx, operands[0], tv)
+            tv.view_root = view_root(ctx, operands[0], tv, step)
         return tv
     if isinstance(out, tuple):
         if not isinstance(meta, (tuple, list)) or len(meta) != len(out):
             raise Unsupported("RB013", f"{name}: IR gives {len(out)} results, torch another"
                                        " number")
         cls = type(meta) if isinstance(meta, tuple) else tuple  # torch.return_types.*
-        return TupleVar([_pair(ctx, o, m, operands, e, name) for o, m in zip(out, meta)],
-                        cls=cls)
+        return TupleVar([_pair(ctx, o, m, operands, e, name,
+                               step and step[:3] + (j,))
+                         for j, (o, m) in enumerate(zip(out, meta))], cls=cls)
     return ctx.wrap(out, None)
 
 
@@ -337,20 +340,33 @@ def _new_tensor(ctx, value, meta, operands, view) -> TensorVar:
 VIEW_OPS = frozenset({"reshape", "view", "flatten", "unflatten", "view_as", "reshape_as",
                       "expand", "broadcast_to", "expand_as", "permute", "transpose",
                       "swapaxes", "t", "unsqueeze", "squeeze", "split", "chunk",
-                      "detach"})
+                      "narrow", "detach"})
 
 
-def view_root(ctx, base, tv):
-    """The graph input `tv` (made by a view op from `base`) is a pure view of, or None."""
+def view_root(ctx, base, tv, step=None):
+    """The graph input `tv` (made by a view op from `base`) is a pure view of, or None.
+    `step`: the view op as `(fn, args, kwargs, item)` (TensorVar.view_steps), or None
+    when it cannot be replayed on the caller's tensor."""
     root = base.view_root
+    steps = base.view_steps
     if root is None and base.source is not None and \
             ctx.input_vars.get(base.source.name()) is base:
-        root = base
+        root, steps = base, ()
     if root is None or not torch._C._is_alias_of(tv.meta, root.meta) or \
             (base.view_root is not None and base.view_grad != ctx.grad_enabled):
         return None  # a copy, or a chain made partly under no_grad: left a graph output
     tv.view_grad = ctx.grad_enabled
+    tv.view_steps = None if steps is None or step is None else steps + (step,)
     return root
+
+
+def view_step(fn, pargs, pkwargs, item=None):
+    """`fn(pargs[0], *pargs[1:], **pkwargs)` as a replayable view step (view_root), or
+    None when an argument other than the viewed tensor is a tensor (`view_as(other)`)."""
+    rest = (tuple(pargs[1:]), dict(pkwargs))
+    if _tensors(list(rest[0])) or _tensors(rest[1]):
+        return None
+    return (fn, rest[0], rest[1], item)
 
 
 def _check_inplace(ctx, tv, name):

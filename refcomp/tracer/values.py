@@ -43,11 +43,15 @@ class TensorVar(VT):
     with the same alias object share memory in eager).  is_view: made by a view op.
     view_root: the graph-input TensorVar this is a pure chain of view ops of (reshape,
     permute, slicing, expand...; see Note [Returned views]), else None; view_grad: the
-    grad mode those view ops ran under.
+    grad mode those view ops ran under; view_steps: those view ops, replayable on the
+    caller's tensor (`(fn, args, kwargs, item)` each: `fn(t, *args, **kwargs)`, then
+    `[item]` when item is not None; args may hold symbolic sizes), or None when one of
+    them cannot be replayed.
     """
 
     view_root = None
     view_grad = True
+    view_steps = None
 
     def __init__(self, value, meta, *, requires_grad=False, grad_cut=False, alias=None,
                  is_view=False, source=None):

@@ -203,13 +203,34 @@ def test_parameter_view_aliases():
     assert torch.equal(wt, lin.weight.t())
 
 
-def test_dynamic_sizes_fall_back_to_a_copy():
-    f = lambda x: x.t()  # noqa: E731
-    x = torch.randn(5, 3)
-    report = refcomp.explain(f, x, backend="eager", dynamic=True)
-    assert torch.equal(report.result, f(x))
+@pytest.mark.parametrize("backend", ["interp", "eager", "llvm"])
+def test_dynamic_sizes_replay_the_view_ops(backend):
+    # Found by the fuzzer (corpus select_view_after_recompile, transpose_output_after_
+    # recompile, unbind_of_unbind_after_recompile): with dynamic sizes the view's strides
+    # and offset are functions of the sizes, so the traced view ops run again on the
+    # caller's tensor with this call's sizes.
+    def f(x):
+        return x.t(), x[1:, ::2], x.unbind(1)[0], x.split([1, x.shape[0] - 1])[1].select(1, 0)
+
+    cf = refcomp.compile(f, backend=backend, dynamic=True)
+    for n in (5, 7, 4):
+        x = torch.randn(n, 3)
+        outs, want = cf(x), f(x)
+        for o, w in zip(outs, want):
+            assert torch.equal(o, w) and o.stride() == w.stride()
+            assert o.storage_offset() == w.storage_offset() and o.data_ptr() == w.data_ptr()
+        outs[0].add_(1)
+        assert torch.equal(x.t(), outs[0])
+
+
+def test_dynamic_view_shaped_by_another_tensor_is_a_copy():
+    f = lambda x, y: x.expand_as(y)  # noqa: E731
+    x, y = torch.randn(5, 1), torch.randn(5, 4)
+    report = refcomp.explain(f, x, y, backend="eager", dynamic=True)
+    assert torch.equal(report.result, f(x, y))
     notes = " ".join(report.notes)
-    assert "a returned view of L['x'] is a copy: its sizes are dynamic" in notes
+    assert "a returned view of L['x'] is a copy: its sizes are dynamic and a view op" \
+        " cannot be replayed" in notes
 
 
 def test_flatten_of_a_1d_tensor_returns_the_tensor_itself():

@@ -33,10 +33,6 @@ from tests.fuzz.program import Program, namespace
 # are generator constructs, or (prefix "check:") a comparison the runner relaxes; excluded
 # on a backend while one of its files is open there.
 KNOWN_OPEN = {
-    # check: an output that eager returns as a view of an input (shares its storage) is
-    # compared by value only (no alias facts, no strides).
-    "check:output_views_of_inputs": ("transpose_output_after_recompile.py",
-                                      "unbind_of_unbind_after_recompile.py"),
     # check: which outputs share storage with each other is not compared.
     "check:outputs_alias_each_other": "outputs_view_of_output.py",
     # check: strides of outputs that share no storage with an input are not compared.

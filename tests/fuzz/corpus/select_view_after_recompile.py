@@ -3,10 +3,10 @@ eager returns a view of x2; refcomp returns a copy (a graph output), because a r
 view whose sizes are dynamic is rebuilt from the caller's tensor only when it has the
 input's own layout (Note [Returned views], refcomp/runtime.py).  Found by the autocast
 fuzz (tests/frontend/test_fuzz_autocast.py), the same without autocast; a movedim of an
-input shows it too.  Open: rebuilding needs the view's strides and offset as functions of
-the sizes (or a replay of the view ops on the caller's tensor)."""
-STATUS = "open"
-BACKENDS = ["interp", "eager", "llvm"]  # interp: with output views relaxed it passes (KNOWN_OPEN)
+input shows it too.  Fixed: the traced view ops (TensorVar.view_steps) run again on the
+caller's tensor with the call's sizes."""
+STATUS = "fixed"
+BACKENDS = ["interp", "eager", "llvm"]
 SYMPTOM = "alias: call 1: out[0] shares storage with input: [], eager [2]"
 SOURCE = '''
 def f(x0, x1, x2):
