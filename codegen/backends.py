@@ -7,7 +7,10 @@ compiled function records autograd; refcomp hands graphs that need gradients to 
 differentiable backend (see spec/runtime.md).  `inputs_guarded` says whether
 `compile_graph` takes the option of that name: per graph input, whether the caller
 guarantees its shape, dtype and contiguity (See Note [Guarded inputs] in
-codegen/runtime.py).  Spec: spec/codegen.md, "Backends".
+codegen/runtime.py).  `fresh_outputs` says that every output is a new tensor, never a
+view of an input or of another output (the `interp` backend): refcomp then rebuilds
+the outputs that eager returns as views of other outputs itself (Note [Views of
+outputs] in refcomp/runtime.py).  Spec: spec/codegen.md, "Backends".
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ class Backend:
     differentiable: bool = False
     doc: str = ""
     inputs_guarded: bool = False
+    fresh_outputs: bool = False
 
 
 _BACKENDS: dict[str, Backend] = {}

@@ -22,6 +22,8 @@ from codegen.torch_bridge import from_numpy, to_numpy
 from ir.graph import Graph
 from ir.interpreter import InterpreterError, run
 
+_TORCH_ERRORS = (RuntimeError, NotImplementedError, ValueError, TypeError)
+
 
 def torch_draw(op_name: str, attrs: dict) -> np.ndarray:
     """A random node's result drawn by torch as the eager backend draws it."""
@@ -40,8 +42,13 @@ def compile_graph(graph: Graph, options: dict) -> callable:
         try:
             arrays = run(graph, [to_numpy(t) for t in tensors], draw=torch_draw)
         except InterpreterError as e:
-            if isinstance(e.__cause__, IndexError):  # an index out of range: eager's type
+            cause = e.__cause__
+            if isinstance(cause, IndexError):  # an index out of range: eager's type
                 raise IndexError(f"index out of range in self ({e})") from e
+            if str(e).startswith("aten failed") and type(cause) in _TORCH_ERRORS:
+                # torch raised it (an `aten` node runs torch itself): eager raises the
+                # same type, not the interpreter's RuntimeError subclass
+                raise type(cause)(str(cause)) from e
             raise
         return [from_numpy(a, t.dtype, t.device) for a, t in zip(arrays, out_types)]
 
@@ -49,6 +56,6 @@ def compile_graph(graph: Graph, options: dict) -> callable:
 
 
 INTERP = register_backend(Backend(
-    "interp", compile_graph, differentiable=False,
+    "interp", compile_graph, differentiable=False, fresh_outputs=True,
     doc="the numpy reference interpreter (ir.run); slow, exact semantics",
 ))

@@ -40,6 +40,16 @@ its arguments with each symbolic size read off this call's inputs) on the caller
 tensor (`size=_REPLAY`), which is what eager computes.  Only a view op that takes
 another tensor (`x.expand_as(y)`, `x.view_as(y)`) cannot be replayed: that view stays
 a graph output (a copy; explain() notes it).
+
+Note [Views of outputs]: eager returns `y.reshape(-1)` beside `y`, or `y.t()` of an
+intermediate `y`, as views sharing y's storage, with the view's strides.  The llvm,
+eager and triton backends hand back such graph outputs as views themselves; the
+`interp` backend (`Backend.fresh_outputs`) makes every output a new tensor.  For it, a
+returned view of an intermediate (`TensorVar.view_base`, its chain of view ops in
+`view_steps`) is no graph output: its base is (a hidden one when not returned), and
+`Entry.run` replays the view ops on the base's tensor (`("oview", k, steps)` in the
+output spec).  Only where the base is in eager's memory order (row-major, or restrided
+by Note [Output layout]) and nothing requires grad; otherwise the view stays a copy.
 """
 
 from __future__ import annotations
@@ -62,7 +72,16 @@ from refcomp.guards import GuardSet, pinned_contiguous
 from refcomp.reasons import Unsupported
 from refcomp.tracer.context import CONSTANT_TYPES, TraceContext
 from refcomp.tracer.torch_table import is_symbolic_shape
-from refcomp.tracer.values import VT, ConstVar, DictVar, ListVar, TensorVar, TupleVar, make_tuple
+from refcomp.tracer.values import (
+    VIEW_BASE,
+    VT,
+    ConstVar,
+    DictVar,
+    ListVar,
+    TensorVar,
+    TupleVar,
+    make_tuple,
+)
 
 
 @dataclass
@@ -161,22 +180,25 @@ class _Size:
         return int(self.fn(*(inputs[i].shape[d] for i, d in self.where)))
 
 
-def _resolve(x, inputs):
+def _resolve(x, inputs, base):
+    """A view step's argument for this call: sizes evaluated, VIEW_BASE -> `base`."""
+    if x is VIEW_BASE:
+        return base
     if isinstance(x, _Size):
         return x(inputs)
     if isinstance(x, (list, tuple)) and not hasattr(x, "_fields"):
-        return type(x)(_resolve(i, inputs) for i in x)
+        return type(x)(_resolve(i, inputs, base) for i in x)
     if isinstance(x, dict):
-        return {k: _resolve(v, inputs) for k, v in x.items()}
+        return {k: _resolve(v, inputs, base) for k, v in x.items()}
     if isinstance(x, slice):
-        return slice(_resolve(x.start, inputs), _resolve(x.stop, inputs),
-                     _resolve(x.step, inputs))
+        return slice(_resolve(x.start, inputs, base), _resolve(x.stop, inputs, base),
+                     _resolve(x.step, inputs, base))
     return x
 
 
 def _replay(t, steps, inputs):
     for fn, args, kwargs, item in steps:
-        t = fn(t, *_resolve(args, inputs), **_resolve(kwargs, inputs))
+        t = fn(*_resolve(args, inputs, t), **_resolve(kwargs, inputs, t))
         if item is not None:
             t = t[item]
     return t
@@ -205,6 +227,8 @@ def _rebuild(spec, outs, inputs, views=None):
         return outs[spec[1]]
     if kind == "view":
         return views[spec[1]]
+    if kind == "oview":  # Note [Views of outputs]
+        return _replay(outs[spec[1]], spec[2], inputs)
     if kind == "in":
         return inputs[spec[1]]
     if kind == "const":
@@ -220,10 +244,13 @@ def _rebuild(spec, outs, inputs, views=None):
 
 
 class _Outputs:
-    """Collects graph outputs while describing the frame's return value."""
+    """Collects graph outputs while describing the frame's return value.
+    `output_views`: rebuild views of intermediates from graph outputs (Note [Views of
+    outputs]), for a backend whose outputs are all fresh."""
 
-    def __init__(self, ctx: TraceContext):
+    def __init__(self, ctx: TraceContext, output_views: bool = False):
         self.ctx = ctx
+        self.output_views = output_views
         self.values: list = []
         self.keys: list = []  # eager's alias identity per output (Note [Fresh outputs])
         self.index: dict = {}  # id(TensorVar) -> output index
@@ -312,6 +339,29 @@ class _Outputs:
         self.view_index[id(vt)] = len(self.views) - 1
         return ("view", len(self.views) - 1)
 
+    def output_view_spec(self, vt: TensorVar):
+        """("oview", k, steps) when `vt` is rebuilt as a view of graph output k (Note
+        [Views of outputs]), else None."""
+        if not self.output_views or vt.view_base is None or vt.requires_grad:
+            return None
+        base, value = vt.view_base
+        meta = base.meta
+        if base.value is not value or base.requires_grad or base.view_root is not None or \
+                (base.source is not None and base.source.name() in self.input_index):
+            return None
+        # The replay needs the base in eager's memory order: row-major, or restrided by
+        # Note [Output layout] (static shapes, dense).
+        if not (meta.is_contiguous() or (not is_symbolic_shape(base.value.type.shape)
+                                          and is_non_overlapping_and_dense_or_false(meta))):
+            return None
+        steps = self._replay(vt.view_steps)
+        if steps is None:
+            return None
+        kind, k = self.spec(base)
+        if kind != "out":
+            return None
+        return ("oview", k, steps)
+
     def _replay(self, steps):
         """`steps` (TensorVar.view_steps) with each symbolic size as a `_Size` read off
         the call's inputs, or None when a step or a size's symbol cannot be replayed."""
@@ -353,6 +403,9 @@ class _Outputs:
             if name in self.ctx.mutated:
                 return ("in", self.input_index[name])  # mutated in place, then returned
             view = self.view_spec(vt)
+            if view is not None:
+                return view
+            view = self.output_view_spec(vt)
             if view is not None:
                 return view
             if id(vt) not in self.index:
@@ -404,7 +457,8 @@ def build_entry(ctx: TraceContext, output: VT, backend_name: str, options: dict,
                 guard_list: list) -> Entry:
     """Graph, backend and runtime plan for a finished trace."""
     start = time.perf_counter()
-    outs = _Outputs(ctx)
+    outs = _Outputs(ctx, output_views=isinstance(backend_name, str) and bool(backend_name)
+                    and get_backend(backend_name).fresh_outputs)
     spec = outs.spec(output)
     writeback = []
     for i, src in enumerate(ctx.input_sources):

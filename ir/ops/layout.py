@@ -125,6 +125,8 @@ def _squeeze_infer(types, dims):
 
 
 def _squeeze_ref(x, dims):
+    if x.ndim == 0:  # squeeze(0) / squeeze(-1) of a 0-d tensor: itself, as in torch
+        return x
     axes = rules.normalize_dims(dims, x.ndim) if dims else None
     if axes is None:
         return np.squeeze(x)

@@ -295,8 +295,7 @@ def call_opaque(ctx, fn, args: list, kwargs: dict, name: str | None = None) -> V
             tv = torch_table._new_tensor(ctx, v, _view_meta(base.meta, r), [base] + [
                 t for t in operands if t is not base], True)
             step = torch_table.view_step(
-                fn, pargs, pkwargs, j if isinstance(out, (tuple, list)) else None) \
-                if pargs and pargs[0] is base else None
+                fn, pargs, pkwargs, base, j if isinstance(out, (tuple, list)) else None)
             tv.view_root = torch_table.view_root(ctx, base, tv, step)
             wrapped.append(tv)
             continue

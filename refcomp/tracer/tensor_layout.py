@@ -39,7 +39,7 @@ from refcomp.tracer.torch_table import (
     result_dtype,
     view_root,
 )
-from refcomp.tracer.values import VT, ConstVar, TensorVar, TupleVar
+from refcomp.tracer.values import VIEW_BASE, VT, ConstVar, TensorVar, TupleVar
 
 
 # --- layout ---------------------------------------------------------------------------------
@@ -368,7 +368,7 @@ def tensor_getitem(ctx, tv: TensorVar, index: VT) -> VT:
     view = not any(isinstance(it, TensorVar) for it in items)
     out = _new_tensor(ctx, value, meta, operands, view=view)
     if view:
-        out.view_root = view_root(ctx, tv, out, (operator.getitem, (idx,), {}, None))
+        out.view_root = view_root(ctx, tv, out, (operator.getitem, (VIEW_BASE, idx), {}, None))
     return out
 
 

@@ -26,7 +26,7 @@ from ir.graph import Value
 from refcomp.reasons import Unsupported
 from refcomp.tracer import autocast
 from refcomp.tracer.context import ir_dtype, torch_dtype
-from refcomp.tracer.values import VT, ConstVar, TensorVar, TupleVar, as_python
+from refcomp.tracer.values import VIEW_BASE, VT, ConstVar, TensorVar, TupleVar, as_python
 
 T = torch.Tensor
 
@@ -197,8 +197,8 @@ def call_torch(ctx, fn, args: list, kwargs: dict) -> VT:
             raise Unsupported("RB010", f"{name} writes a value that requires grad into a"
                                        " tensor that does not")
         return _apply_inplace(ctx, pargs[0], out, meta_out)
-    step = view_step(fn, pargs, pkwargs) if e.view and name in VIEW_OPS and pargs and \
-        pargs[0] is (operands[0] if operands else None) else None
+    step = view_step(fn, pargs, pkwargs, operands[0]) if e.view and name in VIEW_OPS and \
+        operands else None
     return _pair(ctx, out, meta_out, operands, e, name, step)
 
 
@@ -352,7 +352,16 @@ def view_root(ctx, base, tv, step=None):
     if root is None and base.source is not None and \
             ctx.input_vars.get(base.source.name()) is base:
         root, steps = base, ()
-    if root is None or not torch._C._is_alias_of(tv.meta, root.meta) or \
+    if root is None:
+        # A view of an intermediate: its chain of view ops from the tensor that started it
+        # (Note [Views of outputs] in refcomp/runtime.py).
+        start, steps = (base.view_base, base.view_steps) if base.view_base is not None \
+            else ((base, base.value), ())
+        if steps is not None and step is not None and \
+                torch._C._is_alias_of(tv.meta, base.meta):
+            tv.view_base, tv.view_steps = start, steps + (step,)
+        return None
+    if not torch._C._is_alias_of(tv.meta, root.meta) or \
             (base.view_root is not None and base.view_grad != ctx.grad_enabled):
         return None  # a copy, or a chain made partly under no_grad: left a graph output
     tv.view_grad = ctx.grad_enabled
@@ -360,13 +369,32 @@ def view_root(ctx, base, tv, step=None):
     return root
 
 
-def view_step(fn, pargs, pkwargs, item=None):
-    """`fn(pargs[0], *pargs[1:], **pkwargs)` as a replayable view step (view_root), or
-    None when an argument other than the viewed tensor is a tensor (`view_as(other)`)."""
-    rest = (tuple(pargs[1:]), dict(pkwargs))
-    if _tensors(list(rest[0])) or _tensors(rest[1]):
+# `x.view_as(y)` and friends replay as `x.view(y's sizes)`: only y's sizes matter.
+_SHAPED_BY_OTHER = {T.view_as: T.view, T.reshape_as: T.reshape, T.expand_as: T.expand}
+
+
+def view_step(fn, pargs, pkwargs, base, item=None):
+    """`fn(*pargs, **pkwargs)`, a view of `base`, as a replayable view step (view_root):
+    `base` replaced by VIEW_BASE; None when another argument is a tensor that is not
+    just a shape."""
+    if fn in _SHAPED_BY_OTHER and len(pargs) == 2 and not pkwargs and \
+            pargs[0] is base and isinstance(pargs[1], TensorVar):
+        return (_SHAPED_BY_OTHER[fn], (VIEW_BASE, tuple(pargs[1].value.type.shape)), {},
+                item)
+
+    def mark(x):
+        if x is base:
+            return VIEW_BASE
+        if isinstance(x, (list, tuple)) and not hasattr(x, "_fields"):
+            return type(x)(mark(i) for i in x)
+        if isinstance(x, dict):
+            return {k: mark(v) for k, v in x.items()}
+        return x
+
+    args, kwargs = mark(tuple(pargs)), mark(dict(pkwargs))
+    if _tensors(list(args)) or _tensors(kwargs):
         return None
-    return (fn, rest[0], rest[1], item)
+    return (fn, args, kwargs, item)
 
 
 def _check_inplace(ctx, tv, name):

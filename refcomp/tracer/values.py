@@ -33,6 +33,16 @@ class NullVar(VT):
 NULL = NullVar()
 
 
+class _ViewBase:
+    """Marks the viewed tensor's place in a view step's arguments (TensorVar.view_steps)."""
+
+    def __repr__(self):
+        return "VIEW_BASE"
+
+
+VIEW_BASE = _ViewBase()
+
+
 class TensorVar(VT):
     """A tensor being traced.
 
@@ -44,14 +54,17 @@ class TensorVar(VT):
     view_root: the graph-input TensorVar this is a pure chain of view ops of (reshape,
     permute, slicing, expand...; see Note [Returned views]), else None; view_grad: the
     grad mode those view ops ran under; view_steps: those view ops, replayable on the
-    caller's tensor (`(fn, args, kwargs, item)` each: `fn(t, *args, **kwargs)`, then
-    `[item]` when item is not None; args may hold symbolic sizes), or None when one of
-    them cannot be replayed.
+    caller's tensor (`(fn, args, kwargs, item)` each: `fn(*args, **kwargs)` with the
+    viewed tensor where args hold VIEW_BASE, then `[item]` when item is not None; args
+    may hold symbolic sizes), or None when one of them cannot be replayed.  view_base:
+    for a view of an intermediate instead, the (TensorVar, its ir.Value then) that the
+    chain `view_steps` starts from, else None.
     """
 
     view_root = None
     view_grad = True
     view_steps = None
+    view_base = None
 
     def __init__(self, value, meta, *, requires_grad=False, grad_cut=False, alias=None,
                  is_view=False, source=None):

@@ -33,10 +33,6 @@ from tests.fuzz.program import Program, namespace
 # are generator constructs, or (prefix "check:") a comparison the runner relaxes; excluded
 # on a backend while one of its files is open there.
 KNOWN_OPEN = {
-    # check: which outputs share storage with each other is not compared.
-    "check:outputs_alias_each_other": "outputs_view_of_output.py",
-    # check: strides of outputs that share no storage with an input are not compared.
-    "check:fresh_output_strides": "expanded_output_strides.py",
     # check: strides of outputs with no element are not compared.
     "check:empty_output_strides": "empty_result_eager_strides.py",
 }

@@ -1,7 +1,8 @@
 """A dead `index_select` of an empty tensor: eager raises RuntimeError ("self indexing axis
-dim should be positive"), the interp backend its own InterpreterError (wrong type).  Open
-(found x3 by the 15-min soak of Nov 24, /work/soak-11b.txt)."""
-STATUS = "open"
+dim should be positive"), the interp backend its own InterpreterError (wrong type).
+Found x3 by the 15-min soak of Nov 24, /work/soak-11b.txt.  Fixed: a RuntimeError that
+torch raised inside an `aten` node is re-raised as RuntimeError (codegen/interp.py)."""
+STATUS = "fixed"
 BACKENDS = ["interp"]
 SYMPTOM = "wrong-exception: InterpreterError: aten failed: index_select(): self indexing axis dim should be positive"
 SOURCE = '''
