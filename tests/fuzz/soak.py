@@ -74,12 +74,15 @@ def main(argv=None):
 
     if args.seed is not None:
         soak = seed(args.seed)(soak)
+    interrupted = False
     try:
         soak()
     except _Stop:
         pass
+    except KeyboardInterrupt:  # `timeout -s INT`: report what ran so far
+        interrupted = True
     elapsed = time.monotonic() - start
-    print(f"soak: {elapsed:.0f} s")
+    print(f"soak: {elapsed:.0f} s" + (" (interrupted)" if interrupted else ""))
     for b in backends:
         c = counts[b]
         print(f"{b:8s} programs {c['programs']:6d}  ok {c['ok']:6d}  both-raised {c['ok-raise']:5d}"
