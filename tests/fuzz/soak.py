@@ -13,6 +13,7 @@ import collections
 import os
 import re
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -35,6 +36,8 @@ def main(argv=None):
     ap.add_argument("--out", default=None)
     ap.add_argument("--seed", type=int, default=None)
     ap.add_argument("--max-statements", type=int, default=8)
+    ap.add_argument("--hang-seconds", type=float, default=300,
+                    help="a program running longer on one backend ends the run as a hang")
     ap.add_argument("--strict", action="store_true",
                     help="generate and compare everything (ignore KNOWN_OPEN)")
     args = ap.parse_args(argv)
@@ -53,6 +56,7 @@ def main(argv=None):
         if time.monotonic() > deadline:
             raise _Stop
         for b in backends:
+            running.update(program=program, backend=b, since=time.monotonic())
             try:
                 out = outcome(program, b, frozenset() if args.strict else relaxed_checks(b))
             except Exception as e:  # the harness itself must not die on a bad program
@@ -72,17 +76,38 @@ def main(argv=None):
         if sum(counts[backends[0]].values()) % 200 == 0:
             refcomp.reset()   # keep the process small over long runs
 
+    def summary(note=""):
+        print(f"soak: {time.monotonic() - start:.0f} s{note}")
+        print_counts(backends, counts, classes, args.out)
+
+    # A compile stuck in native code (LLVM) cannot be interrupted: a watchdog thread
+    # reports the run so far and the stuck program, then ends the process.
+    running = {"since": None}
+
+    def watchdog():
+        while True:
+            time.sleep(2)
+            since = running["since"]
+            if since is not None and time.monotonic() - since > args.hang_seconds:
+                b, program = running["backend"], running["program"]
+                summary(f" (ended by a hang on {b})")
+                print(f"\n== [{b}] hang: one program ran more than {args.hang_seconds:.0f} s"
+                      f"\n{program.render(backends=[b], symptom='hang')}",
+                      flush=True)
+                os._exit(3)
+
+    threading.Thread(target=watchdog, daemon=True).start()
     if args.seed is not None:
         soak = seed(args.seed)(soak)
-    interrupted = False
     try:
         soak()
     except _Stop:
-        pass
+        summary()
     except KeyboardInterrupt:  # `timeout -s INT`: report what ran so far
-        interrupted = True
-    elapsed = time.monotonic() - start
-    print(f"soak: {elapsed:.0f} s" + (" (interrupted)" if interrupted else ""))
+        summary(" (interrupted)")
+
+
+def print_counts(backends, counts, classes, out_dir):
     for b in backends:
         c = counts[b]
         print(f"{b:8s} programs {c['programs']:6d}  ok {c['ok']:6d}  both-raised {c['ok-raise']:5d}"
@@ -92,8 +117,8 @@ def main(argv=None):
     print(f"failure classes: {len(classes)}")
     for (b, sig), (n, program, out) in sorted(classes.items(), key=lambda kv: -kv[1][0]):
         print(f"\n== [{b}] {sig}  x{n}\n{program.source}{out.detail[:400]}")
-    if args.out:
-        d = Path(args.out)
+    if out_dir:
+        d = Path(out_dir)
         d.mkdir(parents=True, exist_ok=True)
         for i, ((b, sig), (n, program, out)) in enumerate(sorted(classes.items())):
             name = re.sub(r"\W+", "_", f"{b}_{sig}")[:60]
