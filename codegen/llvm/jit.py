@@ -26,14 +26,14 @@ _cache: dict = {}  # printed kernel -> (symbol, address)
 # Note [Vector width by the narrowest type]: LLVM's loop vectorizer sizes its vectors
 # by the widest type in a loop by default.  A tiled outer reduction (Note [Outer
 # reductions], emit.py) keeps f64 lane accumulators (Note [Wide sums]) beside f32
-# math, so its loop ran 8 floats per vector where a pointwise loop runs 16: the GELU
-# gradient with its bias gradient (sum over the batch) took 2.5 ms for [1024, 1024]
-# against 1.2 ms for the gradient alone.  `-vectorizer-maximize-bandwidth` lets the
-# cost model pick a width by the narrowest type (16 floats, the f64 sums in two
-# registers): 1.6 ms.  Pointwise results are unchanged (lanes are independent); a
-# row sum may group its terms differently, as its reassoc flag already allows (in f64
-# accumulators).  Process-wide for LLVM, and part of the disk cache key.
-LLVM_OPTIONS = ("-vectorizer-maximize-bandwidth",)
+# math, so its loop runs 8 floats per vector where a pointwise loop runs 16 (the GELU
+# gradient with its bias gradient: 2.5 ms for [1024, 1024] against 1.2 ms for the
+# gradient alone).  `-vectorizer-maximize-bandwidth` picked the width by the narrowest
+# type (1.6 ms there), but it made LLVM's optimizer run for minutes on small `any`
+# reductions (`x.any(0)` of a float32 [4, 2]: 91 s; found by the fuzzer's soak), so it
+# is off: a compile that hangs is worse than a slower outer reduction.  Options here
+# are process-wide for LLVM and part of the disk cache key.
+LLVM_OPTIONS: tuple = ()
 
 
 def target_machine() -> llvm.TargetMachine:

@@ -458,3 +458,25 @@ func @f(%x: f32[6,5], %y: f32[6,5]) -> (f32[6,5], f32[6]) {
     outs = fn(*(torch.from_numpy(a) for a in args))
     for got, want, v in zip(outs, ir.run(graph, args), graph.outputs, strict=True):
         assert_matches(got, want, v.type.dtype)
+
+
+def test_small_any_reductions_compile_without_hanging():
+    """LLVM's optimizer ran for minutes on these with -vectorizer-maximize-bandwidth
+    (91 s for the first; the fuzzer's soak found them).  A child process with a generous
+    limit, so that a regression fails this test instead of stalling the suite."""
+    import subprocess
+    import sys
+
+    code = """
+import torch, refcomp
+x = torch.tensor([[0.0, 1.0], [0.0, 0.0], [2.0, 0.0], [0.0, 0.0]])
+assert torch.equal(refcomp.compile(lambda x: x.any(0), backend="llvm")(x), x.any(0))
+y = torch.randint(0, 2, (2, 1, 4, 2), dtype=torch.int32)
+g = refcomp.compile(lambda x: x.any(2), backend="llvm", dynamic=True)
+assert torch.equal(g(y), y.any(2))
+print("ok")
+"""
+    env = dict(__import__("os").environ, REFCOMP_CACHE="0")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=240, env=env)
+    assert done.returncode == 0 and "ok" in done.stdout, done.stderr[-2000:]
