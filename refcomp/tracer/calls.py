@@ -54,6 +54,7 @@ from refcomp.tracer.values import (
     NullVar,
     OpaqueVar,
     PartialVar,
+    SuperVar,
     TensorVar,
     TupleVar,
     as_python,
@@ -107,6 +108,8 @@ def load_global(tx, name: str) -> VT:
 
 
 def load_attr(tx, obj: VT, name: str) -> VT:
+    if isinstance(obj, SuperVar):
+        return _super_attr(tx, obj, name)
     if isinstance(obj, TensorVar):
         return tensor_layout.tensor_attr(tx.ctx, obj, name)
     if isinstance(obj, OpaqueVar):
@@ -528,6 +531,8 @@ def call_function(tx, fn: VT, args: list, kwargs: dict) -> VT:
         from refcomp.tracer import modules
 
         return modules.call_module(tx, fn, args, kwargs)
+    if value is super:
+        return _super(tx, args, kwargs)
     grad = _grad_mode_call(tx, value, args, kwargs)
     if grad is not None:
         return grad
@@ -670,6 +675,88 @@ def _frozen_dataclass(tx, cls, args, kwargs) -> ConstVar:
     if post_init is not None:
         call_function(tx, ConstVar(post_init), [ConstVar(obj)], {})
     return ConstVar(obj)
+
+
+# --- super() -------------------------------------------------------------------------------
+def _super(tx, args, kwargs) -> SuperVar:
+    """`super()` in the traced function `tx` (its `__class__` cell and first argument, as
+    CPython reads them) or `super(cls, obj)`.  Spec: spec/tracer.md, "Python features"."""
+    if kwargs or len(args) not in (0, 2):
+        raise Unsupported("RB004", "super() with other than zero or two arguments")
+    if args:
+        cls, obj = args
+    else:
+        cell = tx.cells.get("__class__")
+        first = tx.code.co_varnames[0] if tx.code.co_argcount else None
+        obj = tx.locals.get(first) if first is not None else None
+        if obj is None and first in tx.cells:  # the first argument lives in a cell
+            obj = tx.cells[first].contents
+        if cell is None or cell.contents is None or obj is None:
+            raise Unsupported("RB017", "super(): no __class__ cell or first argument")
+        cls = cell.contents
+    if not (isinstance(cls, ConstVar) and isinstance(cls.value, type)):
+        raise Unsupported("RB004", f"super() of {cls!r}")
+    if not isinstance(obj, ConstVar) or isinstance(obj.value, type) or \
+            not isinstance(obj.value, cls.value):
+        raise Unsupported("RB004", f"super() bound to {_describe_vt(obj)}")
+    return SuperVar(cls.value, obj)
+
+
+def _describe_vt(vt: VT) -> str:
+    """A value as a user knows it: its source's name or its type, never a VT repr."""
+    if vt.source is not None:
+        return vt.source.name()
+    return f"a {vt.python_type().__name__}"
+
+
+def _super_attr(tx, sup: SuperVar, name: str) -> VT:
+    """`super().name`: the first class after `sup.cls` in the object's MRO that defines
+    `name`, bound as CPython binds it.  The object's type is guarded where it was read
+    and the attribute found is guarded by identity on its class."""
+    obj = sup.obj
+    mro = type(obj.value).__mro__
+    for klass in mro[mro.index(sup.cls) + 1:]:
+        if name in vars(klass):
+            attr = vars(klass)[name]
+            break
+    else:
+        raise Unsupported("RB017", f"'super' object has no attribute {name!r}")
+    holder = ConstSource(klass, klass.__qualname__)
+    found = tx.ctx.wrap(attr, DerivedSource(holder, lambda k, n=name: vars(k).get(n),
+                                            f"{klass.__qualname__}.{name}"))
+    if isinstance(attr, staticmethod):
+        return ConstVar(attr.__func__)
+    if isinstance(attr, classmethod):
+        return PartialVar(ConstVar(attr.__func__), [ConstVar(type(obj.value))], {})
+    if isinstance(attr, (types.FunctionType, types.MethodDescriptorType,
+                         types.WrapperDescriptorType)):
+        return PartialVar(found, [obj], {})
+    if hasattr(type(attr), "__get__"):  # a property or another descriptor
+        raise Unsupported("RB004", f"super().{name}, a {type(attr).__name__}")
+    return found
+
+
+def _dict_get(tx, args, kwargs):
+    """`dict.get(d, key[, default])`, reached through `super().get` of a dict subclass
+    (transformers' `_CanRecordRegistry`): the item read is guarded like any other."""
+    if kwargs or len(args) not in (2, 3):
+        raise Unsupported("RB017", "dict.get() takes a dict, a key and a default")
+    d, key, default = args[0], args[1], args[2] if len(args) == 3 else ConstVar(None)
+    key = as_python(require_const(tx, key, "key"))
+    if isinstance(d, DictVar):
+        return d.items.get(key, default)
+    if not (isinstance(d, ConstVar) and isinstance(d.value, dict) and constant_key(key)):
+        raise Unsupported("RB004", f"dict.get of {_describe_vt(d)}")
+    present = key in d.value
+    if d.source is None:
+        return ConstVar(d.value[key]) if present else default
+    tx.ctx.guard_fact(d.source, lambda m, k=key: dict.__contains__(m, k), f"{key!r} in {{}}",
+                      present)
+    if not present:
+        return default
+    return tx.ctx.wrap(dict.__getitem__(d.value, key),
+                       DerivedSource(d.source, lambda m, k=key: dict.__getitem__(m, k),
+                                     f"{{}}[{key!r}]"))
 
 
 def _unpack_partial(tx, fn: ConstVar) -> PartialVar:
@@ -1308,7 +1395,7 @@ _BUILTIN_HANDLERS = {
     min: _minmax(min, torch.minimum), max: _minmax(max, torch.maximum), sum: _sum,
     int: _to_python_number(int), float: _to_python_number(float),
     bool: _to_python_number(bool), abs: _abs, all: _all_any(False), any: _all_any(True),
-    itertools.repeat: _repeat, filter: _filter, map: _map, type: _type,
+    dict.get: _dict_get, itertools.repeat: _repeat, filter: _filter, map: _map, type: _type,
     functools.reduce: _reduce, next: _next, builtins.__build_class__: classes.build_class,
     staticmethod: classes.staticmethod_call,
     torch.Tensor.__getitem__: _tensor_getitem, torch.Size: _torch_size,

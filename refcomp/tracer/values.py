@@ -251,6 +251,17 @@ class PartialVar(VT):
         self.fn, self.args, self.kwargs = fn, list(args), dict(kwargs)
 
 
+class SuperVar(VT):
+    """`super()` (or `super(cls, obj)`) made inside the trace: attribute reads look `name`
+    up in `type(obj).__mro__` after `cls` and bind what they find to `obj`."""
+
+    def __init__(self, cls: type, obj: VT):
+        self.cls, self.obj = cls, obj
+
+    def __repr__(self):
+        return f"super({self.cls.__name__}, {self.obj!r})"
+
+
 class GradModeVar(VT):
     """`torch.no_grad()` / `torch.enable_grad()` / `set_grad_enabled(b)` as a context."""
 

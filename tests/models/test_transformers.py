@@ -1,9 +1,9 @@
 """Hugging Face `transformers` models built from tiny configs (random weights, nothing
 downloaded) under refcomp.compile: equal to eager, and how many graphs and breaks.
 
-The counts are pinned loosely (at least so many graphs, no internal error among the
-break reasons) so that a tracer that learns more does not fail them; the numbers of one
-run are in spec/runtime.md ("Real models").  The default suite runs GPT-2, Llama, BERT and
+The graph and break counts are pinned from above (at most so many: a change that makes
+a model break more fails; one that captures more only lowers the numbers) and no break
+may be refcomp's own failure; the numbers of one run are in bench/MODELS.md.  The default suite runs GPT-2, Llama, BERT and
 ViT with backend="eager" and GPT-2 with the default backend (LLVM kernels), ~30 s on a
 loaded 2-core machine; everything else with `REFCOMP_SLOW=1 python -m pytest -m slow
 tests/models`.
@@ -74,9 +74,11 @@ def vit():
         "last_hidden_state"
 
 
-# model -> the fewest graphs explain() reports (a regression guard, not a target)
-MODELS = {"gpt2": (gpt2, 3), "llama": (llama, 3), "bert": (bert, 3), "t5": (t5, 3),
-          "bart": (bart, 3), "vit": (vit, 3)}
+# model -> (builder, most graphs, most breaks explain() may report): a regression guard
+# at the numbers measured (bench/MODELS.md), not a target; Dynamo makes 1 graph for each
+# (GPT-2: 2 graphs, 1 break).
+MODELS = {"gpt2": (gpt2, 3, 25), "llama": (llama, 12, 31), "bert": (bert, 8, 35),
+          "t5": (t5, 34, 67), "bart": (bart, 7, 45), "vit": (vit, 1, 12)}
 FAST = {("gpt2", "eager"), ("llama", "eager"), ("bert", "eager"), ("vit", "eager"),
         ("gpt2", None)}  # the default suite's share; the rest with REFCOMP_SLOW=1
 
@@ -109,7 +111,9 @@ def test_forward_equals_eager(name, backend):
     if backend == "eager":
         with torch.no_grad():
             report = refcomp.explain(model, backend="eager")(**inputs)
-        assert report.graph_count >= MODELS[name][1], str(report)
+        _, most_graphs, most_breaks = MODELS[name]
+        assert 1 <= report.graph_count <= most_graphs, str(report)
+        assert report.graph_break_count <= most_breaks, str(report)
         # Breaks are fine; a break because refcomp itself failed is not.
         internal = [r for r in report.break_reasons if r["id"] == "RB018"]
         assert not internal, internal
