@@ -348,7 +348,11 @@ class CompiledFunction:
             if not isinstance(err, Unsupported):
                 reason.__cause__ = err
                 reason.locate(self.code.co_filename, self.code.co_firstlineno, "<frame>")
-            if ctx.requested:
+            # Sizes the user asked to be dynamic fall back to a static trace when the
+            # symbolic one fails; automatic ones do not: a size that changed once changes
+            # again (a KV cache's length at every decoding step), so a static entry would
+            # recompile per size up to the limit, where a break keeps it symbolic.
+            if ctx.requested_explicit:
                 entry = self._static_retry(L, reason, start, fn)
                 if entry is not None:
                     return entry

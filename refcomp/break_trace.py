@@ -40,6 +40,7 @@ from refcomp.recipes import (
 from refcomp.runtime import Entry, build_entry, make_guard_set
 from refcomp.side_effects import mutated_containers, stored_names
 from refcomp.sources import AttrSource, ClosureSource, LocalSource
+from refcomp.tracer import calls
 from refcomp.tracer.context import TraceContext
 from refcomp.tracer.effects import DICT_MUTATORS, LIST_MUTATORS, unsnap
 from refcomp.tracer.frame import InstructionTranslator, _Return
@@ -167,7 +168,9 @@ class FrameTranslator(InstructionTranslator):
         obj = self.stack[-1]
         if inst.argval in self.stored_attrs and not isinstance(obj, TensorVar) and not (
                 isinstance(obj, ConstVar) and
-                (id(obj.value), inst.argval) in self.ctx.attr_writes):
+                (id(obj.value), inst.argval) in self.ctx.attr_writes) and not (
+                isinstance(obj, ConstVar) and obj.source is not None and
+                calls.is_flag(getattr(obj.value, inst.argval, 0))):
             raise Unsupported("RB008", f"attribute {inst.argval!r} is assigned in this"
                                        " frame; it is read and updated outside the graph")
         super().LOAD_ATTR(inst)
@@ -279,6 +282,10 @@ class Break:
     # (return value, values the effects need), their recipes ("pick", k).
     effects: list = field(default_factory=list)
     picked: bool = False
+    # A frame traced to its return whose result holds objects the trace only read (a
+    # DynamicCache passed in and handed back): the recipe of that result, rebuilt from the
+    # frame's L/G/C/B and the graph's tensors (Note [Returned objects]).
+    result: object = None
     # Filled by refcomp/resume.py: the generated code and the recipes of its arguments.
     code: object = None
     args: list = field(default_factory=list)
@@ -400,12 +407,18 @@ def build_whole(cf, ctx, output, guards) -> Entry:
     after the graph (Note [Replayed side effects]): the graph also returns the values
     they need, and the entry goes through refcomp/resume.py `run_break`, which has the
     frame's L/G/C/B to find their targets."""
+    if _holds_read_objects(output):
+        return _build_object_return(cf, ctx, output, guards)
     if not ctx.effects:
         return build_entry(ctx, output, cf.backend, cf.options, guards)
     values: list = []
     targets = Recipes(ctx)
 
     def value_of(vt):
+        if isinstance(vt, ConstVar) and isinstance(vt.source, LocalSource):
+            # An argument object (a ContextVar token handed to `reset`): the caller's own,
+            # read from the frame's locals, which the graph does not change.
+            return ("source", vt.source)
         values.append(unsnap(vt))
         return ("pick", len(values) - 1)
 
@@ -428,6 +441,46 @@ def _note_effects(entry, ctx) -> None:
     if ctx.effects:
         entry.notes.append(f"side effects replayed after the graph ({len(ctx.effects)}):"
                            f" {'; '.join(e[-1] for e in ctx.effects)}")
+
+
+# Note [Returned objects]: a frame may return an object it only read -- transformers
+# models hand back the `past_key_values` cache they were given inside their ModelOutput.
+# The graph's output plan holds tensors and constants, not objects (an object is guarded by
+# type only, so a later call's differs): such a result is described by recipes instead,
+# as live values at a break are ("source" re-reads the caller's object), the graph returns
+# the tensors among them, and `resume.run_break` rebuilds the result after the graph (and
+# after reading sources, before replaying the effects, as at a break).  This was a whole
+# frame running eagerly ("the frame traces whole here but not in the first trace").
+def _holds_read_objects(vt) -> bool:
+    from refcomp.runtime import _pinned_object
+
+    todo = [vt]
+    while todo:
+        v = todo.pop()
+        if isinstance(v, (TupleVar, ListVar)):
+            todo.extend(v.items)
+        elif isinstance(v, DictVar):  # ModelOutputVar too: its fields are its attributes
+            todo.extend(getattr(v, "fields", v.items).values())
+            todo.extend(v.items.values())
+        elif isinstance(v, ConstVar) and v.source is not None and \
+                not isinstance(v.value, torch.Tensor) and not _pinned_object(v.value):
+            return True
+    return False
+
+
+def _build_object_return(cf, ctx, output, guards) -> Entry:
+    recipes = Recipes(ctx)
+    try:
+        result = recipes.of(output)
+        effects = effect_recipes(ctx.effects, recipes.of, lambda vt: recipes.of(unsnap(vt)))
+        recipes.check_aliasing()
+    except Refused as refused:
+        raise Unsupported("RB012", f"returning an object read by the frame: {refused}") \
+            from None
+    entry = build_entry(ctx, TupleVar(recipes.tensors), cf.backend, cf.options, guards)
+    entry.resume = Break(-1, -1, effects=effects, result=result)
+    _note_effects(entry, ctx)
+    return entry
 
 
 def build_return(cf, ctx, output) -> Entry:

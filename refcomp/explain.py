@@ -120,9 +120,13 @@ def explain(fn, *args, backend=None, dynamic=None, **kwargs):
     result = compiled(*args, **kwargs)
     out = ExplainOutput(result=result)
     from refcomp.api import training_stats
-    from refcomp.resume import all_entries
+    from refcomp.resume import located_entries
 
-    for entry in all_entries(cf.cache):  # the frame's entries, then its resume points'
+    listed = set()
+    code = cf.code
+    # the frame's entries, then its resume points' and its callees'
+    for entry, frame_at in located_entries(cf.cache, f"{code.co_filename}:"
+                                                      f"{code.co_firstlineno}"):
         out.compile_time_s += entry.compile_time_s
         out.guards.extend(g.describe() for g in entry.guards.guards)
         out.notes.extend(entry.notes)
@@ -138,9 +142,17 @@ def explain(fn, *args, backend=None, dynamic=None, **kwargs):
                                      "backward": print_graph(entry.training.backward_graph)})
         if entry.reason is not None:  # a whole-frame fallback, or a segment's break
             r = entry.reason
+            text = f"{r.reason.title}: {r.detail}" if r.detail else r.reason.title
+            # A reason raised outside any instruction (a result the graph cannot return)
+            # is placed at its frame's line; one break seen from several frames (a break
+            # inside nested wrappers stops each of them at the same line) is listed once.
+            where = f"{r.filename}:{r.lineno}" if r.filename is not None and \
+                r.lineno is not None else frame_at
+            if (r.rid, text, where) in listed:
+                continue
+            listed.add((r.rid, text, where))
             out.graph_break_count += 1
             out.break_reasons.append({
-                "id": r.rid, "reason": f"{r.reason.title}: {r.detail}" if r.detail else
-                r.reason.title, "where": f"{r.filename}:{r.lineno}",
-                "instruction": r.instruction, "hint": r.reason.hint})
+                "id": r.rid, "reason": text, "where": where,
+                "instruction": r.instruction or "<frame>", "hint": r.reason.hint})
     return out

@@ -149,6 +149,18 @@ class Unsupported(Exception):
         return f"[{self.rid}] {r.title}{detail}{where}. Hint: {r.hint}"
 
 
+class Raised(Unsupported):
+    """An exception the traced code raises as eager would (`exc`, a real exception object):
+    a missing key of a guarded dict, a `raise` of a constant exception, a status query that
+    raises on this build.  Note [Exceptions inside inlined frames] (refcomp/tracer/frame.py):
+    an inlined frame whose exception table covers the instruction jumps to its handler;
+    anywhere else it is the break it always was (RB017, or the id given)."""
+
+    def __init__(self, exc: BaseException, detail: str, rid: str = "RB017"):
+        self.exc = exc
+        super().__init__(rid, detail)
+
+
 class CaptureError(RuntimeError):
     """fullgraph=True: the frame could not be captured as one graph."""
 

@@ -39,14 +39,17 @@ from refcomp.tracer.context import CONSTANT_TYPES
 from refcomp.tracer.values import (
     NULL,
     ConstVar,
+    ContextTokenVar,
     DictVar,
     ExitVar,
     IteratorVar,
     ListVar,
     MethodVar,
+    ModelOutputVar,
     OpaqueVar,
     TensorVar,
     TupleVar,
+    make_model_output,
     make_tuple,
 )
 
@@ -91,7 +94,7 @@ class Recipes:
 
     def of(self, vt):
         recipe = self._of(vt)
-        if recipe[0] in ("copy", "list", "dict", "iter"):
+        if recipe[0] in ("copy", "list", "dict", "iter", "model_output", "context_set"):
             # Mutable: two names for one list must stay one list after the break.
             slot = self.shared.setdefault(id(vt), len(self.shared))
             return ("shared", slot, recipe)
@@ -125,6 +128,9 @@ class Recipes:
             return ("tuple", [self.of(i) for i in vt.items], vt.cls)
         if isinstance(vt, ListVar):
             return ("list", [self.of(i) for i in vt.items])
+        if isinstance(vt, ModelOutputVar):  # Note [Model outputs] (refcomp/tracer/calls.py)
+            return ("model_output", vt.cls, [(k, self.of(v)) for k, v in vt.fields.items()],
+                    [(k, self.of(v)) for k, v in vt.items.items()])
         if isinstance(vt, DictVar):
             return ("dict", [(k, self.of(v)) for k, v in vt.items.items()])
         if isinstance(vt, MethodVar):
@@ -132,9 +138,18 @@ class Recipes:
             return ("method", self.of(vt.self_vt), fn, vt.name)
         if isinstance(vt, IteratorVar):
             return ("iter", [self.of(i) for i in vt.items[vt.pos:]])
+        if isinstance(vt, ContextTokenVar):
+            # Note [Context variables] (refcomp/tracer/calls.py): a token live at the break
+            # is made by the set itself, run when the state is rebuilt (before the replayed
+            # effects: none of those reads a context variable), so its recorded set leaves
+            # the effects.
+            if vt.reset or not any(e is vt.effect for e in self.ctx.effects):
+                raise Refused("a ContextVar token whose set is not pending")
+            self.ctx.effects[:] = [e for e in self.ctx.effects if e is not vt.effect]
+            return ("context_set", self.of(vt.var), self.of(vt.value))
         if isinstance(vt, ExitVar):  # inside `with torch.no_grad():`
             return ("exit", vt.previous)
-        raise Refused(f"{type(vt).__name__} cannot cross a graph break")
+        raise Refused(f"{vt!r} cannot cross a graph break")
 
     def _size(self, expr):
         """A symbolic size (dynamic=True): recomputed from the inputs' shapes after the graph."""
@@ -224,6 +239,11 @@ def make(r, outs, L, G, C, B, memo):
         return [make(i, outs, L, G, C, B, memo) for i in r[1]]
     if kind == "dict":
         return {k: make(v, outs, L, G, C, B, memo) for k, v in r[1]}
+    if kind == "context_set":
+        return make(r[1], outs, L, G, C, B, memo).set(make(r[2], outs, L, G, C, B, memo))
+    if kind == "model_output":
+        return make_model_output(r[1], {k: make(v, outs, L, G, C, B, memo) for k, v in r[2]},
+                                 {k: make(v, outs, L, G, C, B, memo) for k, v in r[3]})
     if kind == "iter":
         return iter([make(i, outs, L, G, C, B, memo) for i in r[1]])
     obj = make(r[1], outs, L, G, C, B, memo)  # "method"

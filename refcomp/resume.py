@@ -154,6 +154,11 @@ def run_break(entry, inputs, L, G, C, B, cf):
         memo: dict = {}
         replay(brk.effects, lambda r: picked[r[1]] if r[0] == "pick" else
                make(r, (), L, G, C, B, memo), G)
+    if brk.result is not None:  # Note [Returned objects] (refcomp/break_trace.py)
+        memo = {}
+        result = make(brk.result, outs, L, G, C, B, memo)
+        replay(brk.effects, lambda r: make(r, outs, L, G, C, B, memo), G)
+        return result
     if brk.code is None:  # a traced return (with effects, or leaving a no_grad block)
         return outs
     memo = {}
@@ -310,13 +315,21 @@ def resume_functions(cache: FrameCache) -> dict:
 
 def all_entries(cache: FrameCache, _seen=None) -> list:
     """The frame's entries, every resume function's, and callees compiled at breaks."""
+    return [entry for entry, _ in located_entries(cache, None, _seen)]
+
+
+def located_entries(cache: FrameCache, where, _seen=None) -> list:
+    """(entry, "file:line") for `all_entries`: where the entry's frame is in the user's
+    source (a resume function: the line it resumes at), for reasons located nowhere."""
     seen = _seen if _seen is not None else set()
     seen.add(id(cache))
-    out = list(cache.entries)
+    out = [(e, where) for e in cache.entries]
     for rf in list(resume_functions(cache).values()):
-        out.extend(rf.cache.entries)
+        out.extend((e, f"{rf.orig.co_filename}:{rf.line}") for e in rf.cache.entries)
     for compiled in list(callee_functions(cache).values()):
         if id(compiled.cache) not in seen:  # (mutual) recursion shares caches
-            out.extend(all_entries(compiled.cache, seen))
+            code = compiled.code
+            out.extend(located_entries(compiled.cache,
+                                       f"{code.co_filename}:{code.co_firstlineno}", seen))
     return out
 

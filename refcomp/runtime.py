@@ -78,8 +78,10 @@ from refcomp.tracer.values import (
     ConstVar,
     DictVar,
     ListVar,
+    ModelOutputVar,
     TensorVar,
     TupleVar,
+    make_model_output,
     make_tuple,
 )
 
@@ -240,6 +242,10 @@ def _rebuild(spec, outs, inputs, views=None):
         return make_tuple(spec[2], items)
     if kind == "list":
         return [_rebuild(s, outs, inputs, views) for s in spec[1]]
+    if kind == "model_output":
+        return make_model_output(
+            spec[1], {k: _rebuild(s, outs, inputs, views) for k, s in spec[2]},
+            {k: _rebuild(s, outs, inputs, views) for k, s in spec[3]})
     return {k: _rebuild(s, outs, inputs, views) for k, s in spec[1]}
 
 
@@ -427,6 +433,9 @@ class _Outputs:
             return ("tuple", [self.spec(i) for i in vt.items], vt.cls)
         if isinstance(vt, ListVar):
             return ("list", [self.spec(i) for i in vt.items])
+        if isinstance(vt, ModelOutputVar):  # Note [Model outputs] (refcomp/tracer/calls.py)
+            return ("model_output", vt.cls, [(k, self.spec(v)) for k, v in vt.fields.items()],
+                    [(k, self.spec(v)) for k, v in vt.items.items()])
         if isinstance(vt, DictVar):
             return ("dict", [(k, self.spec(v)) for k, v in vt.items.items()])
         raise Unsupported("RB012", f"returning {vt!r}")

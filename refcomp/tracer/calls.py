@@ -10,6 +10,8 @@ raises Unsupported with a reason id.  Spec: spec/tracer.md, "Calls".
 from __future__ import annotations
 
 import builtins
+import collections.abc
+import contextvars
 import dataclasses
 import functools
 import inspect
@@ -23,7 +25,7 @@ import sympy
 import torch
 
 from refcomp import guards as G
-from refcomp.reasons import Unsupported
+from refcomp.reasons import Raised, Unsupported
 from refcomp.sources import (
     ATTR,
     MODULE,
@@ -43,6 +45,7 @@ from refcomp.tracer.values import (
     VT,
     CellVar,
     ConstVar,
+    ContextTokenVar,
     DictVar,
     ExitVar,
     FunctionVar,
@@ -51,6 +54,7 @@ from refcomp.tracer.values import (
     IteratorVar,
     ListVar,
     MethodVar,
+    ModelOutputVar,
     NullVar,
     OpaqueVar,
     PartialVar,
@@ -80,7 +84,8 @@ _UNARY = {"neg": operator.neg, "pos": operator.pos, "invert": operator.invert}
 PURE_BUILTINS = {abs, all, any, bool, divmod, float, int, isinstance, issubclass, len, max,
                  min, pow, repr, round, sorted, str, sum, tuple, list, hash, chr, ord,
                  reversed, range, slice, type, callable, hasattr}
-PURE_FUNCTIONS = {v for m in (math, operator) for v in vars(m).values() if callable(v)}
+PURE_FUNCTIONS = {v for m in (math, operator) for v in vars(m).values() if callable(v)} | {
+    torch.finfo, torch.iinfo}  # of a dtype: fixed facts (`torch.finfo(x.dtype).min`)
 
 _DISABLED_ATTR = "_refcomp_disabled"
 
@@ -122,7 +127,8 @@ def load_attr(tx, obj: VT, name: str) -> VT:
         if written is not None:  # Note [Replayed side effects]: the value this trace stored
             return written
         if obj.source is not None and name in effects.stored_names(tx.code)[1] and \
-                isinstance(getattr(obj.value, name, None), CONSTANT_TYPES):
+                isinstance(getattr(obj.value, name, None), CONSTANT_TYPES) and \
+                not is_flag(getattr(obj.value, name, None)):
             # Note [Reading what the frame writes] (refcomp/side_effects.py).
             raise Unsupported("RB008", f"attribute {name!r} is assigned in this frame;"
                                        " it is read and updated outside the graph")
@@ -137,6 +143,8 @@ def load_attr(tx, obj: VT, name: str) -> VT:
         return classes.class_attr(tx, obj, name)
     if isinstance(obj, classes.FunctionCtxVar):
         return classes.ctx_attr(obj, name)
+    if isinstance(obj, ModelOutputVar):
+        return _model_output_attr(tx, obj, name)
     if isinstance(obj, TupleVar) and obj.field(name) is not None:
         return obj.field(name)  # r.values of torch.return_types.max
     if isinstance(obj, (TupleVar, ListVar, DictVar)):
@@ -156,6 +164,8 @@ def load_attr(tx, obj: VT, name: str) -> VT:
         return tx.ctx.wrap(attr, module_attr_source(value, obj.source, name))
     if effects.is_logger_method(obj, name):  # replayed (Note [Replayed side effects])
         return MethodVar(name, obj, name)
+    if isinstance(value, contextvars.ContextVar) and name in ("set", "reset", "get"):
+        return MethodVar(name, obj, name)  # Note [Context variables]
     attr = _getattr(value, name)
     # A method bound at this access (`opt.zero_grad`: torch's own methods too) is a new
     # object every time: the function is what is guarded (an identity guard on the bound
@@ -171,6 +181,13 @@ def load_attr(tx, obj: VT, name: str) -> VT:
         return tx.ctx.wrap(attr, None)
     source = AttrSource(obj.source, name, ATTR) if obj.source is not None else None
     return tx.ctx.wrap(attr, source)
+
+
+def is_flag(value) -> bool:
+    """A bool or None attribute the frame also assigns (`self.compiling = False`) is read
+    and guarded like any other: it has two or three values, so it recompiles at most that
+    often; counters and other numbers stay breaks (Note [Reading what the frame writes])."""
+    return value is None or isinstance(value, bool)
 
 
 def _getattr(value, name):
@@ -193,9 +210,11 @@ def getitem(tx, obj: VT, index: VT) -> VT:
             return obj.items[key]
         except (IndexError, TypeError) as e:
             raise Unsupported("RB017", f"index {key!r}: {e}") from None
-    if isinstance(obj, DictVar):
+    if isinstance(obj, ModelOutputVar) and not isinstance(key, str):
+        return getitem(tx, TupleVar(list(obj.items.values())), index)  # to_tuple()[key]
+    if isinstance(obj, DictVar):  # its keys are exact (made here, or guarded)
         if key not in obj.items:
-            raise Unsupported("RB017", f"KeyError {key!r}")
+            raise Raised(KeyError(key), f"KeyError {key!r}")
         return obj.items[key]
     if isinstance(obj, ConstVar):
         value = obj.value
@@ -209,6 +228,14 @@ def getitem(tx, obj: VT, index: VT) -> VT:
             return tx.ctx.wrap(value._modules[name], source)
         try:
             return tx.ctx.wrap(value[key], ItemSource(obj.source, key) if obj.source else None)
+        except KeyError as e:
+            if obj.source is not None and isinstance(value, collections.abc.Mapping) and \
+                    constant_key(key):  # `os.environ[k]`: the key's absence is guarded
+                tx.ctx.guard_fact(obj.source, lambda m, k=key: k in m, f"{key!r} in {{}}",
+                                  False)
+                raise Raised(KeyError(*e.args), f"{type(value).__name__}[{key!r}]: {e}") \
+                    from None
+            raise Unsupported("RB017", f"{type(value).__name__}[{key!r}]: {e}") from None
         except Exception as e:
             raise Unsupported("RB017", f"{type(value).__name__}[{key!r}]: {e}") from None
     raise Unsupported("RB013", f"subscript of {obj!r}")
@@ -217,6 +244,12 @@ def getitem(tx, obj: VT, index: VT) -> VT:
 def setitem(tx, obj: VT, index: VT, value: VT) -> None:
     if isinstance(obj, TensorVar):
         tensor_layout.tensor_setitem(tx.ctx, obj, index, value)
+        return
+    if isinstance(obj, ModelOutputVar):
+        key = as_python(require_const(tx, index, "subscript"))
+        if key not in obj.fields:  # ModelOutput.__setitem__ also sets the attribute
+            raise Unsupported("RB004", f"{obj.cls.__name__}[{key!r}] = ..., not a field")
+        obj.items[key] = obj.fields[key] = value
         return
     if isinstance(obj, (ListVar, DictVar)):
         key = as_python(require_const(tx, index, "subscript"))
@@ -572,8 +605,13 @@ def call_function(tx, fn: VT, args: list, kwargs: dict) -> VT:
     if _is_status_query(value) and not args and not kwargs:
         try:
             return ConstVar(value())
-        except Exception:  # (torch.cuda's query on a CPU build raises): eager raises it
-            raise Unsupported("RB004", f"{_public_name(value)} raises here") from None
+        except Exception as e:  # (torch.cuda's query on a CPU build raises): eager raises it
+            raise Raised(e, f"{_public_name(value)} raises here", "RB004") from None
+    if isinstance(value, type) and is_model_output_class(value):
+        return _new_model_output(tx, value, args, kwargs)
+    if isinstance(value, type) and issubclass(value, BaseException) and \
+            value.__module__ == "builtins":
+        return new_exception(tx, fn, args, kwargs)
     if isinstance(value, types.FunctionType):
         _check_inlinable(value)
         # A function without a source (a method reached through its class) is held by
@@ -628,6 +666,9 @@ def call_function(tx, fn: VT, args: list, kwargs: dict) -> VT:
         # method (an instance attribute named __call__ is not what CPython calls).
         return call_function(tx, MethodVar(type(value).__call__, fn, "__call__"), args,
                              kwargs)
+    if isinstance(value, type):
+        raise Unsupported("RB004", f"constructing a {value.__qualname__} ({value.__module__}):"
+                                   " objects of classes made outside torch are not traced")
     raise Unsupported("RB004", f"call of {type(value).__name__} {value!r}")
 
 
@@ -675,6 +716,89 @@ def _frozen_dataclass(tx, cls, args, kwargs) -> ConstVar:
     if post_init is not None:
         call_function(tx, ConstVar(post_init), [ConstVar(obj)], {})
     return ConstVar(obj)
+
+
+# Note [Model outputs]: every transformers model returns a `ModelOutput`, a dataclass
+# that is also an OrderedDict of its non-None fields (`out.logits`, `out["logits"]`,
+# `out[0]`, `out.to_tuple()`).  Its construction was a graph break and so was its return
+# (an object the trace did not make).  A class whose ModelOutput behaviour is its own
+# (dataclass-generated __init__, ModelOutput's __post_init__/__setattr__/__setitem__/
+# __getitem__/to_tuple, no default factories) is made symbolically as ModelOutputVar, as
+# Dynamo does: the fields as given (positional in field order, then keywords, defaults
+# None), the dict part the non-None ones in field order -- what __init__ and __post_init__
+# leave when the first field is a tensor or another field is set.  The other case (a
+# lone non-tensor first field, which __post_init__ iterates as key/value pairs) is RB004.
+# Results and values live at a break are rebuilt with exactly these fields and items
+# (values.make_model_output).
+_MODEL_OUTPUT_METHODS = ("__init__", "__post_init__", "__setattr__", "__setitem__",
+                         "__getitem__", "to_tuple", "__getattr__", "__getattribute__")
+
+
+def is_model_output_class(cls) -> bool:
+    base = next((k for k in cls.__mro__ if k.__name__ == "ModelOutput" and
+                 k.__module__ == "transformers.utils.generic"), None)
+    if base is None or cls is base or not dataclasses.is_dataclass(cls):
+        return False
+    for klass in cls.__mro__[:cls.__mro__.index(base)]:
+        for name in _MODEL_OUTPUT_METHODS:
+            fn = vars(klass).get(name)
+            if fn is not None and not (name == "__init__" and getattr(
+                    getattr(fn, "__code__", None), "co_filename", None) == "<string>"):
+                return False  # a method of its own (dataclasses' __init__ is exec'd)
+    return all(f.init and f.default_factory is dataclasses.MISSING
+               for f in dataclasses.fields(cls))
+
+
+def _new_model_output(tx, cls, args, kwargs) -> ModelOutputVar:
+    names = [f.name for f in dataclasses.fields(cls)]
+    if len(args) > len(names):
+        raise Unsupported("RB017", f"{cls.__name__}() takes {len(names)} arguments")
+    given = dict(zip(names, args))
+    for k, v in kwargs.items():
+        if k not in names or k in given:
+            raise Unsupported("RB017", f"{cls.__name__}() got an unexpected or repeated {k!r}")
+        given[k] = v
+    fields = {}
+    for f in dataclasses.fields(cls):
+        if f.name not in given and f.default is dataclasses.MISSING:
+            raise Unsupported("RB017", f"{cls.__name__}() missing argument {f.name!r}")
+        fields[f.name] = given.get(f.name, ConstVar(f.default))
+    first = fields[names[0]]
+    is_none = [isinstance(v, ConstVar) and v.value is None for v in fields.values()]
+    if all(is_none[1:]) and not isinstance(first, TensorVar) and not is_none[0]:
+        raise Unsupported("RB004", f"{cls.__name__}({names[0]}=...) of a non-tensor alone:"
+                                   " __post_init__ reads it as key/value pairs")
+    items = {k: v for k, v, none in zip(fields, fields.values(), is_none) if not none}
+    return ModelOutputVar(cls, fields, items)
+
+
+def _model_output_attr(tx, obj: ModelOutputVar, name: str) -> VT:
+    if name in obj.fields:
+        return obj.fields[name]
+    if name in ("to_tuple", "keys", "values", "items", "get"):
+        return MethodVar(name, obj, name)
+    attr = getattr(obj.cls, name, None)
+    if attr is not None and isinstance(attr, CONSTANT_TYPES):
+        return ConstVar(attr)  # a class-level constant (the class is fixed by the trace)
+    raise Unsupported("RB004", f"attribute {name!r} of a {obj.cls.__name__}")
+
+
+def set_model_output_attr(obj: ModelOutputVar, name: str, value: VT) -> None:
+    """`out.name = value`: ModelOutput.__setattr__ sets the item too unless value is None
+    (then the item, if any, keeps its old value)."""
+    if name not in obj.fields:
+        raise Unsupported("RB004", f"setting {name!r} of a {obj.cls.__name__}, not a field")
+    obj.fields[name] = value
+    if not (isinstance(value, ConstVar) and value.value is None):
+        obj.items[name] = value
+
+
+def new_exception(tx, cls: ConstVar, args, kwargs) -> ConstVar:
+    """`KeyError(key)`: a builtin exception made from constants, for a traced `raise`
+    (Note [Exceptions inside inlined frames], refcomp/tracer/frame.py)."""
+    if kwargs or not all(_is_constant(a) for a in args):
+        raise Unsupported("RB004", f"{cls.value.__name__}() of traced values")
+    return ConstVar(cls.value(*[as_python(a) for a in args]))
 
 
 # --- super() -------------------------------------------------------------------------------
@@ -898,8 +1022,18 @@ class _GlobalsDict(Source):
     """The globals dict of an inlined function from another module (held as a constant)."""
 
     def __init__(self, fn):
-        self.module = fn.__module__
+        # Named by the module whose dict it is, not fn.__module__: functools.wraps copies
+        # the wrapped function's __module__ onto a wrapper whose globals are another
+        # module's (transformers' capture_outputs), and guards load sources by name, so
+        # two dicts under one name read the wrong one (every guard failed right after
+        # tracing).  A dict that is no module's own is told apart by its id.
+        import sys
+
         self.globals = fn.__globals__
+        name = self.globals.get("__name__", fn.__module__)
+        module = sys.modules.get(name) if isinstance(name, str) else None
+        self.module = name if module is not None and vars(module) is self.globals else \
+            f"{name}@{id(self.globals):#x}"
 
     def name(self):
         return f"G[{self.module!r}]"
@@ -1017,10 +1151,53 @@ def _call_method(tx, m: MethodVar, args, kwargs) -> VT:
                        what=f"{self_vt.source.name() if self_vt.source else 'logger'}"
                             f".{m.name}(...)")
         return ConstVar(None)
+    if isinstance(self_vt, ConstVar) and isinstance(self_vt.value, contextvars.ContextVar):
+        return _context_var_method(tx, self_vt, m.name, args, kwargs)
     if isinstance(m.fn, types.FunctionType):
         return call_function(tx, class_attr(tx, self_vt, m.name, m.fn),
                              [self_vt] + list(args), kwargs)
     raise Unsupported("RB004", f"method {m.name} of {self_vt!r}")
+
+
+# Note [Context variables]: transformers' `capture_outputs` wraps every model forward in
+# `token = var.set(collected); try: forward finally: var.reset(token)` (a ContextVar, via
+# CompileableContextVar, when not under Dynamo).  `set` is a side effect: it is recorded
+# for replay after the graph and returns a token the trace holds; `get` then reads the
+# value set; `reset` of the newest token of that variable undoes the set, so the recorded
+# set is dropped and neither runs (the pair leaves the context as it found it, and no
+# replayed effect reads a context variable).  A token that is never reset leaves the set
+# to be replayed (eager's state after the call); a token live at a graph break cannot be
+# rebuilt (Refused: the frame runs as the break machinery decides for any such value);
+# `get` with no traced set, or `reset` of any other token, is RB004.
+def _context_var_method(tx, var: ConstVar, name: str, args, kwargs) -> VT:
+    tx.ctx.guard_identity(var)
+    pending = [t for t in tx.ctx.context_tokens if t.var.value is var.value and not t.reset]
+    if id(var.value) in tx.ctx.context_reset_real and name != "set":
+        raise Unsupported("RB004", f"ContextVar.{name} after a replayed reset")
+    if name == "set" and len(args) == 1 and not kwargs:
+        effects.record(tx, "method", var, "set", args, what=f"{var.source.name()}.set(...)"
+                       if var.source is not None else "ContextVar.set(...)")
+        token = ContextTokenVar(var, args[0], tx.ctx.effects[-1])
+        tx.ctx.context_tokens.append(token)
+        return token
+    if name == "reset" and len(args) == 1 and not kwargs and pending and \
+            args[0] is pending[-1] and any(e is args[0].effect for e in tx.ctx.effects):
+        token = args[0]
+        tx.ctx.effects[:] = [e for e in tx.ctx.effects if e is not token.effect]
+        token.reset = True
+        return ConstVar(None)
+    if name == "get" and len(args) <= 1 and not kwargs and pending:
+        return pending[-1].value
+    if name == "reset" and len(args) == 1 and not kwargs and not pending and \
+            isinstance(args[0], ConstVar) and args[0].source is not None and \
+            isinstance(args[0].value, contextvars.Token):
+        # A real token (its set ran before this frame, or at a break): replayed after the
+        # graph like any other effect; nothing traced reads the variable afterwards.
+        effects.record(tx, "method", var, "reset", args, what="ContextVar.reset(...)")
+        tx.ctx.context_reset_real.add(id(var.value))
+        return ConstVar(None)
+    raise Unsupported("RB004", f"ContextVar.{name} of a context variable the trace did not"
+                               " set (or of another token)")
 
 
 def class_attr(tx, obj: VT, name: str, value) -> VT:
@@ -1033,6 +1210,11 @@ def class_attr(tx, obj: VT, name: str, value) -> VT:
 
 
 def _container_method(tx, obj, name, args, kwargs) -> VT:
+    if isinstance(obj, ModelOutputVar):
+        if name == "to_tuple" and not args and not kwargs:
+            return TupleVar(list(obj.items.values()))
+        if name not in ("keys", "values", "items", "get"):  # pop/update... raise in eager
+            raise Unsupported("RB004", f"{obj.cls.__name__}.{name}")
     if isinstance(obj, DictVar):
         if name == "items":
             return ListVar([TupleVar([ConstVar(k), v]) for k, v in obj.items.items()])

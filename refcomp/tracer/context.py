@@ -114,6 +114,7 @@ class TraceContext:
         self.pinned = pinned or {}
         self._symbol_why: dict = {}  # (source name, dim) -> (note kind, why it is symbolic)
         self.requested = False  # a marked or automatic dim became a symbol
+        self.requested_explicit = False  # ... one the user asked for (not automatic)
         self.notes: list = []  # why a requested dim stayed static, which became symbolic
         self.sym_values: dict = {}  # size symbol -> the size seen while tracing
         self.sym_by_size: dict = {}  # size -> symbol (duck sizing: equal sizes, one symbol)
@@ -147,6 +148,8 @@ class TraceContext:
         self.container_claims: dict = {}  # id(list/dict) -> ("read" | "mutated", name, obj)
         self.attr_writes: dict = {}  # (id(object), name) -> VT written
         self.global_writes: dict = {}  # (id(globals dict), name) -> VT written
+        self.context_tokens: list = []  # ContextTokenVars of traced ContextVar.set calls
+        self.context_reset_real: set = set()  # ids of ContextVars reset by a real token
         self.add_guard(G.GRAD_MODE, None, self.grad_enabled)
         self.add_guard(G.DEFAULT_DTYPE, None, torch.get_default_dtype())
         self.global_state = global_state.snapshot()  # See Note [Global state]
@@ -347,6 +350,7 @@ class TraceContext:
             if why is None and t.shape[d] >= 2:
                 dims.append(d)
                 self.requested |= d in requested
+                self.requested_explicit |= d in requested and d not in auto
                 # Why it is a symbol, said once the symbol is known (_wrap_tensor).
                 self._symbol_why[(source.name(), d)] = (
                     ("automatic dynamic", "its size changed since an earlier compile")

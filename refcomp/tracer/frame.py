@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Optional
 
 from ir.builder import ExternOnlyDTypeError
-from refcomp.reasons import Unsupported
+from refcomp.reasons import Raised, Unsupported
 from refcomp.sources import ClosureSource, LocalSource
 from refcomp.tracer.context import TraceContext
 from refcomp.tracer.opcodes import OpcodeHandlers
@@ -49,6 +49,16 @@ def _instructions(code):
         cached = (insts, {inst.offset: i for i, inst in enumerate(insts)})
         _INSTRUCTIONS[code] = cached
     return cached
+
+
+_EXCEPTION_TABLES: dict = {}  # code object -> its parsed exception table
+
+
+def _exception_table(code) -> list:
+    table = _EXCEPTION_TABLES.get(code)
+    if table is None:
+        table = _EXCEPTION_TABLES[code] = dis._parse_exception_table(code)
+    return table
 
 
 def check_code_supported(code, *, generator: bool = False) -> None:
@@ -106,7 +116,11 @@ class InstructionTranslator(OpcodeHandlers):
         self.ctx.frames.append(self)
         try:
             while True:
-                self.step()
+                try:
+                    self.step()
+                except Raised as r:
+                    if not self._enter_handler(r):
+                        raise
         except _Return as r:
             return r.value
         except Unsupported as e:
@@ -135,6 +149,31 @@ class InstructionTranslator(OpcodeHandlers):
             raise
         finally:
             self.ctx.frames.pop()
+
+    # Note [Exceptions inside inlined frames]: library code asks "does this exist?" with
+    # try/except -- `os.environ.get` is Mapping.get's `try: return self[key] except
+    # KeyError: return default`, transformers' `is_cuda_stream_capturing` wraps a query
+    # that raises on a CPU build in `except Exception: return False`.  When the traced code
+    # raises as eager would (a `Raised`: the fact behind it is guarded, e.g. the key's
+    # absence), an *inlined* frame whose exception table covers the instruction continues
+    # at its handler exactly as CPython would: the stack cut to the entry's depth, the
+    # exception pushed, and PUSH_EXC_INFO / CHECK_EXC_MATCH / POP_EXCEPT / RERAISE /
+    # RAISE_VARARGS traced like other opcodes; without a handler it propagates to the
+    # caller's CALL.  The compiled frame itself never enters a handler: there the
+    # exception is a graph break and CPython runs the frame's own handlers (spec/runtime.md).
+    def _enter_handler(self, r: Raised) -> bool:
+        if self.parent is None or self.current is None:
+            return False
+        offset = self.current.offset
+        for entry in _exception_table(self.code):
+            if entry.start <= offset < entry.end:
+                del self.stack[entry.depth:]
+                if entry.lasti:
+                    self.push(ConstVar(offset))
+                self.push(ConstVar(r.exc))
+                self.ip = self.index_of[entry.target]
+                return True
+        return False
 
     def yield_(self, value: VT):
         raise _Yield(value)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import dis
 
-from refcomp.reasons import Unsupported
+from refcomp.reasons import Raised, Unsupported
 from refcomp.tracer import calls, classes, effects, rng
 from refcomp.tracer.values import (
     NULL,
@@ -24,6 +24,7 @@ from refcomp.tracer.values import (
     GradModeVar,
     IteratorVar,
     ListVar,
+    ModelOutputVar,
     TupleVar,
     as_python,
 )
@@ -156,6 +157,10 @@ class OpcodeHandlers:
         if isinstance(obj, classes.FunctionCtxVar):  # ctx.k = v in a custom Function
             self.popn(2)
             obj.attrs[name] = value
+            return
+        if isinstance(obj, ModelOutputVar):  # made by the trace: changed symbolically
+            calls.set_model_output_attr(obj, name, value)
+            self.popn(2)
             return
         if not isinstance(obj, ConstVar) or obj.source is None or \
                 effects.is_tensor_module_attr(obj.value, name) or \
@@ -405,6 +410,44 @@ class OpcodeHandlers:
             self.jump(inst)
         else:
             self.push(item)
+
+    # --- exceptions (Note [Exceptions inside inlined frames], frame.py) -------------------
+    def RAISE_VARARGS(self, inst):
+        if inst.arg == 0:
+            raise Unsupported("RB001", "bare `raise` outside an exception handler")
+        cause = self.pop() if inst.arg == 2 else None
+        exc = self.pop()
+        value = exc.value if isinstance(exc, ConstVar) else None
+        if isinstance(value, type) and issubclass(value, BaseException):
+            value = calls.new_exception(self, exc, [], {}).value
+        if not isinstance(value, BaseException):
+            raise Unsupported("RB017", f"raise of {exc!r}")
+        if cause is not None:
+            cause_value = as_python(cause)
+            value.__cause__ = cause_value  # `from None` also suppresses the context
+            value.__suppress_context__ = True
+        raise Raised(value, f"{type(value).__name__}: {value}")
+
+    def RERAISE(self, inst):
+        exc = self.pop()
+        if inst.arg:
+            self.pop()  # the saved f_lasti
+        if not (isinstance(exc, ConstVar) and isinstance(exc.value, BaseException)):
+            raise Unsupported("RB001", "RERAISE of an exception the trace did not raise")
+        raise Raised(exc.value, f"{type(exc.value).__name__}: {exc.value}")
+
+    def PUSH_EXC_INFO(self, inst):
+        exc = self.pop()
+        self.push(ConstVar(None))  # the exception being handled before: none while tracing
+        self.push(exc)
+
+    def POP_EXCEPT(self, inst):
+        self.pop()
+
+    def CHECK_EXC_MATCH(self, inst):
+        match = as_python(self.pop())
+        exc = self.stack[-1]
+        self.push(ConstVar(isinstance(exc.value, match)))
 
     # --- with blocks (grad mode, freeze_rng_state) ----------------------------------------
     def BEFORE_WITH(self, inst):

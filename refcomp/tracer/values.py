@@ -24,6 +24,14 @@ class VT:
     def python_type(self):
         raise NotImplementedError
 
+    def __repr__(self):  # user-facing (see TensorVar.__repr__)
+        return _WHAT.get(type(self).__name__, "a value made in the frame")
+
+
+_WHAT = {"IteratorVar": "an iterator", "GeneratorVar": "a generator", "CellVar": "a cell",
+         "PartialVar": "a functools.partial made in the frame",
+         "GradModeVar": "a grad-mode context", "ExitVar": "the exit of a `with` block"}
+
 
 class NullVar(VT):
     def __repr__(self):
@@ -81,8 +89,10 @@ class TensorVar(VT):
 
         return torch.Tensor
 
+    # Reprs are user-facing: break reasons interpolate values with {!r} (issue 12: no
+    # refcomp-internal names in a reason); debugging reads the attributes.
     def __repr__(self):
-        return f"TensorVar({self.value!r})"
+        return f"tensor {self.source.name()}" if self.source is not None else "a tensor"
 
 
 class ConstVar(VT):
@@ -96,7 +106,10 @@ class ConstVar(VT):
         return type(self.value)
 
     def __repr__(self):
-        return f"ConstVar({self.value!r})"
+        if self.source is not None:
+            return self.source.name()
+        text = repr(self.value)
+        return text if len(text) <= 80 else f"a {type(self.value).__name__}"
 
 
 class TupleVar(VT):
@@ -117,7 +130,8 @@ class TupleVar(VT):
         return self.items[fields.index(name)] if name in fields else None
 
     def __repr__(self):
-        return f"TupleVar({self.items})"
+        what = self.source.name() if self.source is not None else "a"
+        return f"{what} {self.cls.__name__} of {len(self.items)} items"
 
 
 class ListVar(VT):
@@ -129,7 +143,8 @@ class ListVar(VT):
         return list
 
     def __repr__(self):
-        return f"ListVar({self.items})"
+        what = self.source.name() if self.source is not None else "a"
+        return f"{what} list of {len(self.items)} items"
 
 
 class DictVar(VT):
@@ -141,6 +156,44 @@ class DictVar(VT):
 
     def python_type(self):
         return dict
+
+    def __repr__(self):
+        what = self.source.name() if self.source is not None else "a"
+        return f"{what} dict of {len(self.items)} items"
+
+
+class ModelOutputVar(DictVar):
+    """A transformers `ModelOutput` (an OrderedDict subclass and a dataclass) made while
+    tracing (Note [Model outputs], refcomp/tracer/calls.py): `fields` holds every field's
+    value (None included, as its attributes), `items` the dict part (the non-None fields,
+    in field order, and keys set later).  As a DictVar it iterates, tests `in` and has a
+    length like the dict it is."""
+
+    def __init__(self, cls: type, fields: dict, items: dict):
+        super().__init__(items)
+        self.cls = cls
+        self.fields = dict(fields)
+
+    def python_type(self):
+        return self.cls
+
+    def __repr__(self):
+        return f"{self.cls.__name__}({', '.join(self.items)})"
+
+
+def make_model_output(cls, fields: dict, items: dict):
+    """A `ModelOutput` of class `cls` in exactly the state traced: each field an attribute,
+    `items` the dict part in order (its __init__/__post_init__ are not re-run: they would
+    decide the same from these values)."""
+    import collections
+
+    obj = cls.__new__(cls)
+    collections.OrderedDict.__init__(obj)
+    for name, value in fields.items():
+        object.__setattr__(obj, name, value)
+    for key, value in items.items():
+        collections.OrderedDict.__setitem__(obj, key, value)
+    return obj
 
 
 class IteratorVar(VT):
@@ -207,7 +260,9 @@ class OpaqueVar(VT):
         return self.kind
 
     def __repr__(self):
-        return f"OpaqueVar({self.source.name()})"
+        if self.kind in (list, dict):
+            return f"{self.source.name()}, a {self.kind.__name__} the frame mutates"
+        return f"{self.source.name()}, a {self.kind.__name__} whose value is not traced"
 
 
 class CellVar(VT):
@@ -232,6 +287,9 @@ class FunctionVar(VT):
         self.closure = closure  # tuple of CellVar
         self.name = name
 
+    def __repr__(self):
+        return f"function {self.code.co_name} (made in the frame)"
+
 
 class MethodVar(VT):
     """`obj.method` where obj is symbolic: a function plus the self it is bound to."""
@@ -240,6 +298,9 @@ class MethodVar(VT):
         self.fn = fn  # a Python function or a tensor-method name (str) for TensorVar
         self.self_vt = self_vt
         self.name = name
+
+    def __repr__(self):
+        return f"method {self.name} of {self.self_vt!r}"
 
 
 class PartialVar(VT):
@@ -260,6 +321,18 @@ class SuperVar(VT):
 
     def __repr__(self):
         return f"super({self.cls.__name__}, {self.obj!r})"
+
+
+class ContextTokenVar(VT):
+    """The Token of a `ContextVar.set(value)` the trace recorded (Note [Context variables],
+    refcomp/tracer/calls.py): `effect` is the recorded set, `reset` marks it undone."""
+
+    def __init__(self, var: VT, value: VT, effect):
+        self.var, self.value, self.effect = var, value, effect
+        self.reset = False
+
+    def __repr__(self):
+        return "ContextVar token"
 
 
 class GradModeVar(VT):
@@ -327,6 +400,8 @@ def as_python(vt: VT, keep_tensors: bool = False):
         return make_tuple(vt.cls, items)
     if isinstance(vt, ListVar):
         return [as_python(i, keep_tensors) for i in vt.items]
+    if isinstance(vt, ModelOutputVar):
+        raise TypeError(f"{vt!r} is not a constant")
     if isinstance(vt, DictVar):
         return {k: as_python(v, keep_tensors) for k, v in vt.items.items()}
     raise TypeError(f"{vt!r} has no constant Python value")

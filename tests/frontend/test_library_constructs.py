@@ -4,6 +4,12 @@ eager, and guarded (a changed fact recompiles).  The models themselves are in
 tests/models/test_transformers.py; spec/tracer.md, "Python features", says what is traced.
 """
 
+import contextvars
+import functools
+import os
+import warnings
+
+import pytest
 import torch
 
 import refcomp
@@ -69,3 +75,324 @@ def test_super_read_of_a_registry_is_guarded():
     del REGISTRY["Child"]  # absent: super().get returns None, `or {}`
     torch.testing.assert_close(compiled(x), model(x))
     assert refcomp.stats()["counters"]["graphs"] >= 3
+
+
+# --- exceptions raised and handled inside inlined functions ----------------------------------
+def _env_flag(name):
+    return os.environ.get(name, "0") == "1"  # Mapping.get: try: self[key] except KeyError
+
+
+def uses_env(x):
+    # transformers' sdpa_attention reads os.environ["TRANSFORMERS_SDPA_FORCE_GQA"] this way
+    return x + 1 if _env_flag("REFCOMP_TEST_FLAG_UNSET") else x - 1
+
+
+def test_os_environ_get_of_a_missing_key_is_traced_and_guarded(monkeypatch):
+    # Was a break ("exception raised while tracing: _Environ[...]") at every read: 11 of
+    # Llama's 31 breaks.
+    monkeypatch.delenv("REFCOMP_TEST_FLAG_UNSET", raising=False)
+    x = torch.randn(3)
+    report = explain(uses_env, x)
+    assert (report.graph_count, report.graph_break_count) == (1, 0), report
+    torch.testing.assert_close(report.result, x - 1)
+    refcomp.reset()
+    compiled = refcomp.compile(uses_env, backend="eager")
+    torch.testing.assert_close(compiled(x), x - 1)
+    monkeypatch.setenv("REFCOMP_TEST_FLAG_UNSET", "1")  # the key's absence was guarded
+    torch.testing.assert_close(compiled(x), x + 1)
+
+
+def _lookup(d, key):
+    try:
+        return d[key]
+    except KeyError:
+        return None
+
+
+def _strict(d, key):
+    if key not in d:
+        raise ValueError(f"no {key}")  # caught by the caller's handler
+    return d[key]
+
+
+def _checked(d, key):
+    try:
+        return _strict(d, key)
+    except (TypeError, ValueError) as e:
+        return len(str(e))
+
+
+def handlers(x, table):
+    a = _lookup({"w": 2.0}, "v")  # a frame-local dict: KeyError handled
+    b = _lookup(table, "scale")
+    c = _checked(table, "missing")
+    d = _checked(table, "scale")
+    return x * (b if a is None else 0) + c + d
+
+
+def test_exceptions_raised_and_handled_in_inlined_functions_do_not_break():
+    x, table = torch.randn(3), {"scale": 3.0}
+    report = explain(handlers, x, table)
+    assert (report.graph_count, report.graph_break_count) == (1, 0), report
+    torch.testing.assert_close(report.result, handlers(x, table))
+    refcomp.reset()
+    compiled = refcomp.compile(handlers, backend="eager")
+    torch.testing.assert_close(compiled(x, table), handlers(x, table))
+    other = {"scale": 0.5, "missing": 2.0}  # other keys (guarded): another path
+    torch.testing.assert_close(compiled(x, other), handlers(x, other))
+
+
+def _fails(d):
+    return d["absent"]  # no handler anywhere in the inlined chain
+
+
+def test_an_unhandled_exception_still_reaches_the_user():
+    def f(x, d):
+        y = x + 1
+        return _fails(d) + y
+
+    refcomp.reset()
+    with pytest.raises(KeyError, match="absent"):
+        refcomp.compile(f, backend="eager")(torch.randn(2), {"present": 1})
+
+    def g(x, d):  # a handler in the compiled frame itself: CPython runs it at the break
+        try:
+            return _fails(d) + x
+        except KeyError:
+            return x - 1
+
+    x = torch.randn(2)
+    torch.testing.assert_close(refcomp.compile(g, backend="eager")(x, {}), x - 1)
+
+
+# --- context variables (transformers' capture_outputs) ---------------------------------------
+COLLECTOR = contextvars.ContextVar("collector", default=None)
+
+
+class FlagVar:
+    """transformers' CompileableContextVar: a ContextVar plus a `compiling` flag that the
+    same methods assign (a read of it was a break, as for a counter)."""
+
+    def __init__(self):
+        self.var, self.compiling = COLLECTOR, False
+
+    def set(self, value):
+        if torch.compiler.is_compiling():
+            self.compiling = True
+            return None
+        return self.var.set(value)
+
+    def reset(self, token):
+        if self.compiling or token is None:
+            self.compiling = False
+        else:
+            self.var.reset(token)
+
+
+ACTIVE = FlagVar()
+
+
+def _inner(x):
+    seen = ACTIVE.var.get()
+    seen["n"] = 1
+    return x * 2
+
+
+def collects(x):
+    collected = {}
+    token = ACTIVE.set(collected)
+    try:
+        out = _inner(x)
+    finally:
+        ACTIVE.reset(token)
+    return out + len(collected)
+
+
+def test_context_var_set_get_reset_is_traced_and_leaves_the_context_unchanged():
+    # ContextVar.set / reset and the `compiling` read broke at every transformers forward
+    # (GPT-2: 8 of its 19 breaks).
+    x = torch.randn(3)
+    report = explain(collects, x)
+    assert (report.graph_count, report.graph_break_count) == (1, 0), report
+    torch.testing.assert_close(report.result, collects(x))
+    assert COLLECTOR.get() is None  # the set was undone by the reset, as in eager
+    compiled = refcomp.compile(collects, backend="eager")
+    for _ in range(2):
+        torch.testing.assert_close(compiled(x), x * 2 + 1)
+        assert COLLECTOR.get() is None
+
+
+def sets_only(x):
+    COLLECTOR.set("left set")  # the token is dropped: eager leaves the variable set
+    return x + 1
+
+
+def reads_unset(x):
+    return x + (1 if COLLECTOR.get() is None else 2)  # no traced set: a break
+
+
+def test_a_context_var_set_without_reset_is_replayed_and_an_untraced_get_breaks():
+    x = torch.randn(3)
+    ctx = contextvars.copy_context()
+    report = ctx.run(explain, sets_only, x)
+    assert (report.graph_count, report.graph_break_count) == (1, 0), report
+    assert ctx[COLLECTOR] == "left set"
+    ctx = contextvars.copy_context()
+    report = ctx.run(explain, reads_unset, x)
+    assert report.graph_break_count >= 1 and "ContextVar.get" in str(report), report
+    torch.testing.assert_close(report.result, x + 1)
+
+
+# --- transformers ModelOutput ----------------------------------------------------------------
+def _output_classes():
+    transformers = pytest.importorskip("transformers")
+    return transformers.modeling_outputs
+
+
+def test_model_outputs_are_made_read_and_returned_without_a_break():
+    # Their construction and their return were two breaks in every transformers model.
+    mo = _output_classes()
+
+    def f(x, w):
+        inner = mo.BaseModelOutputWithPast(last_hidden_state=x @ w, hidden_states=None)
+        h = inner[0] + inner.last_hidden_state + inner["last_hidden_state"]
+        out = mo.CausalLMOutputWithPast(None, h.sum(-1), None, hidden_states=(x, h))
+        out["attentions"] = (h,)  # transformers' capture_outputs sets collected outputs
+        out.past_key_values = None  # a None field: the attribute only
+        n = len(out) + len(out.to_tuple()) + ("loss" in out) + (out.loss is None)
+        return out, n, hasattr(out, "logits"), isinstance(out, dict), list(out.keys())
+
+    x, w = torch.randn(2, 3), torch.randn(3, 3)
+    want = f(x, w)
+    report = explain(f, x, w)
+    assert (report.graph_count, report.graph_break_count) == (1, 0), report
+    got = report.result
+    assert type(got[0]) is type(want[0]) and list(got[0].keys()) == list(want[0].keys())
+    for k in want[0].keys():
+        torch.testing.assert_close(got[0][k], want[0][k])
+    assert got[0].loss is None and got[0].past_key_values is None
+    torch.testing.assert_close(got[0].to_tuple()[0], want[0].to_tuple()[0])
+    assert got[1:] == want[1:]
+
+
+def test_a_model_output_of_a_lone_non_tensor_still_equals_eager():
+    mo = _output_classes()
+
+    def f(x):  # __post_init__ reads a lone dict as key/value pairs: not traced
+        out = mo.BaseModelOutput({"last_hidden_state": x + 1})
+        return out.last_hidden_state * 2
+
+    x = torch.randn(3)
+    refcomp.reset()
+    torch.testing.assert_close(refcomp.compile(f, backend="eager")(x), f(x))
+    report = explain(f, x)
+    assert report.graph_break_count == 1 and "key/value pairs" in str(report), report
+
+
+# --- globals of wrappers ---------------------------------------------------------------------
+def _fake_module(name, source, **values):
+    namespace = {"__name__": name, "functools": functools, **values}
+    exec(compile(source, f"<{name}>", "exec"), namespace)
+    return namespace
+
+
+def test_a_wraps_wrapper_reads_its_own_modules_globals_under_guards():
+    # functools.wraps copies the wrapped function's __module__ onto the wrapper, whose
+    # globals are another module's: both dicts were named G['lib_a'] in the guards, which
+    # then read SCALE from the wrong one, failed right after tracing, and ran eagerly
+    # (every transformers model: capture_outputs wraps forward this way).
+    lib_a = _fake_module("lib_a", "def inner(x):\n    return x * SCALE\n", SCALE=2.0)
+    lib_b = _fake_module("lib_b", "def deco(fn):\n    @functools.wraps(fn)\n"
+                                  "    def wrapper(x):\n        return fn(x) + SCALE\n"
+                                  "    return wrapper\n", SCALE=5.0)
+    wrapped = lib_b["deco"](lib_a["inner"])
+    assert wrapped.__module__ == "lib_a"
+
+    def f(x):
+        return wrapped(x) - 1
+
+    x = torch.randn(3)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # "guards fail right after tracing" is a warning
+        report = explain(f, x)
+    assert (report.graph_count, report.graph_break_count) == (1, 0), report
+    torch.testing.assert_close(report.result, x * 2 + 5 - 1)
+
+
+def test_finfo_of_a_dtype_is_folded():
+    # T5's sdpa path: torch.finfo(dtype).min was "not in the torch table" (39 breaks)
+    def f(x):
+        return x.clamp(min=torch.finfo(x.dtype).min / 2, max=torch.iinfo(torch.int8).max)
+
+    x = torch.randn(4) * 1000
+    report = explain(f, x)
+    assert (report.graph_count, report.graph_break_count) == (1, 0), report
+    torch.testing.assert_close(report.result, f(x))
+
+
+def test_a_flag_the_frame_also_assigns_is_read_under_a_guard():
+    var = FlagVar()
+
+    def f(x, token):  # the compiled frame is FlagVar.reset-like: reads and writes a flag
+        if var.compiling or token is None:
+            var.compiling = False
+            return x + 1
+        return x - 1
+
+    x = torch.randn(3)
+    report = explain(f, x, None)
+    assert (report.graph_count, report.graph_break_count) == (1, 0), report
+    refcomp.reset()
+    compiled = refcomp.compile(f, backend="eager")
+    torch.testing.assert_close(compiled(x, 1), x - 1)
+    var.compiling = True  # guarded: recompiles
+    torch.testing.assert_close(compiled(x, 1), x + 1)
+    assert var.compiling is False
+
+
+def test_a_reset_of_a_real_token_is_replayed():
+    def f(x, token):
+        COLLECTOR.reset(token)  # the set ran before the call
+        return x * 2
+
+    x = torch.randn(3)
+
+    def run():
+        token = COLLECTOR.set("outer")
+        report = explain(f, x, token)
+        return report, COLLECTOR.get()
+
+    report, after = contextvars.copy_context().run(run)
+    assert (report.graph_count, report.graph_break_count) == (1, 0), report
+    assert after is None  # the reset was replayed after the graph
+
+
+class Cache:
+    """A KV-cache-like object: passed in, read, handed back (transformers' DynamicCache)."""
+
+    def __init__(self, k):
+        self.k = k
+
+
+def test_returning_an_object_the_frame_read_keeps_the_graph():
+    # The result spec holds tensors and constants only: returning `past_key_values` (an
+    # object guarded by type) made the frame run wholly eagerly ("traces whole here but
+    # not in the first trace"), so every decoding step after the first was eager.
+    def f(x, cache):
+        y = torch.cat([cache.k, x], 0)
+        return {"y": y * 2, "cache": cache, "pair": (cache, x)}, cache
+
+    x, cache = torch.randn(2, 3), Cache(torch.randn(1, 3))
+    report = explain(f, x, cache)
+    assert (report.graph_count, report.graph_break_count) == (1, 0), report
+    got, want = report.result, f(x, cache)
+    assert got[1] is cache and got[0]["cache"] is cache and got[0]["pair"][0] is cache
+    assert got[0]["pair"][1] is x
+    torch.testing.assert_close(got[0]["y"], want[0]["y"])
+    refcomp.reset()
+    compiled = refcomp.compile(f, backend="eager")
+    other = Cache(torch.randn(1, 3))  # another object of the type: re-read, not baked in
+    for c in (cache, other):
+        out = compiled(x, c)
+        assert out[1] is c
+        torch.testing.assert_close(out[0]["y"], f(x, c)[0]["y"])

@@ -151,6 +151,21 @@ def test_symbolic_sizes_are_specialized_for_opaque_calls():
         torch.testing.assert_close(cf(x), f(x))
 
 
+def test_an_opaque_call_on_an_automatic_dynamic_size_breaks_instead_of_recompiling():
+    def f(x):
+        return torch.cumsum(x * 2, 0).clamp_min(0.0) + 1
+
+    refcomp.reset()
+    cf = refcomp.compile(f, backend="eager")
+    for n in (4, 6, 7, 9, 11):
+        x = torch.randn(n, 3)
+        torch.testing.assert_close(cf(x), f(x))
+    # The size became a symbol after one recompile; the opaque cumsum then ran at a break
+    # (it specialized the size and recompiled per size, up to the limit, before).
+    recompiles = refcomp.stats()["recompiles"]
+    assert max(len(m) for m in recompiles.values()) <= 2, recompiles
+
+
 class Unlisted(nn.Module):
     """Built-in modules without a module-table entry run their forward inlined."""
 
