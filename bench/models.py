@@ -8,7 +8,8 @@ torchvision and timm are not installable next to the CPU build of torch 2.13 her
 PyPI torchvision for 2.13 is a CUDA build whose C ops fail to load; timm imports
 torchvision), so their model files cannot be used (bench/MODELS.md says more).
 tests/frontend/test_real_models.py runs the same builders and checks the forward equals
-eager with the graph counts below.
+eager with the graph counts below.  `HF_MODELS` are Hugging Face transformers models from
+tiny configs (GPT-2, Llama, BERT, T5, BART, ViT), shared with tests/models.
 """
 
 from __future__ import annotations
@@ -152,10 +153,90 @@ MODELS = {
 }
 
 
+# --- Hugging Face transformers models from tiny configs (tests/models/test_transformers.py
+# runs the same builders): name -> () -> (model, keyword inputs, the output compared).
+def _ids(*shape, vocab=100):
+    return torch.randint(2, vocab, shape)
+
+
+def hf_gpt2():
+    import transformers
+
+    cfg = transformers.GPT2Config(n_layer=2, n_embd=32, n_head=2, vocab_size=100,
+                                  n_positions=64, bos_token_id=0, eos_token_id=1)
+    ids = _ids(2, 8)
+    return transformers.GPT2LMHeadModel(cfg), dict(input_ids=ids, labels=ids), "logits"
+
+
+def hf_llama():
+    import transformers
+
+    cfg = transformers.LlamaConfig(num_hidden_layers=2, hidden_size=32, intermediate_size=64,
+                                   num_attention_heads=4, num_key_value_heads=2,
+                                   vocab_size=100, max_position_embeddings=64,
+                                   bos_token_id=0, eos_token_id=1, pad_token_id=0)
+    return transformers.LlamaForCausalLM(cfg), dict(input_ids=_ids(2, 8)), "logits"
+
+
+def hf_bert():
+    import transformers
+
+    cfg = transformers.BertConfig(num_hidden_layers=2, hidden_size=32, intermediate_size=64,
+                                  num_attention_heads=2, vocab_size=100,
+                                  max_position_embeddings=64)
+    mask = torch.tensor([[1] * 8, [1] * 5 + [0] * 3])
+    return transformers.BertModel(cfg), dict(input_ids=_ids(2, 8), attention_mask=mask), \
+        "last_hidden_state"
+
+
+def hf_t5():
+    import transformers
+
+    cfg = transformers.T5Config(num_layers=2, num_decoder_layers=2, d_model=32, d_ff=64,
+                                num_heads=2, d_kv=16, vocab_size=100, decoder_start_token_id=0)
+    return transformers.T5ForConditionalGeneration(cfg), \
+        dict(input_ids=_ids(2, 8), decoder_input_ids=_ids(2, 4)), "logits"
+
+
+def hf_bart():
+    import transformers
+
+    cfg = transformers.BartConfig(encoder_layers=2, decoder_layers=2, d_model=32,
+                                  encoder_ffn_dim=64, decoder_ffn_dim=64,
+                                  encoder_attention_heads=2, decoder_attention_heads=2,
+                                  vocab_size=100, max_position_embeddings=64)
+    return transformers.BartForConditionalGeneration(cfg), \
+        dict(input_ids=_ids(2, 8), decoder_input_ids=_ids(2, 4)), "logits"
+
+
+def hf_vit():
+    import transformers
+
+    cfg = transformers.ViTConfig(num_hidden_layers=2, hidden_size=32, intermediate_size=64,
+                                 num_attention_heads=2, image_size=16, patch_size=4)
+    return transformers.ViTModel(cfg), dict(pixel_values=torch.randn(2, 3, 16, 16)), \
+        "last_hidden_state"
+
+
+HF_MODELS = {"gpt2": hf_gpt2, "llama": hf_llama, "bert": hf_bert, "t5": hf_t5,
+             "bart": hf_bart, "vit": hf_vit}
+
+
 def build(name):
     torch.manual_seed(0)
     make, inputs = MODELS[name]
     return make().eval(), inputs()
+
+
+def build_hf(name):
+    """(model in eval mode, keyword inputs, output key) of a transformers model, seeded."""
+    import warnings
+
+    torch.manual_seed(0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model, inputs, key = HF_MODELS[name]()
+    return model.eval(), inputs, key
 
 
 # --- measuring ------------------------------------------------------------------------------
@@ -169,21 +250,29 @@ def _time(fn, args, n):
 def measure(name, reps=7, dynamo=True) -> dict:
     import refcomp
 
-    model, args = build(name)
+    if name in HF_MODELS:
+        model, kwargs, key = build_hf(name)
+        args = ()
+        pick = (lambda out: out[key])  # noqa: E731
+    else:
+        (model, args), kwargs = build(name), {}
+        pick = (lambda out: out)  # noqa: E731
+    run_model = (lambda *a: model(*a, **kwargs))  # noqa: E731
     with torch.no_grad():
-        want = model(*args)
+        want = pick(model(*args, **kwargs))
         refcomp.reset()
-        report = refcomp.explain(model, *args)
+        report = refcomp.explain(model, *args, **kwargs)
         compiled = refcomp.compile(model)
+        run_compiled = (lambda *a: compiled(*a, **kwargs))  # noqa: E731
         start = time.perf_counter()
-        got = compiled(*args)
+        got = pick(compiled(*args, **kwargs))
         cold = time.perf_counter() - start
         torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-4)
-        n = max(1, int(0.05 / max(_time(model, args, 1), 1e-6)))
+        n = max(1, int(0.05 / max(_time(run_model, args, 1), 1e-6)))
         eager_t, comp_t = [], []
         for _ in range(reps):  # interleaved rounds
-            eager_t.append(_time(model, args, n))
-            comp_t.append(_time(compiled, args, n))
+            eager_t.append(_time(run_model, args, n))
+            comp_t.append(_time(run_compiled, args, n))
         row = {"model": name, "graphs": report.graph_count, "breaks": report.graph_break_count,
                "reasons": sorted({b["id"] for b in report.break_reasons}),
                "compile_s": cold, "eager_ms": 1e3 * statistics.median(eager_t),
@@ -192,7 +281,7 @@ def measure(name, reps=7, dynamo=True) -> dict:
             from torch import _dynamo
 
             _dynamo.reset()
-            ex = _dynamo.explain(model)(*args)
+            ex = _dynamo.explain(model)(*args, **kwargs)
             row["dynamo_graphs"] = ex.graph_count
             row["dynamo_breaks"] = ex.graph_break_count
     return row
@@ -220,7 +309,7 @@ def main(argv=None):
     parser.add_argument("--no-dynamo", action="store_true")
     a = parser.parse_args(argv)
     torch.set_num_threads(1)
-    names = a.only.split(",") if a.only else list(MODELS)
+    names = a.only.split(",") if a.only else list(MODELS) + list(HF_MODELS)
     rows = [measure(n, a.reps, not a.no_dynamo) for n in names]
     print(f"torch {torch.__version__}, 1 thread, median of {a.reps} interleaved rounds")
     print(table(rows))

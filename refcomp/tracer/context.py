@@ -115,6 +115,7 @@ class TraceContext:
         self._symbol_why: dict = {}  # (source name, dim) -> (note kind, why it is symbolic)
         self.requested = False  # a marked or automatic dim became a symbol
         self.requested_explicit = False  # ... one the user asked for (not automatic)
+        self.automatic_symbols: set = set()  # symbols only automatic dynamic asked for
         self.notes: list = []  # why a requested dim stayed static, which became symbolic
         self.sym_values: dict = {}  # size symbol -> the size seen while tracing
         self.sym_by_size: dict = {}  # size -> symbol (duck sizing: equal sizes, one symbol)
@@ -291,6 +292,8 @@ class TraceContext:
         for d in dynamic_dims:
             shape[d] = self._size_symbol(int(t.shape[d]), source, d)
             kind, why = self._symbol_why.pop((source.name(), d))
+            if kind == "automatic dynamic":
+                self.automatic_symbols.add(shape[d])
             first = self.sym_sources[shape[d]][0]
             if first != (source, d):  # duck sizing: the guard says they stay equal
                 why += f"; equal to {first[0].name()}.size({first[1]}), so one symbol"

@@ -194,13 +194,16 @@ def call_opaque(ctx, fn, args: list, kwargs: dict, name: str | None = None) -> V
     for tv in operands:
         for d in tv.value.type.shape:
             if not isinstance(d, int) and getattr(d, "free_symbols", None):
-                # The meta run and the node's types need numbers.  Specializing the size
-                # here recompiled at every new size -- a KV cache growing by a token per
-                # decoding step hit the recompile limit -- so the trace fails instead: a
-                # size the user marked dynamic retries static (api.py), an automatic one
-                # runs the call at a break and stays symbolic around it.
-                raise Unsupported("RB013", f"{name} of a tensor with a dynamic size (an"
-                                           " opaque call needs static sizes)")
+                # The meta run and the node's types need numbers: a size the user made
+                # dynamic is specialized (guarded).  One automatic dynamic made symbolic
+                # changed once and will again (a KV cache grows by a token per decoding
+                # step: specialized, every step recompiled up to the limit), so the call
+                # runs at a break instead and the size stays symbolic around it.
+                if d.free_symbols & ctx.automatic_symbols:
+                    raise Unsupported("RB013", f"{name} of a tensor whose size changes"
+                                               " between calls (an opaque call needs"
+                                               " static sizes)")
+                ctx.specialize(d)
     index = {id(tv): i for i, tv in enumerate(operands)}
     try:
         text = encode_args(pargs, pkwargs,

@@ -3,19 +3,19 @@ downloaded) under refcomp.compile: equal to eager, and how many graphs and break
 
 The graph and break counts are pinned from above (at most so many: a change that makes
 a model break more fails; one that captures more only lowers the numbers) and no break
-may be refcomp's own failure; the numbers of one run are in bench/MODELS.md.  The default suite runs GPT-2, Llama, BERT and
-ViT with backend="eager" and GPT-2 with the default backend (LLVM kernels), ~30 s on a
-loaded 2-core machine; everything else with `REFCOMP_SLOW=1 python -m pytest -m slow
-tests/models`.
+may be refcomp's own failure; the numbers of one run are in bench/MODELS.md.  The default
+suite runs GPT-2, Llama, BERT and ViT with backend="eager", GPT-2 with the default backend
+(LLVM kernels) and ViT's training step; everything else with
+`REFCOMP_SLOW=1 python -m pytest -m slow tests/models`.
 """
 
 import os
-import warnings
 
 import pytest
 import torch
 
 import refcomp
+from bench.models import HF_MODELS, build_hf
 
 transformers = pytest.importorskip("transformers")
 
@@ -23,72 +23,18 @@ SLOW = [pytest.mark.slow,
         pytest.mark.skipif(not os.environ.get("REFCOMP_SLOW"), reason="set REFCOMP_SLOW=1")]
 
 
-def _ids(*shape, vocab=100):
-    return torch.randint(2, vocab, shape)
-
-
-def gpt2():
-    cfg = transformers.GPT2Config(n_layer=2, n_embd=32, n_head=2, vocab_size=100,
-                                  n_positions=64, bos_token_id=0, eos_token_id=1)
-    ids = _ids(2, 8)
-    return transformers.GPT2LMHeadModel(cfg), dict(input_ids=ids, labels=ids), "logits"
-
-
-def llama():
-    cfg = transformers.LlamaConfig(num_hidden_layers=2, hidden_size=32, intermediate_size=64,
-                                   num_attention_heads=4, num_key_value_heads=2,
-                                   vocab_size=100, max_position_embeddings=64,
-                                   bos_token_id=0, eos_token_id=1, pad_token_id=0)
-    return transformers.LlamaForCausalLM(cfg), dict(input_ids=_ids(2, 8)), "logits"
-
-
-def bert():
-    cfg = transformers.BertConfig(num_hidden_layers=2, hidden_size=32, intermediate_size=64,
-                                  num_attention_heads=2, vocab_size=100,
-                                  max_position_embeddings=64)
-    mask = torch.tensor([[1] * 8, [1] * 5 + [0] * 3])
-    return transformers.BertModel(cfg), dict(input_ids=_ids(2, 8), attention_mask=mask), \
-        "last_hidden_state"
-
-
-def t5():
-    cfg = transformers.T5Config(num_layers=2, num_decoder_layers=2, d_model=32, d_ff=64,
-                                num_heads=2, d_kv=16, vocab_size=100, decoder_start_token_id=0)
-    return transformers.T5ForConditionalGeneration(cfg), \
-        dict(input_ids=_ids(2, 8), decoder_input_ids=_ids(2, 4)), "logits"
-
-
-def bart():
-    cfg = transformers.BartConfig(encoder_layers=2, decoder_layers=2, d_model=32,
-                                  encoder_ffn_dim=64, decoder_ffn_dim=64,
-                                  encoder_attention_heads=2, decoder_attention_heads=2,
-                                  vocab_size=100, max_position_embeddings=64)
-    return transformers.BartForConditionalGeneration(cfg), \
-        dict(input_ids=_ids(2, 8), decoder_input_ids=_ids(2, 4)), "logits"
-
-
-def vit():
-    cfg = transformers.ViTConfig(num_hidden_layers=2, hidden_size=32, intermediate_size=64,
-                                 num_attention_heads=2, image_size=16, patch_size=4)
-    return transformers.ViTModel(cfg), dict(pixel_values=torch.randn(2, 3, 16, 16)), \
-        "last_hidden_state"
-
-
 # model -> (builder, most graphs, most breaks explain() may report): a regression guard
 # at the numbers measured (bench/MODELS.md), not a target; Dynamo makes 1 graph for each
 # (GPT-2: 2 graphs, 1 break).
-MODELS = {"gpt2": (gpt2, 4, 4), "llama": (llama, 6, 5), "bert": (bert, 8, 6),
-          "t5": (t5, 4, 3), "bart": (bart, 7, 5), "vit": (vit, 1, 0)}
+MODELS = {"gpt2": (HF_MODELS["gpt2"], 4, 4), "llama": (HF_MODELS["llama"], 6, 5),
+          "bert": (HF_MODELS["bert"], 8, 6), "t5": (HF_MODELS["t5"], 4, 3),
+          "bart": (HF_MODELS["bart"], 7, 5), "vit": (HF_MODELS["vit"], 1, 0)}
 FAST = {("gpt2", "eager"), ("llama", "eager"), ("bert", "eager"), ("vit", "eager"),
         ("gpt2", None)}  # the default suite's share; the rest with REFCOMP_SLOW=1
 
 
 def _build(name):
-    torch.manual_seed(0)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        model, inputs, key = MODELS[name][0]()
-    return model.eval(), inputs, key
+    return build_hf(name)  # seeded, eval mode (bench/models.py has the tiny configs)
 
 
 CASES = [pytest.param(name, backend, marks=[] if (name, backend) in FAST else SLOW,
@@ -183,3 +129,29 @@ def test_break_reasons_name_the_users_line_once_and_no_refcomp_internals(name):
         assert key not in seen, f"listed twice: {text}"
         seen.add(key)
     assert report.graph_break_count == len(report.break_reasons)
+
+
+def _training_step(model, call, inputs, key):
+    """One step's loss and every parameter's gradient (the labels' loss where the model
+    computes one, else the mean square of its output)."""
+    model.zero_grad(set_to_none=True)
+    out = call(**inputs)
+    loss = out["loss"] if out.get("loss") is not None else out[key].pow(2).mean()
+    loss.backward()
+    return loss.detach(), {n: p.grad.clone() for n, p in model.named_parameters()
+                           if p.grad is not None}
+
+
+@pytest.mark.parametrize("name", [pytest.param(n, marks=[] if n == "vit" else SLOW)
+                                  for n in MODELS])
+def test_training_step_equals_eager(name):
+    model, inputs, key = _build(name)  # eval mode: dropout off, so eager is the reference
+    want_loss, want = _training_step(model, model, inputs, key)
+    refcomp.reset()
+    compiled = refcomp.compile(model)
+    for _ in range(2):  # the second step runs the cached entries
+        loss, grads = _training_step(model, compiled, inputs, key)
+        torch.testing.assert_close(loss, want_loss, rtol=1e-4, atol=1e-5)
+        assert grads.keys() == want.keys()
+        for n in want:
+            torch.testing.assert_close(grads[n], want[n], rtol=1e-3, atol=1e-5, msg=n)
