@@ -298,7 +298,7 @@ def _narrow(ctx, x, dim, start, length):
 # --- attributes, indexing, item assignment --------------------------------------------------
 # Layout predicates: refcomp traces strided, unquantized tensors only (others are refused
 # when read), so the meta tensor's answer is the real one.
-_PLAIN_ATTRS = {"dtype", "shape", "device", "ndim", "requires_grad", "layout", "is_leaf",
+_PLAIN_ATTRS = {"dtype", "shape", "device", "ndim", "requires_grad", "layout",
                 "is_nested", "is_sparse", "is_quantized", "is_mkldnn"}
 # Device predicates come from the IR type's device: the meta tensor says "meta" for all.
 _DEVICE_ATTRS = {"is_cpu": "cpu", "is_cuda": "cuda", "is_meta": "meta", "is_mps": "mps",
@@ -318,6 +318,21 @@ def tensor_attr(ctx, tv: TensorVar, name: str) -> VT:
         return ConstVar(_real_device(tv).type == _DEVICE_ATTRS[name])
     if name in _PLAIN_ATTRS:
         return ConstVar(getattr(tv.meta, name) if name != "device" else _real_device(tv))
+    if name == "is_leaf":
+        # Eager's is_leaf is `grad_fn is None`; the meta tensor of a traced result is built
+        # as a leaf, so it cannot say.  Answered where the trace knows: no grad -> a leaf;
+        # a non-view result that requires grad was computed with grad on -> not a leaf; a
+        # Parameter input -> a leaf (TENSOR_MATCH pins the exact type).  Views (a view
+        # made under no_grad of a tensor that requires grad is a leaf) and other inputs
+        # that require grad break, and eager answers.
+        if not tv.requires_grad:
+            return ConstVar(True)
+        if tv.source is None and not tv.is_view:
+            return ConstVar(False)
+        if tv.source is not None and \
+                isinstance(ctx.examples.get(tv.source.name()), torch.nn.Parameter):
+            return ConstVar(True)
+        raise Unsupported("RB005", "Tensor.is_leaf of a view or an input that requires grad")
     if name in ("H", "mH") and not tv.meta.is_complex():  # conj() of a real tensor: itself
         if name == "H" and tv.meta.dim() not in (0, 2) or name == "mH" and tv.meta.dim() < 2:
             raise Unsupported("RB017", f"Tensor.{name} of a {tv.meta.dim()}-d tensor")
