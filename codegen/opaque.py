@@ -240,7 +240,9 @@ def _numpy_executor(arrays, **attrs):
     tensors = [from_numpy(np.asarray(a), _dtype_of_array(np.asarray(a)), "cpu") for a in arrays]
     out = make_runner(attrs)(*tensors)
     outs = list(out) if isinstance(out, tuple) else [out]
-    arrays = [to_numpy(o).copy() for o in outs]
+    # A result torch marks conjugated or negated lazily (fft.ifft's conj view) is
+    # materialized first: numpy cannot read the bit.
+    arrays = [to_numpy(o.resolve_conj().resolve_neg()).copy() for o in outs]
     for t, a in zip(types, arrays):  # a wrong declared dtype must not pass silently
         if a.dtype != t.dtype.np:
             raise RuntimeError(f"aten {attrs['fn']}: torch gives {a.dtype}, the node"

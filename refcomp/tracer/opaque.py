@@ -102,6 +102,36 @@ def _typed_on_zeros(ctx, name, fn, pargs, pkwargs, operands, index):
     return meta(out)
 
 
+def _schema_writes(fn, short, pargs, pkwargs, index) -> set:
+    """Operand indices an aten schema marks written (`Tensor(a!) running_mean`) among the
+    non-out arguments: meta kernels do not bump those tensors' versions, so the meta run
+    alone misses them (`_native_batch_norm_legit`, `_batch_norm_with_update`).  Any
+    overload's annotation counts (which overload torch picks is not known here)."""
+    if isinstance(fn, torch._ops.OpOverload):
+        schemas = [fn._schema]
+    else:
+        packet = fn if isinstance(fn, torch._ops.OpOverloadPacket) else getattr(
+            torch.ops.aten, short, None)
+        if not isinstance(packet, torch._ops.OpOverloadPacket):
+            return set()
+        schemas = [getattr(packet, o)._schema for o in packet.overloads()]
+    out = set()
+    if short == "native_batch_norm":  # writes its running stats in training, unannotated
+        training = pargs[5] if len(pargs) > 5 else pkwargs.get("training")
+        for pos, key in ((3, "running_mean"), (4, "running_var")):
+            value = pargs[pos] if pos < len(pargs) else pkwargs.get(key)
+            if training is True and isinstance(value, TensorVar) and id(value) in index:
+                out.add(index[id(value)])
+    for schema in schemas:
+        for pos, arg in enumerate(schema.arguments):
+            if arg.kwarg_only or arg.alias_info is None or not arg.alias_info.is_write:
+                continue
+            value = pargs[pos] if pos < len(pargs) else pkwargs.get(arg.name)
+            if isinstance(value, TensorVar) and id(value) in index:
+                out.add(index[id(value)])
+    return out
+
+
 def opaque_name(fn):
     """The dotted name of `fn` if it is a C-implemented torch callable, else None."""
     if not callable(fn) or isinstance(fn, type):
@@ -241,11 +271,12 @@ def call_opaque(ctx, fn, args: list, kwargs: dict, name: str | None = None) -> V
                                    f" or an output shape that depends on data):"
                                    f" {type(err).__name__}: {detail}") from None
     mutates = []
+    written = _schema_writes(fn, short, pargs, pkwargs, index)
     for i, (m, facts, version) in enumerate(zip(metas, before, versions)):
         if _facts(m) != facts:
             raise Unsupported("RB010", f"{name} changes the sizes, strides, dtype or"
                                        " requires_grad of a tensor in place")
-        if m._version != version:
+        if m._version != version or i in written:
             mutates.append(i)
     # A call that only writes its operands (x[i] = v: Tensor.__setitem__) returns None.
     # Sequences nested one level in the result (histogramdd's bin edges) are flattened,

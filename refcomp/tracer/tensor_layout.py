@@ -152,6 +152,8 @@ def _unsqueeze(ctx, x, dim):
 
 @entry(T.squeeze, torch.squeeze, view=True)
 def _squeeze(ctx, x, dim=None):
+    if x.meta.dim() == 0:  # torch takes dim 0 / -1 of a 0-d tensor: a view of it as it is
+        return _Copy()
     return ctx.builder.squeeze(x.value, dims=_dims(dim))
 
 

@@ -454,3 +454,41 @@ def test_a_function_made_inside_another_modules_function_reads_that_modules_glob
     cf(x)
     lib.SCALE = 5.0                       # the guard on the module global catches it
     torch.testing.assert_close(cf(x), x * 5.0 + 6.0)
+
+
+@pytest.mark.parametrize("backend", ["interp", "llvm", "eager"])
+def test_squeeze_of_a_zero_dim_tensor_along_dim_zero(backend):
+    # Regression (F.linear_cross_entropy's chunked path on interp): torch allows dim 0 of a
+    # 0-d tensor; the IR's squeeze reference indexed its missing dim 0 and raised.
+    check_one_graph(lambda x: x.sum().squeeze(0) * 2 + x.sum().squeeze(-1), torch.randn(3),
+                    backend=backend)
+
+
+def test_lazily_conjugated_opaque_result_on_interp():
+    # Regression (OpInfo fft.ifft / fft.ihfft on interp): torch returns a view with the
+    # conjugate bit set, which the interp backend's numpy runner could not read.
+    check_one_graph(lambda x: torch.fft.ihfft(x).abs() * 2, torch.randn(6),
+                    backend="interp")
+
+
+@pytest.mark.parametrize("backend", ["interp", "llvm"])
+def test_running_stats_written_by_batch_norm_kernels_are_writes(backend):
+    # Regression (OpInfo on interp): meta kernels do not bump the versions of the
+    # `Tensor(a!) running_mean` they would write (and native_batch_norm's schema has no
+    # annotation at all), so the opaque node was functional on paper while ATen wrote the
+    # running stats in place: lost on interp, and a hidden write on the other backends.
+    def f(x, rm, rv):
+        a = torch._native_batch_norm_legit(x, None, None, rm, rv, True, 0.5, 1e-5)[0]
+        b = torch.native_batch_norm(x, None, None, rm, rv, True, 0.5, 1e-5)[0]
+        return a + b, rm * 1
+
+    x = torch.randn(4, 3, 2)
+    args = (x, torch.zeros(3), torch.ones(3))
+    eager_args = tuple(t.clone() for t in args)
+    want = f(*eager_args)
+    report = explain(f, *args, backend=backend)
+    assert (report.graph_count, report.graph_break_count) == (1, 0), report
+    for g, w in zip(report.result, want):
+        torch.testing.assert_close(g, w)
+    for g, w in zip(args, eager_args):
+        torch.testing.assert_close(g, w)
