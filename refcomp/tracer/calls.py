@@ -603,6 +603,8 @@ def call_function(tx, fn: VT, args: list, kwargs: dict) -> VT:
         return _fold(value, *[as_python(a) for a in args],
                      **{k: as_python(v) for k, v in kwargs.items()})
     if _is_status_query(value) and not args and not kwargs:
+        if (value.__module__, value.__qualname__) in COMPILING_QUERIES:
+            return ConstVar(True)  # as under Dynamo: Note [Status queries]
         try:
             return ConstVar(value())
         except Exception as e:  # (torch.cuda's query on a CPU build raises): eager raises it
@@ -943,14 +945,23 @@ def _deref(ref):
 
 
 # Note [Status queries]: "is torch.compile/jit/export/stream capture running?".  Models
-# ask them to pick a code path (transformers' `is_torchdynamo_compiling`).  The trace
-# answers what the call answers now, as eager would: refcomp is not Dynamo, and the code
-# CPython runs between graphs asks the same functions, so both halves of a frame take the
-# same path.  They are not guarded (none of them changes inside a refcomp-compiled call
-# on CPU).  Matched by (defining module, name), so no module is imported to find them.
-STATUS_QUERIES = frozenset({
+# ask them to pick a code path (transformers' `is_torchdynamo_compiling`).  "Is
+# torch.compile tracing?" (COMPILING_QUERIES) answers True while refcomp traces, as it does
+# under Dynamo: libraries use it to take a path written for compilers that computes the
+# same values without reading tensor data in Python (transformers then always applies the
+# padding mask instead of checking `padding_mask.all()` to drop it, and keeps its output
+# collector in an attribute instead of a ContextVar).  Code that CPython runs -- a break's
+# instruction, a disabled function, an eager fallback -- asks the real function and gets
+# False, exactly as between Dynamo's graphs, so a library meant for torch.compile sees the
+# mix it was written for.  The other queries (export, TorchScript, stream capture) answer
+# what the call answers now: refcomp is none of those.  None is guarded (none changes
+# inside a refcomp-compiled call on CPU).  Matched by (defining module, name), so no
+# module is imported to find them.
+COMPILING_QUERIES = frozenset({
     ("torch.compiler", "is_compiling"), ("torch.compiler", "is_dynamo_compiling"),
-    ("torch.compiler", "is_exporting"), ("torch._dynamo.external_utils", "is_compiling"),
+    ("torch._dynamo.external_utils", "is_compiling")})
+STATUS_QUERIES = COMPILING_QUERIES | frozenset({
+    ("torch.compiler", "is_exporting"),
     ("torch.jit._trace", "is_tracing"), ("torch._jit_internal", "is_scripting"),
     ("torch.cuda.graphs", "is_current_stream_capturing"),
     ("torch.xpu.graphs", "is_current_stream_capturing")})

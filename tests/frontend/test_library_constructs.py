@@ -170,21 +170,25 @@ COLLECTOR = contextvars.ContextVar("collector", default=None)
 
 
 class FlagVar:
-    """transformers' CompileableContextVar: a ContextVar plus a `compiling` flag that the
-    same methods assign (a read of it was a break, as for a counter)."""
+    """transformers' CompileableContextVar: a ContextVar, or under torch.compile a plain
+    attribute plus a `compiling` flag that the same methods assign (a read of it was a
+    break, as for a counter)."""
 
     def __init__(self):
-        self.var, self.compiling = COLLECTOR, False
+        self.var, self.global_var, self.compiling = COLLECTOR, None, False
+
+    def get(self):
+        return self.global_var if self.compiling else self.var.get()
 
     def set(self, value):
         if torch.compiler.is_compiling():
-            self.compiling = True
+            self.global_var, self.compiling = value, True
             return None
         return self.var.set(value)
 
     def reset(self, token):
         if self.compiling or token is None:
-            self.compiling = False
+            self.global_var, self.compiling = None, False
         else:
             self.var.reset(token)
 
@@ -192,19 +196,19 @@ class FlagVar:
 ACTIVE = FlagVar()
 
 
-def _inner(x):
-    seen = ACTIVE.var.get()
+def _inner(x, var):
+    seen = var.get()
     seen["n"] = 1
     return x * 2
 
 
-def collects(x):
+def collects(x, var=COLLECTOR):
     collected = {}
-    token = ACTIVE.set(collected)
+    token = var.set(collected)
     try:
-        out = _inner(x)
+        out = _inner(x, var)
     finally:
-        ACTIVE.reset(token)
+        var.reset(token)
     return out + len(collected)
 
 
@@ -220,6 +224,21 @@ def test_context_var_set_get_reset_is_traced_and_leaves_the_context_unchanged():
     for _ in range(2):
         torch.testing.assert_close(compiled(x), x * 2 + 1)
         assert COLLECTOR.get() is None
+
+
+def test_compileable_context_var_takes_its_compile_path_and_is_left_unset():
+    # Under a compiler transformers' wrapper keeps the value in an attribute (is_compiling()
+    # answers True while refcomp traces, as under Dynamo): set/get/reset are attribute
+    # writes and reads, replayed, and leave the wrapper as eager does.
+    x = torch.randn(3)
+    report = explain(collects, x, ACTIVE)
+    assert (report.graph_count, report.graph_break_count) == (1, 0), report
+    torch.testing.assert_close(report.result, x * 2 + 1)
+    assert (ACTIVE.global_var, ACTIVE.compiling, COLLECTOR.get()) == (None, False, None)
+    compiled = refcomp.compile(collects, backend="eager")
+    for _ in range(2):
+        torch.testing.assert_close(compiled(x, ACTIVE), x * 2 + 1)
+        assert (ACTIVE.global_var, ACTIVE.compiling, COLLECTOR.get()) == (None, False, None)
 
 
 def sets_only(x):
@@ -396,3 +415,35 @@ def test_returning_an_object_the_frame_read_keeps_the_graph():
         out = compiled(x, c)
         assert out[1] is c
         torch.testing.assert_close(out[0]["y"], f(x, c)[0]["y"])
+
+
+# --- checks transformers skips under a compiler ----------------------------------------------
+def _is_tracing(tensor=None):
+    """transformers' is_tracing: torch.compile, torch.jit or a fake tensor."""
+    return torch.compiler.is_compiling() or torch.jit.is_tracing()
+
+
+def _ignore_mask(padding_mask):
+    """transformers' _ignore_bidirectional_mask_sdpa: an all-True padding mask is dropped so
+    SDPA may use a faster kernel -- a data-dependent check it skips while tracing."""
+    return not (torch.compiler.is_exporting() or _is_tracing(padding_mask)) and \
+        bool(padding_mask.all())
+
+
+def masked_scores(x, padding_mask):
+    if _ignore_mask(padding_mask):
+        return x.softmax(-1)
+    return x.masked_fill(~padding_mask[:, None, :], float("-inf")).softmax(-1)
+
+
+@pytest.mark.parametrize("padded", [False, True])
+def test_a_padding_mask_check_skipped_under_a_compiler_does_not_break(padded):
+    # BERT and BART: `padding_mask.all()` deciding a branch was a break (RB003) at every
+    # forward; refcomp answers "compiling" as Dynamo does, so the mask is always applied,
+    # which gives the same values as dropping an all-True mask.
+    x, mask = torch.randn(2, 3, 4), torch.ones(2, 4, dtype=torch.bool)
+    if padded:
+        mask[1, 3] = False
+    report = explain(masked_scores, x, mask)
+    assert (report.graph_count, report.graph_break_count) == (1, 0), report
+    torch.testing.assert_close(report.result, masked_scores(x, mask))

@@ -403,17 +403,38 @@ def test_to_the_same_device_traces(move):
     torch.testing.assert_close(refcomp.compile(f, backend="llvm")(x, m), f(x, m))
 
 
-def test_status_queries_answer_as_eager_does():
+def test_status_queries_answer_as_under_dynamo():
     # Regression (transformers' is_torchdynamo_compiling / is_tracing): each query was a
-    # break (torch.compiler and torch.jit are on the inline skip list).
+    # break (torch.compiler and torch.jit are on the inline skip list).  "Is torch.compile
+    # tracing?" answers True while refcomp traces, as under Dynamo (transformers then skips
+    # its data-dependent mask checks); export, TorchScript and stream capture answer as eager.
     def f(x):
-        if torch.compiler.is_compiling() or torch.jit.is_tracing() or \
-                torch.compiler.is_exporting() or torch.jit.is_scripting():
+        if torch.compiler.is_exporting() or torch.jit.is_tracing() or \
+                torch.jit.is_scripting():
             return x - 1
+        if torch.compiler.is_compiling() and torch.compiler.is_dynamo_compiling() and \
+                torch._dynamo.is_compiling():
+            return x * 3
         return x + 1
 
     report = refcomp.explain(f, torch.ones(2), backend="eager")
     assert (report.graph_count, report.graph_break_count) == (1, 0), report.break_reasons
+    torch.testing.assert_close(report.result, torch.full((2,), 3.0))
+    assert not torch.compiler.is_compiling()  # outside the trace: eager's answer
+
+
+def test_is_compiling_answers_false_in_code_run_between_graphs():
+    # A break runs its call in CPython, which is not tracing: there the query answers False,
+    # as between Dynamo's graphs; the traced rest of the frame answers True.
+    @refcomp.disable
+    def asked_eagerly():
+        return torch.compiler.is_compiling()
+
+    def f(x):
+        return x + asked_eagerly() + 2 * torch.compiler.is_compiling()
+
+    report = refcomp.explain(f, torch.zeros(2), backend="eager")
+    assert report.graph_break_count == 1, report.break_reasons
     torch.testing.assert_close(report.result, torch.full((2,), 2.0))
 
 
