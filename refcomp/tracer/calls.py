@@ -1581,10 +1581,69 @@ def _abs(tx, args, kwargs):
     return _fold(abs, as_python(args[0]))
 
 
+
+def _callable(tx, args, kwargs):
+    """callable(x) of any traced value (transformers' and_masks checks closures made in the
+    frame).  Of a sourced object the answer is guarded: it follows the object's type."""
+    if len(args) != 1 or kwargs:
+        raise Unsupported("RB017", "callable() takes exactly one argument")
+    obj = args[0]
+    if isinstance(obj, (FunctionVar, MethodVar, PartialVar, classes.ClassVar,
+                        classes.StaticMethodVar)):
+        return ConstVar(True)
+    if isinstance(obj, TensorVar):
+        return ConstVar(False)
+    if not isinstance(obj, ConstVar):
+        try:  # an instance is callable when its class defines __call__
+            return ConstVar(any("__call__" in vars(k) for k in obj.python_type().__mro__))
+        except NotImplementedError:
+            raise Unsupported("RB004", f"callable() of {_describe_vt(obj)}") from None
+    result = callable(obj.value)
+    if obj.source is not None and not isinstance(obj.value, CONSTANT_TYPES):
+        tx.ctx.guard_fact(obj.source, callable, "callable({})", result)
+    return ConstVar(result)
+
+
+def _signature(tx, args, kwargs):
+    """inspect.signature(fn) of a plain Python function, a bound method or a function made
+    in the frame (BERT's apply_chunking_to_forward counts its parameters): folded to the
+    Signature, which depends only on the function's code and defaults, guarded as for a
+    call (the code by identity, the defaults by value).  inspect's own code was traced
+    and broke at its isinstance checks."""
+    if len(args) != 1 or kwargs:
+        raise Unsupported("RB004", "inspect.signature() with options")
+    obj, bound = args[0], False
+    if isinstance(obj, MethodVar) and isinstance(obj.fn, types.FunctionType):
+        fn, src, bound = obj.fn, ConstSource(obj.fn, obj.fn.__qualname__), True
+    elif isinstance(obj, ConstVar) and type(obj.value) is types.FunctionType:
+        fn = obj.value
+        src = obj.source or ConstSource(fn, fn.__qualname__)
+    elif isinstance(obj, FunctionVar):
+        if not all(_is_constant(d) for d in list(obj.defaults) + list(obj.kwdefaults.values())):
+            raise Unsupported("RB004", "inspect.signature() of a function whose defaults are"
+                                       " traced values")
+        fn = types.FunctionType(obj.code, {}, obj.name,
+                                tuple(as_python(d) for d in obj.defaults),
+                                tuple(types.CellType() for _ in obj.code.co_freevars))
+        fn.__kwdefaults__ = {k: as_python(v) for k, v in obj.kwdefaults.items()} or None
+        return ConstVar(inspect.signature(fn))
+    else:
+        raise Unsupported("RB004", f"inspect.signature() of {_describe_vt(obj)}")
+    if any(hasattr(fn, a) for a in ("__signature__", "__wrapped__", "__text_signature__")):
+        raise Unsupported("RB004", f"inspect.signature() of {fn.__qualname__}, which"
+                                   " overrides its signature")
+    tx.ctx.wrap(fn.__code__, AttrSource(src, "__code__"))  # ID_MATCH, as for a call
+    _wrap_defaults(tx, fn, src)
+    _wrap_kwdefaults(tx, fn, src)
+    sig = inspect.signature(fn)
+    if bound:  # a bound method's signature leaves out the argument it is bound to
+        sig = sig.replace(parameters=list(sig.parameters.values())[1:])
+    return ConstVar(sig)
+
 _BUILTIN_HANDLERS = {
     len: _len, range: _range_like(range), enumerate: _enumerate, zip: _zip, list: _list,
     tuple: _tuple, reversed: _reversed, isinstance: _isinstance, getattr: _getattr_builtin,
-    hasattr: _hasattr,
+    hasattr: _hasattr, callable: _callable, inspect.signature: _signature,
     min: _minmax(min, torch.minimum), max: _minmax(max, torch.maximum), sum: _sum,
     int: _to_python_number(int), float: _to_python_number(float),
     bool: _to_python_number(bool), abs: _abs, all: _all_any(False), any: _all_any(True),

@@ -6,6 +6,7 @@ tests/models/test_transformers.py; spec/tracer.md, "Python features", says what 
 
 import contextvars
 import functools
+import inspect
 import os
 import warnings
 
@@ -447,3 +448,82 @@ def test_a_padding_mask_check_skipped_under_a_compiler_does_not_break(padded):
     report = explain(masked_scores, x, mask)
     assert (report.graph_count, report.graph_break_count) == (1, 0), report
     torch.testing.assert_close(report.result, masked_scores(x, mask))
+
+
+# --- callable() and inspect.signature --------------------------------------------------------
+def _and_masks(*fns):
+    """transformers' and_masks: checks that every argument is callable, returns a closure."""
+    if not all(callable(f) for f in fns):
+        raise RuntimeError(f"not callable: {fns}")
+
+    def both(x):
+        out = torch.ones_like(x, dtype=torch.bool)
+        for f in fns:
+            out = out & f(x)
+        return out
+    return both
+
+
+class Gate(torch.nn.Module):
+    def gate(self, x):
+        return x < 2.0
+
+    def forward(self, x):
+        keep = _and_masks(lambda t: t > 0, functools.partial(torch.lt, other=1.5), self.gate)
+        n = callable(x) + 2 * callable((x, 1)) + 4 * callable(self) + 8 * callable(HOLDER.value)
+        return torch.where(keep(x), x, 0.0) + n
+
+
+class Holder:
+    value = staticmethod(abs)
+
+
+HOLDER = Holder()
+
+
+def test_callable_of_traced_values_is_answered_and_guarded():
+    # transformers' and_masks / or_masks and inspect.signature call callable() on closures
+    # made in the frame and on bound methods: "builtins.callable is not in the torch table"
+    # was a break in every BERT forward.
+    model, x = Gate(), torch.tensor([-1.0, 1.0, 1.7, 3.0])
+    report = explain(model, x)
+    assert (report.graph_count, report.graph_break_count) == (1, 0), report
+    torch.testing.assert_close(report.result, model(x))
+    assert model(x)[0].item() == 12  # callable(module) and callable(abs) only
+    refcomp.reset()
+    compiled = refcomp.compile(model, backend="eager")
+    torch.testing.assert_close(compiled(x), model(x))
+    HOLDER.value = 3  # no longer callable: guarded, so the answer changes
+    try:
+        torch.testing.assert_close(compiled(x), model(x))
+        assert compiled(x)[0].item() == 4
+    finally:
+        HOLDER.value = staticmethod(abs)
+
+
+def apply_chunking(forward_fn, *tensors):
+    """transformers' apply_chunking_to_forward: counts forward_fn's parameters."""
+    if len(inspect.signature(forward_fn).parameters) != len(tensors):
+        raise ValueError("wrong number of tensors")
+    return forward_fn(*tensors)
+
+
+def _scaled(h, scale=3.0):
+    return h * scale
+
+
+class Chunked(torch.nn.Module):
+    def chunk(self, h, g):
+        return h * 2 + g
+
+    def forward(self, x):
+        return apply_chunking(self.chunk, x, x) + apply_chunking(_scaled, x, 2.0)
+
+
+def test_inspect_signature_of_a_bound_method_or_function_is_folded():
+    # BERT's apply_chunking_to_forward: inspect.signature broke (at callable(), then at
+    # the isinstance checks of inspect's own code) in every layer.
+    model, x = Chunked(), torch.randn(3)
+    report = explain(model, x)
+    assert (report.graph_count, report.graph_break_count) == (1, 0), report
+    torch.testing.assert_close(report.result, model(x))
