@@ -187,6 +187,22 @@ class DerivedSource(Source):
         return f"{cg.const(self.fn)}({cg.load(self.base_source)})"
 
 
+
+class ModuleSliceSource(DerivedSource):
+    """`base[a:b]` of a ModuleList/Sequential: a new container of the same submodules.
+    `names` are the selected submodules' names in `base`, so an item of the slice is read
+    from `base` itself (`item_source`); re-reading the slice (a guard on the fresh
+    container) evaluates `base[a:b]` again."""
+
+    def __init__(self, base_source: Source, key: slice, names: tuple):
+        bounds = ["" if v is None else str(v) for v in (key.start, key.stop, key.step)]
+        text = ":".join(bounds if key.step is not None else bounds[:2])
+        super().__init__(base_source, lambda m, k=key: m[k], f"{{}}[{text}]")
+        self.names = tuple(names)
+
+    def item_source(self, index: int) -> Source:
+        return AttrSource(self.base_source, self.names[index], MODULE)
+
 class IdentitySource(Source):
     """`a is b` for two sources: the fact behind `x is y` on two tensors the trace read
     (the same tensor under two names -- an argument passed twice, a parameter and a

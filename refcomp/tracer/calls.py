@@ -36,6 +36,7 @@ from refcomp.sources import (
     GlobalSource,
     IdentitySource,
     ItemSource,
+    ModuleSliceSource,
     Source,
 )
 from refcomp.tracer import classes, effects, opaque, rng, tensor_layout, torch_table
@@ -219,12 +220,26 @@ def getitem(tx, obj: VT, index: VT) -> VT:
     if isinstance(obj, ConstVar):
         value = obj.value
         if isinstance(value, (torch.nn.ModuleList, torch.nn.Sequential, torch.nn.ModuleDict)):
-            if isinstance(key, slice):
-                raise Unsupported("RB013", "slicing a ModuleList/Sequential")
             tx.ctx.guard_module_keys(obj)
             names = list(value._modules)
+            if isinstance(key, slice) and not isinstance(value, torch.nn.ModuleDict):
+                # Note [Sliced module containers]: `self.layers[:n]` is a new container of
+                # the same submodules, made now as eager makes it (ModuleList renumbers
+                # them, Sequential keeps their names).  The guard above pins which ones it
+                # holds; each item is read from the container that was sliced
+                # (ModuleSliceSource.item_source), so a submodule has one source however
+                # it is reached and no guard re-makes the slice.
+                base = obj.source
+                if isinstance(base, ModuleSliceSource):
+                    names, base = [base.names[int(n)] if isinstance(value, torch.nn.ModuleList)
+                                   else n for n in names], base.base_source
+                source = ModuleSliceSource(base, key, names[key]) if base is not None else None
+                return ConstVar(value[key], source)
             name = key if isinstance(value, torch.nn.ModuleDict) else names[key]
-            source = AttrSource(obj.source, name, MODULE) if obj.source is not None else None
+            if isinstance(obj.source, ModuleSliceSource):
+                source = obj.source.item_source(names.index(name))
+            else:
+                source = AttrSource(obj.source, name, MODULE) if obj.source is not None else None
             return tx.ctx.wrap(value._modules[name], source)
         try:
             return tx.ctx.wrap(value[key], ItemSource(obj.source, key) if obj.source else None)

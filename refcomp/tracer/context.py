@@ -32,6 +32,7 @@ from refcomp.sources import (
     DictOfSource,
     ItemSource,
     ModuleDictSource,
+    ModuleSliceSource,
     NumberAsSize,
     Source,
     size_text,
@@ -179,20 +180,23 @@ class TraceContext:
     def guard_no_hooks(self, base) -> None:
         """The module at `base` was called with no hooks of its own and no global ones: a
         hook registered later changes what the call runs, so it must recompile."""
-        if base is not None:
+        if base is not None and not isinstance(base, ModuleSliceSource):  # (made fresh)
             self.add_guard(G.NO_HOOKS, DictOfSource(base), None)
         self.add_guard(G.NO_GLOBAL_HOOKS, None, None)
 
     def guard_not_overridden(self, base, name: str) -> None:
         """`name` was resolved on the class of the object at `base`: no instance attribute
         may shadow it (an instance-level `forward`, a method replaced on the object)."""
-        if base is not None and (base.name(), name) not in self.checked_by_caller:
+        if base is not None and (base.name(), name) not in self.checked_by_caller and \
+                not isinstance(base, ModuleSliceSource):  # (made fresh, by its class)
             self.add_guard(G.NOT_IN_DICT, DictOfSource(base), name)
 
     def guard_module_keys(self, vt) -> None:
         """A module container (ModuleList/Sequential/ModuleDict) was iterated, indexed or
-        measured: guard its submodules' names, in order."""
-        if vt.source is not None:
+        measured: guard its submodules' names, in order.  A slice made in the frame is
+        pinned by the guard on the container it was cut from (Note [Sliced module
+        containers], refcomp/tracer/calls.py)."""
+        if vt.source is not None and not isinstance(vt.source, ModuleSliceSource):
             modules = vt.value._modules
             source = ModuleDictSource(vt.source, MODULE)
             if tuple(modules) == tuple(str(i) for i in range(len(modules))):

@@ -527,3 +527,48 @@ def test_inspect_signature_of_a_bound_method_or_function_is_folded():
     report = explain(model, x)
     assert (report.graph_count, report.graph_break_count) == (1, 0), report
     torch.testing.assert_close(report.result, model(x))
+
+
+# --- slices of module containers -------------------------------------------------------------
+class Stack(torch.nn.Module):
+    """Llama's `for layer in self.layers[: config.num_hidden_layers]`, a sliced Sequential
+    called, and an item of a slice."""
+
+    def __init__(self):
+        super().__init__()
+        self.layers = torch.nn.ModuleList([torch.nn.Linear(4, 4) for _ in range(3)])
+        self.seq = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.Tanh(),
+                                       torch.nn.Linear(4, 4))
+        self.n = 2
+
+    def forward(self, x):
+        for layer in self.layers[: self.n]:
+            x = layer(x)
+        x = self.seq[1:](x)
+        return x + self.layers[-2:][1](x) * len(self.layers[1:])
+
+
+def _grads(model, out):
+    model.zero_grad(set_to_none=True)
+    out.pow(2).sum().backward()
+    return {n: p.grad for n, p in model.named_parameters() if p.grad is not None}
+
+
+def test_slicing_a_module_list_or_sequential_is_traced_and_guarded():
+    # Llama: "slicing a ModuleList/Sequential" was a break (RB013), and the loop over the
+    # slice continued across it (RB019).
+    torch.manual_seed(0)
+    model, x = Stack(), torch.randn(2, 4)
+    report = explain(model, x)
+    assert (report.graph_count, report.graph_break_count) == (1, 0), report
+    torch.testing.assert_close(report.result, model(x))
+    refcomp.reset()
+    compiled = refcomp.compile(model)  # llvm, training: the parameters are graph inputs
+    got, want = _grads(model, compiled(x)), _grads(model, model(x))
+    assert got.keys() == want.keys() and len(want) == 8  # seq.0 is sliced off
+    for name in want:
+        torch.testing.assert_close(got[name], want[name], msg=name)
+    model.n = 3  # the slice bound is guarded
+    torch.testing.assert_close(compiled(x), model(x))
+    model.layers.append(torch.nn.Linear(4, 4))  # the container's keys are guarded
+    torch.testing.assert_close(compiled(x), model(x))
