@@ -182,7 +182,8 @@ ID_MATCH = kind(
 
 TYPE_MATCH = kind(
     "TYPE_MATCH",
-    "any other object whose attributes are read",
+    "any other object whose attributes are read; a bound method (a new object at each"
+    " read: its `__func__` by `ID_MATCH`, its `__self__` by its own kind)",
     "exact type; each attribute read is guarded by its own kind",
     emit=lambda cg, g: f"_type({cg.load(g.source)}) is {cg.const(g.expected)}",
     describe=lambda g: f"type({g.name}) is {g.expected.__qualname__}",

@@ -37,7 +37,15 @@ from refcomp.sources import (
     Source,
     size_text,
 )
-from refcomp.tracer.values import VT, ConstVar, DictVar, ListVar, TensorVar, TupleVar
+from refcomp.tracer.values import (
+    VT,
+    ConstVar,
+    DictVar,
+    ListVar,
+    MethodVar,
+    TensorVar,
+    TupleVar,
+)
 
 # In `auto_dims`, a Python number's source maps to VALUE: automatic dynamic saw the number
 # change, so its value is a size symbol (Note [Number symbols]).
@@ -251,6 +259,16 @@ class TraceContext:
         if isinstance(value, (torch.dtype, torch.device)):
             self.add_guard(G.EQUALS_MATCH, source, value)
             return ConstVar(value, source)
+        if isinstance(value, types.MethodType) and isinstance(value.__func__, types.FunctionType):
+            # A bound method is a new object at every attribute read (`self.chunk` passed
+            # to a compiled frame: an identity guard failed at every call, and its object
+            # was read without a source).  Its function and its object are guarded, as for
+            # one left on the stack at a break (refcomp/break_trace.py).
+            self.add_guard(G.TYPE_MATCH, source, types.MethodType)
+            self.wrap(value.__func__, AttrSource(source, "__func__"))
+            return MethodVar(value.__func__, self.wrap(value.__self__,
+                                                       AttrSource(source, "__self__")),
+                             value.__func__.__name__)
         if isinstance(value, (types.FunctionType, types.BuiltinFunctionType, types.ModuleType,
                               type, torch.nn.Module, types.MethodType,
                               types.MethodWrapperType, types.WrapperDescriptorType,

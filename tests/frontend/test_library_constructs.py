@@ -572,3 +572,33 @@ def test_slicing_a_module_list_or_sequential_is_traced_and_guarded():
     torch.testing.assert_close(compiled(x), model(x))
     model.layers.append(torch.nn.Linear(4, 4))  # the container's keys are guarded
     torch.testing.assert_close(compiled(x), model(x))
+
+
+class Projected(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = torch.nn.Linear(3, 3)
+
+    def chunk(self, h, g):
+        return self.lin(h) + g
+
+
+def test_a_bound_method_argument_is_guarded_by_its_function_and_object():
+    # apply_chunking_to_forward compiled as a frame of its own (after a break inside it)
+    # is handed `self.feed_forward_chunk`, a new bound method at every call: the identity
+    # guard on it failed every time (recompiles up to the limit, then eager), and the
+    # method's module was read without a source (its weights could not be graph inputs).
+    torch.manual_seed(0)
+    model, x = Projected(), torch.randn(2, 3)
+    report = explain(apply_chunking, model.chunk, x, x)
+    assert (report.graph_count, report.graph_break_count) == (1, 0), report
+    torch.testing.assert_close(report.result, model.chunk(x, x))
+    refcomp.reset()
+    compiled = refcomp.compile(apply_chunking, backend="eager")
+    for _ in range(3):
+        torch.testing.assert_close(compiled(model.chunk, x, x), model.chunk(x, x))
+    assert refcomp.stats()["counters"]["graphs"] == 1
+    assert not refcomp.stats()["recompiles"]
+    other = Projected()  # another object, another function: guarded, not reused
+    torch.testing.assert_close(compiled(other.chunk, x, x), other.chunk(x, x))
+    torch.testing.assert_close(compiled(Chunked().chunk, x, x), x * 3)
