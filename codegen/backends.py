@@ -7,8 +7,8 @@ compiled function records autograd; refcomp hands graphs that need gradients to 
 differentiable backend (see spec/runtime.md).  `inputs_guarded` says whether
 `compile_graph` takes the option of that name: per graph input, whether the caller
 guarantees its shape, dtype and contiguity (See Note [Guarded inputs] in
-codegen/runtime.py).  `fresh_outputs` says that every output is a new tensor, never a
-view of an input or of another output (the `interp` backend): refcomp then rebuilds
+codegen/runtime.py).  A backend may return outputs that are new tensors or views of
+its inputs and of each other (the `interp` backend's are all new): refcomp rebuilds
 the outputs that eager returns as views of other outputs itself (Note [Views of
 outputs] in refcomp/runtime.py).  Spec: spec/codegen.md, "Backends".
 """
@@ -30,7 +30,6 @@ class Backend:
     differentiable: bool = False
     doc: str = ""
     inputs_guarded: bool = False
-    fresh_outputs: bool = False
 
 
 _BACKENDS: dict[str, Backend] = {}

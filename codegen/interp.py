@@ -56,6 +56,6 @@ def compile_graph(graph: Graph, options: dict) -> callable:
 
 
 INTERP = register_backend(Backend(
-    "interp", compile_graph, differentiable=False, fresh_outputs=True,
+    "interp", compile_graph, differentiable=False,
     doc="the numpy reference interpreter (ir.run); slow, exact semantics",
 ))

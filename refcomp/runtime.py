@@ -42,14 +42,18 @@ another tensor (`x.expand_as(y)`, `x.view_as(y)`) cannot be replayed: that view 
 a graph output (a copy; explain() notes it).
 
 Note [Views of outputs]: eager returns `y.reshape(-1)` beside `y`, or `y.t()` of an
-intermediate `y`, as views sharing y's storage, with the view's strides.  The llvm,
-eager and triton backends hand back such graph outputs as views themselves; the
-`interp` backend (`Backend.fresh_outputs`) makes every output a new tensor.  For it, a
-returned view of an intermediate (`TensorVar.view_base`, its chain of view ops in
-`view_steps`) is no graph output: its base is (a hidden one when not returned), and
+intermediate `y`, as views sharing y's storage, with the view's strides.  On every
+backend a returned view of an intermediate (`TensorVar.view_base`, its chain of view ops
+in `view_steps`) is no graph output: its base is (a hidden one when not returned), and
 `Entry.run` replays the view ops on the base's tensor (`("oview", k, steps)` in the
-output spec).  Only where the base is in eager's memory order (row-major, or restrided
-by Note [Output layout]) and nothing requires grad; otherwise the view stays a copy.
+output spec).  So the view aliases the base and has eager's strides whatever the backend
+does with views: the `interp` backend makes every output a new array, and a graph pass
+may fold the view's chain into a copy (a `flip` of a 0-d tensor folds to its operand,
+and the clone that keeps it fresh is dense where eager's expanded view has stride 0:
+corpus expand_of_folded_copy_output_strides), or hand back `v.view_as(v)` as a separate
+tensor (corpus view_as_of_intermediate_beside_it).  Only where the base is in eager's
+memory order (row-major, or restrided by Note [Output layout]) and nothing requires
+grad; otherwise the view stays a graph output (the backend's own view, or a copy).
 """
 
 from __future__ import annotations
@@ -250,13 +254,11 @@ def _rebuild(spec, outs, inputs, views=None):
 
 
 class _Outputs:
-    """Collects graph outputs while describing the frame's return value.
-    `output_views`: rebuild views of intermediates from graph outputs (Note [Views of
-    outputs]), for a backend whose outputs are all fresh."""
+    """Collects graph outputs while describing the frame's return value (views of
+    intermediates rebuilt from graph outputs: Note [Views of outputs])."""
 
-    def __init__(self, ctx: TraceContext, output_views: bool = False):
+    def __init__(self, ctx: TraceContext):
         self.ctx = ctx
-        self.output_views = output_views
         self.values: list = []
         self.keys: list = []  # eager's alias identity per output (Note [Fresh outputs])
         self.index: dict = {}  # id(TensorVar) -> output index
@@ -348,7 +350,7 @@ class _Outputs:
     def output_view_spec(self, vt: TensorVar):
         """("oview", k, steps) when `vt` is rebuilt as a view of graph output k (Note
         [Views of outputs]), else None."""
-        if not self.output_views or vt.view_base is None or vt.requires_grad:
+        if vt.view_base is None or vt.requires_grad:
             return None
         base, value = vt.view_base
         meta = base.meta
@@ -466,8 +468,7 @@ def build_entry(ctx: TraceContext, output: VT, backend_name: str, options: dict,
                 guard_list: list) -> Entry:
     """Graph, backend and runtime plan for a finished trace."""
     start = time.perf_counter()
-    outs = _Outputs(ctx, output_views=isinstance(backend_name, str) and bool(backend_name)
-                    and get_backend(backend_name).fresh_outputs)
+    outs = _Outputs(ctx)
     spec = outs.spec(output)
     writeback = []
     for i, src in enumerate(ctx.input_sources):

@@ -1,11 +1,10 @@
 """`v3` (cummax indices, an intermediate) returned beside `v3.view_as(v3)` and `v3`, after
 an in-place op on the input: eager's three outputs share one storage; on eager and llvm
 the view_as output comes back as a separate tensor (out[0] shares storage with out[2]
-only).  Found x4 per backend by the soak of Nov 24 11:29 (/tmp/soak2.log).  Open: the fix
-is the one of expand_of_folded_copy_output_strides (rebuild returned views of
-intermediates from their base's output on every backend, Note [Views of outputs]; it
-passes on branch fuzz2, not landed for lack of a full-suite run before the deadline)."""
-STATUS = "open"
+only).  Found x4 per backend by the soak of Nov 24 11:29 (/tmp/soak2.log).  Fixed: a
+returned view of an intermediate is rebuilt from its base's output on every backend
+(Note [Views of outputs], refcomp/runtime.py)."""
+STATUS = "fixed"
 BACKENDS = ["eager", "llvm"]
 SYMPTOM = "alias: out[0] shares storage with: ['out[2]'], eager ['out[1]', 'out[2]']"
 SOURCE = '''
