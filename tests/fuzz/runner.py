@@ -3,6 +3,8 @@
 
 `outcome(program, backend)` returns an `Outcome` (kind "ok", "ok-raise", or a failure kind);
 `check(program, backend)` raises AssertionError with a paste-ready report on failure.
+`reference(program)` runs eager once and `compare(program, backend, ref)` checks one backend
+against it, so a run over several backends runs eager once per program (the soak).
 
 Per call k (the compiled function is called for every call in order, so later calls go
 through guards, recompiles and dynamic sizes), on inputs built twice by `make` (same values,
@@ -100,8 +102,9 @@ def _compare_tensor(name, got, want, strides=True, floor=(0.0, 0.0)):
     if want.dtype.is_floating_point:
         rtol, atol = max(rtol, floor[0]), max(atol, floor[1])
     try:
-        torch.testing.assert_close(got, want, rtol=rtol, atol=atol, equal_nan=True,
-                                   check_stride=False)
+        if not torch.equal(got, want):  # equal: assert_close passes (the common case)
+            torch.testing.assert_close(got, want, rtol=rtol, atol=atol, equal_nan=True,
+                                       check_stride=False)
     except AssertionError as e:
         return Outcome("value", f"{name}: {e}\ncompiled: {got}\neager:    {want}")
     if strides and _strides(got) != _strides(want):
@@ -172,8 +175,9 @@ def _compare_inputs(args_c, args_e, floor):
         if e.dtype.is_floating_point:
             rtol, atol = max(rtol, floor[0]), max(atol, floor[1])
         try:
-            torch.testing.assert_close(c, e, rtol=rtol, atol=atol, equal_nan=True,
-                                       check_stride=False)
+            if not torch.equal(c, e):
+                torch.testing.assert_close(c, e, rtol=rtol, atol=atol, equal_nan=True,
+                                           check_stride=False)
         except AssertionError as err:
             return Outcome("input", f"{name}: {err}\ncompiled: {c}\neager:    {e}")
         if _strides(c) != _strides(e):
@@ -181,28 +185,54 @@ def _compare_inputs(args_c, args_e, floor):
     return None
 
 
-def outcome(program, backend, relax=frozenset(), dynamic=None, autocast=None) -> Outcome:
-    """Run `program` eagerly and compiled with `backend` (and `dynamic`: None, the
-    default, is automatic dynamic); the first difference found.
-    `relax`: the "check:..." KNOWN_OPEN entries (tests/fuzz/gen.py) to skip.
-    `autocast`: a dtype: both run under `torch.autocast("cpu", dtype=autocast)`, and
-    float outputs get that dtype's tolerance."""
+def _autocast(dtype):
+    return (torch.autocast("cpu", dtype=dtype) if dtype is not None
+            else contextlib.nullcontext())
+
+
+@dataclass
+class Reference:
+    """What eager did on each call of a program: per call, its inputs after the call and
+    its result or exception.  Computed once and compared with every backend (eager is
+    deterministic on these programs: the generator draws no random ops)."""
+
+    calls: list             # per call: (args after the call, result, exception or None)
+    autocast: object = None
+
+
+def reference(program, autocast=None) -> Reference:
+    """Run `program` eagerly on fresh inputs, call after call, up to its first raise."""
     f_eager = program.function("fuzz program (eager)")
-    f = program.function()
-    compiled = refcomp.compile(f, backend=backend, dynamic=dynamic)
-    raised = False
-    floor = program_tolerance(program)
-    if autocast is not None:
-        floor = max(floor, TOLERANCE[autocast])
+    calls = []
     for k in range(len(program.calls)):
-        args_e, args_c = program.args(k), program.args(k)
-        with warnings.catch_warnings(), (torch.autocast("cpu", dtype=autocast)
-                                         if autocast is not None else contextlib.nullcontext()):
+        args_e = program.args(k)
+        with warnings.catch_warnings(), _autocast(autocast):
             warnings.simplefilter("ignore")
             try:
                 want, err_e = f_eager(*args_e), None
             except Exception as e:
                 want, err_e = None, e
+        calls.append((args_e, want, err_e))
+        if err_e is not None:
+            break
+    return Reference(calls, autocast)
+
+
+def compare(program, backend, ref: Reference, relax=frozenset(), dynamic=None) -> Outcome:
+    """Run `program` compiled with `backend` (and `dynamic`: None, the default, is
+    automatic dynamic) on fresh inputs and compare each call with eager's `ref`; the first
+    difference found.  `relax`: the "check:..." KNOWN_OPEN entries (tests/fuzz/gen.py) to
+    skip."""
+    f = program.function()
+    compiled = refcomp.compile(f, backend=backend, dynamic=dynamic)
+    raised = False
+    floor = program_tolerance(program)
+    if ref.autocast is not None:
+        floor = max(floor, TOLERANCE[ref.autocast])
+    for k, (args_e, want, err_e) in enumerate(ref.calls):
+        args_c = program.args(k)
+        with warnings.catch_warnings(), _autocast(ref.autocast):
+            warnings.simplefilter("ignore")
             try:
                 got, err_c = compiled(*args_c), None
             except Exception as e:
@@ -225,6 +255,15 @@ def outcome(program, backend, relax=frozenset(), dynamic=None, autocast=None) ->
             bad.call = k
             return bad
     return Outcome("ok-raise" if raised else "ok")
+
+
+def outcome(program, backend, relax=frozenset(), dynamic=None, autocast=None) -> Outcome:
+    """Run `program` eagerly and compiled with `backend` (and `dynamic`: None, the
+    default, is automatic dynamic); the first difference found.
+    `relax`: the "check:..." KNOWN_OPEN entries (tests/fuzz/gen.py) to skip.
+    `autocast`: a dtype: both run under `torch.autocast("cpu", dtype=autocast)`, and
+    float outputs get that dtype's tolerance."""
+    return compare(program, backend, reference(program, autocast), relax, dynamic)
 
 
 def report(program, backend, out: Outcome) -> str:

@@ -1,11 +1,13 @@
 """Time-boxed fuzz run: `python -m tests.fuzz.soak --seconds 600 [--backends interp,eager,llvm]
 [--out DIR]` (or REFCOMP_FUZZ_SECONDS=N).  Not part of the pytest suite.
 
-Draws programs (hypothesis, random, no shrinking), runs each on every backend, and prints
-per backend the counts of programs, passes, programs where both raised, mismatches (any
-wrong result, strides, aliasing, inputs after the call, exception type) and crashes (refcomp
-raised where eager did not), then every failure class with its count and the shortest
-program that showed it.  --out writes each class's shortest program (corpus format) to DIR.
+Draws programs (hypothesis, random, no shrinking), runs each eagerly once and compiled on
+every backend, and prints per backend the counts of programs, passes, programs where both
+raised, mismatches (any wrong result, strides, aliasing, inputs after the call, exception
+type) and crashes (refcomp raised where eager did not), then every failure class with its
+count and the shortest program that showed it.  A new failure class is also printed when
+first seen; --progress N prints the counts every N programs.  --out writes each class's
+shortest program (corpus format) to DIR.
 """
 
 import argparse
@@ -21,7 +23,7 @@ from hypothesis import HealthCheck, Phase, given, seed, settings
 
 import refcomp
 from tests.fuzz.gen import programs, relaxed_checks
-from tests.fuzz.runner import outcome
+from tests.fuzz.runner import compare, reference
 
 
 class _Stop(BaseException):
@@ -38,6 +40,8 @@ def main(argv=None):
     ap.add_argument("--max-statements", type=int, default=8)
     ap.add_argument("--hang-seconds", type=float, default=300,
                     help="a program running longer on one backend ends the run as a hang")
+    ap.add_argument("--progress", type=int, default=0,
+                    help="print the counts so far every N programs (0: only at the end)")
     ap.add_argument("--strict", action="store_true",
                     help="generate and compare everything (ignore KNOWN_OPEN)")
     args = ap.parse_args(argv)
@@ -55,10 +59,20 @@ def main(argv=None):
     def soak(program):
         if time.monotonic() > deadline:
             raise _Stop
+        running.update(program=program, backend="eager (the reference)",
+                       since=time.monotonic())
+        try:
+            ref = reference(program)   # eager runs once; every backend is compared with it
+        except Exception as e:  # the harness itself must not die on a bad program
+            for b in backends:
+                counts[b]["harness-error"] += 1
+            print(f"harness error in eager: {type(e).__name__}: {e}", file=sys.stderr)
+            return
         for b in backends:
             running.update(program=program, backend=b, since=time.monotonic())
             try:
-                out = outcome(program, b, frozenset() if args.strict else relaxed_checks(b))
+                out = compare(program, b, ref,
+                              frozenset() if args.strict else relaxed_checks(b))
             except Exception as e:  # the harness itself must not die on a bad program
                 counts[b]["harness-error"] += 1
                 print(f"harness error on {b}: {type(e).__name__}: {e}", file=sys.stderr)
@@ -71,9 +85,20 @@ def main(argv=None):
                 key = (b, out.signature())
                 entry = classes.setdefault(key, [0, program, out])
                 entry[0] += 1
+                if entry[0] == 1:  # a new class: shown at once, not only at the end
+                    print(f"\n== new failure [{b}] {key[1]} at program"
+                          f" {c['programs']}\n{program.render(backends=[b], symptom=key[1])}"
+                          f"{out.detail[:400]}\n", flush=True)
                 if len(program.source) < len(entry[1].source):
                     entry[1], entry[2] = program, out
-        if sum(counts[backends[0]].values()) % 200 == 0:
+        done = counts[backends[0]]["programs"]
+        if args.progress and done % args.progress == 0:
+            print(f"progress: {time.monotonic() - start:.0f} s, {time.process_time():.0f}"
+                  f" cpu-s, " + ", ".join(f"{b} {counts[b]['programs']} programs"
+                                          f" {counts[b]['mismatches']} mismatches"
+                                          f" {counts[b]['crashes']} crashes"
+                                          for b in backends), flush=True)
+        if done % 200 == 0:
             refcomp.reset()   # keep the process small over long runs
 
     def summary(note=""):
