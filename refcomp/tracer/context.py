@@ -8,6 +8,7 @@ know opcodes.  Spec: spec/guards.md, "Which fact yields which guard".
 
 from __future__ import annotations
 
+import contextlib
 import enum
 import re
 import types
@@ -66,6 +67,45 @@ def ir_dtype(dtype: torch.dtype):
 
 def ir_device(device: torch.device) -> str:
     return device.type if device.index in (None, 0) else str(device)
+
+
+@contextlib.contextmanager
+def meta_device(operands, device=None):
+    """Run torch's meta kernels as for the operands' device (`TensorVar`s; `device`: a
+    factory's `device=`, else the default device when there are no operands).
+
+    Note [Meta kernels and the device]: the tracer types a call by running it on meta
+    tensors, and torch's Python meta kernels branch on `device_hint(t)`, which answers
+    "cuda" for a plain meta tensor (only a FakeTensor knows its device).  So a CPU call
+    was typed as on CUDA: embedding_bag's offset2bag is `i64[n]` there and `i64[0]` on
+    the CPU fast path, and a kernel then read n elements of an empty tensor.  While the
+    meta kernel runs, `device_hint` answers the operands' device type for meta tensors.
+    """
+    types_ = {str(t.value.type.device).split(":")[0] for t in operands}
+    if not operands:
+        try:
+            types_ = {(torch.device(device) if device is not None
+                       else torch.get_default_device()).type}
+        except (TypeError, RuntimeError):  # not a device: the call itself reports it
+            types_ = set()
+    if len(types_) != 1 or types_ == {"cuda"}:  # mixed, or what device_hint says anyway
+        yield
+        return
+    (kind,) = types_
+    registrations = torch._meta_registrations
+    real = registrations.device_hint
+
+    def device_hint(tensor):
+        if isinstance(tensor, torch.Tensor) and tensor.device.type == "meta" and \
+                not isinstance(tensor, torch._subclasses.FakeTensor):
+            return kind
+        return real(tensor)
+
+    registrations.device_hint = device_hint
+    try:
+        yield
+    finally:
+        registrations.device_hint = real
 
 
 def torch_dtype(d) -> torch.dtype:

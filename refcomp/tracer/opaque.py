@@ -36,7 +36,7 @@ from ir.ops.opaque import ATEN, format_results
 from ir.types import TensorType
 from refcomp.reasons import Unsupported
 from refcomp.tracer import autocast
-from refcomp.tracer.context import ir_device, ir_dtype
+from refcomp.tracer.context import ir_device, ir_dtype, meta_device
 from refcomp.tracer.torch_table import _specialize, refuse_self_overlap
 from refcomp.tracer.values import VT, ConstVar, ListVar, TensorVar, TupleVar, as_python
 
@@ -254,7 +254,8 @@ def call_opaque(ctx, fn, args: list, kwargs: dict, name: str | None = None) -> V
     # time from the default generator, in program order.
     draws = _draws_random(fn, short) and not _no_draw(short, pargs, pkwargs)
     try:
-        with torch.set_grad_enabled(ctx.grad_enabled):
+        with torch.set_grad_enabled(ctx.grad_enabled), \
+                meta_device(operands, device if factory else None):
             out = fn(*margs, **mkwargs)
     except Unsupported:
         raise

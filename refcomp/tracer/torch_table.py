@@ -25,7 +25,7 @@ from torch._prims_common import compute_elementwise_output_strides
 from ir.graph import Value
 from refcomp.reasons import Unsupported
 from refcomp.tracer import autocast
-from refcomp.tracer.context import ir_dtype, torch_dtype
+from refcomp.tracer.context import ir_dtype, meta_device, torch_dtype
 from refcomp.tracer.values import VIEW_BASE, VT, ConstVar, TensorVar, TupleVar, as_python
 
 T = torch.Tensor
@@ -176,7 +176,8 @@ def call_torch(ctx, fn, args: list, kwargs: dict) -> VT:
         _refuse_uncastable_result(name, margs, mkwargs)
         margs[0] = margs[0].detach().clone()
     try:
-        with torch.set_grad_enabled(ctx.grad_enabled):
+        with torch.set_grad_enabled(ctx.grad_enabled), \
+                meta_device(operands, pkwargs.get("device")):
             meta_out = fn(*margs, **mkwargs)
     except Unsupported:
         raise
@@ -260,7 +261,9 @@ def _pair(ctx, out, meta, operands, e, name, step=None):
     if isinstance(out, _Shaped):
         out = _resolve_shaped(ctx, operands[0], out, meta)
     elif isinstance(out, _Copy):
-        out, view = operands[0].value, name in ("detach",)
+        # the operand's own value: a view of it for detach and a 0-d squeeze (corpus
+        # squeeze_of_0d_input_is_a_view), a copy for clone/contiguous
+        out, view = operands[0].value, name in ("detach", "squeeze")
     elif isinstance(out, _Cast):
         x = operands[0]
         if meta is x.meta:

@@ -492,3 +492,25 @@ def test_running_stats_written_by_batch_norm_kernels_are_writes(backend):
         torch.testing.assert_close(g, w)
     for g, w in zip(args, eager_args):
         torch.testing.assert_close(g, w)
+
+
+@pytest.mark.parametrize("backend", ["interp", "eager", "llvm"])
+def test_meta_kernels_that_branch_on_the_device_type_for_cpu(backend):
+    # Regression (OpInfo embedding_bag on interp): torch's Python meta kernels ask
+    # device_hint(t) and get "cuda" for a plain meta tensor, so embedding_bag's auxiliary
+    # results were typed as on CUDA (offset2bag i64[5]) where the CPU kernel's fast path
+    # returns i64[0]: interp raised on the declared type, and on llvm `r[1] + 1` ran a
+    # kernel over 5 elements of an empty tensor (a segfault).
+    def f(w, i, o, psw):
+        r = torch.embedding_bag(w, i, o, False, 0, False, psw)
+        return r[0], r[1], r[2], r[3], r[1] + 1, F.embedding_bag(
+            i, w, o, mode="sum", per_sample_weights=psw)
+
+    args = (torch.randn(10, 5), torch.tensor([1, 2, 4, 5, 4]), torch.tensor([0, 3]),
+            torch.randn(5))
+    want = f(*args)
+    report = explain(f, *args, backend=backend)
+    assert (report.graph_count, report.graph_break_count) == (1, 0), report
+    assert [tuple(g.shape) for g in report.result] == [tuple(w.shape) for w in want]
+    for k in (0, 1, 4, 5):  # r[2], r[3] (bag_size, max_indices) may be uninitialized
+        torch.testing.assert_close(report.result[k], want[k])
