@@ -138,6 +138,8 @@ def _make_cast(node, attrs):
 
 EAGER_OPS["clamp"] = _make_clamp
 EAGER_OPS["cast"] = _make_cast
+EAGER_OPS["copy"] = lambda node, attrs: (
+    lambda x: x.clone(memory_format=torch.contiguous_format))
 
 
 # --- reductions -------------------------------------------------------------------------

@@ -27,7 +27,11 @@ slice, squeeze, unsqueeze, expand; `OpDef.index_map`) and constant creation (`fu
 (softmax, norms), gathers, cat/pad and random draws are always saved.  A recomputable
 value is recomputed when the bytes it would newly keep alive (its non-recomputable
 leaves not already saved, forward inputs free: autograd keeps those anyway) are at
-most its own bytes; otherwise it is saved.
+most its own bytes; otherwise it is saved.  A `copy` (Note [Copies], ir/ops/pointwise.py:
+the materialize pass puts one where ATen's matmul would copy an operand) is saved on a
+tie: the forward made it anyway, the backward's matmul needs it whole, and recomputing
+it copies again (a transformer's head-split q/k/v and attention output: eager saves
+those copies too).
 Recomputed nodes fuse into the backward's kernels, so a pointwise chain between a
 matmul and its use costs no memory and little time (the rule Inductor's default
 partitioner approximates with a min-cut).
@@ -160,7 +164,10 @@ def _partition(graph, bwd_nodes, g_inputs, bwd_outputs, grad_outputs, grad_input
     producer = graph.producers()
 
     def forced(node: Node) -> bool:  # See Note [Checkpointed values]
-        return node.outputs[0] in checkpointed and len(node.outputs) == 1 and \
+        # A copy the materialize pass put on a checkpointed value is checkpointed too.
+        inside = node.outputs[0] in checkpointed or \
+            (node.op.name == "copy" and node.inputs[0] in checkpointed)
+        return inside and len(node.outputs) == 1 and \
             not node.op.effects and node.op.category != RANDOM
 
     def may_recompute(node: Node) -> bool:
@@ -203,8 +210,11 @@ def _partition(graph, bwd_nodes, g_inputs, bwd_outputs, grad_outputs, grad_input
             return
         node = producer[v]
         if may_recompute(node):
-            new = leaves(v) - saved_set
-            if forced(node) or sum(value_bytes(u) for u in new) <= value_bytes(v):
+            kept = sum(value_bytes(u) for u in leaves(v) - saved_set)
+            # On a tie a copy is saved: recomputing it is a whole copy in the backward
+            # (it exists because a matmul reads it), saving it costs no more memory.
+            if forced(node) or kept < value_bytes(v) or \
+                    (kept == value_bytes(v) and node.op.name != "copy"):
                 recompute.add(v)
                 for u in node.inputs:
                     decide(u)

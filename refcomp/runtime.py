@@ -69,6 +69,7 @@ from torch._prims_common import is_non_overlapping_and_dense_or_false
 from codegen import sizes as sz
 from codegen.backends import get_backend
 from ir.graph import Graph
+from ir.passes.registry import get_pass
 from refcomp import global_state, logs
 from refcomp.aliasing import outputs_to_copy, outputs_to_rewrap
 from refcomp.config import default_backend
@@ -584,6 +585,9 @@ def _joint_or_reason(ctx, captured: Graph, outs: _Outputs, writeback, frozen, ba
         if value in diff and value not in ctx.grad_free:
             return None, "an input is mutated with a value that requires grad"
     grad_outputs = [i for i, rg in enumerate(outs.requires_grad) if rg]
+    # ATen's copies of matmul operands as IR values, so the partitioner can save them
+    # (Note [Copies]); every value of `captured` stays as it is.
+    captured = get_pass("materialize")(captured)
     try:
         return joint(captured, wants, grad_outputs, ctx.checkpointed), None
     except NotDifferentiable as e:
@@ -616,6 +620,7 @@ def _compile_training(j, backend, backend_options, passes, outs: _Outputs, print
 
     def compile_backward(graph):
         graph = optimize(graph, logs.graph_captured(graph))
+        graph = get_pass("materialize")(graph)  # a gradient two matmuls read: one copy
         record.backward_graph = graph
         options = {k: v for k, v in backend_options.items() if k != "inputs_guarded"}
         fn = backend.compile_graph(graph, options)

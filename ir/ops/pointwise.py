@@ -228,6 +228,19 @@ GELU = defop(
     doc="x * Phi(x); approximate='tanh' uses 0.5x(1 + tanh(sqrt(2/pi)(x + 0.044715x^3)))",
 )
 
+def _copy_infer(types):
+    """x's type."""
+    return types[0]
+
+
+# Note [Copies]: the IR has no layouts, so `copy` changes no value; it stands where a
+# torch-based backend would copy anyway (a matmul operand or a reshape that ATen cannot
+# read as a view: ir/layout.py), so that copy is an IR value the partitioner can save
+# and CSE can share (ir/passes/materialize.py).  Backends write it row-major.
+defop("copy", POINTWISE, operands=("x",), infer=_copy_infer,
+      ref=lambda x: np.array(x, copy=True), scalar=lambda s, x: x,
+      vjp=lambda b, g, out, x: (g if x.type.dtype.is_float else None,),
+      doc="x itself, written to a fresh row-major tensor (Note [Copies])")
 defop("logical_not", POINTWISE, operands=("x",), infer=rules.to_bool,
       ref=np.logical_not, scalar=lambda s, x: s.logical_not(x), doc="x == 0")
 defop("isnan", POINTWISE, operands=("x",), infer=rules.to_bool, ref=np.isnan,

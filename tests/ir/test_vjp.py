@@ -140,6 +140,7 @@ NO_GRADIENT = {
 
 VJP_CASES = {
     "neg": unary(F64), "abs": unary(F64), "relu": unary(F64), "sign": unary(F64),
+    "copy": unary(F64),
     "floor": unary(F64), "ceil": unary(F64), "round": unary(F64), "trunc": unary(F64),
     "exp": unary(F64), "log": unary(F64, **POSITIVE), "log1p": unary(F64, **POSITIVE),
     "expm1": unary(F64), "sqrt": unary(F64, **POSITIVE), "rsqrt": unary(F64, **POSITIVE),

@@ -485,3 +485,47 @@ def test_checkpointed_blocks_of_a_module_train_as_eager():
         torch.testing.assert_close(p, q)
     (entry,) = _training_entries()  # one graph, no recompile, nothing saved but inputs
     assert entry["hits"] == 4 and entry["training"]["saved_tensors"] == 0
+
+
+def _attention(x, wq, wk, wv, wo):
+    batch, seq, dim = x.shape
+    q = (x @ wq).reshape(batch, seq, 4, dim // 4).permute(0, 2, 1, 3)
+    k = (x @ wk).reshape(batch, seq, 4, dim // 4).permute(0, 2, 3, 1)
+    v = (x @ wv).reshape(batch, seq, 4, dim // 4).permute(0, 2, 1, 3)
+    att = torch.softmax(q @ k, dim=-1)
+    return ((att @ v).permute(0, 2, 1, 3).reshape(batch, seq, dim) @ wo).pow(2).mean()
+
+
+def test_attention_saves_the_head_copies_and_torch_makes_none():
+    # The head-split q, k, v and the attention output's merge are copies in ATen's
+    # matmul and reshape; as IR values (Note [Copies]) the forward writes each once and
+    # saves it, and the backward copies only the incoming gradients.  Before, the
+    # backward recomputed the permutes and ATen copied q, k, v again (13 copies in a
+    # step where eager makes 9).
+    from torch.profiler import ProfilerActivity, profile
+
+    x, *ws = _leaves((2, 16, 32), (32, 32), (32, 32), (32, 32), (32, 32))
+    x.requires_grad_(False)
+    eager_ws = _clone(ws)
+    step = refcomp.compile(_attention)
+    step(x, *ws).backward()
+    _attention(x, *eager_ws).backward()
+    for a, e in zip(ws, eager_ws):
+        torch.testing.assert_close(a.grad, e.grad, rtol=1e-10, atol=1e-12)
+    with profile(activities=[ProfilerActivity.CPU]) as p:
+        step(x, *ws).backward()
+    assert [e.name for e in p.events() if e.name == "aten::copy_"] == []
+    (entry,) = _training_entries()
+    # q, k, v and the merged heads (8 KiB each), softmax (16 KiB), the output (8 KiB):
+    # the bytes the matmul results they copy took before.
+    assert (entry["training"]["saved_tensors"], entry["training"]["saved_bytes"]) == \
+        (6, 4 * 8192 + 16384 + 8192)
+    from refcomp.resume import located_entries
+
+    code = _attention.__code__
+    ((record, _),) = located_entries(step.cache, f"{code.co_filename}:{code.co_firstlineno}")
+    forward, backward = record.training.forward_graph, record.training.backward_graph
+    saved = forward.outputs[1:]
+    assert sum(n.op.name == "copy" and n.outputs[0] in saved for n in forward.nodes) == 4
+    # the gradient of the merged heads (read by two matmuls) and of q, k, v
+    assert [n.op.name for n in backward.nodes].count("copy") == 4
