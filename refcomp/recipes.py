@@ -265,18 +265,31 @@ def effect_recipes(effects, target_of, value_of) -> list:
 
 
 def replay(effects, resolve, G) -> None:
-    """Run the effects, in program order, after the graph (`resolve`: recipe -> object)."""
+    """Run the effects, in program order, after the graph (`resolve`: recipe -> object).
+
+    Every target and value is resolved before the first effect runs: a recipe names a
+    value as the trace saw it at the effect's place in the program, and a "source"
+    recipe means the object as it was when the frame started (a read after a traced
+    mutation is of the symbolic value, never a source).  Resolving one effect's values
+    after an earlier one ran would read the changed state: `kwargs["new"] =
+    kwargs.pop("old")` replays a pop, then a setitem whose value is `kwargs["old"]`
+    (transformers 5.24's deprecate_kwarg: KeyError).
+    """
+    resolved = []
     for kind, tr, name, args, kwargs, _ in effects:
         if kind == "setglobal":
             where = G if tr[1] is None else load_source(tr[1], None, G, None, None)
-            where[name] = resolve(args[0])
-            continue
-        target = resolve(tr)
-        values = [resolve(a) for a in args]
-        if kind == "method":
-            getattr(target, name)(*values, **{k: resolve(v) for k, v in kwargs.items()})
+            resolved.append((kind, where, name, [resolve(args[0])], {}))
+        else:
+            resolved.append((kind, resolve(tr), name, [resolve(a) for a in args],
+                             {k: resolve(v) for k, v in kwargs.items()}))
+    for kind, target, name, values, kwargs in resolved:
+        if kind == "setglobal":
+            target[name] = values[0]
+        elif kind == "method":
+            getattr(target, name)(*values, **kwargs)
         elif kind == "call":
-            target(*values, **{k: resolve(v) for k, v in kwargs.items()})
+            target(*values, **kwargs)
         elif kind == "setattr":
             setattr(target, name, values[0])
         elif kind == "setitem":

@@ -210,3 +210,55 @@ def test_a_view_of_an_input_handed_to_an_effect_is_a_break_not_a_copy():
     torch.testing.assert_close(report.result, x + 1)
     assert LOGGED[0]._base is x  # a real view, as eager's
     assert report.graph_break_count == 1 and report.break_reasons[0]["id"] == "RB008"
+
+
+
+def renames_a_keyword(x, **kwargs):
+    # transformers' deprecate_kwarg (5.24): `kwargs[new] = kwargs.pop(old)`, then the
+    # wrapped forward breaks.  The replayed setitem's value is what the pop returned.
+    kwargs["cache"] = kwargs.pop("past")
+    LOGGED.append(kwargs["cache"])
+    LOGGED.append(kwargs)
+    y = x * 2
+    return y + y.sum().item()  # a break: the effects above are replayed before it
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_an_effect_reads_a_value_an_earlier_replayed_effect_removed(backend):
+    """Each effect's values are as of its place in the program: the pop replayed first
+    must not leave the later setitem/append re-reading a key that is gone (GPT-2 greedy
+    decoding with transformers 5.24 raised KeyError in recipes.replay)."""
+    refcomp.reset()
+    cf = refcomp.compile(renames_a_keyword, backend=backend)
+    x = torch.randn(3)
+    marker = ["past"]  # a mutable object: the replay must hand on this very one
+    for _ in range(2):
+        LOGGED.clear()
+        torch.testing.assert_close(cf(x, past=marker, other=1), x * 2 + (x * 2).sum().item())
+        assert LOGGED == [marker, {"other": 1, "cache": marker}]
+        assert LOGGED[0] is marker and LOGGED[1]["cache"] is marker
+    report = refcomp.explain(renames_a_keyword, x, past=marker, other=1, backend=backend)
+    assert (report.graph_count, report.graph_break_count) == (2, 1), str(report)
+    assert "side effects replayed after the graph (4)" in str(report)
+
+
+
+def overwrites_after_reading(x, **kwargs):
+    old = kwargs.pop("k")
+    kwargs["k"] = "new"
+    LOGGED.append(old)  # the object read before the overwrite, as in eager
+    LOGGED.append(kwargs)
+    y = x + 1
+    return y + y.sum().item()
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_an_effect_is_handed_the_value_read_before_a_later_overwrite(backend):
+    refcomp.reset()
+    cf = refcomp.compile(overwrites_after_reading, backend=backend)
+    x = torch.randn(3)
+    marker = ["old"]
+    for _ in range(2):
+        LOGGED.clear()
+        torch.testing.assert_close(cf(x, k=marker), x + 1 + (x + 1).sum().item())
+        assert LOGGED == [marker, {"k": "new"}] and LOGGED[0] is marker
