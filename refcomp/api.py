@@ -149,7 +149,8 @@ def mark_static(t: torch.Tensor, dim) -> None:
 class CompiledFunction:
     """A function whose calls go through the guarded cache of its code object."""
 
-    def __init__(self, fn, backend, fullgraph, options, private_cache=False, dynamic=False):
+    def __init__(self, fn, backend, fullgraph, options, private_cache=False, dynamic=False,
+                 per_function=False):
         bound_self = None
         if inspect.ismethod(fn):
             bound_self, fn = fn.__self__, fn.__func__
@@ -181,6 +182,11 @@ class CompiledFunction:
         self.env = (fn.__globals__, fn.__closure__, self.builtins)  # G, C, B: read-only
         self.private = FrameCache(self.code) if private_cache else None
         self.config = config_key(backend, dynamic, fullgraph, options)
+        # Note [One cache per decorated function] (refcomp/resume.py): this function's
+        # entries are its own, not shared with the other closures of its code.
+        self.per_function = per_function
+        if per_function:
+            self.config += f" for the function at {id(fn):#x}"
         self._cache = None  # cache_for(...), kept until reset() retires it
         self._root_cache = None  # a resume function's: the cache of the frame it continues
         self.resume_of = None  # the ResumeFunction this compiles, if any

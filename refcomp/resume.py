@@ -281,10 +281,27 @@ def _compiled_callee(cf, target):
     if compiled is None:
         from refcomp.api import CompiledFunction
 
-        compiled = callees.setdefault(fn, CompiledFunction(
-            fn, cf.backend, False, cf.options, private_cache=cf.private is not None,
-            dynamic=cf.dynamic))
+        with cf.root_cache.lock:
+            own = bool(fn.__closure__) and sum(
+                1 for f, c in callees.items() if f.__code__ is fn.__code__ and c.per_function
+            ) < cf.options["cache_size_limit"]
+            compiled = callees.setdefault(fn, CompiledFunction(
+                fn, cf.backend, False, cf.options, private_cache=cf.private is not None,
+                dynamic=cf.dynamic, per_function=own))
     return compiled if bound is None else functools.partial(compiled, bound)
+
+
+# Note [One cache per decorated function]: a decorator makes many functions of one code
+# object (transformers 5.24 wraps every forward of a model in `deprecate_kwarg`'s
+# `wrapped_func`, a closure over each `func`).  When a break inside each forward compiles
+# the wrapper as a frame of its own, one cache per code object would hold the entries of
+# all of them: each call of another forward counted as a recompile of the wrapper (7 in
+# GPT-2 greedy decoding, toward cache_size_limit, with a model of more decorated classes
+# past it), and automatic dynamic compared one forward's shapes with another's.  A callee
+# compiled at a break whose function has a closure gets a cache of its own (keyed by the
+# function), as Dynamo does not count entries of other identity-guarded objects toward
+# its limit.  Up to cache_size_limit such functions per code and root frame: past that
+# (closures made afresh per call), they share the code's cache again, whose limit holds.
 
 
 def _has_hooks(m) -> bool:

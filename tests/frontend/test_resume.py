@@ -254,3 +254,46 @@ def test_a_training_step_compiles_once_and_stops_tracing(make_opt):
     assert seen[0][0] >= 1                       # the forward and loss are a graph
     assert all(s == seen[0] for s in seen)        # traced on the first call only
     assert refcomp.stats()["counters"].get("eager_calls", 0) == 0
+
+
+def _renamed(fn):
+    """transformers 5.24's deprecate_kwarg: one `wrapper` code, a closure per function."""
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        return fn(*args, **kwargs)
+    return wrapper
+
+
+@_renamed
+def _leaf(x):
+    y = x * 2
+    graph_break("leaf")
+    return y + 1
+
+
+@_renamed
+def _mid(x):
+    return _leaf(x) - 1
+
+
+@_renamed
+def _top(x):
+    return _mid(x) * 3
+
+
+def test_functions_made_by_one_decorator_do_not_recompile_each_other(capsys):
+    # Regression (GPT-2 greedy decoding on transformers 5.24): a break inside each
+    # decorated forward compiles `wrapper` as a frame once per decorated function; one
+    # cache for all of them recorded every other function's call as a recompile of
+    # `wrapper` (7 for GPT-2, toward the limit) and compared their shapes for automatic
+    # dynamic.  Each function made by the decorator now has its cache.
+    refcomp.reset()
+    cf = refcomp.compile(_top, backend="eager")
+    for n in (5, 1, 2, 3, 4):  # a prompt, then tokens: two shapes, then a symbol
+        x = torch.randn(1, n)
+        torch.testing.assert_close(cf(x), _top(x))
+    recompiles = refcomp.stats()["recompiles"]
+    wrappers = [k for k in refcomp.stats()["frames"] if k.startswith("wrapper ")]
+    assert len(wrappers) >= 3, refcomp.stats()["frames"].keys()  # one per function
+    assert max(len(v) for v in recompiles.values()) <= 2, recompiles
+    assert not any("C['fn'] is" in m for v in recompiles.values() for m in v), recompiles
