@@ -18,6 +18,7 @@ import inspect
 import itertools
 import math
 import operator
+import os
 import types
 import weakref
 
@@ -213,6 +214,8 @@ def getitem(tx, obj: VT, index: VT) -> VT:
             raise Unsupported("RB017", f"index {key!r}: {e}") from None
     if isinstance(obj, ModelOutputVar) and not isinstance(key, str):
         return getitem(tx, TupleVar(list(obj.items.values())), index)  # to_tuple()[key]
+    if isinstance(obj, ModelOutputVar):
+        key = model_output_key(obj.cls, key)
     if isinstance(obj, DictVar):  # its keys are exact (made here, or guarded)
         if key not in obj.items:
             raise Raised(KeyError(key), f"KeyError {key!r}")
@@ -261,7 +264,7 @@ def setitem(tx, obj: VT, index: VT, value: VT) -> None:
         tensor_layout.tensor_setitem(tx.ctx, obj, index, value)
         return
     if isinstance(obj, ModelOutputVar):
-        key = as_python(require_const(tx, index, "subscript"))
+        key = model_output_key(obj.cls, as_python(require_const(tx, index, "subscript")))
         if key not in obj.fields:  # ModelOutput.__setitem__ also sets the attribute
             raise Unsupported("RB004", f"{obj.cls.__name__}[{key!r}] = ..., not a field")
         obj.items[key] = obj.fields[key] = value
@@ -459,6 +462,9 @@ def guard_compared(ctx, a: ConstVar, b: ConstVar, equality: bool) -> None:
 
 
 def contains(tx, container: VT, item: VT) -> bool:
+    if isinstance(container, ModelOutputVar):
+        key = as_python(require_const(tx, item, "key"))
+        return model_output_key(container.cls, key) in container.items
     if isinstance(container, DictVar):
         return as_python(require_const(tx, item, "key")) in container.items
     if isinstance(container, (TupleVar, ListVar)):
@@ -746,9 +752,36 @@ def _frozen_dataclass(tx, cls, args, kwargs) -> ConstVar:
 # leave when the first field is a tensor or another field is set.  The other case (a
 # lone non-tensor first field, which __post_init__ iterates as key/value pairs) is RB004.
 # Results and values live at a break are rebuilt with exactly these fields and items
-# (values.make_model_output).
+# (values.make_model_output).  transformers 5.24 renamed the cache field to `cache`: its
+# metaclass wraps each dataclass __init__ to rename `past_key_values=`/`cache_params=`
+# (`_bc_init`), and ModelOutput maps those old names to `cache` as keys and attributes
+# (`model_output_key`); both are followed symbolically, warnings skipped as under a
+# compiler (transformers' is_tracing() is True while refcomp traces).
 _MODEL_OUTPUT_METHODS = ("__init__", "__post_init__", "__setattr__", "__setitem__",
                          "__getitem__", "to_tuple", "__getattr__", "__getattribute__")
+
+
+def _bc_init(init):
+    """The dataclass __init__ inside transformers 5.24's renaming wrapper
+    (`_BCCacheNameMeta.__setattr__`: `past_key_values=`/`cache_params=` become `cache=`),
+    or None when `init` is not that wrapper."""
+    code = getattr(init, "__code__", None)  # (functools.wraps copied the names)
+    if code is None or code.co_qualname != "_BCCacheNameMeta.__setattr__.<locals>.__init__" \
+            or not code.co_filename.endswith(os.path.join("transformers", "utils",
+                                                          "generic.py")):
+        return None
+    return getattr(init, "__wrapped__", None)
+
+
+def model_output_key(cls, key):
+    """transformers >= 5.24 names the cache field `cache`; `past_key_values` and
+    `cache_params` still name it as keys and attributes (ModelOutput's
+    `_replace_old_cache_name`, whose deprecation warning is skipped while compiling)."""
+    if key in ("past_key_values", "cache_params"):
+        rename = getattr(cls, "_replace_old_cache_name", None)
+        if getattr(rename, "__qualname__", "") == "ModelOutput._replace_old_cache_name":
+            return "cache"
+    return key
 
 
 def is_model_output_class(cls) -> bool:
@@ -759,6 +792,8 @@ def is_model_output_class(cls) -> bool:
     for klass in cls.__mro__[:cls.__mro__.index(base)]:
         for name in _MODEL_OUTPUT_METHODS:
             fn = vars(klass).get(name)
+            if name == "__init__" and _bc_init(fn) is not None:
+                fn = _bc_init(fn)
             if fn is not None and not (name == "__init__" and getattr(
                     getattr(fn, "__code__", None), "co_filename", None) == "<string>"):
                 return False  # a method of its own (dataclasses' __init__ is exec'd)
@@ -768,6 +803,15 @@ def is_model_output_class(cls) -> bool:
 
 def _new_model_output(tx, cls, args, kwargs) -> ModelOutputVar:
     names = [f.name for f in dataclasses.fields(cls)]
+    if _bc_init(vars(cls).get("__init__")) is not None:  # transformers >= 5.24
+        kwargs = dict(kwargs)
+        for old in ("past_key_values", "cache_params"):  # _rename_kwargs_for_bc
+            if old in kwargs:
+                if "cache" in kwargs:
+                    raise Unsupported("RB017", f"{cls.__name__}() got both `cache` and"
+                                               f" `{old}`")
+                kwargs["cache"] = kwargs.pop(old)
+                break
     if len(args) > len(names):
         raise Unsupported("RB017", f"{cls.__name__}() takes {len(names)} arguments")
     given = dict(zip(names, args))
@@ -790,6 +834,7 @@ def _new_model_output(tx, cls, args, kwargs) -> ModelOutputVar:
 
 
 def _model_output_attr(tx, obj: ModelOutputVar, name: str) -> VT:
+    name = model_output_key(obj.cls, name)  # the `past_key_values` property reads `cache`
     if name in obj.fields:
         return obj.fields[name]
     if name in ("to_tuple", "keys", "values", "items", "get"):
@@ -803,6 +848,7 @@ def _model_output_attr(tx, obj: ModelOutputVar, name: str) -> VT:
 def set_model_output_attr(obj: ModelOutputVar, name: str, value: VT) -> None:
     """`out.name = value`: ModelOutput.__setattr__ sets the item too unless value is None
     (then the item, if any, keeps its old value)."""
+    name = model_output_key(obj.cls, name)
     if name not in obj.fields:
         raise Unsupported("RB004", f"setting {name!r} of a {obj.cls.__name__}, not a field")
     obj.fields[name] = value
@@ -1241,6 +1287,9 @@ def _container_method(tx, obj, name, args, kwargs) -> VT:
             return TupleVar(list(obj.items.values()))
         if name not in ("keys", "values", "items", "get"):  # pop/update... raise in eager
             raise Unsupported("RB004", f"{obj.cls.__name__}.{name}")
+        if name == "get" and args and not kwargs:
+            key = model_output_key(obj.cls, as_python(require_const(tx, args[0], "key")))
+            return obj.items.get(key, args[1] if len(args) > 1 else ConstVar(None))
     if isinstance(obj, DictVar):
         if name == "items":
             return ListVar([TupleVar([ConstVar(k), v]) for k, v in obj.items.items()])

@@ -295,6 +295,31 @@ def test_model_outputs_are_made_read_and_returned_without_a_break():
     assert got[1:] == want[1:]
 
 
+def test_a_model_output_made_and_read_with_the_old_cache_name_is_traced():
+    # transformers 5.24 renamed the field `past_key_values` to `cache`: a metaclass wraps
+    # each output's __init__ to rename the keyword, and ModelOutput maps the old name as
+    # key and attribute.  Their construction broke (the __init__ was not dataclasses').
+    # (With transformers 5.23 the field is still `past_key_values`: the same calls.)
+    mo = _output_classes()
+
+    def f(x, cache):
+        out = mo.BaseModelOutputWithPast(last_hidden_state=x * 2, past_key_values=cache)
+        same = (out.past_key_values is cache, out["past_key_values"] is cache,
+                "past_key_values" in out, out.get("past_key_values") is cache)
+        out["past_key_values"] = cache  # __setitem__ renames too
+        return out, same, len(out)
+
+    x, cache = torch.randn(2, 3), Cache(torch.randn(1, 3))
+    want = f(x, cache)
+    report = explain(f, x, cache)
+    assert (report.graph_count, report.graph_break_count) == (1, 0), report
+    got = report.result
+    assert got[1:] == want[1:] == ((True,) * 4, 2)
+    assert type(got[0]) is type(want[0]) and list(got[0].keys()) == list(want[0].keys())
+    assert got[0].past_key_values is cache
+    torch.testing.assert_close(got[0].last_hidden_state, want[0].last_hidden_state)
+
+
 def test_a_model_output_of_a_lone_non_tensor_still_equals_eager():
     mo = _output_classes()
 
