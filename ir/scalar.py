@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ir.ops.pointwise import erf_ref
+from ir.ops.pointwise import erf_ref, pow_ref
 from ir.types import DType, bf16, f16, f32, result_type, round_to_dtype
 
 SCALAR_VOCABULARY = (
@@ -86,7 +86,8 @@ class NumpyScalarOps:
 
     add, sub, mul = staticmethod(np.add), staticmethod(np.subtract), staticmethod(np.multiply)
     truediv, floordiv = staticmethod(np.true_divide), staticmethod(np.floor_divide)
-    remainder, fmod, pow = staticmethod(np.remainder), staticmethod(np.fmod), staticmethod(np.power)
+    remainder, fmod = staticmethod(np.remainder), staticmethod(np.fmod)
+    pow = staticmethod(pow_ref)  # torch semantics for an integer to a negative power
     neg, abs = staticmethod(np.negative), staticmethod(np.abs)
     exp, log = staticmethod(np.exp), staticmethod(np.log)
     log1p, expm1, sqrt = staticmethod(np.log1p), staticmethod(np.expm1), staticmethod(np.sqrt)

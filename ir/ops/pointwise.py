@@ -299,7 +299,7 @@ _bin("remainder", rules.non_bool, np.remainder, lambda s, a, b: s.remainder(a, b
 _bin("fmod", rules.non_bool, np.fmod, lambda s, a, b: s.fmod(a, b),
      lambda b, g, out, x, y: _grads(b, x, y, g, b.neg(b.mul(g, b.trunc(b.div(x, y))))),
      "a - trunc(a / b) * b (C fmod, sign of a)")
-def _pow(a, b):
+def pow_ref(a, b):
     """np.power, except an integer to a negative integer power, which numpy refuses:
     torch gives 1 for base 1, +-1 for base -1 by the exponent's parity, else 0."""
     a, b = np.asarray(a), np.asarray(b)
@@ -311,7 +311,7 @@ def _pow(a, b):
     return np.where(b < 0, small, np.power(a, np.maximum(b, 0)))
 
 
-_bin("pow", rules.non_bool, _pow, lambda s, a, b: s.pow(a, b), _pow_vjp,
+_bin("pow", rules.non_bool, pow_ref, lambda s, a, b: s.pow(a, b), _pow_vjp,
      "a ** b (integer b must be >= 0)")
 _bin("maximum", rules.promoted, np.maximum, lambda s, a, b: s.maximum(a, b),
      _extremum_vjp("gt"), "elementwise max; NaN propagates")

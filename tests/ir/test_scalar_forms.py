@@ -137,3 +137,20 @@ def test_compute_dtypes_rules():
     assert compute_dtypes("add", [i64, bf16], bf16) == [f32, f32]
     assert compute_dtypes("where", [bool_, f16, i64], f16) == [bool_, f32, f32]
     assert compute_dtypes("cast", [f16], i64) == [f16]
+
+
+def test_numpy_scalar_pow_of_an_integer_to_a_negative_power_is_torchs():
+    # Regression (tests/codegen/test_kernel.py's random graphs: pow of an i64 -1 by itself
+    # raised "Integers to negative integer powers are not allowed" in the numpy kernel
+    # runner, whose pow was np.power; the IR reference already follows torch).
+    s = NumpyScalarOps()
+    a = np.array([-1, 1, 2, -1, 3], dtype=np.int64)
+    b = np.array([-1, -3, -1, -2, 2], dtype=np.int64)
+    np.testing.assert_array_equal(s.pow(a, b), [-1, 1, 0, 1, 9])
+    np.testing.assert_array_equal(s.pow(a, b), run_pow_reference(a, b))
+
+
+def run_pow_reference(a, b):
+    import torch
+
+    return torch.pow(torch.from_numpy(a), torch.from_numpy(b)).numpy()
