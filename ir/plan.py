@@ -186,9 +186,10 @@ def inplace_safe(node: Node, operand: Value, result: Value, view_of: dict) -> st
     """'' when `result` may be written over `operand`'s bytes by `node`, else why not.
 
     Safe only in a pointwise region that reads the operand elementwise (no index map)
-    at every position it is passed, reads no view of it, and computes the result with a
-    pointwise op of the same shape and element size: element i is then read before
-    element i is written, and no other element is read from those bytes.
+    at every position it is passed, reads no view of it, computes the result with a
+    pointwise op of the same shape and element size, and computes no other result from
+    the operand: element i is then read before element i is written, and no other
+    element is read from those bytes.
     """
     if node.body is None or node.attrs.get("kind") != "pointwise":
         return f"{node.op.name} is not a pointwise region"
@@ -217,6 +218,16 @@ def inplace_safe(node: Node, operand: Value, result: Value, view_of: dict) -> st
     makers = [n for n in body.nodes if produced in n.outputs]
     if not makers or makers[0].op.category != "pointwise":
         return "the result is not computed by a pointwise op"
+    # Another result computed from the operand may be stored after this one: its loads
+    # of element i would then read this result's element i (a wrong answer before:
+    # exp(t) written over a dying matmul result that a * t, the region's second
+    # result, still read).
+    reads = {p for p, v in zip(body.inputs, node.inputs) if v is operand}
+    for inner in body.nodes:
+        if any(v in reads for v in inner.inputs):
+            reads.update(inner.outputs)
+    if any(out in reads for out in body.outputs if out is not produced):
+        return "another result of the node reads the operand"
     return ""
 
 

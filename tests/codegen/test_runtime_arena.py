@@ -206,3 +206,25 @@ func @f(%x: f32[4,8]) -> f32[64] {
     x = np.random.default_rng(0).standard_normal((4, 8)).astype(np.float32)
     (got,) = compiled(torch.from_numpy(x))
     np.testing.assert_allclose(got.numpy(), ir.run(graph, [x])[0], rtol=1e-6)
+
+
+def test_no_result_takes_the_bytes_of_an_operand_another_result_reads():
+    # Regression (found while splitting fused outer reductions, issue 15): a region with
+    # two results, exp(t) and a * t, had exp(t) written over the dying matmul result `a`
+    # (a pair inplace_safe allowed), and the kernel stored exp(t)[i] before it loaded
+    # a[i] for a * t: d @ w2 was off by ~1e3.  Now only a region that computes no other
+    # result from the operand may take its bytes.
+    import refcomp
+
+    def f(x, w, z, w2):
+        a = x @ w
+        t = z * 2.0
+        h = torch.exp(t)
+        d = a * t
+        return h @ w2, d @ w2
+
+    g = torch.Generator().manual_seed(0)
+    args = [torch.randn(s, generator=g, dtype=torch.float64)
+            for s in ((8, 5), (5, 7), (8, 7), (7, 3))]
+    for got, want in zip(refcomp.compile(f)(*args), f(*args)):
+        torch.testing.assert_close(got, want, rtol=1e-12, atol=1e-12)
