@@ -203,12 +203,12 @@ class CompiledFunction:
         return dict(bound.arguments)
 
     def __call__(self, *args, **kwargs):
-        # Every call pays this path: see Note [Per-call counters] (cache.py) and
-        # Note [Guarded inputs] (codegen/runtime.py) for what it leaves out.
+        # Every call pays this path: see Note [Per-call counters] (cache.py), Note [Guarded
+        # inputs] (codegen/runtime.py) and Note [The call path] for what it leaves out.
         if self.bound_self is not None:
             args = (self.bound_self,) + args
         fn = self.fn
-        if getattr(fn, _DISABLED, False) or FORCE_EAGER[0]:  # set_stance("force_eager")
+        if FORCE_EAGER[0] or getattr(fn, _DISABLED, False):  # set_stance("force_eager")
             return fn(*args, **kwargs)
         if self.star_only is not None:
             L = {self.star_only[0]: args, self.star_only[1]: kwargs}
@@ -216,6 +216,34 @@ class CompiledFunction:
             L = self._bind(args, kwargs)
         else:
             L = self.binder(*args)
+        # Note [The call path]: `dispatch`'s common cases, inlined (a Python call and its
+        # five arguments are ~5% of a tiny function's eager time): the generated lookup
+        # answers (not a timed check), and it found an entry or the cache is full.
+        cache = self._cache
+        if cache is not None and not cache.retired:
+            find = cache.find
+            checks = cache.checks + 1
+            if find is not None and checks % TIME_EVERY != 1:
+                cache.checks = checks
+                CALLS["calls"] += 1
+                G, C, B = self.env
+                found = find(L, G, C, B)
+                if found is not None:
+                    entry, inputs = found
+                    entry.hits += 1
+                    if entry.graph is not None and entry.resume is None:  # as in _run
+                        self.last_entry = entry
+                        CALLS["compiled_calls"] += 1
+                        if entry.lone is not None:
+                            return entry.fn(*inputs)[entry.lone]
+                        return entry.run(inputs)
+                    return self._run(entry, inputs, L, G, C, B, fn, args, kwargs)
+                if cache.full is not None and len(cache._entries) >= cache.full \
+                        and stance._STANCE[0] != "fail_on_recompile":
+                    CALLS["past_limit"] += 1  # Note [Eager past the limit]
+                    return fn(*args, **kwargs) if kwargs else fn(*args)
+                return self._run(*self._on_miss(cache, L, G, C, B, fn),
+                                 L, G, C, B, fn, args, kwargs)
         return self.dispatch(fn, args, kwargs, L, self.env[1])
 
     def dispatch(self, fn, args, kwargs, L, C):
@@ -245,10 +273,18 @@ class CompiledFunction:
             # An empty **{} still copies a dict and takes the slow call path (~0.5 us).
             return fn(*args, **kwargs) if kwargs else fn(*args)
         if entry is None:
-            with cache.lock:
-                entry, inputs = cache.lookup(L, G, C, B)  # another thread may have added it
-                if entry is None:
-                    entry, inputs = self._miss(cache, L, G, C, B, fn)
+            entry, inputs = self._on_miss(cache, L, G, C, B, fn)
+        return self._run(entry, inputs, L, G, C, B, fn, args, kwargs)
+
+    def _on_miss(self, cache, L, G, C, B, fn):
+        with cache.lock:
+            entry, inputs = cache.lookup(L, G, C, B)  # another thread may have added it
+            if entry is None:
+                entry, inputs = self._miss(cache, L, G, C, B, fn)
+        return entry, inputs
+
+    def _run(self, entry, inputs, L, G, C, B, fn, args, kwargs):
+        """Run what the lookup found: a graph, a graph that breaks, or (None) eagerly."""
         self.last_entry = entry
         if entry is not None:
             if entry.resume is not None:  # a graph break: spec/runtime.md

@@ -82,7 +82,12 @@ class FrameCache:
     @entries.setter
     def entries(self, entries: list) -> None:
         self._entries = entries
-        self.find = None
+        self._drop_find()
+
+    def _drop_find(self) -> None:
+        find, self.find = self.find, None
+        if find is not None:
+            find.tally.retire()  # its uncounted checks: Note [Counts a lookup derives]
 
     def lookup(self, L, G, C, B, counted=False):
         """The entry whose guards pass, and its inputs, or (None, None); counts a hit.
@@ -106,10 +111,10 @@ class FrameCache:
         if find is None and entries:
             self.find = build_lookup(entries)
             if self._entries is not entries:  # replaced meanwhile (another thread)
-                self.find = None
+                self._drop_find()
         for entry in entries:
             guards = entry.guards
-            guards.calls += 1
+            guards._calls += 1
             inputs = guards.timed_check(L, G, C, B)
             if inputs is not None:
                 entry.hits += 1

@@ -35,15 +35,18 @@ class GuardKind:
     emit: Callable  # (cg, guard) -> condition text
     describe: Callable  # (guard) -> readable statement of the fact
     explain: Callable  # (guard, value now) -> (expected, actual)
+    # Reads process-wide state, no argument: checked after the argument guards
+    # (Note [Arguments first] in refcomp/guards.py).
+    process_wide: bool = False
 
 
 KINDS: dict = {}
 
 
-def kind(name, fact, check, *, emit, describe, explain=None) -> str:
+def kind(name, fact, check, *, emit, describe, explain=None, process_wide=False) -> str:
     """Register a kind; returns its name (the constant other modules compare with)."""
     KINDS[name] = GuardKind(name, fact, check, emit, describe,
-                            explain or (lambda g, v: (g.describe(), _short(v))))
+                            explain or (lambda g, v: (g.describe(), _short(v))), process_wide)
     return name
 
 
@@ -260,7 +263,8 @@ NO_GLOBAL_HOOKS = kind(
     emit=lambda cg, g: "not (" + " or ".join(
         cg.const(d) for d in _global_hook_dicts()) + ")",
     describe=lambda g: "no global module hooks",
-    explain=lambda g, v: (g.describe(), "a global module hook is registered"))
+    explain=lambda g, v: (g.describe(), "a global module hook is registered"),
+    process_wide=True)
 
 
 # --- global state -------------------------------------------------------------------------
@@ -268,13 +272,13 @@ GRAD_MODE = kind(
     "GRAD_MODE", "grad mode", "`torch.is_grad_enabled()`",
     emit=lambda cg, g: f"{cg.const(torch.is_grad_enabled)}() is {cg.const(g.expected)}",
     describe=lambda g: f"torch.is_grad_enabled() == {g.expected}",
-    explain=lambda g, v: (g.describe(), str(torch.is_grad_enabled())))
+    explain=lambda g, v: (g.describe(), str(torch.is_grad_enabled())), process_wide=True)
 
 DEFAULT_DTYPE = kind(
     "DEFAULT_DTYPE", "default dtype", "`torch.get_default_dtype()`",
     emit=lambda cg, g: f"{cg.const(torch.get_default_dtype)}() is {cg.const(g.expected)}",
     describe=lambda g: f"torch.get_default_dtype() == {g.expected}",
-    explain=lambda g, v: (g.describe(), str(torch.get_default_dtype())))
+    explain=lambda g, v: (g.describe(), str(torch.get_default_dtype())), process_wide=True)
 
 
 def _global_emit(cg, g):
@@ -290,7 +294,8 @@ GLOBAL_STATE = kind(
     "the same state (no autocast, no modes, not deterministic: four C calls)",
     emit=_global_emit,
     describe=lambda g: f"global torch state: {global_state.describe(g.expected)}",
-    explain=lambda g, v: global_state.difference(g.expected, global_state.snapshot()))
+    explain=lambda g, v: global_state.difference(g.expected, global_state.snapshot()),
+    process_wide=True)
 
 
 # --- tensors' relations -------------------------------------------------------------------

@@ -19,6 +19,16 @@ the set checks every tensor in one call (built from the example tensors of the
 trace, with the expected sizes and strides given explicitly); the slow path that
 names failures stays in Python, so the readable reasons do not depend on it.
 
+Note [Arguments first]: a check tests the guards on arguments (values, types, ids,
+then the tensors' C++ check) before the process-wide ones (grad mode, default dtype,
+global torch state, global hooks: `GuardKind.process_wide`).  Every line must pass
+either way, so the order decides only which line a failing check stops at, and what
+it costs: the entries of one frame differ in their arguments far more often than in
+global state, so a cache lookup that misses every entry (a frame past its recompile
+limit, Note [Eager past the limit] in refcomp/api.py) stops each entry at its first
+argument line and reads no global state at all, where reading it first cost six C
+calls a lookup.  A call that hits reads it once, as before.
+
 Note [Names are data]: user strings (local, global and attribute names, dict
 keys) never appear in generated source; they are constants bound in the
 function's namespace (`_k0`, `_k1`...).  Expected values (dtypes, shapes, ids) are
@@ -250,7 +260,6 @@ class GuardSet:
     check: Any = None
     time_ns: int = 0  # summed over the timed checks (See Note [Sampled guard time])
     timed: int = 0
-    calls: int = 0
     stats: dict = field(default_factory=dict)
 
     examples: Any = None  # the tensors the trace saw, in TENSOR_MATCH order (not kept)
@@ -258,23 +267,51 @@ class GuardSet:
     def __post_init__(self):
         cg = _Codegen()
         tensor_guards = [g for g in self.guards if g.kind == TENSOR_MATCH]
+        wide = [g for g in self.guards if KINDS[g.kind].process_wide]
         for g in self.guards:
-            if g.kind != TENSOR_MATCH:
+            if g.kind != TENSOR_MATCH and not KINDS[g.kind].process_wide:
                 cg.emit(g)
         _emit_tensors(cg, tensor_guards, self.examples)
+        for g in wide:  # Note [Arguments first]
+            cg.emit(g)
         self.examples = None
         outs = [cg.load(s) for s in self.input_sources]
         ret = [f"return ({', '.join(outs)}{',' if len(outs) == 1 else ''})"]
         self.line_guards = cg.line_guards
         # Per require line, failures; the last slot counts exceptions (a source that
-        # could not be read): Note [Guard profile].
-        self.line_failures = [0] * (len(cg.line_guards) + 1)
+        # could not be read): Note [Guard profile].  `calls` and these counts are read
+        # through properties that first add what cache lookups tallied but did not
+        # count yet (Note [Counts a lookup derives], refcomp/lookup.py).
+        self._calls = 0
+        self._line_failures = [0] * (len(cg.line_guards) + 1)
+        self.tallies: set = set()  # the lookups holding uncounted checks of this set
         self.line_time_ns = [0] * len(cg.line_guards)
         self.profiled = 0
         self.source_code = cg.function(ret, profiled=False)
-        self.check = cg.build(self.source_code, _F=self.line_failures)
+        self.check = cg.build(self.source_code, _F=self._line_failures)
         self._codegen, self._ret = cg, ret  # the instrumented copy is built on first use
         self._profiled_check = None
+
+    def _settle(self) -> None:
+        for tally in list(self.tallies):
+            tally.flush()
+
+    @property
+    def calls(self) -> int:
+        """Checks of this set so far (exact: Note [Counts a lookup derives])."""
+        self._settle()
+        return self._calls
+
+    @calls.setter
+    def calls(self, n: int) -> None:
+        self._settle()
+        self._calls = n
+
+    @property
+    def line_failures(self) -> list:
+        """Failures per require line, then exceptions (Note [Guard profile])."""
+        self._settle()
+        return self._line_failures
 
     def timed_check(self, L, G, C, B):
         """`check`, timed: the cache lookup calls it for the first check and one in

@@ -69,15 +69,78 @@ def shared_prefix(codegens: list) -> int:
     return n
 
 
+class Tally:
+    """What one generated lookup counted and has not yet added to its entries' counts.
+
+    Note [Counts a lookup derives]: a guard set's `calls` and per-line failures must stay
+    exact, but a frame past its recompile limit misses every entry on every call, and
+    two counter updates per entry (calls, the failing line) were half of the lookup's
+    cost.  So the lookup counts, in arrays of its own, only what it cannot derive:
+    `reached`, the lookups that got past the shared lines; per entry, its `hits`, the
+    failures of its lines after the first own require line (`later`, one list per
+    entry) and its exceptions (`raised`).  Entries are checked in order and the first
+    that passes returns, so entry i was checked by `reached` minus the hits of the
+    entries before it, and every check of it that did not hit, raise or fail later
+    failed at its first own line.  The shared lines count their failures directly, as
+    the per-entry check does.  `flush` adds the new part of all that to the guard sets;
+    reading a set's `calls` or `line_failures` flushes first, so readers never see a
+    partial count.  A miss now costs each entry only its first line's check.
+    """
+
+    def __init__(self, entries: list, firsts: list):
+        self.entries = entries
+        self.firsts = firsts  # per entry: index of its first own require line, or None
+        n = len(entries)
+        self.reached = [0]
+        self.hits, self.raised = [0] * n, [0] * n
+        self.later = [[0] * len(e.guards._line_failures) for e in entries]
+        self._done = self._now()
+        for e in entries:
+            e.guards.tallies.add(self)
+
+    def _now(self):
+        return (self.reached[0], list(self.hits), list(self.raised),
+                [list(row) for row in self.later])
+
+    def flush(self) -> None:
+        reached0, hits0, raised0, later0 = self._done
+        now = self._now()
+        reach = now[0] - reached0
+        for i, (e, first) in enumerate(zip(self.entries, self.firsts)):
+            gs = e.guards
+            hits, raised = now[1][i] - hits0[i], now[2][i] - raised0[i]
+            later = [b - a for a, b in zip(later0[i], now[3][i])]
+            gs._calls += reach
+            for line, n in enumerate(later):
+                gs._line_failures[line] += n
+            gs._line_failures[-1] += raised
+            if first is not None:
+                gs._line_failures[first] += reach - hits - raised - sum(later)
+            reach -= hits
+        self._done = now
+
+    def retire(self) -> None:
+        """Count what is left and stop being consulted (the lookup is being replaced)."""
+        self.flush()
+        for e in self.entries:
+            e.guards.tallies.discard(self)
+
+
 def build_lookup(entries: list):
-    """The lookup of `entries` (in order) as one generated function."""
+    """The lookup of `entries` (in order) as one generated function; its `tally`
+    holds the counts it derives (Note [Counts a lookup derives])."""
     sets = [e.guards for e in entries]
     codegens = [gs._codegen for gs in sets]
     shared = shared_prefix(codegens)
-    namespace: dict = {"_id": id, "_type": type}
+    firsts = [next((item[2] for item in cg.lines[shared:] if item[0] != "load"), None)
+              for cg in codegens]
+    tally = Tally(entries, firsts)
+    namespace: dict = {"_id": id, "_type": type, "_R": tally.reached,
+                       "_H": tally.hits, "_X": tally.raised}
     for i, (e, gs, cg) in enumerate(zip(entries, sets, codegens)):
         namespace[f"_E{i}"], namespace[f"_S{i}"], namespace[f"_F{i}"] = \
-            e, gs, gs.line_failures
+            e, gs, gs._line_failures
+        namespace[f"_L{i}"] = tally.later[i]
         for name, value in cg.namespace.items():
             if name.startswith("_k"):
                 namespace[f"_e{i}{name[1:]}"] = value
@@ -86,7 +149,7 @@ def build_lookup(entries: list):
         return _FAILS.sub(f"_F{i}[", _CONST.sub(f"_e{i}k\\1", text))
 
     def fail_all(index: str) -> str:  # every entry fails at this shared line
-        return "; ".join(f"_S{i}.calls += 1; _F{i}[{index}] += 1" for i in range(len(sets)))
+        return "; ".join(f"_S{i}._calls += 1; _F{i}[{index}] += 1" for i in range(len(sets)))
 
     body = []
     if shared:
@@ -98,16 +161,28 @@ def build_lookup(entries: list):
                 body.append(f"    if not ({rename(item[1], 0)}): {fail_all(item[2])};"
                             " return None")
         body += ["except Exception:", f"    {fail_all(-1)}; return None"]
+    body.append("_R[0] += 1")
     for i, (gs, cg) in enumerate(zip(sets, codegens)):
-        body += ["while True:", f"    _S{i}.calls += 1", "    try:"]
-        for item in cg.lines[shared:]:
+        own = cg.lines[shared:]
+        cut = next((k + 1 for k, item in enumerate(own) if item[0] != "load"), len(own))
+        # Up to and including the first require line: its failures are derived.
+        body += ["while True:", "    try:"]
+        for item in own[:cut]:
+            if item[0] == "load":
+                body.append(f"        {rename(item[1], i)}")
+            else:
+                body.append(f"        if not ({rename(item[1], i)}): break")
+        body += ["        pass", "    except Exception:", f"        _X[{i}] += 1; break",
+                 "    try:"]
+        for item in own[cut:]:
             if item[0] == "load":
                 body.append(f"        {rename(item[1], i)}")
             else:
                 body.append(f"        if not ({rename(item[1], i)}):"
-                            f" _F{i}[{item[2]}] += 1; break")
-        body += [f"        {rename(gs._ret[0], i).replace('return (', f'return _E{i}, (', 1)}",
-                 "    except Exception:", f"        _F{i}[-1] += 1", "    break"]
+                            f" _L{i}[{item[2]}] += 1; break")
+        result = rename(gs._ret[0], i)[len("return "):]
+        body += [f"        result = _E{i}, {result}", "    except Exception:",
+                 f"        _X[{i}] += 1; break", f"    _H[{i}] += 1", "    return result"]
     body.append("return None")
     names = sorted(namespace)
     text = (f"def make({', '.join(names)}):\n    def lookup(L, G, C, B):\n"
@@ -116,4 +191,5 @@ def build_lookup(entries: list):
     exec(compile(text, "<refcomp cache lookup>", "exec"), scope)
     lookup = scope["make"](*(namespace[n] for n in names))
     lookup.source_code = text
+    lookup.tally = tally
     return lookup

@@ -11,6 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import refcomp
+from refcomp.guard_kinds import KINDS
 from refcomp.lookup import build_lookup, shared_prefix
 
 
@@ -88,14 +89,35 @@ def test_generated_lookup_equals_checking_entry_by_entry(p):
 def test_shared_lines_are_a_common_prefix_checked_once():
     cf, cache = _filled_cache()
     entries = cache.entries
-    prefix = shared_prefix([e.guards._codegen for e in entries])
-    # grad mode differs in the last entry, so it is not shared: nothing before it is either
-    first = entries[0].guards._codegen.lines
-    assert prefix < len(first)
-    without_no_grad = shared_prefix([e.guards._codegen for e in entries[:4]])
-    assert without_no_grad > prefix  # global state and the first loads are shared
-    text = build_lookup(entries[:4]).source_code
-    assert text.count(first[0][1].replace("_k", "_e0k")) == 1
+    codegens = [e.guards._codegen for e in entries]
+    # Entries 0 and 1 differ in n's value: they share only the load of n.
+    assert shared_prefix(codegens[:2]) == 1
+    # Entries 0 and 2 differ only in x's dtype: n's and box's lines are shared as well.
+    same_n = shared_prefix([codegens[0], codegens[2]])
+    assert same_n > 1
+    text = build_lookup([entries[0], entries[2]]).source_code
+    first_check = next(item[1] for item in codegens[0].lines if item[0] == "require")
+    assert text.count(first_check.replace("_k", "_e0k")) == 1
+    assert first_check.replace("_k", "_e1k") not in text
+
+
+def test_process_wide_guards_are_checked_after_the_arguments():
+    """Note [Arguments first]: grad mode, default dtype and global state come last, so a
+    lookup that misses every entry on an argument stops at that argument's line."""
+    cf, cache = _filled_cache()
+    entries = cache.entries[:2]
+    for e in cache.entries:
+        wide = [KINDS[guards[0].kind].process_wide for guards in e.guards.line_guards]
+        assert any(wide) and wide == sorted(wide)  # arguments' lines, then process-wide
+    lookup = build_lookup(entries)
+    G, C, B = cf.env
+    L = {"x": torch.ones(3), "n": 0.125, "box": Box(2.0)}  # no entry has n == 0.125
+    before = _counts(entries)
+    with torch.no_grad():  # grad mode differs as well: n's line still fails first
+        assert lookup(L, G, C, B) is None
+    after = _counts(entries)
+    for (c0, f0), (c1, f1) in zip(before, after):
+        assert c1 - c0 == 1 and [b - a for a, b in zip(f0, f1)] == [1] + [0] * (len(f0) - 1)
 
 
 def test_a_full_cache_serves_hits_and_misses_through_the_lookup():
