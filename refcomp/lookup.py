@@ -31,6 +31,9 @@ import torch
 _PLAIN = (str, int, float, bool, type(None), torch.dtype, torch.device)
 _CONST = re.compile(r"\b_k(\d+)\b")
 _FAILS = re.compile(r"\b_F\[")
+# An EQUALS_MATCH line on a plain value (guard_kinds._equals_emit; NaN and +-0.0 differ).
+_VALUE_LINE = re.compile(r"^_type\((v\d+)\) is (_k\d+) and \1 == (_k\d+)$")
+_HASHED = (int, float, str, bool)  # exact types whose == agrees with their hash
 
 
 def _same_constant(a, b) -> bool:
@@ -126,6 +129,28 @@ class Tally:
             e.guards.tallies.discard(self)
 
 
+def value_dispatch(codegens: list, shared: int):
+    """(var, type, {value: entry index}) when every entry's first own line is
+    `_type(var) is type and var == value` on one shared variable and type, with distinct
+    values; else None.  See Note [One lookup per cache]: the lookup then finds the one
+    entry whose first line can pass with one dict read."""
+    var = typ = None
+    table: dict = {}
+    for i, cg in enumerate(codegens):
+        own = cg.lines[shared:]
+        match = _VALUE_LINE.match(own[0][1]) if own and own[0][0] == "require" else None
+        if match is None:
+            return None
+        v, t, c = match[1], cg.namespace[match[2]], cg.namespace[match[3]]
+        if t not in _HASHED or type(c) is not t or (var is not None and (v, t) != (var, typ)):
+            return None
+        var, typ = v, t
+        if c in table:
+            return None
+        table[c] = i
+    return (var, typ, table) if len(table) >= 2 else None
+
+
 def build_lookup(entries: list):
     """The lookup of `entries` (in order) as one generated function; its `tally`
     holds the counts it derives (Note [Counts a lookup derives])."""
@@ -162,27 +187,35 @@ def build_lookup(entries: list):
                             " return None")
         body += ["except Exception:", f"    {fail_all(-1)}; return None"]
     body.append("_R[0] += 1")
+    dispatch = value_dispatch(codegens, shared)
+    if dispatch is not None:
+        var, namespace["_T"], namespace["_D"] = dispatch
+        body.append(f"_c = _D.get({var}, -1) if _type({var}) is _T else -1")
     for i, (gs, cg) in enumerate(zip(sets, codegens)):
         own = cg.lines[shared:]
         cut = next((k + 1 for k, item in enumerate(own) if item[0] != "load"), len(own))
+        block = []
         # Up to and including the first require line: its failures are derived.
-        body += ["while True:", "    try:"]
+        block += ["while True:", "    try:"]
         for item in own[:cut]:
             if item[0] == "load":
-                body.append(f"        {rename(item[1], i)}")
+                block.append(f"        {rename(item[1], i)}")
             else:
-                body.append(f"        if not ({rename(item[1], i)}): break")
-        body += ["        pass", "    except Exception:", f"        _X[{i}] += 1; break",
-                 "    try:"]
+                block.append(f"        if not ({rename(item[1], i)}): break")
+        block += ["        pass", "    except Exception:", f"        _X[{i}] += 1; break",
+                  "    try:"]
         for item in own[cut:]:
             if item[0] == "load":
-                body.append(f"        {rename(item[1], i)}")
+                block.append(f"        {rename(item[1], i)}")
             else:
-                body.append(f"        if not ({rename(item[1], i)}):"
-                            f" _L{i}[{item[2]}] += 1; break")
+                block.append(f"        if not ({rename(item[1], i)}):"
+                             f" _L{i}[{item[2]}] += 1; break")
         result = rename(gs._ret[0], i)[len("return "):]
-        body += [f"        result = _E{i}, {result}", "    except Exception:",
-                 f"        _X[{i}] += 1; break", f"    _H[{i}] += 1", "    return result"]
+        block += [f"        result = _E{i}, {result}", "    except Exception:",
+                  f"        _X[{i}] += 1; break", f"    _H[{i}] += 1", "    return result"]
+        if dispatch is not None:  # only the entry the value picked can pass its first line
+            block = [f"if _c == {i}:"] + ["    " + line for line in block]
+        body += block
     body.append("return None")
     names = sorted(namespace)
     text = (f"def make({', '.join(names)}):\n    def lookup(L, G, C, B):\n"

@@ -39,6 +39,18 @@ def _filled_cache():
     return cf, cf._cache
 
 
+def _distinct_n_cache():
+    """Entries that each have their own n (the lookup picks the candidate by n's value,
+    `value_dispatch`), and differ in later lines too (x's dtype, box's scale)."""
+    refcomp.reset()
+    cf = refcomp.compile(f, backend="eager", dynamic=False, options={"cache_size_limit": 64})
+    for args in [(torch.ones(3), 0.5, Box(2.0)), (torch.ones(3), 0.25, Box(2.0)),
+                 (torch.ones(3, dtype=torch.float64), 2.0, Box(2.0)),
+                 (torch.ones(4), 1.5, Box(3.0))]:
+        cf(*args)
+    return cf, cf._cache
+
+
 def _counts(entries):
     return [(e.guards.calls, list(e.guards.line_failures)) for e in entries]
 
@@ -54,18 +66,20 @@ def _entry_by_entry(entries, L, G, C, B):
 
 probe = st.tuples(st.sampled_from([(3,), (4,), (2, 3)]),
                   st.sampled_from([torch.float32, torch.float64]),
-                  st.sampled_from([0.5, 0.25, 2.0, 1, float("nan")]),
+                  st.sampled_from([0.5, 0.25, 2.0, 1.5, 1, float("nan")]),
                   st.sampled_from([2.0, 3.0, "no scale"]),
                   st.booleans())
 
 
-@given(probe)
-def test_generated_lookup_equals_checking_entry_by_entry(p):
+@given(probe, st.booleans())
+def test_generated_lookup_equals_checking_entry_by_entry(p, distinct):
     shape, dtype, n, scale, grad = p
-    cf, cache = _filled_cache()
+    cf, cache = _distinct_n_cache() if distinct else _filled_cache()
     entries = cache.entries
-    assert len(entries) == 5
+    assert len(entries) == (4 if distinct else 5)
     lookup = build_lookup(entries)
+    # n's value picks the one candidate entry when every entry has its own n
+    assert ("_D.get(" in lookup.source_code) == distinct
     box = Box(scale) if scale != "no scale" else object()  # no .scale: a load raises
     L = {"x": torch.ones(shape, dtype=dtype), "n": n, "box": box}
     G, C, B = cf.env
