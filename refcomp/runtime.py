@@ -83,6 +83,7 @@ from refcomp.tracer.values import (
     ConstVar,
     DictVar,
     ListVar,
+    MadeObjectVar,
     ModelOutputVar,
     TensorVar,
     TupleVar,
@@ -424,6 +425,8 @@ class _Outputs:
         if isinstance(vt, ConstVar):
             if isinstance(vt.value, torch.Tensor):
                 raise Unsupported("RB012", "returning a tensor constant")
+            if isinstance(vt, MadeObjectVar):  # eager returns a new one at every call
+                raise Unsupported("RB012", f"returning {vt!r}")
             if isinstance(vt.value, sympy.Basic) and vt.value.free_symbols:
                 return self.size_spec(vt.value)
             if vt.source is not None and not _pinned_object(vt.value):

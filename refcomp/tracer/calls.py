@@ -55,6 +55,7 @@ from refcomp.tracer.values import (
     GradModeVar,
     IteratorVar,
     ListVar,
+    MadeObjectVar,
     MethodVar,
     ModelOutputVar,
     NullVar,
@@ -186,10 +187,11 @@ def load_attr(tx, obj: VT, name: str) -> VT:
 
 
 def is_flag(value) -> bool:
-    """A bool or None attribute the frame also assigns (`self.compiling = False`) is read
-    and guarded like any other: it has two or three values, so it recompiles at most that
-    often; counters and other numbers stay breaks (Note [Reading what the frame writes])."""
-    return value is None or isinstance(value, bool)
+    """A bool, None or str attribute the frame also assigns (`self.compiling = False`,
+    `config.problem_type = "regression"`) is read and guarded like any other: it takes few
+    values, so it recompiles at most that often; counters and other numbers stay breaks
+    (Note [Reading what the frame writes])."""
+    return value is None or isinstance(value, bool) or type(value) is str
 
 
 def _getattr(value, name):
@@ -681,6 +683,9 @@ def call_function(tx, fn: VT, args: list, kwargs: dict) -> VT:
         # torch.library.custom_op: calling it calls its operator (torch.ops.ns.name),
         # typed by its registered fake kernel on meta tensors like any opaque call.
         return opaque.call_opaque(tx.ctx, value._opoverload, args, kwargs)
+    if isinstance(value, type) and issubclass(value, torch.nn.Module) and \
+            _is_torch_function(value):
+        return _new_torch_module(value, args, kwargs)
     if _is_torch_function(value) or isinstance(value, types.BuiltinFunctionType):
         raise Unsupported("RB004", f"{_public_name(value)} is not in the torch table")
     if not isinstance(value, type) and \
@@ -740,6 +745,28 @@ def _frozen_dataclass(tx, cls, args, kwargs) -> ConstVar:
         call_function(tx, ConstVar(post_init), [ConstVar(obj)], {})
     return ConstVar(obj)
 
+
+def _new_torch_module(cls, args, kwargs) -> MadeObjectVar:
+    """`torch.nn.CrossEntropyLoss()` inside forward (transformers' heads make their loss
+    module at every call): a torch.nn module made from constants, with no parameters or
+    buffers and no draw from the RNG, is made now, at trace time, and its call traced.
+    Eager makes a new one per call, so the trace's object (a MadeObjectVar) cannot leave
+    the frame: returning it is RB012, handing it to a replayed effect RB008, and a break
+    while it is live refused (refcomp/recipes.py); each of those runs as eager does.  Its
+    calls and attribute reads cannot tell it from eager's."""
+    what = f"constructing a {cls.__qualname__}"
+    if not all(_is_constant(v) for v in list(args) + list(kwargs.values())):
+        raise Unsupported("RB004", f"{what} from traced values")
+    rng = torch.random.get_rng_state()
+    try:
+        m = cls(*[as_python(a) for a in args], **{k: as_python(v) for k, v in kwargs.items()})
+    except Exception as e:
+        raise Unsupported("RB004", f"{what}: {type(e).__name__}: {e}") from None
+    if any(True for _ in m.parameters()) or any(True for _ in m.buffers()) or \
+            not torch.equal(rng, torch.random.get_rng_state()):
+        torch.random.set_rng_state(rng)  # the draws eager makes happen at the break
+        raise Unsupported("RB004", f"{what}: its parameters are initialized at every call")
+    return MadeObjectVar(m)
 
 # Note [Model outputs]: every transformers model returns a `ModelOutput`, a dataclass
 # that is also an OrderedDict of its non-None fields (`out.logits`, `out["logits"]`,

@@ -112,6 +112,16 @@ class ConstVar(VT):
         return text if len(text) <= 80 else f"a {type(self.value).__name__}"
 
 
+
+class MadeObjectVar(ConstVar):
+    """An object the tracer made for the trace's own use where the program makes a new
+    one at every call (`torch.nn.CrossEntropyLoss()` inside forward): it may be read and
+    called, but never leave the frame as that object (a result, a replayed effect or a
+    value live at a break that holds it is refused)."""
+
+    def __repr__(self):
+        return f"a {type(self.value).__name__} made in the frame"
+
 class TupleVar(VT):
     """A tuple; `cls` is a tuple subclass torch returns (`torch.return_types.max`: a
     structseq whose fields are `cls.__match_args__`), else `tuple`."""

@@ -8,6 +8,7 @@ import contextvars
 import functools
 import inspect
 import os
+import types
 import warnings
 
 import pytest
@@ -627,3 +628,86 @@ def test_a_bound_method_argument_is_guarded_by_its_function_and_object():
     other = Projected()  # another object, another function: guarded, not reused
     torch.testing.assert_close(compiled(other.chunk, x, x), other.chunk(x, x))
     torch.testing.assert_close(compiled(Chunked().chunk, x, x), x * 3)
+
+
+# --- torch.nn modules made inside forward; string attributes the frame assigns ----------------
+class ClassifierHead(torch.nn.Module):
+    """BertForSequenceClassification's loss: `config.problem_type` decided on the first
+    call and assigned, then a loss module made inside forward."""
+
+    def __init__(self):
+        super().__init__()
+        self.config = types.SimpleNamespace(problem_type=None)
+        self.lin = torch.nn.Linear(4, 3)
+
+    def forward(self, x, labels):
+        logits = self.lin(x)
+        if self.config.problem_type is None:
+            self.config.problem_type = "single_label" if labels.dtype == torch.long \
+                else "multi_label"
+        if self.config.problem_type == "single_label":
+            loss = torch.nn.CrossEntropyLoss()(logits, labels)
+        else:
+            loss = torch.nn.BCEWithLogitsLoss(reduction="sum")(logits, labels)
+        return loss, logits
+
+
+def test_a_loss_module_made_in_forward_and_a_string_the_frame_assigns_do_not_break():
+    # BERT heads with labels: "CrossEntropyLoss is not in the torch table" (RB004), and
+    # `self.config.problem_type = ...` then read: a string attribute the frame assigns
+    # (RB008 at each read once it was set).
+    torch.manual_seed(0)
+    model, x = ClassifierHead(), torch.randn(2, 4)
+    for labels in (torch.tensor([0, 2]), torch.tensor([[0.0, 1.0, 1.0], [1.0, 0.0, 0.0]])):
+        model.config.problem_type = None
+        for _ in range(2):  # unset, then set by the first call
+            report = explain(model, x, labels)
+            assert (report.graph_count, report.graph_break_count) == (1, 0), report
+            model.config.problem_type = None
+            want = model(x, labels)
+            model.config.problem_type = None
+            got = refcomp.compile(model, backend="eager")(x, labels)
+            torch.testing.assert_close(got, want)
+            assert model.config.problem_type in ("single_label", "multi_label")
+    refcomp.reset()
+    compiled = refcomp.compile(model)  # training: the loss's gradients
+    model.zero_grad()
+    compiled(x, labels)[0].backward()
+    got = {n: p.grad.clone() for n, p in model.named_parameters()}
+    model.zero_grad()
+    model(x, labels)[0].backward()
+    for n, p in model.named_parameters():
+        torch.testing.assert_close(got[n], p.grad, msg=n)
+
+
+def makes_and_returns_a_module(x):
+    act = torch.nn.Softplus(beta=2.0)
+    return act(x), act
+
+
+def test_a_module_made_in_forward_is_a_new_object_at_every_call():
+    # The module is made at trace time to trace its call; one that leaves the frame must
+    # still be a new object per call, as in eager, never the trace's.
+    x = torch.randn(3)
+    compiled = refcomp.compile(makes_and_returns_a_module, backend="eager")
+    (a, m1), (b, m2) = compiled(x), compiled(x)
+    torch.testing.assert_close(a, torch.nn.functional.softplus(x, beta=2.0))
+    torch.testing.assert_close(b, a)
+    assert m1 is not m2 and isinstance(m1, torch.nn.Softplus) and m1.beta == 2.0
+
+
+def test_a_module_with_parameters_made_in_forward_still_breaks():
+    # Its initialization draws from the global RNG at every call: not made at trace time.
+    def f(x):
+        return torch.nn.Linear(3, 3)(x)
+
+    x = torch.randn(2, 3)
+    report = explain(f, x)
+    assert report.graph_break_count >= 1 and "Linear" in str(report.break_reasons), report
+    refcomp.reset()
+    compiled = refcomp.compile(f, backend="eager")
+    torch.manual_seed(1)
+    got = compiled(x), torch.rand(2)  # tracing drew nothing: the streams agree
+    torch.manual_seed(1)
+    want = f(x), torch.rand(2)
+    torch.testing.assert_close(got, want)

@@ -155,3 +155,31 @@ def test_training_step_equals_eager(name):
         assert grads.keys() == want.keys()
         for n in want:
             torch.testing.assert_close(grads[n], want[n], rtol=1e-3, atol=1e-5, msg=n)
+
+
+def test_bert_classifier_with_labels_is_one_graph_and_trains_as_eager():
+    # The heads' loss: `CrossEntropyLoss()` made inside forward (RB004) and
+    # `config.problem_type` assigned on the first call and read after (RB008): 2 graphs,
+    # 4 breaks; Dynamo makes 1 graph.
+    torch.manual_seed(0)
+    cfg = transformers.BertConfig(num_hidden_layers=2, hidden_size=32, intermediate_size=64,
+                                  num_attention_heads=2, vocab_size=100,
+                                  max_position_embeddings=64, num_labels=3)
+    model = transformers.BertForSequenceClassification(cfg).eval()
+    inputs = dict(input_ids=torch.randint(2, 100, (2, 8)), labels=torch.tensor([0, 2]),
+                  attention_mask=torch.tensor([[1] * 8, [1] * 5 + [0] * 3]))
+    refcomp.reset()
+    for _ in range(2):  # problem_type unset, then set by the first call
+        with torch.no_grad():
+            report = refcomp.explain(model, backend="eager")(**inputs)
+        assert (report.graph_count, report.graph_break_count) == (1, 0), str(report)
+    assert model.config.problem_type == "single_label_classification"
+    want_loss, want = _training_step(model, model, inputs, "logits")
+    refcomp.reset()
+    compiled = refcomp.compile(model)
+    for _ in range(2):
+        loss, grads = _training_step(model, compiled, inputs, "logits")
+        torch.testing.assert_close(loss, want_loss, rtol=1e-4, atol=1e-5)
+        assert grads.keys() == want.keys()
+        for n in want:
+            torch.testing.assert_close(grads[n], want[n], rtol=1e-3, atol=1e-5, msg=n)
