@@ -53,6 +53,7 @@ from refcomp.tracer.values import (
     IteratorVar,
     ListVar,
     MethodVar,
+    ObjectVar,
     TensorVar,
     TupleVar,
 )
@@ -407,7 +408,10 @@ def build_whole(cf, ctx, output, guards) -> Entry:
     after the graph (Note [Replayed side effects]): the graph also returns the values
     they need, and the entry goes through refcomp/resume.py `run_break`, which has the
     frame's L/G/C/B to find their targets."""
-    if _holds_read_objects(output):
+    if _holds_read_objects(output) or any(
+            _holds_made_objects(v) for e in ctx.effects for v in list(e[3]) +
+            list(e[4].values())):
+        # (an object made in the frame handed to an effect: rebuilt by recipes too)
         return _build_object_return(cf, ctx, output, guards)
     if not ctx.effects:
         return build_entry(ctx, output, cf.backend, cf.options, guards)
@@ -457,6 +461,8 @@ def _holds_read_objects(vt) -> bool:
     todo = [vt]
     while todo:
         v = todo.pop()
+        if isinstance(v, ObjectVar):  # made in the frame: rebuilt by recipes
+            return True
         if isinstance(v, (TupleVar, ListVar)):
             todo.extend(v.items)
         elif isinstance(v, DictVar):  # ModelOutputVar too: its fields are its attributes
@@ -465,6 +471,20 @@ def _holds_read_objects(vt) -> bool:
         elif isinstance(v, ConstVar) and v.source is not None and \
                 not isinstance(v.value, torch.Tensor) and not _pinned_object(v.value):
             return True
+    return False
+
+
+def _holds_made_objects(vt) -> bool:
+    """Does `vt` hold an object made in the frame (Note [Objects made in the frame])?"""
+    todo = [vt]
+    while todo:
+        v = todo.pop()
+        if isinstance(v, ObjectVar):
+            return True
+        if isinstance(v, (TupleVar, ListVar)):
+            todo.extend(v.items)
+        elif isinstance(v, DictVar):
+            todo.extend(v.items.values())
     return False
 
 

@@ -31,6 +31,8 @@ from refcomp.sources import (
     AttrSource,
     BuiltinSource,
     ClosureSource,
+    ConstSource,
+    DerivedSource,
     GlobalSource,
     ItemSource,
     LocalSource,
@@ -46,6 +48,7 @@ from refcomp.tracer.values import (
     ListVar,
     MethodVar,
     ModelOutputVar,
+    ObjectVar,
     OpaqueVar,
     TensorVar,
     TupleVar,
@@ -82,7 +85,9 @@ class Recipes:
     ("const", v) an immutable constant; ("copy", v) a fresh copy of a list/dict the
     trace built from constants; ("null",); containers and ("iter", items) of recipes;
     ("method", self recipe, function or None, name); ("shared", slot, recipe): a mutable
-    object built once per rebuild, however many live values hold it; ("size", fn,
+    object built once per rebuild, however many live values hold it (("object", cls,
+    [(name, recipe)]): an object made in the frame, made before its attributes, which
+    may name it again as ("cycle",)); ("size", fn,
     [(tensor source, dim)]): a symbolic size, from this call's input shapes.
     """
 
@@ -91,8 +96,20 @@ class Recipes:
         self.tensors: list = []
         self.index: dict = {}
         self.shared: dict = {}  # id(mutable VT) -> slot
+        self.building: set = set()  # slots of objects whose attributes are being described
 
     def of(self, vt):
+        if isinstance(vt, ObjectVar):  # Note [Objects made in the frame]
+            slot = self.shared.get(id(vt))
+            if slot is not None and slot in self.building:
+                return ("shared", slot, ("cycle",))  # made (and memoized) before its attributes
+            slot = self.shared.setdefault(id(vt), len(self.shared))
+            self.building.add(slot)
+            try:
+                return ("shared", slot, ("object", vt.cls,
+                                         [(k, self.of(v)) for k, v in vt.attrs.items()]))
+            finally:
+                self.building.discard(slot)
         recipe = self._of(vt)
         if recipe[0] in ("copy", "list", "dict", "iter", "model_output", "context_set"):
             # Mutable: two names for one list must stay one list after the break.
@@ -197,6 +214,10 @@ def load_source(src, L, G, C, B):
         return getattr(base, src.where)[src.attr]
     if isinstance(src, ItemSource):
         return load_source(src.base_source, L, G, C, B)[src.key]
+    if isinstance(src, DerivedSource):  # (a function's default read through its class)
+        return src.fn(load_source(src.base_source, L, G, C, B))
+    if isinstance(src, ConstSource):
+        return src.obj
     if hasattr(src, "globals"):  # an inlined function's module globals
         return src.globals
     raise TypeError(f"cannot read source {src!r}")
@@ -216,6 +237,11 @@ def make(r, outs, L, G, C, B, memo):
     kind = r[0]
     if kind == "shared":  # one object however many live values hold it
         if r[1] not in memo:
+            if r[2][0] == "object":  # Note [Objects made in the frame]: no __init__ again
+                obj = memo[r[1]] = object.__new__(r[2][1])
+                for name, value in r[2][2]:
+                    object.__setattr__(obj, name, make(value, outs, L, G, C, B, memo))
+                return obj
             memo[r[1]] = make(r[2], outs, L, G, C, B, memo)
         return memo[r[1]]
     if kind == "out":

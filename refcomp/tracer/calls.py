@@ -40,7 +40,15 @@ from refcomp.sources import (
     ModuleSliceSource,
     Source,
 )
-from refcomp.tracer import classes, effects, opaque, rng, tensor_layout, torch_table
+from refcomp.tracer import (
+    classes,
+    effects,
+    objects,
+    opaque,
+    rng,
+    tensor_layout,
+    torch_table,
+)
 from refcomp.tracer.checkpoint import CHECKPOINT, call_checkpoint
 from refcomp.tracer.context import CONSTANT_TYPES, constant_key, module_attr_source
 from refcomp.tracer.values import (
@@ -59,6 +67,7 @@ from refcomp.tracer.values import (
     MethodVar,
     ModelOutputVar,
     NullVar,
+    ObjectVar,
     OpaqueVar,
     PartialVar,
     SuperVar,
@@ -148,6 +157,8 @@ def load_attr(tx, obj: VT, name: str) -> VT:
         return classes.ctx_attr(obj, name)
     if isinstance(obj, ModelOutputVar):
         return _model_output_attr(tx, obj, name)
+    if isinstance(obj, ObjectVar):  # Note [Objects made in the frame]
+        return objects.load_attr(tx, obj, name)
     if isinstance(obj, TupleVar) and obj.field(name) is not None:
         return obj.field(name)  # r.values of torch.return_types.max
     if isinstance(obj, (TupleVar, ListVar, DictVar)):
@@ -498,6 +509,9 @@ def truth(tx, v: VT) -> bool:
         return bool(v.items)
     if _symbolic(v):
         return tx.ctx.decide(sympy.Ne(v.value, 0))
+    if isinstance(v, ObjectVar):  # __bool__, else __len__, else true
+        answer = objects.truth(tx, v)
+        return True if answer is None else truth(tx, answer)
     if isinstance(v, ConstVar):
         value = v.value
         if v.source is not None and not isinstance(value, CONSTANT_TYPES) and (
@@ -555,6 +569,8 @@ def iterate(tx, obj: VT) -> list:
                                                f" {type(value).__name__} of objects")
                 value = wrapped.value  # a set of constants: wrap guarded its contents
             return [ConstVar(v) for v in value]
+    if isinstance(obj, (ConstVar, ObjectVar)) and objects.is_python_sequence(obj.python_type()):
+        return objects.iterate_sequence(tx, obj)
     raise Unsupported("RB013", f"iteration over {obj!r}")
 
 
@@ -694,9 +710,15 @@ def call_function(tx, fn: VT, args: list, kwargs: dict) -> VT:
         # method (an instance attribute named __call__ is not what CPython calls).
         return call_function(tx, MethodVar(type(value).__call__, fn, "__call__"), args,
                              kwargs)
+    if isinstance(value, type) and objects.plain_class(value):
+        return objects.new_object(tx, fn, args, kwargs)  # Note [Objects made in the frame]
+    if objects.is_object_init(value, args, kwargs):  # super().__init__() reaching object
+        return ConstVar(None)
     if isinstance(value, type):
         raise Unsupported("RB004", f"constructing a {value.__qualname__} ({value.__module__}):"
-                                   " objects of classes made outside torch are not traced")
+                                   " its class is not a plain Python class (a metaclass"
+                                   " __call__, __new__, __slots__, a builtin base, its own"
+                                   " __setattr__...), so its objects are not traced")
     raise Unsupported("RB004", f"call of {type(value).__name__} {value!r}")
 
 
@@ -910,6 +932,8 @@ def _super(tx, args, kwargs) -> SuperVar:
         cls = cell.contents
     if not (isinstance(cls, ConstVar) and isinstance(cls.value, type)):
         raise Unsupported("RB004", f"super() of {cls!r}")
+    if isinstance(obj, ObjectVar) and issubclass(obj.cls, cls.value):
+        return SuperVar(cls.value, obj)  # self of an __init__ or method being inlined
     if not isinstance(obj, ConstVar) or isinstance(obj.value, type) or \
             not isinstance(obj.value, cls.value):
         raise Unsupported("RB004", f"super() bound to {_describe_vt(obj)}")
@@ -928,7 +952,7 @@ def _super_attr(tx, sup: SuperVar, name: str) -> VT:
     `name`, bound as CPython binds it.  The object's type is guarded where it was read
     and the attribute found is guarded by identity on its class."""
     obj = sup.obj
-    mro = type(obj.value).__mro__
+    mro = obj.python_type().__mro__
     for klass in mro[mro.index(sup.cls) + 1:]:
         if name in vars(klass):
             attr = vars(klass)[name]
@@ -941,7 +965,7 @@ def _super_attr(tx, sup: SuperVar, name: str) -> VT:
     if isinstance(attr, staticmethod):
         return ConstVar(attr.__func__)
     if isinstance(attr, classmethod):
-        return PartialVar(ConstVar(attr.__func__), [ConstVar(type(obj.value))], {})
+        return PartialVar(ConstVar(attr.__func__), [ConstVar(obj.python_type())], {})
     if isinstance(attr, (types.FunctionType, types.MethodDescriptorType,
                          types.WrapperDescriptorType)):
         return PartialVar(found, [obj], {})
@@ -1421,6 +1445,8 @@ def _len(tx, args, kwargs):
     (obj,) = args
     if isinstance(obj, (TupleVar, ListVar, DictVar)):
         return ConstVar(len(obj.items))
+    if isinstance(obj, ObjectVar):
+        return objects.call_dunder(tx, obj, "__len__")
     if isinstance(obj, TensorVar):
         if obj.meta.dim() == 0:
             raise Unsupported("RB017", "len() of a 0-d tensor")
@@ -1620,6 +1646,8 @@ def _has_attr(tx, obj: VT, name: str) -> bool:
     """hasattr(obj, name); on a sourced object the answer is guarded."""
     if isinstance(obj, TensorVar):
         return hasattr(obj.meta, name)
+    if isinstance(obj, ObjectVar):
+        return objects.has_attr(obj, name)
     if not isinstance(obj, ConstVar):
         return hasattr(obj.python_type(), name)
     result = hasattr(obj.value, name)

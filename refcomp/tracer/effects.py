@@ -34,6 +34,7 @@ from refcomp.tracer.values import (
     ConstVar,
     DictVar,
     ListVar,
+    ObjectVar,
     OpaqueVar,
     TensorVar,
     TupleVar,
@@ -48,9 +49,14 @@ KNOWN_CONTENT_MUTATORS = frozenset({"pop", "remove", "setdefault", "popitem"})
 
 def replayable(vt: VT, what: str, ctx) -> None:
     """Raise RB008 unless `vt` can be rebuilt after the graph for an effect."""
-    todo = [vt]
+    todo, seen = [vt], set()
     while todo:
         v = todo.pop()
+        if isinstance(v, ObjectVar):  # rebuilt with its attributes (recipes.py)
+            if id(v) not in seen:
+                seen.add(id(v))
+                todo.extend(v.attrs.values())
+            continue
         if isinstance(v, TensorVar):
             if v.alias in ctx.input_aliases and not (
                     v.source is not None and ctx.input_vars.get(v.source.name()) is v):

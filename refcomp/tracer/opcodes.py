@@ -12,7 +12,7 @@ from __future__ import annotations
 import dis
 
 from refcomp.reasons import Raised, Unsupported
-from refcomp.tracer import calls, classes, effects, rng
+from refcomp.tracer import calls, classes, effects, objects, rng
 from refcomp.tracer.values import (
     NULL,
     CellVar,
@@ -25,6 +25,7 @@ from refcomp.tracer.values import (
     IteratorVar,
     ListVar,
     ModelOutputVar,
+    ObjectVar,
     TupleVar,
     as_python,
 )
@@ -160,6 +161,10 @@ class OpcodeHandlers:
             return
         if isinstance(obj, ModelOutputVar):  # made by the trace: changed symbolically
             calls.set_model_output_attr(obj, name, value)
+            self.popn(2)
+            return
+        if isinstance(obj, ObjectVar):  # Note [Objects made in the frame]
+            objects.store_attr(obj, name, value)
             self.popn(2)
             return
         if not isinstance(obj, ConstVar) or obj.source is None or \

@@ -313,6 +313,23 @@ class MethodVar(VT):
         return f"method {self.name} of {self.self_vt!r}"
 
 
+class ObjectVar(VT):
+    """An object of a plain Python class made while tracing (Note [Objects made in the
+    frame], refcomp/tracer/objects.py): its class, the class as the trace read it
+    (`cls_vt`: class attributes are read through it, under its guards) and the instance
+    attributes stored so far."""
+
+    def __init__(self, cls: type, cls_vt: VT, attrs: dict | None = None):
+        self.cls, self.cls_vt = cls, cls_vt
+        self.attrs = dict(attrs or {})
+
+    def python_type(self):
+        return self.cls
+
+    def __repr__(self):
+        return f"a {self.cls.__name__} made in the frame"
+
+
 class PartialVar(VT):
     """`functools.partial(fn, *args, **kwargs)` made inside the trace: a call prepends
     `args` and merges `kwargs` (a partial read from a source is unpacked into one of

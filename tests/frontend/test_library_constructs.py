@@ -4,6 +4,8 @@ eager, and guarded (a changed fact recompiles).  The models themselves are in
 tests/models/test_transformers.py; spec/tracer.md, "Python features", says what is traced.
 """
 
+import abc
+import collections.abc
 import contextvars
 import functools
 import inspect
@@ -711,3 +713,197 @@ def test_a_module_with_parameters_made_in_forward_still_breaks():
     torch.manual_seed(1)
     want = f(x), torch.rand(2)
     torch.testing.assert_close(got, want)
+
+
+# --- objects of user classes made in the frame (transformers' DynamicCache) -----------------
+class LayerMixin(abc.ABC):
+    """transformers' CacheLayerMixin: an ABC with class attributes and abstract methods."""
+
+    is_sliding = False
+
+    def __init__(self):
+        self.keys = None
+        self.is_initialized = False
+
+    @abc.abstractmethod
+    def update(self, k): ...
+
+
+class GrowingLayer(LayerMixin):
+    """DynamicLayer: lazily initialized, grows by concatenation."""
+
+    def lazy_initialization(self, k):
+        self.keys = torch.tensor([], dtype=k.dtype, device=k.device)
+        self.is_initialized = True
+
+    def update(self, k):
+        if not self.is_initialized:
+            self.lazy_initialization(k)
+        self.keys = torch.cat([self.keys, k], dim=-2)
+        return self.keys
+
+    def get_seq_length(self):
+        if not self.is_initialized or self.keys.numel() == 0:
+            return 0
+        return self.keys.shape[-2]
+
+
+class LayeredCache:
+    """Cache: a list of layers, a property, __len__."""
+
+    def __init__(self, layers=None):
+        self.layers = layers if layers is not None else []
+
+    @property
+    def is_sliding(self):
+        return [layer.is_sliding for layer in self.layers]
+
+    def __len__(self):
+        return len(self.layers)
+
+    def update(self, k, i):
+        return self.layers[i].update(k)
+
+    def get_seq_length(self, i=0):
+        return self.layers[i].get_seq_length() if self.layers else 0
+
+
+class GrowingCache(LayeredCache):
+    """DynamicCache(config=...): makes its layers, then super().__init__."""
+
+    def __init__(self, n):
+        layers = [GrowingLayer() for _ in range(n)]
+        super().__init__(layers=layers)
+
+
+def decode_step(x, cache=None):
+    if cache is None:
+        cache = GrowingCache(2)
+    past = cache.get_seq_length()
+    h = x
+    for i in range(len(cache)):
+        k = cache.update(h * (i + 1), i)
+        h = h + k.sum(-2, keepdim=True)
+    return h, cache, past, isinstance(cache, LayeredCache), any(cache.is_sliding)
+
+
+def test_an_object_of_a_user_class_made_in_the_frame_is_traced_and_returned():
+    # GPT-2, Llama, T5 and BART make a DynamicCache inside forward: "constructing a
+    # DynamicCache: objects of classes made outside torch are not traced" broke each.
+    x = torch.randn(1, 3, 4)
+    want = decode_step(x)
+    report = explain(decode_step, x)
+    assert (report.graph_count, report.graph_break_count) == (1, 0), report
+    got = report.result
+    torch.testing.assert_close(got[0], want[0])
+    assert got[2:] == want[2:] == (0, True, False)
+    cache = got[1]
+    assert type(cache) is GrowingCache and len(cache.layers) == 2
+    for layer, ref in zip(cache.layers, want[1].layers):
+        assert type(layer) is GrowingLayer and layer.is_initialized
+        torch.testing.assert_close(layer.keys, ref.keys)
+    # The next step is handed the object back (a real object now, read under guards).
+    refcomp.reset()
+    compiled = refcomp.compile(decode_step, backend="eager")
+    c1, c2 = compiled(x)[1], decode_step(x)[1]
+    for step in range(3):
+        t = torch.randn(1, 1, 4)
+        a, b = compiled(t, c1), decode_step(t, c2)
+        torch.testing.assert_close(a[0], b[0])
+        assert a[1] is c1 and a[2] == b[2] == 3 + step
+        torch.testing.assert_close(c1.layers[1].keys, c2.layers[1].keys)
+
+
+class Record:
+    def __init__(self, value):
+        self.value = value
+        self.twice = [value, value]
+
+
+SEEN: list = []
+
+
+def object_across_a_break(x):
+    r = Record(x * 2)
+    alias = r
+    SEEN.append(r)  # handed to a replayed effect: the same object eager appends
+    n = int(x.sum())  # a graph break: r is live across it
+    alias.total = alias.value + n  # (after the break: the real object, rebuilt once)
+    return r, alias.twice[0]
+
+
+def test_an_object_made_in_the_frame_crosses_a_break_as_one_object():
+    SEEN.clear()
+    x = torch.ones(3)
+    report = explain(object_across_a_break, x)
+    r, first = report.result
+    assert report.graph_break_count == 1 and report.break_reasons[0]["id"] == "RB002", report
+    assert type(r) is Record and len(SEEN) == 1 and SEEN[0] is r and r.twice[0] is first
+    assert r.twice[1] is r.twice[0] is r.value  # one tensor under three names, as eager's
+    torch.testing.assert_close(r.total, x * 2 + 3)
+    torch.testing.assert_close(first, x * 2)
+
+
+class Guarded:
+    def __setattr__(self, name, value):  # a class that intercepts its attributes
+        object.__setattr__(self, name, value * 2)
+
+    def __init__(self, v):
+        self.v = v
+
+
+def test_a_class_with_its_own_setattr_still_breaks_with_a_reason():
+    def f(x):
+        return Guarded(x).v + 1
+
+    x = torch.randn(3)
+    report = explain(f, x)
+    torch.testing.assert_close(report.result, x * 2 + 1)
+    assert any("Guarded" in r["reason"] for r in report.break_reasons), report
+
+
+class LayerView(collections.abc.Sequence):
+    """transformers' _PerLayerConfigView: a Sequence over Python __len__/__getitem__."""
+
+    def __init__(self, n):
+        self._n = n
+
+    def __len__(self):
+        return self._n
+
+    def __getitem__(self, i):
+        if i < 0 or i >= self._n:
+            raise IndexError("list index out of range")
+        return (i + 1) * 10
+
+
+class Config:
+    n = 3
+
+    @property
+    def per_layer(self):  # a new view at every read, as transformers' per_layer_config
+        return LayerView(self.n)
+
+
+def over_views(x, cfg):
+    made = [v for v in LayerView(2)]  # made in the frame
+    read = [v for v in cfg.per_layer]  # read from an argument
+    return x * sum(made) + sum(read), len(read)
+
+
+def test_a_python_sequence_is_iterated_until_index_error():
+    # GPT-2, Llama...: get_layer_types_and_kwargs iterates config.per_layer_config
+    # ("iteration over ....config.per_layer_config" broke once the cache was traced).
+    x, cfg = torch.randn(3), Config()
+    report = explain(over_views, x, cfg)
+    assert (report.graph_count, report.graph_break_count) == (1, 0), report
+    torch.testing.assert_close(report.result[0], over_views(x, cfg)[0])
+    assert report.result[1] == 3
+    refcomp.reset()
+    compiled = refcomp.compile(over_views, backend="eager")
+    other = Config()
+    other.n = 4  # another length: the guards on the view see it
+    for c in (cfg, other, cfg):
+        got, want = compiled(x, c), over_views(x, c)
+        torch.testing.assert_close(got[0], want[0])
+        assert got[1] == want[1]

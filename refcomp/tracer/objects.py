@@ -1,0 +1,186 @@
+"""Objects of plain Python classes made by the traced code (transformers' DynamicCache).
+
+Owns: `plain_class` (which classes are made symbolically), `new_object` (`cls(*args,
+**kwargs)`: an `ObjectVar` with its `__init__` inlined), attribute reads, writes and
+`hasattr` on such an object, and its `bool`/`len` through the class's dunders.  The
+object is rebuilt after the graph by refcomp/recipes.py ("object").  Spec:
+spec/tracer.md, "Objects made in the frame".
+
+Note [Objects made in the frame]: every transformers decoder makes its KV cache inside
+`forward` (`DynamicCache(config=...)`, which makes a `DynamicLayer` per layer, and
+`EncoderDecoderCache(...)`), then fills it in each attention layer and returns it in
+its ModelOutput.  Constructing it was a graph break, as Dynamo does not break there: it
+makes such objects symbolically (UserDefinedObjectVariable, with side-effect tracking of
+their attributes) and rebuilds them after the graph.  refcomp does the same for a
+*plain* class: `type.__call__` (no metaclass `__call__`; ABCMeta is fine), `object.__new__`,
+no abstract methods left, no `__slots__` with names, no builtin base other than object, no
+`__setattr__`/`__getattribute__`/`__delattr__`/`__del__` of its own, nothing from torch
+(modules, tensors and torch's own classes keep their handling).  While tracing, nothing
+is created: the object is its class and a dict of attributes (`ObjectVar`); `__init__`
+and every method are inlined with it as `self`; attribute reads follow Python's order
+(a data descriptor on the class -- a property, inlined -- then the instance's
+attributes, then the class's: functions bound to the object, static and class methods,
+values read under guards on the class); writes go to the dict.  After the graph (or at
+a break, or for a replayed effect), the object is made by `object.__new__(cls)` and its
+attributes are stored -- `__init__` does not run again, as Dynamo reconstructs them.
+The class is guarded to stay plain (the facts above are read from it at every call).
+Objects of other classes are still RB004 with the class named.
+"""
+
+from __future__ import annotations
+
+import types
+
+from refcomp.reasons import Raised, Unsupported
+from refcomp.tracer.values import VT, ConstVar, ObjectVar, PartialVar
+
+_OWN = ("__setattr__", "__getattribute__", "__delattr__")
+_HEAPTYPE = 1 << 9  # Py_TPFLAGS_HEAPTYPE: a class made by a class statement (or type())
+
+
+def plain_class(cls) -> bool:
+    """Can `cls(...)` be made symbolically (Note [Objects made in the frame])?"""
+    if not isinstance(cls, type) or type(cls).__call__ is not type.__call__ or \
+            cls.__new__ is not object.__new__ or getattr(cls, "__abstractmethods__", None):
+        return False
+    if not cls.__dictoffset__:  # instances without a __dict__ (all __slots__)
+        return False
+    for klass in cls.__mro__[:-1]:
+        if not klass.__flags__ & _HEAPTYPE or \
+                (klass.__module__ or "").split(".")[0] == "torch" or \
+                vars(klass).get("__slots__", ()) or "__del__" in vars(klass):
+            return False  # (a builtin base is no heap type; abc.ABC's empty __slots__ is fine)
+    if any(getattr(cls, name) is not getattr(object, name) for name in _OWN):
+        return False
+    return cls.__init__ is object.__init__ or isinstance(cls.__init__, types.FunctionType)
+
+
+def _plain_fact(cls) -> bool:
+    return plain_class(cls)
+
+
+def new_object(tx, cls_vt: ConstVar, args, kwargs) -> ObjectVar:
+    """`cls(*args, **kwargs)` of a plain class: its `__init__` inlined on a new ObjectVar."""
+    from refcomp.tracer import calls
+
+    cls = cls_vt.value
+    if cls_vt.source is not None:
+        tx.ctx.guard_fact(cls_vt.source, _plain_fact, "{} is a plain class", True)
+    obj = ObjectVar(cls, cls_vt)
+    if cls.__init__ is object.__init__:
+        if args or kwargs:
+            raise Unsupported("RB017", f"{cls.__name__}() takes no arguments")
+        return obj
+    result = calls.call_function(tx, calls.load_attr(tx, cls_vt, "__init__"),
+                                 [obj] + list(args), kwargs)
+    if not (isinstance(result, ConstVar) and result.value is None):
+        raise Unsupported("RB017", f"{cls.__name__}.__init__ returned a value")
+    return obj
+
+
+def _lookup(cls, name):
+    """The raw class attribute `name` (from the MRO's dicts, as CPython finds it)."""
+    for klass in cls.__mro__:
+        if name in vars(klass):
+            return vars(klass)[name]
+    return None
+
+
+def _data_descriptor(raw) -> bool:
+    kind = type(raw)
+    return hasattr(kind, "__set__") or hasattr(kind, "__delete__")
+
+
+def load_attr(tx, obj: ObjectVar, name: str) -> VT:
+    """`obj.name` in Python's order: data descriptor, instance dict, class attribute."""
+    from refcomp.tracer import calls
+
+    if name == "__class__":
+        return obj.cls_vt
+    raw = _lookup(obj.cls, name)
+    if raw is not None and _data_descriptor(raw):
+        if isinstance(raw, property) and isinstance(raw.fget, types.FunctionType):
+            prop = calls.load_attr(tx, obj.cls_vt, name)  # the property, under a guard
+            return calls.call_function(tx, calls.load_attr(tx, prop, "fget"), [obj], {})
+        raise Unsupported("RB004", f"attribute {name!r} of {obj!r}: a"
+                                   f" {type(raw).__name__} on its class")
+    if name in obj.attrs:
+        return obj.attrs[name]
+    if raw is None:
+        if _lookup(obj.cls, "__getattr__") is not None:
+            raise Unsupported("RB004", f"attribute {name!r} of {obj!r}, read through"
+                                       " its class's __getattr__")
+        raise Raised(AttributeError(f"'{obj.cls.__name__}' object has no attribute"
+                                    f" '{name}'"), f"{obj!r} has no attribute {name!r}")
+    if isinstance(raw, types.FunctionType):  # a method: bound to the object
+        return PartialVar(calls.load_attr(tx, obj.cls_vt, name), [obj], {})
+    if isinstance(raw, (staticmethod, classmethod)) or not hasattr(type(raw), "__get__"):
+        return calls.load_attr(tx, obj.cls_vt, name)  # read from the class, guarded
+    raise Unsupported("RB004", f"attribute {name!r} of {obj!r}: a {type(raw).__name__}"
+                               " on its class")
+
+
+def store_attr(obj: ObjectVar, name: str, value: VT) -> None:
+    raw = _lookup(obj.cls, name)
+    if raw is not None and _data_descriptor(raw):
+        raise Unsupported("RB004", f"setting {name!r} of {obj!r}: a {type(raw).__name__}"
+                                   " on its class")
+    obj.attrs[name] = value
+
+
+def has_attr(obj: ObjectVar, name: str) -> bool:
+    return name in obj.attrs or _lookup(obj.cls, name) is not None
+
+
+def call_dunder(tx, obj: ObjectVar, name: str) -> VT:
+    """`type(obj).name(obj)` (len, bool): looked up on the class, as CPython does."""
+    from refcomp.tracer import calls
+
+    if not isinstance(_lookup(obj.cls, name), types.FunctionType):
+        raise Unsupported("RB004", f"{name} of {obj!r}")
+    return calls.call_function(tx, calls.load_attr(tx, obj.cls_vt, name), [obj], {})
+
+
+def truth(tx, obj: ObjectVar) -> VT | None:
+    """`bool(obj)`: the class's __bool__, else its __len__ (`if cache:`), else None
+    (an object is true)."""
+    for name in ("__bool__", "__len__"):
+        if _lookup(obj.cls, name) is not None:
+            return call_dunder(tx, obj, name)
+    return None
+
+
+def is_object_init(value, args, kwargs) -> bool:
+    """`object.__init__(obj)` reached by `super().__init__()` from a plain class."""
+    return value is object.__init__ and len(args) == 1 and isinstance(args[0], ObjectVar) \
+        and not kwargs
+
+
+SEQUENCE_LIMIT = 1024  # items a traced Sequence iteration may visit before it breaks
+
+
+def is_python_sequence(cls) -> bool:
+    """A `collections.abc.Sequence` iterated by the mixin's `__iter__` over a Python
+    `__getitem__` (transformers' `config.per_layer_config` view)."""
+    import collections.abc
+
+    return isinstance(cls, type) and issubclass(cls, collections.abc.Sequence) and \
+        cls.__iter__ is collections.abc.Sequence.__iter__ and \
+        isinstance(_lookup(cls, "__getitem__"), types.FunctionType)
+
+
+def iterate_sequence(tx, obj: VT) -> list:
+    """`for v in seq` as `Sequence.__iter__` runs it: `seq[0]`, `seq[1]`... each
+    `__getitem__` inlined, until one raises IndexError."""
+    from refcomp.tracer import calls
+
+    getitem = calls.load_attr(tx, obj, "__getitem__")
+    items = []
+    for i in range(SEQUENCE_LIMIT):
+        try:
+            items.append(calls.call_function(tx, getitem, [ConstVar(i)], {}))
+        except Raised as raised:
+            if isinstance(raised.exc, IndexError):
+                return items
+            raise
+    raise Unsupported("RB013", f"iteration over {obj!r}: more than {SEQUENCE_LIMIT} items")
