@@ -241,8 +241,7 @@ class CompiledFunction:
                             return entry.fn(*inputs)[entry.lone]
                         return entry.run(inputs)
                     return self._run(entry, inputs, L, G, C, B, fn, args, kwargs)
-                if cache.full is not None and len(cache._entries) >= cache.full \
-                        and stance._STANCE[0] != "fail_on_recompile":
+                if cache.at_limit and stance._STANCE[0] != "fail_on_recompile":
                     CALLS["past_limit"] += 1  # Note [Eager past the limit]
                     return fn(*args, **kwargs) if kwargs else fn(*args)
                 return self._run(*self._on_miss(cache, L, G, C, B, fn),
@@ -267,8 +266,7 @@ class CompiledFunction:
                 entry.hits += 1
         else:
             entry, inputs = cache.lookup(L, G, C, B, counted=True)
-        if entry is None and cache.full is not None and len(cache._entries) >= cache.full \
-                and stance.current() != "fail_on_recompile":
+        if entry is None and cache.at_limit and stance.current() != "fail_on_recompile":
             # Note [Eager past the limit]: the miss was explained, logged and warned about
             # once, when the cache filled up; every later miss costs the lookup above plus
             # the original function, nothing else.

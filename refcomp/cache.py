@@ -72,8 +72,19 @@ class FrameCache:
         self.retired = False  # reset() dropped this cache: holders fetch a new one
         # The cache_size_limit the cache reached (Note [Eager past the limit] in
         # refcomp/api.py): a miss while it still holds that many entries runs eagerly
-        # without being explained again.  None until then.
-        self.full = None
+        # without being explained again.  None until then.  `at_limit` says whether it
+        # holds that many now (read by every call that misses).
+        self._full = None
+        self.at_limit = False
+
+    @property
+    def full(self):
+        return self._full
+
+    @full.setter
+    def full(self, limit) -> None:
+        self._full = limit
+        self.at_limit = limit is not None and len(self._entries) >= limit
 
     @property
     def entries(self) -> list:
@@ -82,6 +93,7 @@ class FrameCache:
     @entries.setter
     def entries(self, entries: list) -> None:
         self._entries = entries
+        self.at_limit = self._full is not None and len(entries) >= self._full
         self._drop_find()
 
     def _drop_find(self) -> None:
