@@ -130,7 +130,8 @@ class Entry:
     # (output index, message): raise RuntimeError(message) when that 0-d bool output is
     # true (Note [Runtime checks]).
     checks: list = field(default_factory=list)
-    # (output index, eager's strides, eager's (dim, stride) of dims of size > 1): outputs
+    # (output index, eager's strides, eager's (dim, stride) of dims of size > 1), or with
+    # dynamic sizes (output index, None, eager's dim order, outermost first): outputs
     # restrided to eager's memory order when the backend's differs (Note [Output layout]).
     layouts: list = field(default_factory=list)
     # A compiled forward + backward (refcomp/autograd.py): its TrainingRecord, else None.
@@ -155,6 +156,11 @@ class Entry:
             for i, strides, dims in self.layouts:
                 o = outs[i]
                 got = o.stride()
+                if strides is None:  # dynamic sizes: `dims` is eager's memory order
+                    if _permuted(o.shape, got, dims):
+                        outs[i] = torch.empty_permuted(o.shape, dims, dtype=o.dtype,
+                                                       device=o.device).copy_(o)
+                    continue
                 if any(got[d] != st for d, st in dims):
                     outs[i] = torch.empty_strided(o.shape, strides, dtype=o.dtype,
                                                   device=o.device).copy_(o)
@@ -171,6 +177,17 @@ class Entry:
             outs = [o.detach() if i in self.detach else o for i, o in enumerate(outs)]
         views = [_view(inputs, *v) for v in self.views] if self.views else None
         return _rebuild(self.output_spec, outs, inputs, views)
+
+
+def _permuted(shape, strides, order) -> bool:
+    """Whether `strides` differ, on a dim of size > 1, from a dense tensor's of `shape`
+    laid out in `order` (outermost dim first)."""
+    step = 1
+    for d in reversed(order):
+        if shape[d] > 1 and strides[d] != step:
+            return True
+        step *= shape[d]
+    return False
 
 
 _REPLAY = "replay"  # Entry.views: `stride` holds view steps to run on the caller's tensor
@@ -291,12 +308,20 @@ class _Outputs:
         operand's memory order (a permuted or channels_last input gives a permuted or
         channels_last result); kernels write row-major.  Where eager's strides (the meta
         result's) are dense but not row-major, `Entry.run` restrides the output when the
-        backend's differs (a copy: what eager's layout costs).  Static shapes only."""
+        backend's differs (a copy: what eager's layout costs).  With static shapes the
+        entry keeps eager's strides; with dynamic ones their memory order (dims from
+        outermost to innermost, the meta's strides on the traced sizes sorted; symbolic
+        sizes are >= 2, so only size-1 dims tie, and their strides do not matter), and
+        the output is restrided to a dense tensor in that order at this call's sizes
+        (corpus permuted_pointwise_output_dynamic)."""
         meta = vt.meta
         if meta.is_contiguous():
             self.row_major.add(index)
-        if is_symbolic_shape(vt.value.type.shape) or meta.is_contiguous() or \
-                not is_non_overlapping_and_dense_or_false(meta):
+        if meta.is_contiguous() or not is_non_overlapping_and_dense_or_false(meta):
+            return
+        if is_symbolic_shape(vt.value.type.shape):
+            order = sorted(range(meta.dim()), key=lambda d: (-meta.stride()[d], d))
+            self.layouts.append((index, None, tuple(order)))
             return
         self.layouts.append((index, tuple(meta.stride()),
                              tuple((d, st) for d, (n, st) in
