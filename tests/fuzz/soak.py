@@ -14,6 +14,7 @@ import argparse
 import collections
 import os
 import re
+import signal
 import sys
 import threading
 import time
@@ -57,7 +58,7 @@ def main(argv=None):
               suppress_health_check=list(HealthCheck))
     @given(programs(max_statements=args.max_statements, known_open=not args.strict))
     def soak(program):
-        if time.monotonic() > deadline:
+        if time.monotonic() > deadline or stop_requested:
             raise _Stop
         running.update(program=program, backend="eager (the reference)",
                        since=time.monotonic())
@@ -102,6 +103,8 @@ def main(argv=None):
             refcomp.reset()   # keep the process small over long runs
 
     def summary(note=""):
+        if stop_requested:
+            note += " (stopped by a signal)"
         print(f"soak: {time.monotonic() - start:.0f} s{note}")
         print_counts(backends, counts, classes, args.out)
 
@@ -122,13 +125,23 @@ def main(argv=None):
                 os._exit(3)
 
     threading.Thread(target=watchdog, daemon=True).start()
+    # SIGTERM/SIGINT end the run after the program in flight, with the summary (a
+    # KeyboardInterrupt raised inside a ctypes callback or hypothesis was lost).
+    stop_requested = False
+
+    def request_stop(signum, frame):
+        nonlocal stop_requested
+        stop_requested = True
+
+    signal.signal(signal.SIGTERM, request_stop)
+    signal.signal(signal.SIGINT, request_stop)
     if args.seed is not None:
         soak = seed(args.seed)(soak)
     try:
         soak()
     except _Stop:
         summary()
-    except KeyboardInterrupt:  # `timeout -s INT`: report what ran so far
+    except KeyboardInterrupt:
         summary(" (interrupted)")
 
 
