@@ -283,8 +283,11 @@ def _where(ctx, cond, a=None, b=None):
     return ctx.builder.where(c, cast(ctx, a, dt), cast(ctx, b, dt))
 
 
-@entry(T.masked_fill, ir_meta=True, pointwise=True)
+@entry(T.masked_fill, ir_meta=True)
 def _masked_fill(ctx, x, mask, value):
+    """Row-major whatever `x`'s layout: ATen's out-of-place masked_fill clones the
+    (broadcast) input with MemoryFormat::Contiguous, then fills in place (corpus
+    masked_fill_channels_last_batch1_strides)."""
     v = value.value if isinstance(value, TensorVar) else value
     if isinstance(v, Value) and v.type.dtype != x.value.type.dtype:
         v = ctx.builder.cast(v, dtype=x.value.type.dtype)
@@ -554,9 +557,10 @@ def _vector_norm(ctx, x, ord=2, dim=None, keepdim=False, *, dtype=None, out=None
     return vector_norm(ctx, _norm_input(ctx, x, dtype), ord, _dims(dim), keepdim)
 
 
-@entry(F.normalize, ir_meta=True)
+@entry(F.normalize, ir_meta=True, pointwise=True)
 def _normalize(ctx, x, p=2.0, dim=1, eps=1e-12, out=None):
-    """x / max(norm(x, p, dim, keepdim=True), eps), as torch writes it."""
+    """x / max(norm(x, p, dim, keepdim=True), eps), as torch writes it; the division is
+    TensorIterator's, so the result keeps x's memory order (`pointwise`)."""
     if out is not None:
         raise Unsupported("RB008", "normalize(out=...)")
     B = ctx.builder
