@@ -43,6 +43,9 @@ def main(argv=None):
                     help="a program running longer on one backend ends the run as a hang")
     ap.add_argument("--progress", type=int, default=0,
                     help="print the counts so far every N programs (0: only at the end)")
+    ap.add_argument("--keep", type=int, default=50,
+                    help="with --out, also write the first N failures of each class as they"
+                         " happen, to OUT/all/ (0: none)")
     ap.add_argument("--strict", action="store_true",
                     help="generate and compare everything (ignore KNOWN_OPEN)")
     args = ap.parse_args(argv)
@@ -92,6 +95,11 @@ def main(argv=None):
                           f"{out.detail[:400]}\n", flush=True)
                 if len(program.source) < len(entry[1].source):
                     entry[1], entry[2] = program, out
+                if args.out and entry[0] <= args.keep:
+                    # Every failure, not only each class's shortest: a class is a symptom
+                    # ("stride", "value"), and one symptom can hide several bugs.
+                    _write(Path(args.out) / "all", f"{b}_{c['programs']:06d}", b,
+                           key[1], program, out)
         done = counts[backends[0]]["programs"]
         if args.progress and done % args.progress == 0:
             print(f"progress: {time.monotonic() - start:.0f} s, {time.process_time():.0f}"
@@ -159,10 +167,16 @@ def print_counts(backends, counts, classes, out_dir):
         d = Path(out_dir)
         d.mkdir(parents=True, exist_ok=True)
         for i, ((b, sig), (n, program, out)) in enumerate(sorted(classes.items())):
-            name = re.sub(r"\W+", "_", f"{b}_{sig}")[:60]
-            (d / f"{i:03d}_{name}.py").write_text(
-                program.render(backends=[b], symptom=sig, count=n)
-                + "DETAIL = " + repr(out.detail[:2000]) + "\n")
+            _write(d, f"{i:03d}_{b}", b, sig, program, out, count=n)
+
+
+def _write(d: Path, prefix, backend, sig, program, out, count=None):
+    """One failing program in corpus format (spec/testing.md, "Corpus"), ready to replay."""
+    d.mkdir(parents=True, exist_ok=True)
+    name = re.sub(r"\W+", "_", f"{prefix}_{sig}")[:70]
+    kwargs = {} if count is None else {"count": count}
+    (d / f"{name}.py").write_text(program.render(backends=[backend], symptom=sig, **kwargs)
+                                  + "DETAIL = " + repr(out.detail[:2000]) + "\n")
 
 
 if __name__ == "__main__":
