@@ -36,13 +36,19 @@ from ir.ops.rules import normalize_dim, normalize_dims
 from ir.types import bool_, is_symbolic, round_to_dtype
 
 # Note [Half casts]
-# f16/bf16 values are computed in f32 (compute_dtype) and round once when stored,
-# so an op whose result type is f16 does not round inside a kernel.  An explicit
-# `cast` to f16/bf16 does: `x.half().float()` must lose the bits eager loses.  It
-# lowers to `cast` with attribute dtype=f16 (or bf16) and Let dtype f32: round to
-# the half type, widen back to f32.  The source is first converted to f32, as
-# torch does (c10::Half and c10::BFloat16 convert from float): f64 -> f16 rounds
-# twice, exactly like eager.
+# f16/bf16 values are computed in f32 (compute_dtype), but every value whose IR type
+# is f16/bf16 is rounded to that type where it is computed, as eager materialises
+# each op's result in its dtype: a pointwise op's result, a reduction's result read
+# back in the kernel, an explicit cast.  Rounding only once per store (as Inductor
+# does) gives an answer an ulp off, and an op whose answer jumps turns that ulp into
+# a wrong value: `(int32 + bf16).long()` held -2.9921875 where eager's bf16 sum is
+# -3.0 and came back -2 (corpus bf16_sum_to_long_llvm); `>`, floor, `//`, casts to
+# int or bool and widening casts alike.  A rounding is a `cast` Let with attribute
+# dtype=f16 (or bf16) and Let dtype f32: round to the half type, widen back to f32
+# (`round_half`).  The source is first converted to f32, as torch does (c10::Half and
+# c10::BFloat16 convert from float): f64 -> f16 rounds twice, exactly like eager.
+# Decomposed ops (softmax, layer_norm, ...) therefore round after each primitive, as
+# the interpreter does (spec/passes.md, "decompose").
 
 
 class Unsupported(Exception):
@@ -301,7 +307,9 @@ class _Lowering:
             denom = count - node.attrs["correction"]
             denom = max(denom, 0) if isinstance(denom, int) else sizes.norm(sympy.Max(denom, 0))
             value = rec.truediv(value, _count(rec, denom, value))
-        return value
+        if node.op.name in ("amax", "amin"):
+            return value  # one of the operand's values: already of its dtype
+        return self.round_half(value, v.type.dtype)
 
     def store_row_outputs(self, early: dict):
         rows, full = [], []
@@ -382,7 +390,14 @@ class _Lowering:
             # See Note [Half casts]: an explicit cast to f16/bf16 rounds, result in f32.
             return self.rec.call("cast", operands, dtype=out)
         result = node.op.scalar(self.rec, *operands, **node.attrs)
-        return self.rec.cast(result, out)
+        return self.round_half(self.rec.cast(result, out), out)
+
+    def round_half(self, value: _Temp, dtype) -> _Temp:
+        """`value` (computed in f32) rounded to `dtype` where that is f16/bf16, as eager
+        materialises it (Note [Half casts]); other dtypes are left as they are."""
+        if compute_dtype(dtype) == dtype:
+            return value
+        return self.rec.call("cast", [value], dtype=dtype)
 
     def layout_index(self, node: Node, idx: tuple) -> tuple:
         """The operand index that the layout op's result at `idx` reads."""

@@ -30,8 +30,9 @@ BOOL_RESULT = frozenset({"to_bool", "compare", "isnan", "logical_and", "logical_
 def compute_dtype(dtype: DType) -> DType:
     """The dtype a kernel computes values of storage dtype `dtype` in.
 
-    f16 and bf16 are loaded into f32, computed in f32 and rounded once when stored
-    (as Inductor does); every other dtype computes in itself.
+    f16 and bf16 are loaded into f32 and computed in f32, each op's result rounded to
+    its half type (Note [Half casts] in codegen/lower.py); every other dtype computes in
+    itself.
     """
     return f32 if dtype in (f16, bf16) else dtype
 

@@ -213,7 +213,7 @@ class _Emitter:
                 reduce_fn(s, depth)
 
     def half_cast(self, x: TV, target) -> TV:
-        """An explicit cast to f16/bf16 rounds, and the value goes on in f32.
+        """A rounding cast to f16/bf16 (explicit, or after an op of that type), on in f32.
 
         See Note [Half casts] in codegen/lower.py: the source converts to f32 first,
         as torch does, then rounds once to the half type.

@@ -16,8 +16,8 @@ BACKENDS = ["eager", "interp", "llvm"]
 
 
 # spec/testing.md's tolerances: every float output gets the tolerance of the least precise
-# dtype the program computes in (kernels round half-precision values once per store, eager
-# after every op).
+# dtype the program computes in (a kernel's half-precision value may be an ulp of its type
+# off eager's, and later ops carry that on).
 TOL = {torch.bfloat16: 5e-2, torch.float16: 1e-2, torch.float32: 1e-4}
 
 

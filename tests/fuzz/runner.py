@@ -28,12 +28,12 @@ import torch
 import refcomp
 
 # (rtol, atol) by the compared tensor's dtype.  float32 allows reassociated reductions over
-# a few thousand elements; half types allow the compiled code computing a chain of ops in
-# float32 and rounding once, where eager rounds after every op.
+# a few thousand elements; half types allow an ulp of the half type on each op of a chain
+# (a kernel computes each in float32, by its own formula, and rounds).
 TOLERANCE = {torch.float64: (1e-7, 1e-7), torch.float32: (1e-4, 1e-4),
              torch.float16: (1e-2, 1e-2), torch.bfloat16: (5e-2, 5e-2)}
-# Half-precision values inside a kernel are computed in float32 and rounded once per stored
-# value (spec/codegen.md), where eager rounds after every op: so every float output gets at
+# Half-precision values inside a kernel are computed in float32 and rounded after each op
+# (spec/codegen.md), each maybe an ulp of the half type off eager's: so every float output gets at
 # least the tolerance of the least precise float dtype the program uses (its inputs', and
 # half/bfloat16 named in its source).
 HALF_NAMES = {torch.float16: ("float16", "half()"), torch.bfloat16: ("bfloat16",)}
