@@ -10,7 +10,11 @@ guarantees its shape, dtype and contiguity (See Note [Guarded inputs] in
 codegen/runtime.py).  A backend may return outputs that are new tensors or views of
 its inputs and of each other (the `interp` backend's are all new): refcomp rebuilds
 the outputs that eager returns as views of other outputs itself (Note [Views of
-outputs] in refcomp/runtime.py).  Spec: spec/codegen.md, "Backends".
+outputs] in refcomp/runtime.py).  `row_major` says that every output that is no view
+is row-major (kernels write row-major buffers); where a backend does not say so (it
+runs ATen ops, which follow their operands' memory order), refcomp makes an output
+row-major where eager's is (Note [Output layout] in refcomp/runtime.py).
+Spec: spec/codegen.md, "Backends".
 """
 
 from __future__ import annotations
@@ -30,6 +34,7 @@ class Backend:
     differentiable: bool = False
     doc: str = ""
     inputs_guarded: bool = False
+    row_major: bool = False
 
 
 _BACKENDS: dict[str, Backend] = {}

@@ -134,6 +134,10 @@ class Entry:
     # dynamic sizes (output index, None, eager's dim order, outermost first): outputs
     # restrided to eager's memory order when the backend's differs (Note [Output layout]).
     layouts: list = field(default_factory=list)
+    # Outputs eager lays out row-major, on a backend whose results may follow their
+    # operands' memory order (Backend.row_major false): made row-major where they are not
+    # (Note [Output layout]).
+    row_major: tuple = ()
     # A compiled forward + backward (refcomp/autograd.py): its TrainingRecord, else None.
     training: Any = None
 
@@ -164,6 +168,11 @@ class Entry:
                 if any(got[d] != st for d, st in dims):
                     outs[i] = torch.empty_strided(o.shape, strides, dtype=o.dtype,
                                                   device=o.device).copy_(o)
+        if self.row_major:
+            outs = list(outs)
+            for i in self.row_major:
+                if not outs[i].is_contiguous():
+                    outs[i] = outs[i].contiguous()
         if self.rewrap:  # a view of an input, handed back as the input object itself
             outs = list(outs)
             for i in self.rewrap:
@@ -313,7 +322,17 @@ class _Outputs:
         outermost to innermost, the meta's strides on the traced sizes sorted; symbolic
         sizes are >= 2, so only size-1 dims tie, and their strides do not matter), and
         the output is restrided to a dense tensor in that order at this call's sizes
-        (corpus permuted_pointwise_output_dynamic)."""
+        (corpus permuted_pointwise_output_dynamic).
+
+        And where eager's result is row-major, a backend that runs ATen ops (`eager`)
+        may still hand back another order: the IR folds `x.contiguous()` into `x` and
+        decomposes softmax, layer_norm, ... into pointwise ops, and ATen's pointwise ops
+        follow their operand's memory order, so `x.contiguous() * 2` or `x.softmax(0)`
+        of a transposed `x` came back transposed (corpus
+        pointwise_of_contiguous_copy_strides, softmax_then_flip_strides_eager).  On a
+        backend that does not promise row-major results (`Backend.row_major`) such an
+        output is made contiguous when it is not (`Entry.row_major`: one
+        `is_contiguous()` per output and call; kernels' backends pay nothing)."""
         meta = vt.meta
         if meta.is_contiguous():
             self.row_major.add(index)
@@ -565,12 +584,15 @@ def build_entry(ctx: TraceContext, output: VT, backend_name: str, options: dict,
     rewrap = outputs_to_rewrap(graph, outs.keys, input_keys)
     # Inputs the guards pin contiguous need no contiguity pass at run time.
     contiguous = backend.name not in ("eager", "interp") and not all(pinned)
+    # Note [Output layout]: a backend of ATen ops may follow an operand's memory order.
+    row_major = () if backend.row_major or training is not None else \
+        tuple(sorted(outs.row_major - fresh))
     entry = Entry(guards, graph, fn, spec, writeback, detach, contiguous=contiguous,
                   backend=backend.name, notes=notes, views=outs.views, fresh=fresh,
                   rewrap=rewrap, checks=checks, training=training, layouts=outs.layouts,
-                  fresh_row_major=fresh & outs.row_major)
+                  fresh_row_major=fresh & outs.row_major, row_major=row_major)
     if spec[0] == "out" and not (writeback or detach or contiguous or fresh or checks or
-                                 rewrap or outs.layouts):
+                                 rewrap or outs.layouts or row_major):
         entry.lone = spec[1]
     entry.compile_time_s = time.perf_counter() - start
     return entry

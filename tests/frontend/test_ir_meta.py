@@ -96,20 +96,14 @@ def test_ints_still_take_the_meta_run(monkeypatch):
     _check(report.result, (x * 3 - x).clamp(min=2) // 2)
 
 
-# Open (issue 11): the eager backend runs these as decomposed ATen ops that follow the
-# input's memory order, where eager's own kernel returns row-major (corpus
-# pointwise_of_contiguous_copy_strides is the same class).
-_EAGER_BACKEND_OPEN = {"batch_norm", "layer_norm", "layer_norm_no_affine", "log_softmax",
-                       "masked_fill"}
-
-
+# The eager backend runs batch_norm, layer_norm, log_softmax and masked_fill as
+# decomposed ATen ops that follow the input's memory order, where eager's own kernel
+# returns row-major: the entry makes such outputs row-major (Note [Output layout] in
+# refcomp/runtime.py; corpus pointwise_of_contiguous_copy_strides is the same class).
 def _stride_cases():
     for name in sorted(CASES):
         for backend in ["interp", "eager", "llvm"]:
-            marks = [pytest.mark.xfail(strict=True, reason="eager backend: decomposed ops"
-                                       " follow the input's layout")] \
-                if backend == "eager" and name in _EAGER_BACKEND_OPEN else []
-            yield pytest.param(name, backend, marks=marks, id=f"{name}-{backend}")
+            yield pytest.param(name, backend, id=f"{name}-{backend}")
 
 
 @pytest.mark.parametrize("name, backend", list(_stride_cases()))

@@ -5,9 +5,10 @@ by the soak of Nov 24 (`--seed 1124`, main 12bf5a9) at program 5015.  Cause: ATe
 out-of-place masked_fill clones its input with MemoryFormat::Contiguous, so its result is
 row-major whatever the input's layout, and the tracer's entry said it keeps its operands'
 memory order (`pointwise`).  Fixed on interp and llvm (refcomp/tracer/torch_ops.py);
-still open on the eager backend, whose `where` follows the input (the eager backend does
-not restride results that eager makes row-major: see pointwise_of_contiguous_copy_strides)."""
-STATUS = "open"
+on the eager backend, whose `where` follows the input, by making an output row-major
+where eager's is (Note [Output layout] in refcomp/runtime.py; the same fix as
+pointwise_of_contiguous_copy_strides)."""
+STATUS = "fixed"
 BACKENDS = ["eager"]
 SYMPTOM = "stride"
 SOURCE = '''
