@@ -1,6 +1,7 @@
 """Which graph outputs must be copied so that the caller sees eager's aliasing.
 
-Owns: `outputs_to_copy`, `outputs_to_rewrap`.  Spec: spec/correctness.md, "Output aliasing".
+Owns: `outputs_to_copy`, `outputs_to_rewrap`, `outputs_maybe_views`.
+Spec: spec/correctness.md, "Output aliasing".
 
 Note [Fresh outputs]
 A graph computes values; which tensor objects hold them is the backend's business: a
@@ -102,3 +103,12 @@ def outputs_to_rewrap(graph: Graph, output_keys: list, input_keys: list) -> froz
         if key is not None and any(kind == "in" and input_keys[x] is key for kind, x in roots):
             out.add(i)
     return frozenset(out)
+
+
+def outputs_maybe_views(graph: Graph) -> frozenset:
+    """Output indices the backend may hand back as a view of another value (an input or
+    an intermediate): their strides are that view's, not a fresh result's (Note [Output
+    layout] in refcomp/runtime.py: `(x + 1).narrow(1, 0, 1).clone()` folds to the narrow
+    view of a kernel's buffer)."""
+    return frozenset(i for i, (roots, v) in enumerate(zip(output_roots(graph), graph.outputs))
+                     if roots - {("val", v)})

@@ -71,7 +71,7 @@ from codegen.backends import get_backend
 from ir.graph import Graph
 from ir.passes.registry import get_pass
 from refcomp import global_state, logs
-from refcomp.aliasing import outputs_to_copy, outputs_to_rewrap
+from refcomp.aliasing import outputs_maybe_views, outputs_to_copy, outputs_to_rewrap
 from refcomp.config import default_backend
 from refcomp.guards import GuardSet, pinned_contiguous
 from refcomp.reasons import Unsupported
@@ -332,7 +332,10 @@ class _Outputs:
         pointwise_of_contiguous_copy_strides, softmax_then_flip_strides_eager).  On a
         backend that does not promise row-major results (`Backend.row_major`) such an
         output is made contiguous when it is not (`Entry.row_major`: one
-        `is_contiguous()` per output and call; kernels' backends pay nothing)."""
+        `is_contiguous()` per output and call).  Kernels' backends pay that only for an
+        output that may be a view of another value (`outputs_maybe_views`): the IR folds
+        a clone, so `(x + 1).narrow(1, 0, 1).clone()` is the narrow view of the
+        kernel's buffer (corpus clone_of_narrow_of_intermediate_strides)."""
         meta = vt.meta
         if meta.is_contiguous():
             self.row_major.add(index)
@@ -584,9 +587,12 @@ def build_entry(ctx: TraceContext, output: VT, backend_name: str, options: dict,
     rewrap = outputs_to_rewrap(graph, outs.keys, input_keys)
     # Inputs the guards pin contiguous need no contiguity pass at run time.
     contiguous = backend.name not in ("eager", "interp") and not all(pinned)
-    # Note [Output layout]: a backend of ATen ops may follow an operand's memory order.
-    row_major = () if backend.row_major or training is not None else \
-        tuple(sorted(outs.row_major - fresh))
+    # Note [Output layout]: a backend of ATen ops may follow an operand's memory order,
+    # and any backend may hand back a view of an intermediate where eager's is fresh.
+    row_major = outs.row_major - fresh
+    if backend.row_major and row_major:
+        row_major &= outputs_maybe_views(graph)
+    row_major = () if training is not None else tuple(sorted(row_major))
     entry = Entry(guards, graph, fn, spec, writeback, detach, contiguous=contiguous,
                   backend=backend.name, notes=notes, views=outs.views, fresh=fresh,
                   rewrap=rewrap, checks=checks, training=training, layouts=outs.layouts,
