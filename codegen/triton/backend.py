@@ -228,7 +228,7 @@ def compile_graph(graph: Graph, options: dict):
                          f" valid: {', '.join(OPTIONS)}")
     load_triton()
     devices = {v.type.device for v in graph.inputs} | {
-        n.attrs.get("device", "cpu") for n in graph.walk()}
+        n.attrs["device"] for n in graph.walk() if "device" in n.attrs}
     if not interpreting() and "cpu" in devices:
         raise ValueError("the triton backend found a CUDA device, so it compiles for the GPU,"
                          " and this graph has CPU tensors: move them to CUDA, or set"

@@ -598,3 +598,28 @@ func @f(%x: {src}[{n}]) -> (f32[{n}], {half}[{n}]) {{
     a = x.to(thalf).float()
     for got, want in zip(compile_triton(graph)(x), [a, (a * a).to(thalf)]):
         torch.testing.assert_close(got, want, rtol=0, atol=0, equal_nan=True)
+
+
+def test_a_cuda_graph_is_not_refused_as_cpu_on_a_gpu_machine(monkeypatch):
+    # On a CUDA machine compile_graph refuses graphs with CPU tensors.  It once counted
+    # every node without a `device` attribute (all but creation ops) as a CPU node, so it
+    # refused every graph on a GPU (found by the H100 check of Nov 27).
+    import codegen.triton as ct
+    from codegen.triton import backend as tb
+
+    monkeypatch.setattr(ct, "interpreting", lambda: False)
+    built = []
+    monkeypatch.setattr(tb, "TritonGraph", lambda graph, options: built.append(graph))
+    graph = """
+func @f(%x: f32[4]{at}) -> (f32[4]{at}) {{
+  %0 = exp %x : f32[4]{at}
+  %1 = rand {{shape=[4], device="{dev}"}} : f32[4]{rand_at}
+  %2 = add %0, %1 : f32[4]{at}
+  return %2
+}}"""
+    tb.compile_graph(ir.parse(graph.format(at="@cuda", dev="cuda", rand_at="@cuda")), {})
+    assert len(built) == 1
+    for at, dev, rand_at in [("", "cpu", ""), ("@cuda", "cpu", "")]:
+        with pytest.raises(ValueError, match="CPU tensors"):
+            tb.compile_graph(ir.parse(graph.format(at=at, dev=dev, rand_at=rand_at)), {})
+    assert len(built) == 1
