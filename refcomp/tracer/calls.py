@@ -12,6 +12,7 @@ from __future__ import annotations
 import builtins
 import collections.abc
 import contextvars
+import copy
 import dataclasses
 import functools
 import inspect
@@ -42,6 +43,7 @@ from refcomp.sources import (
 )
 from refcomp.tracer import (
     classes,
+    copies,
     effects,
     objects,
     opaque,
@@ -193,6 +195,8 @@ def load_attr(tx, obj: VT, name: str) -> VT:
         # `s.startswith`: a new bound object at every access (an identity guard on it
         # could never pass); what it does is fixed by `value`, guarded where it was read.
         return tx.ctx.wrap(attr, None)
+    if type(obj) is MadeObjectVar and not isinstance(value, torch.nn.Module):
+        return copies.made_attr(tx, obj, attr)  # Note [Deep copies]
     source = AttrSource(obj.source, name, ATTR) if obj.source is not None else None
     return tx.ctx.wrap(attr, source)
 
@@ -1326,6 +1330,9 @@ def _context_var_method(tx, var: ConstVar, name: str, args, kwargs) -> VT:
 def class_attr(tx, obj: VT, name: str, value) -> VT:
     """`type(obj).name` (a method the trace calls), read from the object's class so that
     replacing it on the class (`M.forward = other`) is guarded like any other read."""
+    if obj.source is None and type(obj) is MadeObjectVar and \
+            getattr(type(obj.value), name, None) is value:  # Note [Deep copies]
+        return tx.ctx.wrap(value, AttrSource(copies.class_source(type(obj.value)), name))
     if obj.source is None or getattr(type(obj.value), name, None) is not value:
         return ConstVar(value)
     cls = DerivedSource(obj.source, type, "type({})")
@@ -1658,6 +1665,35 @@ def _has_attr(tx, obj: VT, name: str) -> bool:
     return result
 
 
+def _setattr_builtin(tx, args, kwargs):
+    """`setattr(obj, name, value)` on an object the frame owns (Note [Deep copies], Note
+    [Objects made in the frame]); on anything else a break, as before."""
+    if len(args) != 3 or kwargs:
+        raise Unsupported("RB017", "setattr() takes three arguments")
+    obj, name = args[0], as_python(require_const(tx, args[1], "attribute name"))
+    if type(obj) is MadeObjectVar and not isinstance(obj.value, torch.nn.Module):
+        copies.set_attr(tx, obj, name, args[2])
+    elif isinstance(obj, ObjectVar):
+        objects.store_attr(obj, name, args[2])
+    else:
+        raise Unsupported("RB008", f"setattr on {_describe_vt(obj)}")
+    return ConstVar(None)
+
+
+def _delattr_builtin(tx, args, kwargs):
+    """`delattr(obj, name)`, `del obj.name`: as `_setattr_builtin`."""
+    if len(args) != 2 or kwargs:
+        raise Unsupported("RB017", "delattr() takes two arguments")
+    obj, name = args[0], as_python(require_const(tx, args[1], "attribute name"))
+    if type(obj) is MadeObjectVar and not isinstance(obj.value, torch.nn.Module):
+        copies.del_attr(tx, obj, name)
+    elif isinstance(obj, ObjectVar):
+        objects.del_attr(obj, name)
+    else:
+        raise Unsupported("RB008", f"deleting attribute {name!r} of {_describe_vt(obj)}")
+    return ConstVar(None)
+
+
 def _hasattr(tx, args, kwargs):
     return ConstVar(_has_attr(tx, args[0], as_python(args[1])))
 
@@ -1762,7 +1798,8 @@ def _signature(tx, args, kwargs):
 _BUILTIN_HANDLERS = {
     len: _len, range: _range_like(range), enumerate: _enumerate, zip: _zip, list: _list,
     tuple: _tuple, reversed: _reversed, isinstance: _isinstance, getattr: _getattr_builtin,
-    hasattr: _hasattr, callable: _callable, inspect.signature: _signature,
+    hasattr: _hasattr, setattr: _setattr_builtin, delattr: _delattr_builtin,
+    copy.deepcopy: copies.deepcopy, callable: _callable, inspect.signature: _signature,
     min: _minmax(min, torch.minimum), max: _minmax(max, torch.maximum), sum: _sum,
     int: _to_python_number(int), float: _to_python_number(float),
     bool: _to_python_number(bool), abs: _abs, all: _all_any(False), any: _all_any(True),

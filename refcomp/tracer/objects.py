@@ -128,6 +128,17 @@ def store_attr(obj: ObjectVar, name: str, value: VT) -> None:
     obj.attrs[name] = value
 
 
+def del_attr(obj: ObjectVar, name: str) -> None:
+    """`del obj.name`, `delattr(obj, name)`: from the attributes stored so far."""
+    raw = _lookup(obj.cls, name)
+    if raw is not None and _data_descriptor(raw):
+        raise Unsupported("RB004", f"deleting {name!r} of {obj!r}: a {type(raw).__name__}"
+                                   " on its class")
+    if name not in obj.attrs:
+        raise Raised(AttributeError(name), f"{obj!r} has no attribute {name!r} to delete")
+    del obj.attrs[name]
+
+
 def has_attr(obj: ObjectVar, name: str) -> bool:
     return name in obj.attrs or _lookup(obj.cls, name) is not None
 

@@ -11,8 +11,10 @@ from __future__ import annotations
 
 import dis
 
+import torch
+
 from refcomp.reasons import Raised, Unsupported
-from refcomp.tracer import calls, classes, effects, objects, rng
+from refcomp.tracer import calls, classes, copies, effects, objects, rng
 from refcomp.tracer.values import (
     NULL,
     CellVar,
@@ -24,6 +26,7 @@ from refcomp.tracer.values import (
     GradModeVar,
     IteratorVar,
     ListVar,
+    MadeObjectVar,
     ModelOutputVar,
     ObjectVar,
     TupleVar,
@@ -167,6 +170,10 @@ class OpcodeHandlers:
             objects.store_attr(obj, name, value)
             self.popn(2)
             return
+        if type(obj) is MadeObjectVar and not isinstance(obj.value, torch.nn.Module):
+            copies.set_attr(self, obj, name, value)  # Note [Deep copies]
+            self.popn(2)
+            return
         if not isinstance(obj, ConstVar) or obj.source is None or \
                 effects.is_tensor_module_attr(obj.value, name) or \
                 isinstance(getattr(type(obj.value), name, None), property):
@@ -177,6 +184,10 @@ class OpcodeHandlers:
                        what=f"{obj.source.name()}.{name} = ...")
         self.ctx.attr_writes[(id(obj.value), name)] = value
         self.popn(2)
+
+    def DELETE_ATTR(self, inst):
+        obj = self.pop()
+        calls.call_function(self, ConstVar(delattr), [obj, ConstVar(inst.argval)], {})
 
     def BINARY_SUBSCR(self, inst):
         index = self.pop()

@@ -7,6 +7,7 @@ tests/models/test_transformers.py; spec/tracer.md, "Python features", says what 
 import abc
 import collections.abc
 import contextvars
+import copy
 import functools
 import inspect
 import os
@@ -907,3 +908,124 @@ def test_a_python_sequence_is_iterated_until_index_error():
         got, want = compiled(x, c), over_views(x, c)
         torch.testing.assert_close(got[0], want[0])
         assert got[1] == want[1]
+
+
+# --- copy.deepcopy of a config -----------------------------------------------------------
+class TinyConfig:
+    """transformers' PreTrainedConfig in miniature: an attribute map read through its own
+    __getattribute__ and written through its own __setattr__, nested plain data."""
+
+    attribute_map = {"num_hidden_layers": "encoder_layers"}
+
+    def __init__(self, encoder_layers=2, decoder_layers=3):
+        self.encoder_layers = encoder_layers
+        self.decoder_layers = decoder_layers
+        self.decoder_scale = 0.5
+        self.layer_types = ["full", "full", "sliding"]
+        self.extra = {"rope": {"theta": 10.0}}
+
+    def __setattr__(self, key, value):
+        if key in super().__getattribute__("attribute_map"):
+            key = super().__getattribute__("attribute_map")[key]
+        super().__setattr__(key, value)
+
+    def __getattribute__(self, key):
+        if key != "attribute_map" and key in super().__getattribute__("attribute_map"):
+            key = super().__getattribute__("attribute_map")[key]
+        return super().__getattribute__(key)
+
+    def to_dict(self):
+        return copy.deepcopy(self.__dict__)
+
+    def get_text_config(self, decoder=True):
+        # as PreTrainedConfig.get_text_config for T5/BART: a copy with the decoder's
+        # keys moved over the shared ones
+        out = copy.deepcopy(self)
+        prefix = "decoder" if decoder else "encoder"
+        for key in out.to_dict():
+            if key.startswith(prefix):
+                new_key = "num_hidden_layers" if key == prefix + "_layers" else \
+                    key[len(prefix) + 1:]
+                value = getattr(out, key)
+                delattr(out, key)
+                setattr(out, new_key, value)
+        return out
+
+
+class Point:
+    def __init__(self, x, y):
+        self.x, self.y = x, y
+
+
+class CopiesItsConfig(torch.nn.Module):
+    def __init__(self, config):
+        super().__init__()
+        self.config = config
+
+    def forward(self, x):
+        text = self.config.get_text_config(decoder=True)
+        for _ in range(text.num_hidden_layers):  # 3: the decoder's, not the encoder's 2
+            x = x * text.scale + len(text.layer_types)
+        made = copy.deepcopy({"p": Point(1, [2, 3]), "q": (4, [5])})
+        made["p"].y.append(x.shape[0])  # the copy is the trace's own: changed symbolically
+        return x + sum(made["p"].y) + made["q"][1][0]
+
+
+def test_a_config_deep_copied_inside_forward_is_one_graph():
+    # T5 and BART: DynamicCache(config=...) calls config.get_text_config(decoder=True),
+    # which deep-copies the config: "builtins.id is not in the torch table" (inside
+    # copy.deepcopy) broke it, and two breaks followed (4 graphs, 3 breaks; Dynamo 1/0).
+    config = TinyConfig()
+    model = CopiesItsConfig(config)
+    x = torch.randn(4)
+    want = model(x)
+    report = explain(model, x)
+    assert (report.graph_count, report.graph_break_count) == (1, 0), report
+    torch.testing.assert_close(report.result, want)
+    # The copy's writes never reach the config itself.
+    assert config.decoder_layers == 3 and config.encoder_layers == 2
+    assert "scale" not in vars(config) and "num_hidden_layers" not in vars(config)
+    compiled = refcomp.compile(model, backend="eager")
+    torch.testing.assert_close(compiled(x), want)
+    # Everything the copy read is guarded: a changed config recompiles, as eager differs.
+    for change in (lambda c: setattr(c, "decoder_layers", 1),
+                   lambda c: setattr(c, "decoder_scale", 2.0),
+                   lambda c: c.layer_types.append("full"),
+                   lambda c: c.extra["rope"].update(theta=-0.0)):
+        change(config)
+        torch.testing.assert_close(compiled(x), model(x))
+    assert config.decoder_layers == 1
+
+
+def copy_then_return(x, cfg):
+    return x + 1, copy.deepcopy(cfg)
+
+
+def test_a_deep_copy_returned_is_a_new_object_at_every_call():
+    cfg = TinyConfig()
+    refcomp.reset()
+    compiled = refcomp.compile(copy_then_return, backend="eager")
+    x = torch.randn(2)
+    a, b = compiled(x, cfg)[1], compiled(x, cfg)[1]
+    assert type(a) is TinyConfig and a is not b and a is not cfg
+    assert vars(a) == vars(b) == vars(cfg) and a.layer_types is not cfg.layer_types
+
+
+def copy_of_tensors(x, holder):
+    return copy.deepcopy(holder)["w"] * x
+
+
+def copy_after_write(x, cfg):
+    cfg.decoder_scale = 3.0  # replayed after the graph: the real config is not yet changed
+    return x * copy.deepcopy(cfg).decoder_scale
+
+
+def test_what_a_deep_copy_cannot_capture_breaks_with_a_reason():
+    x = torch.randn(3)
+    report = explain(copy_of_tensors, x, {"w": torch.ones(3)})
+    torch.testing.assert_close(report.result, x)
+    assert any("deepcopy" in r["reason"] for r in report.break_reasons), report
+    cfg = TinyConfig()
+    report = explain(copy_after_write, x, cfg)
+    torch.testing.assert_close(report.result, x * 3.0)
+    assert report.graph_break_count >= 1, report
