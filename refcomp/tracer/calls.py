@@ -261,6 +261,11 @@ def getitem(tx, obj: VT, index: VT) -> VT:
             else:
                 source = AttrSource(obj.source, name, MODULE) if obj.source is not None else None
             return tx.ctx.wrap(value._modules[name], source)
+        if type(obj) is MadeObjectVar and not isinstance(value, torch.nn.Module):
+            try:  # Note [Deep copies]: a mutable item stays the copy's own object
+                return copies.made_attr(tx, obj, value[key])
+            except Exception as e:
+                raise Unsupported("RB017", f"{type(value).__name__}[{key!r}]: {e}") from None
         try:
             return tx.ctx.wrap(value[key], ItemSource(obj.source, key) if obj.source else None)
         except KeyError as e:

@@ -181,6 +181,8 @@ def copy_vt(tx, vt: VT, memo: dict) -> VT:
     time."""
     if id(vt) in memo:
         return memo[id(vt)]
+    if _constant(vt):  # deepcopy of an immutable value is the value (a size: an int)
+        return vt
     if isinstance(vt, TensorVar):  # (Dynamo breaks here too)
         raise Unsupported("RB004", f"copy.deepcopy of {_name(vt)}, a tensor")
     if isinstance(vt, (ListVar, TupleVar)) and not (isinstance(vt, TupleVar) and
@@ -201,6 +203,21 @@ def copy_vt(tx, vt: VT, memo: dict) -> VT:
     if type(vt) in (ConstVar, MadeObjectVar):
         return _copy_const(tx, vt)
     raise Unsupported("RB004", f"copy.deepcopy of {_name(vt)}")
+
+
+def _constant(vt: VT) -> bool:
+    import sympy
+
+    from refcomp.recipes import _immutable
+
+    if isinstance(vt, MadeObjectVar) or not isinstance(vt, (ConstVar, TupleVar)):
+        return False
+    try:
+        value = as_python(vt)
+    except TypeError:
+        return False
+    return _immutable(value) or isinstance(value, sympy.Basic) or type(value) is tuple and \
+        all(_immutable(v) or isinstance(v, sympy.Basic) for v in value)
 
 
 def _name(vt: VT) -> str:

@@ -966,6 +966,7 @@ class CopiesItsConfig(torch.nn.Module):
         text = self.config.get_text_config(decoder=True)
         for _ in range(text.num_hidden_layers):  # 3: the decoder's, not the encoder's 2
             x = x * text.scale + len(text.layer_types)
+        x = x + text.extra["rope"]["theta"]  # read through the copy's own dicts
         made = copy.deepcopy({"p": Point(1, [2, 3]), "q": (4, [5])})
         made["p"].y.append(x.shape[0])  # the copy is the trace's own: changed symbolically
         return x + sum(made["p"].y) + made["q"][1][0]
