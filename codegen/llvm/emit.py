@@ -24,7 +24,7 @@ from codegen import sizes
 from codegen.kernel import DivMod, Index, Kernel, Let, Reduce, Store
 from codegen.llvm.scalar import F32, I32, I64, TV, LLVMScalarOps, llvm_type, to_bf16
 from codegen.scalar import compute_dtype
-from ir.types import DType, f64
+from ir.types import DType, f32, f64
 from ir.types import i64 as I64_DTYPE
 
 _REASSOC = ("reassoc", "nsz")
@@ -83,9 +83,10 @@ class _Emitter:
         for out, src in kernel.inplace:  # See Note [In-place kernels]
             self.bufs[out] = (self.bufs[src][0], self.bufs[out][1])
         self.tile_var = _tile_var(kernel)
+        self.narrow = set() if self.tile_var else _short_row_sums(kernel)
         self.accs = {}
         for acc in kernel.accs:
-            ty = llvm_type(_slot_dtype(acc))  # Note [Wide sums]
+            ty = llvm_type(self.slot_dtype(acc))  # Note [Wide sums]
             slot = b.alloca(lir.ArrayType(ty, TILE) if self.tile_var else ty, name=acc.name)
             self.accs[acc.name] = (slot, acc)
         self.vars: dict = {}
@@ -179,6 +180,10 @@ class _Emitter:
             self.loops(rest, inner, False)
         self.counted_loop(var, lo, hi, 1, body)
 
+    def slot_dtype(self, acc) -> DType:
+        """The dtype `acc` is kept in (Note [Wide sums], Note [Short row sums])."""
+        return compute_dtype(acc.dtype) if acc.name in self.narrow else _slot_dtype(acc)
+
     def acc_slot(self, name: str):
         slot, _ = self.accs[name]
         if self.tile_var is None:
@@ -187,7 +192,7 @@ class _Emitter:
 
     def init_accs(self):
         for name, (_, acc) in self.accs.items():
-            init = self.ops.const(_init(acc.op, acc.dtype), TV(None, _slot_dtype(acc)))
+            init = self.ops.const(_init(acc.op, acc.dtype), TV(None, self.slot_dtype(acc)))
             self.b.store(init.value, self.acc_slot(name))
 
     def outer_body(self):
@@ -315,8 +320,8 @@ class _Emitter:
         if s.op == "acc":
             slot = self.acc_slot(attrs["acc"])
             _, acc = self.accs[attrs["acc"]]
-            value = self.b.load(slot, typ=llvm_type(_slot_dtype(acc)))
-            if _slot_dtype(acc) != s.dtype:  # a wide sum, narrowed where it is read
+            value = self.b.load(slot, typ=llvm_type(self.slot_dtype(acc)))
+            if self.slot_dtype(acc) != s.dtype:  # a wide sum, narrowed where it is read
                 value = self.b.fptrunc(value, llvm_type(s.dtype))
             return TV(value, s.dtype)
         args = [env[a] for a in s.args]
@@ -370,7 +375,7 @@ class _Emitter:
         b = self.b
         _, acc = self.accs[s.acc]
         slot = self.acc_slot(s.acc)
-        wide = _slot_dtype(acc)
+        wide = self.slot_dtype(acc)
         old = b.load(slot, typ=llvm_type(wide))
         new = value.value
         if wide != compute_dtype(acc.dtype):  # Note [Wide sums]
@@ -591,9 +596,41 @@ def _init(op: str, dtype: DType):
 # good to ~1e-9 relative, closer to the truth than ATen.  Memory-bound reductions hide
 # the widening (bench rows reduce_*, var_dims01, sum_16m, mean_rows, softmax,
 # layer_norm; before/after in the commit that made this change).  Products and max/min
-# keep their dtype.  The Kernel itself is unchanged: this is how the LLVM backend
-# carries out a `sum` accumulator (spec/codegen.md, "Numerics"); Triton's reductions
-# are already blocked (a tree over RBLOCK per step).
+# keep their dtype, and so do short row sums (Note [Short row sums]).  The Kernel
+# itself is unchanged: this is how the LLVM backend carries out a `sum` accumulator
+# (spec/codegen.md, "Numerics"); Triton's reductions are already blocked (a tree over
+# RBLOCK per step).
+
+# Note [Short row sums]
+# The f64 accumulator of a wide sum makes LLVM's loop vectorizer size the loop by f64:
+# 8 lanes where the f32 math around it (softmax's exp, layer_norm's centring) would run
+# 16 (Note [Vector width by the narrowest type], jit.py).  A row of a row kernel adds
+# few terms, and with `reassoc` LLVM keeps them in several 16-lane partial sums, so
+# each partial sum adds a handful of terms: as accurate as ATen's f32 row sums (which
+# are vectorized the same way), and drift (Note [Wide sums]) needs millions of terms.
+# So an f32 sum accumulator reset per outer point (not tiled) that folds at most
+# SHORT_ROW_SUM terms per point, all of static count, stays f32.  The exp-and-sum row
+# pass of softmax over [8, 8, 128, 128]: 0.34 -> 0.16 ms.
+SHORT_ROW_SUM = 1024  # terms per outer point
+
+
+def _short_row_sums(k: Kernel) -> set:
+    """Names of `k`'s f32 sum accumulators kept in f32 (See Note [Short row sums])."""
+    if not k.outer:
+        return set()
+    terms: dict = {}
+    for stage in k.stages:
+        n = 1
+        for _, size in stage.ranges:
+            n = n * size if isinstance(size, int) and isinstance(n, int) else None
+        for st in stage.body:
+            if isinstance(st, Reduce):
+                terms[st.acc] = None if n is None or terms.get(st.acc, 0) is None \
+                    else terms.get(st.acc, 0) + n
+    return {a.name for a in k.accs if a.op == "sum" and compute_dtype(a.dtype) == f32
+            and terms.get(a.name) is not None and terms[a.name] <= SHORT_ROW_SUM}
+
+
 def _slot_dtype(acc) -> DType:
     """The dtype the accumulator `acc` is kept in."""
     dtype = compute_dtype(acc.dtype)

@@ -23,6 +23,10 @@ CASES = {
     "mean_rows": ((16, 65536), 1.0, lambda x: x.mean(1, keepdim=True)),
     "var_all": ((2048, 2048), 10.0, lambda x: x.var()),
     "softmax_sum": ((64, 65536), 0.0, lambda x: torch.softmax(x, -1).sum(-1)),
+    # Note [Short row sums]: rows of at most 1024 terms sum in f32 partial sums.
+    "sum_short_rows": ((4096, 1000), 1.0, lambda x: x.sum(1)),
+    "softmax_short_rows": ((4096, 128), 0.0, lambda x: torch.softmax(x, -1).sum(-1)),
+    "layer_norm_rows": ((4096, 256), 3.0, lambda x: torch.nn.functional.layer_norm(x, (256,))),
 }
 
 
