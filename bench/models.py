@@ -218,8 +218,122 @@ def hf_vit():
         "last_hidden_state"
 
 
+def hf_resnet():
+    import transformers
+
+    cfg = transformers.ResNetConfig(embedding_size=8, hidden_sizes=[8, 16, 32, 64],
+                                    depths=[1, 1, 1, 1], layer_type="basic", num_labels=10)
+    return transformers.ResNetForImageClassification(cfg), \
+        dict(pixel_values=torch.randn(2, 3, 32, 32), labels=torch.tensor([1, 7])), "logits"
+
+
+def hf_convnext():
+    import transformers
+
+    cfg = transformers.ConvNextConfig(hidden_sizes=[8, 16, 32, 64], depths=[1, 1, 1, 1],
+                                      num_labels=10)
+    return transformers.ConvNextForImageClassification(cfg), \
+        dict(pixel_values=torch.randn(2, 3, 32, 32), labels=torch.tensor([1, 7])), "logits"
+
+
+def hf_distilbert():
+    import transformers
+
+    cfg = transformers.DistilBertConfig(n_layers=2, dim=32, hidden_dim=64, n_heads=2,
+                                        vocab_size=100, max_position_embeddings=64)
+    mask = torch.tensor([[1] * 8, [1] * 5 + [0] * 3])
+    return transformers.DistilBertForSequenceClassification(cfg), \
+        dict(input_ids=_ids(2, 8), attention_mask=mask, labels=torch.tensor([0, 1])), "logits"
+
+
+def hf_roberta():
+    import transformers
+
+    cfg = transformers.RobertaConfig(num_hidden_layers=2, hidden_size=32, intermediate_size=64,
+                                     num_attention_heads=2, vocab_size=100,
+                                     max_position_embeddings=64, pad_token_id=1)
+    mask = torch.tensor([[1] * 8, [1] * 5 + [0] * 3])
+    ids = _ids(2, 8)
+    return transformers.RobertaForMaskedLM(cfg), \
+        dict(input_ids=ids, attention_mask=mask, labels=ids), "logits"
+
+
+def hf_mistral():
+    import transformers
+
+    cfg = transformers.MistralConfig(num_hidden_layers=2, hidden_size=32, intermediate_size=64,
+                                     num_attention_heads=4, num_key_value_heads=2,
+                                     vocab_size=100, max_position_embeddings=64,
+                                     sliding_window=4, bos_token_id=0, eos_token_id=1,
+                                     pad_token_id=0)
+    return transformers.MistralForCausalLM(cfg), dict(input_ids=_ids(2, 8)), "logits"
+
+
+def hf_qwen2():
+    import transformers
+
+    cfg = transformers.Qwen2Config(num_hidden_layers=2, hidden_size=32, intermediate_size=64,
+                                   num_attention_heads=4, num_key_value_heads=2,
+                                   vocab_size=100, max_position_embeddings=64,
+                                   bos_token_id=0, eos_token_id=1, pad_token_id=0)
+    ids = _ids(2, 8)
+    return transformers.Qwen2ForCausalLM(cfg), dict(input_ids=ids, labels=ids), "logits"
+
+
+def hf_whisper():
+    import transformers
+
+    cfg = transformers.WhisperConfig(encoder_layers=2, decoder_layers=2, d_model=32,
+                                     encoder_ffn_dim=64, decoder_ffn_dim=64,
+                                     encoder_attention_heads=2, decoder_attention_heads=2,
+                                     num_mel_bins=8, max_source_positions=16,
+                                     max_target_positions=32, vocab_size=100,
+                                     decoder_start_token_id=0, pad_token_id=0,
+                                     bos_token_id=0, eos_token_id=1)
+    return transformers.WhisperForConditionalGeneration(cfg), \
+        dict(input_features=torch.randn(2, 8, 32), decoder_input_ids=_ids(2, 4)), "logits"
+
+
+def hf_wav2vec2():
+    import transformers
+
+    cfg = transformers.Wav2Vec2Config(num_hidden_layers=2, hidden_size=32, intermediate_size=64,
+                                      num_attention_heads=2, conv_dim=(16, 16),
+                                      conv_stride=(5, 2), conv_kernel=(10, 3),
+                                      num_conv_pos_embeddings=16, num_conv_pos_embedding_groups=2,
+                                      vocab_size=20, do_stable_layer_norm=True)
+    return transformers.Wav2Vec2ForCTC(cfg), dict(input_values=torch.randn(2, 400)), "logits"
+
+
+def hf_clip():
+    import transformers
+
+    cfg = transformers.CLIPConfig(
+        text_config=dict(num_hidden_layers=2, hidden_size=32, intermediate_size=64,
+                         num_attention_heads=2, vocab_size=100, max_position_embeddings=16,
+                         bos_token_id=0, eos_token_id=2, pad_token_id=1),
+        vision_config=dict(num_hidden_layers=2, hidden_size=32, intermediate_size=64,
+                           num_attention_heads=2, image_size=16, patch_size=4),
+        projection_dim=16)
+    return transformers.CLIPModel(cfg), \
+        dict(input_ids=_ids(2, 8), pixel_values=torch.randn(2, 3, 16, 16),
+             return_loss=True), "logits_per_image"
+
+
+def hf_swin():
+    import transformers
+
+    cfg = transformers.SwinConfig(image_size=32, patch_size=2, embed_dim=16, depths=[1, 2],
+                                  num_heads=[2, 4], window_size=4, num_labels=10)
+    return transformers.SwinForImageClassification(cfg), \
+        dict(pixel_values=torch.randn(2, 3, 32, 32), labels=torch.tensor([1, 7])), "logits"
+
+
 HF_MODELS = {"gpt2": hf_gpt2, "llama": hf_llama, "bert": hf_bert, "t5": hf_t5,
-             "bart": hf_bart, "vit": hf_vit}
+             "bart": hf_bart, "vit": hf_vit, "resnet": hf_resnet, "convnext": hf_convnext,
+             "distilbert": hf_distilbert, "roberta": hf_roberta, "mistral": hf_mistral,
+             "qwen2": hf_qwen2, "whisper": hf_whisper, "wav2vec2": hf_wav2vec2,
+             "clip": hf_clip, "swin": hf_swin}
 
 
 def build(name):

@@ -662,6 +662,16 @@ def call_function(tx, fn: VT, args: list, kwargs: dict) -> VT:
     if isinstance(value, type) and issubclass(value, BaseException) and \
             value.__module__ == "builtins":
         return new_exception(tx, fn, args, kwargs)
+    if type(value) is functools._lru_cache_wrapper and \
+            isinstance(getattr(value, "__wrapped__", None), types.FunctionType):
+        # Note [lru_cache wrappers]
+        if getattr(value.__wrapped__, "_dynamo_marked_constant", False):
+            return _assumed_constant(value, args, kwargs)
+        src = None if fn.source is None else AttrSource(fn.source, "__wrapped__")
+        return call_function(tx, ConstVar(value.__wrapped__, src), args, kwargs)
+    if isinstance(value, types.FunctionType) and \
+            getattr(value, "_dynamo_marked_constant", False):
+        return _assumed_constant(value, args, kwargs)
     if isinstance(value, types.FunctionType):
         _check_inlinable(value)
         # A function without a source (a method reached through its class) is held by
@@ -804,7 +814,8 @@ def _new_torch_module(cls, args, kwargs) -> MadeObjectVar:
 # `out[0]`, `out.to_tuple()`).  Its construction was a graph break and so was its return
 # (an object the trace did not make).  A class whose ModelOutput behaviour is its own
 # (dataclass-generated __init__, ModelOutput's __post_init__/__setattr__/__setitem__/
-# __getitem__/to_tuple, no default factories) is made symbolically as ModelOutputVar, as
+# __getitem__, no default factories; its own to_tuple, only ever called by name, is
+# inlined there: CLIPOutput's) is made symbolically as ModelOutputVar, as
 # Dynamo does: the fields as given (positional in field order, then keywords, defaults
 # None), the dict part the non-None ones in field order -- what __init__ and __post_init__
 # leave when the first field is a tensor or another field is set.  The other case (a
@@ -850,6 +861,8 @@ def is_model_output_class(cls) -> bool:
     for klass in cls.__mro__[:cls.__mro__.index(base)]:
         for name in _MODEL_OUTPUT_METHODS:
             fn = vars(klass).get(name)
+            if name == "to_tuple" and isinstance(fn, types.FunctionType):
+                continue  # only called by name: inlined (own_to_tuple)
             if name == "__init__" and _bc_init(fn) is not None:
                 fn = _bc_init(fn)
             if fn is not None and not (name == "__init__" and getattr(
@@ -857,6 +870,15 @@ def is_model_output_class(cls) -> bool:
                 return False  # a method of its own (dataclasses' __init__ is exec'd)
     return all(f.init and f.default_factory is dataclasses.MISSING
                for f in dataclasses.fields(cls))
+
+
+def own_to_tuple(cls):
+    """The class's own `to_tuple` (CLIPOutput's turns its nested outputs into tuples):
+    inlined when called; None when it is ModelOutput's."""
+    fn = getattr(cls, "to_tuple", None)
+    if getattr(fn, "__qualname__", "") == "ModelOutput.to_tuple":
+        return None
+    return fn
 
 
 def _new_model_output(tx, cls, args, kwargs) -> ModelOutputVar:
@@ -1174,6 +1196,28 @@ class _GlobalsDict(Source):
         return cg.const(self.globals)
 
 
+# Note [lru_cache wrappers]: a call of a `functools.lru_cache` wrapper of a Python
+# function traces the function it wraps, the cache skipped, as Dynamo does
+# (transformers' `is_torch_distributed_available()` inside Wav2Vec2's forward broke the
+# graph).  A function marked `_dynamo_marked_constant` (torch._dynamo.
+# assume_constant_result; transformers' `_make_compile_constant` marks its install probes
+# under their lru_cache) is called while tracing, through its cache when it has one, and
+# its result is a constant, unguarded, as under Dynamo: the marker promises the answer
+# never changes.  Its arguments must be constants and its result a constant (else RB004).
+def _assumed_constant(value, args, kwargs) -> VT:
+    name = getattr(value, "__qualname__", repr(value))
+    values = list(args) + list(kwargs.values())
+    if not all(_is_constant(v) for v in values) or _has_symbols([as_python(v) for v in values]):
+        raise Unsupported("RB004", f"{name} (assume_constant_result) of a non-constant"
+                                   " argument")
+    result = value(*[as_python(a) for a in args],
+                   **{k: as_python(v) for k, v in kwargs.items()})
+    if not isinstance(result, CONSTANT_TYPES):
+        raise Unsupported("RB004", f"{name} (assume_constant_result) returned a"
+                                   f" {type(result).__name__}, not a constant")
+    return ConstVar(result)
+
+
 def _is_constant(v: VT) -> bool:
     try:
         as_python(v)
@@ -1346,6 +1390,9 @@ def class_attr(tx, obj: VT, name: str, value) -> VT:
 
 def _container_method(tx, obj, name, args, kwargs) -> VT:
     if isinstance(obj, ModelOutputVar):
+        if name == "to_tuple" and own_to_tuple(obj.cls) is not None:
+            return call_function(tx, ConstVar(own_to_tuple(obj.cls)), [obj] + list(args),
+                                 kwargs)
         if name == "to_tuple" and not args and not kwargs:
             return TupleVar(list(obj.items.values()))
         if name not in ("keys", "values", "items", "get"):  # pop/update... raise in eager

@@ -338,6 +338,92 @@ def test_a_model_output_of_a_lone_non_tensor_still_equals_eager():
     assert report.graph_break_count == 1 and "key/value pairs" in str(report), report
 
 
+@functools.cache
+def _pair_output_class():
+    import dataclasses
+
+    mo = _output_classes()
+
+    @dataclasses.dataclass
+    class PairOutput(mo.ModelOutput):  # CLIPOutput's shape: nested outputs, its own to_tuple
+        logits: torch.Tensor | None = None
+        inner: mo.BaseModelOutput = None
+
+        def to_tuple(self):
+            return tuple(v.to_tuple() if isinstance(v, mo.ModelOutput) else v
+                         for v in self.values())
+
+    return PairOutput
+
+
+def test_a_model_output_with_its_own_to_tuple_is_traced():
+    # CLIPOutput overrides to_tuple (its nested outputs become tuples too): constructing
+    # it broke, CLIPModel's one break; Dynamo makes 1 graph.  Its to_tuple is inlined.
+    mo, pair = _output_classes(), _pair_output_class()
+
+    def f(x):
+        out = pair(logits=x * 2, inner=mo.BaseModelOutput(last_hidden_state=x + 1))
+        t = out.to_tuple()
+        return out, t[1][0] * 3, len(t), type(t[1]) is tuple
+
+    x = torch.randn(2, 3)
+    want = f(x)
+    report = explain(f, x)
+    assert (report.graph_count, report.graph_break_count) == (1, 0), report
+    got = report.result
+    assert type(got[0]) is pair and list(got[0].keys()) == ["logits", "inner"]
+    assert type(got[0].inner) is mo.BaseModelOutput
+    torch.testing.assert_close(got[0].logits, want[0].logits)
+    torch.testing.assert_close(got[0].inner.last_hidden_state, want[0].inner.last_hidden_state)
+    torch.testing.assert_close(got[1], want[1])
+    assert got[2:] == want[2:] == (2, True)
+    torch.testing.assert_close(got[0].to_tuple()[1][0], want[0].to_tuple()[1][0])
+
+
+# --- functools.lru_cache, assume_constant_result --------------------------------------------
+PROBED = []
+
+
+def _compile_constant(fn):  # transformers' _make_compile_constant: assume_constant_result
+    fn._dynamo_marked_constant = True
+    return fn
+
+
+@functools.lru_cache
+@_compile_constant
+def _distributed_available() -> bool:  # transformers' is_torch_distributed_available
+    PROBED.append(1)
+    return torch.distributed.is_available()
+
+
+@functools.lru_cache
+def _doubled(n):
+    return n * 2
+
+
+def test_lru_cache_wrapped_functions_are_traced_and_marked_constants_folded():
+    # Wav2Vec2 (`is_fsdp_managed_module` -> `is_torch_distributed_available()`, an
+    # lru_cache wrapper) broke at the call: "call of _lru_cache_wrapper".  As Dynamo does,
+    # the wrapped function is traced (the cache skipped), and one marked
+    # `_dynamo_marked_constant` (torch._dynamo.assume_constant_result) is called once
+    # while tracing, its result a constant.
+    def f(x):
+        if _distributed_available():
+            x = x + 1
+        return x * _doubled(3)
+
+    x = torch.randn(3)
+    want = f(x)
+    PROBED.clear()
+    _distributed_available.cache_clear()
+    report = explain(f, x)
+    assert (report.graph_count, report.graph_break_count) == (1, 0), report
+    torch.testing.assert_close(report.result, want)
+    assert PROBED == [1]  # called once, while tracing (the cache then answers)
+    torch.testing.assert_close(refcomp.compile(f, backend="eager")(x), want)
+    assert PROBED == [1]
+
+
 # --- globals of wrappers ---------------------------------------------------------------------
 def _fake_module(name, source, **values):
     namespace = {"__name__": name, "functools": functools, **values}

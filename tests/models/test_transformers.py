@@ -31,6 +31,22 @@ MODELS = {"gpt2": (HF_MODELS["gpt2"], 1, 0), "llama": (HF_MODELS["llama"], 1, 0)
           "bart": (HF_MODELS["bart"], 1, 0), "vit": (HF_MODELS["vit"], 1, 0)}
 FAST = {("gpt2", "eager"), ("llama", "eager"), ("bert", "eager"), ("vit", "eager"),
         ("t5", "eager"), ("bart", "eager"), ("gpt2", None)}  # the default suite's share; the rest with REFCOMP_SLOW=1
+# More architectures (issue 13), measured the same way; Dynamo makes 1 graph, 0 breaks for
+# each.  Swin breaks at `self.window_size`, read in `set_shift_and_window_size`, which
+# may assign it (modeling_swin.py), then `collected_outputs`, its stage loop and the
+# `width` it passes.
+MODELS.update({"resnet": (HF_MODELS["resnet"], 1, 0),
+               "convnext": (HF_MODELS["convnext"], 1, 0),
+               "distilbert": (HF_MODELS["distilbert"], 1, 0),
+               "roberta": (HF_MODELS["roberta"], 1, 0),
+               "mistral": (HF_MODELS["mistral"], 1, 0),
+               "qwen2": (HF_MODELS["qwen2"], 1, 0),
+               "clip": (HF_MODELS["clip"], 1, 0),
+               "whisper": (HF_MODELS["whisper"], 1, 0),
+               "wav2vec2": (HF_MODELS["wav2vec2"], 1, 0),
+               "swin": (HF_MODELS["swin"], 6, 5)})
+FAST |= {(name, "eager") for name in ("resnet", "convnext", "distilbert", "roberta",
+                                      "mistral", "qwen2", "clip", "whisper")}
 
 
 def _build(name):
