@@ -70,7 +70,12 @@ def emit_kernel(module: lir.Module, kernel: Kernel, symbol: str) -> lir.Function
 # kernels reading that input elementwise (ir.plan.inplace_safe).
 
 
-TILE = 512  # outer points per tile when a reduction is tiled (see Note [Outer reductions])
+# Outer points per tile when a reduction is tiled (See Note [Outer reductions]), and per
+# tile of a kernel with more than TILE_MAX_ACCS accumulators (each lane accumulator is a
+# stack slot: 32 KiB per f64 accumulator at 4096).
+TILE = 4096
+SMALL_TILE = 512
+TILE_MAX_ACCS = 8
 
 
 class _Emitter:
@@ -83,11 +88,12 @@ class _Emitter:
         for out, src in kernel.inplace:  # See Note [In-place kernels]
             self.bufs[out] = (self.bufs[src][0], self.bufs[out][1])
         self.tile_var = _tile_var(kernel)
+        self.tile = TILE if len(kernel.accs) <= TILE_MAX_ACCS else SMALL_TILE
         self.narrow = set() if self.tile_var else _short_row_sums(kernel)
         self.accs = {}
         for acc in kernel.accs:
             ty = llvm_type(self.slot_dtype(acc))  # Note [Wide sums]
-            slot = b.alloca(lir.ArrayType(ty, TILE) if self.tile_var else ty, name=acc.name)
+            slot = b.alloca(lir.ArrayType(ty, self.tile) if self.tile_var else ty, name=acc.name)
             self.accs[acc.name] = (slot, acc)
         self.vars: dict = {}
         self.lane = None  # the tile lane index while emitting a tiled stage
@@ -144,7 +150,7 @@ class _Emitter:
         def tiles():
             lo, hi = (self.start, self.end) if parallel_tiles else (
                 lir.Constant(I64, 0), self.size(size))
-            self.counted_loop(f"{var}.tile", lo, hi, TILE, lambda t: self.tile_body(t, hi))
+            self.counted_loop(f"{var}.tile", lo, hi, self.tile, lambda t: self.tile_body(t, hi))
         self.loops(list(k.outer[:-1]), tiles, parallel=not parallel_tiles)
 
     def counted_loop(self, name, lo, hi, step: int, body_fn):
@@ -258,11 +264,15 @@ class _Emitter:
         stage for TILE consecutive outer points at once, lane `j` keeping its own
         accumulator, so the inner loop walks contiguous memory and vectorizes
         without reassociation.  Per outer point, the statements run in the same order.
+        A tile of TILE = 4096 points reads each row of up to 4096 points whole, one
+        contiguous stream the hardware prefetchers follow; 512-point tiles read 2 KB
+        pieces of each row, and a column sum of a [1024, 1024] f32 tensor not in cache
+        took 0.48 ms against 0.27 ms with whole rows (ATen: 0.33 ms).
         """
         b = self.b
         width = b.sub(hi, tile_start)
-        width = b.select(b.icmp_signed("<", width, lir.Constant(I64, TILE)), width,
-                         lir.Constant(I64, TILE))
+        tile = lir.Constant(I64, self.tile)
+        width = b.select(b.icmp_signed("<", width, tile), width, tile)
         var = self.tile_var
 
         def lanes(body_fn):
