@@ -52,7 +52,8 @@ may fold the view's chain into a copy (a `flip` of a 0-d tensor folds to its ope
 and the clone that keeps it fresh is dense where eager's expanded view has stride 0:
 corpus expand_of_folded_copy_output_strides), or hand back `v.view_as(v)` as a separate
 tensor (corpus view_as_of_intermediate_beside_it).  Only where the base is in eager's
-memory order (row-major, or restrided by Note [Output layout]) and nothing requires
+memory order (row-major, or dense and restrided by Note [Output layout], with dynamic
+sizes too: corpus view_of_permuted_intermediate_dynamic_strides) and nothing requires
 grad; otherwise the view stays a graph output (the backend's own view, or a copy).
 """
 
@@ -410,9 +411,9 @@ class _Outputs:
                 (base.source is not None and base.source.name() in self.input_index):
             return None
         # The replay needs the base in eager's memory order: row-major, or restrided by
-        # Note [Output layout] (static shapes, dense).
-        if not (meta.is_contiguous() or (not is_symbolic_shape(base.value.type.shape)
-                                          and is_non_overlapping_and_dense_or_false(meta))):
+        # Note [Output layout] (dense: to eager's strides, or with dynamic sizes to a
+        # dense tensor in eager's dim order, which is eager's strides at those sizes).
+        if not is_non_overlapping_and_dense_or_false(meta):
             return None
         steps = self._replay(vt.view_steps)
         if steps is None:

@@ -4,8 +4,9 @@ memory order, the slice steps through it); interp returned (5, 1) and llvm (10, 
 [Views of outputs] replayed the view on its base only where the base is row-major or has
 static sizes, so here the view stayed a graph output (interp: a copy; llvm: a view of a
 row-major kernel buffer).  Found by fuzzfix probing output layouts by hand, Nov 27
-(main 5232466).  Open."""
-STATUS = "open"
+(main 5232466).  Fixed: the replay needs only a dense base, since Note [Output layout]
+restrides a dense base with dynamic sizes to eager's dim order (refcomp/runtime.py)."""
+STATUS = "fixed"
 BACKENDS = ["interp", "llvm"]
 SYMPTOM = "stride"
 SOURCE = '''
