@@ -4,8 +4,8 @@ downloaded) under refcomp.compile: equal to eager, and how many graphs and break
 The graph and break counts are pinned from above (at most so many: a change that makes
 a model break more fails; one that captures more only lowers the numbers) and no break
 may be refcomp's own failure; the numbers of one run are in bench/MODELS.md.  The default
-suite runs GPT-2, Llama, BERT, T5, BART and ViT with backend="eager", GPT-2 with the default backend
-(LLVM kernels) and ViT's training step; everything else with
+suite runs GPT-2, Llama, BERT, T5, BART and ViT with backend="eager", GPT-2 with the
+default backend (LLVM kernels) and ViT's training step; everything else with
 `REFCOMP_SLOW=1 python -m pytest -m slow tests/models`.
 """
 
@@ -29,8 +29,9 @@ SLOW = [pytest.mark.slow,
 MODELS = {"gpt2": (HF_MODELS["gpt2"], 1, 0), "llama": (HF_MODELS["llama"], 1, 0),
           "bert": (HF_MODELS["bert"], 1, 0), "t5": (HF_MODELS["t5"], 1, 0),
           "bart": (HF_MODELS["bart"], 1, 0), "vit": (HF_MODELS["vit"], 1, 0)}
+# the default suite's share; the rest with REFCOMP_SLOW=1
 FAST = {("gpt2", "eager"), ("llama", "eager"), ("bert", "eager"), ("vit", "eager"),
-        ("t5", "eager"), ("bart", "eager"), ("gpt2", None)}  # the default suite's share; the rest with REFCOMP_SLOW=1
+        ("t5", "eager"), ("bart", "eager"), ("gpt2", None)}
 # More architectures (issue 13), measured the same way; Dynamo makes 1 graph, 0 breaks for
 # each.  Swin breaks at `self.window_size`, read in `set_shift_and_window_size`, which
 # may assign it (modeling_swin.py), then `collected_outputs`, its stage loop and the
