@@ -69,13 +69,15 @@ def normalize_dim(dim: int, rank: int) -> int:
 
 
 def normalize_dims(dims, rank: int) -> tuple[int, ...]:
-    """Reduction dims; an empty list means all dims (torch's `dim=None`)."""
+    """Reduction dims; an empty list means all dims (torch's `dim=None`).  A 0-d tensor
+    has none: torch accepts dim 0 or -1 there and reduces the one element, so its dims
+    normalize to () (a kernel then indexes no dim of the empty shape)."""
     if dims is None or len(dims) == 0:
         return tuple(range(rank))
     out = tuple(sorted({normalize_dim(d, rank) for d in dims}))
     if len(out) != len(dims):
         raise TypeError(f"dims {list(dims)} repeat a dimension")
-    return out
+    return () if rank == 0 else out
 
 
 def reduced_shape(shape, dims, keepdim: bool) -> tuple[Dim, ...]:
