@@ -7,7 +7,8 @@ raised, mismatches (any wrong result, strides, aliasing, inputs after the call, 
 type) and crashes (refcomp raised where eager did not), then every failure class with its
 count and the shortest program that showed it.  A new failure class is also printed when
 first seen; --progress N prints the counts every N programs.  --out writes each class's
-shortest program (corpus format) to DIR.
+shortest program (corpus format) to DIR.  --programs N stops after N programs per backend:
+the thorough profile (tests/fuzz/test_fuzz.py) is this run with N = 20,000.
 """
 
 import argparse
@@ -39,6 +40,8 @@ def main(argv=None):
     ap.add_argument("--out", default=None)
     ap.add_argument("--seed", type=int, default=None)
     ap.add_argument("--max-statements", type=int, default=8)
+    ap.add_argument("--programs", type=int, default=0,
+                    help="stop after N programs per backend (0: only --seconds ends the run)")
     ap.add_argument("--hang-seconds", type=float, default=300,
                     help="a program running longer on one backend ends the run as a hang")
     ap.add_argument("--progress", type=int, default=0,
@@ -61,7 +64,8 @@ def main(argv=None):
               suppress_health_check=list(HealthCheck))
     @given(programs(max_statements=args.max_statements, known_open=not args.strict))
     def soak(program):
-        if time.monotonic() > deadline or stop_requested:
+        if time.monotonic() > deadline or stop_requested or \
+                args.programs and counts[backends[0]]["programs"] >= args.programs:
             raise _Stop
         running.update(program=program, backend="eager (the reference)",
                        since=time.monotonic())
@@ -141,8 +145,7 @@ def main(argv=None):
         nonlocal stop_requested
         stop_requested = True
 
-    signal.signal(signal.SIGTERM, request_stop)
-    signal.signal(signal.SIGINT, request_stop)
+    handlers = {s: signal.signal(s, request_stop) for s in (signal.SIGTERM, signal.SIGINT)}
     if args.seed is not None:
         soak = seed(args.seed)(soak)
     try:
@@ -151,6 +154,11 @@ def main(argv=None):
         summary()
     except KeyboardInterrupt:
         summary(" (interrupted)")
+    finally:  # a caller (the thorough profile's test) goes on in this process
+        running["since"] = None
+        for sig, handler in handlers.items():
+            signal.signal(sig, handler)
+    return counts
 
 
 def print_counts(backends, counts, classes, out_dir):

@@ -4,8 +4,10 @@ tests/fuzz/gen.py, compiled on each backend, equal eager in everything eager def
 standalone script.
 
 Profiles (REFCOMP_HYPOTHESIS, tests/conftest.py): `ci` runs EXAMPLES["ci"] programs per
-backend, derandomized; `thorough` runs 20,000 per CPU backend.  For time-boxed runs with
-counts per failure class use `python -m tests.fuzz.soak --seconds N`.
+backend, derandomized; `thorough` runs THOROUGH_PROGRAMS random programs on every CPU
+backend, each run eagerly once (the soak's loop, tests/fuzz/soak.py), plus EXAMPLES
+["thorough"] per backend through hypothesis, which shrinks a failure.  For time-boxed runs
+with counts per failure class use `python -m tests.fuzz.soak --seconds N`.
 """
 
 import os
@@ -25,7 +27,8 @@ from tests.fuzz.runner import check
 
 PROFILE = os.environ.get("REFCOMP_HYPOTHESIS", "ci")
 EXAMPLES = {"ci": {"interp": 120, "eager": 150, "llvm": 120, "triton": 8},
-            "thorough": {"interp": 20000, "eager": 20000, "llvm": 20000, "triton": 300}}
+            "thorough": {"interp": 1000, "eager": 1000, "llvm": 1000, "triton": 300}}
+THOROUGH_PROGRAMS = 20000  # per CPU backend, in test_fuzz_thorough_every_backend
 EXAMPLES = EXAMPLES.get(PROFILE, EXAMPLES["ci"])
 
 
@@ -40,6 +43,21 @@ def _fuzz(backend, max_statements=8):
 @pytest.mark.parametrize("backend", ["interp", "eager", "llvm"])
 def test_fuzz_programs_equal_eager(backend):
     _fuzz(backend)
+
+
+@pytest.mark.skipif(PROFILE != "thorough", reason="the thorough profile's run (REFCOMP_HYPOTHESIS"
+                    "=thorough): 20,000 programs per CPU backend, ~30 min on 2 cores")
+def test_fuzz_thorough_every_backend():
+    """THOROUGH_PROGRAMS random programs, each compared with eager on interp, eager and
+    llvm: no mismatch, no crash.  Every failure is printed in corpus format as it happens
+    (the soak's output); replay one with the per-backend tests to shrink it."""
+    from tests.fuzz import soak
+
+    counts = soak.main(["--programs", str(THOROUGH_PROGRAMS), "--seconds", "1e9",
+                        "--progress", "1000"])
+    for backend, c in counts.items():
+        assert c["programs"] >= THOROUGH_PROGRAMS, (backend, dict(c))
+        assert c["mismatches"] == 0 and c["crashes"] == 0, (backend, dict(c))
 
 
 def test_fuzz_programs_equal_eager_on_triton():
