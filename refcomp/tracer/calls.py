@@ -196,7 +196,7 @@ def load_attr(tx, obj: VT, name: str) -> VT:
         # could never pass); what it does is fixed by `value`, guarded where it was read.
         return tx.ctx.wrap(attr, None)
     if type(obj) is MadeObjectVar and not isinstance(value, torch.nn.Module):
-        return copies.made_attr(tx, obj, attr)  # Note [Deep copies]
+        return copies.made_attr(tx, obj, attr, name)  # Note [Deep copies]
     source = AttrSource(obj.source, name, ATTR) if obj.source is not None else None
     return tx.ctx.wrap(attr, source)
 

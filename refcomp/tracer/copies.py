@@ -53,6 +53,7 @@ import types
 import torch
 
 from refcomp.reasons import Unsupported
+from refcomp.sources import AttrSource, ConstSource
 from refcomp.tracer.values import (
     VT,
     ConstVar,
@@ -269,20 +270,34 @@ def _fresh(tx, value, memo: dict) -> VT:
         out = memo[id(value)] = ObjectVar(kind, ConstVar(kind, source))
         out.attrs.update({k: _fresh(tx, v, memo) for k, v in vars(value).items()})
         return out
-    out = memo[id(value)] = MadeObjectVar(value)  # a class with its own dunders
+    # A class with its own dunders: held as the real copy.  The code that reads and
+    # writes it is guarded by identity (reads of the class's own state inside those
+    # dunders are not: a limit, spec/tracer.md "Deep copies").
+    source = class_source(kind)
+    for name in ("__getattribute__", "__getattr__", "__setattr__", "__delattr__"):
+        if getattr(kind, name, None) is not getattr(object, name, None):
+            tx.ctx.wrap(getattr(kind, name), AttrSource(source, name))
+    out = memo[id(value)] = MadeObjectVar(value)
     return out
 
 
 def class_source(cls):
-    from refcomp.sources import ConstSource
-
     return ConstSource(cls, cls.__qualname__)
 
 
-def made_attr(tx, obj: MadeObjectVar, attr) -> VT:
-    """A value read from a copy held as a real object: mutable ones stay that object."""
+def made_attr(tx, obj: MadeObjectVar, attr, name=None) -> VT:
+    """A value read from a copy held as a real object: mutable ones stay that object.
+    `name`: an attribute read, which the class may answer (a default, a table): its
+    class attribute is guarded, so changing the class recompiles."""
     from refcomp.recipes import _immutable
+    from refcomp.tracer import objects
 
+    value = obj.value
+    if name is not None and hasattr(value, "__dict__") and name not in vars(value):
+        raw = objects._lookup(type(value), name)
+        if raw is not None and (_immutable(raw) or type(raw) in (list, tuple, dict)):
+            tx.ctx.wrap(getattr(type(value), name), AttrSource(class_source(type(value)),
+                                                                name))
     return ConstVar(attr) if _immutable(attr) else MadeObjectVar(attr)
 
 

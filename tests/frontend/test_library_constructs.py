@@ -1002,6 +1002,7 @@ class TinyConfig:
     __getattribute__ and written through its own __setattr__, nested plain data."""
 
     attribute_map = {"num_hidden_layers": "encoder_layers"}
+    offset = 1.0  # a class-level default, read through the copy
 
     def __init__(self, encoder_layers=2, decoder_layers=3):
         self.encoder_layers = encoder_layers
@@ -1052,7 +1053,7 @@ class CopiesItsConfig(torch.nn.Module):
         text = self.config.get_text_config(decoder=True)
         for _ in range(text.num_hidden_layers):  # 3: the decoder's, not the encoder's 2
             x = x * text.scale + len(text.layer_types)
-        x = x + text.extra["rope"]["theta"]  # read through the copy's own dicts
+        x = x + text.extra["rope"]["theta"] + text.offset  # the copy's dicts, its class
         made = copy.deepcopy({"p": Point(1, [2, 3]), "q": (4, [5])})
         made["p"].y.append(x.shape[0])  # the copy is the trace's own: changed symbolically
         return x + sum(made["p"].y) + made["q"][1][0]
@@ -1078,10 +1079,12 @@ def test_a_config_deep_copied_inside_forward_is_one_graph():
     for change in (lambda c: setattr(c, "decoder_layers", 1),
                    lambda c: setattr(c, "decoder_scale", 2.0),
                    lambda c: c.layer_types.append("full"),
-                   lambda c: c.extra["rope"].update(theta=-0.0)):
+                   lambda c: c.extra["rope"].update(theta=-0.0),
+                   lambda c: setattr(type(c), "offset", 5.0)):
         change(config)
         torch.testing.assert_close(compiled(x), model(x))
     assert config.decoder_layers == 1
+    TinyConfig.offset = 1.0
 
 
 def copy_then_return(x, cfg):
