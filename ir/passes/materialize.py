@@ -9,6 +9,7 @@ from ir.graph import Graph, Node, Value
 from ir.layout import matmul_reads_in_place, row_major, static_shape, view_step
 from ir.ops.registry import lookup
 from ir.passes.registry import register_pass
+from ir.types import TensorType
 
 _UNKNOWN = None
 
@@ -46,7 +47,7 @@ def materialize(g: Graph) -> Graph:
     strides: dict = {}  # view results -> strides, or None where unknown
     copies: dict[Value, Value] = {}
     nodes: list[Node] = []
-    copy_op = lookup("copy")
+    copy_op, permute_op = lookup("copy"), lookup("permute")
 
     def layout(v: Value):
         if v in strides:
@@ -60,6 +61,25 @@ def materialize(g: Graph) -> Graph:
             nodes.append(Node(copy_op, [v], {}, [out]))
             copies[v] = out
         return copies[v]
+
+    def operand_copy(v: Value, s) -> Value:
+        """Note [Transposed operand copies]: a copy of a matmul operand whose
+        second-to-last dim is the more contiguous of its last two is made of its
+        transpose (row-major there) and read through a transposed view, which ATen's
+        matmul reads in place: each element copied along the source's contiguous dim."""
+        rank = v.type.rank
+        if v in copies or rank < 2 or not s[-2] < s[-1]:
+            return copy_of(v)
+        perm = list(range(rank - 2)) + [rank - 1, rank - 2]
+        shape = list(v.type.shape)
+        shape[-2:] = shape[-1], shape[-2]
+        t = Value(TensorType(v.type.dtype, tuple(shape), v.type.device))
+        nodes.append(Node(permute_op, [v], {"perm": perm}, [t]))
+        c = copy_of(t)
+        out = Value(v.type)
+        nodes.append(Node(permute_op, [c], {"perm": perm}, [out]))
+        copies[v] = out
+        return out
 
     for node in g.nodes:
         ins = list(node.inputs)
@@ -78,7 +98,7 @@ def materialize(g: Graph) -> Graph:
             for k, v in enumerate(ins):
                 s, shape = layout(v), static_shape(v)
                 if s is not _UNKNOWN and not matmul_reads_in_place(shape, s):
-                    ins[k] = copy_of(v)
+                    ins[k] = operand_copy(v, s)
         nodes.append(node if ins == node.inputs else
                      Node(node.op, ins, node.attrs, node.outputs, node.body))
     if not copies:

@@ -102,9 +102,17 @@ def test_materialize_copies_what_aten_would_copy_once_per_value():
     g = _attention_like()
     m = get_pass("materialize")(g)
     copies = [n for n in m.nodes if n.op.name == "copy"]
-    # q (read by two matmuls: one copy), k, and the permuted o before its reshape
-    assert [c.outputs[0].type.shape for c in copies] == [(2, 4, 16, 8), (2, 4, 8, 16),
+    # q (read by two matmuls: one copy), k, and the permuted o before its reshape; k
+    # (q's layout transposed) is copied as its transpose, read through a transposed view
+    # (Note [Transposed operand copies]): the copy reads along h's rows.
+    assert [c.outputs[0].type.shape for c in copies] == [(2, 4, 16, 8), (2, 4, 16, 8),
                                                          (2, 16, 4, 8)]
+    (qk,) = [n for n in m.nodes if n.op.name == "matmul" and n.outputs[0].type.shape[-1] == 16]
+    k_view = next(n for n in m.nodes if n.outputs[0] is qk.inputs[1])
+    assert k_view.op.name == "permute" and k_view.attrs["perm"] == [0, 1, 3, 2]
+    assert k_view.inputs[0] is copies[1].outputs[0]
+    kc = torch.randn(2, 4, 16, 8)
+    assert _copies(lambda: torch.matmul(torch.randn(2, 4, 16, 8), kc.transpose(2, 3))) == 0
     reshape_of_o = [n for n in m.nodes if n.op.name == "reshape" and
                     n.inputs[0] is copies[2].outputs[0]]
     assert len(reshape_of_o) == 1
