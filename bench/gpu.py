@@ -70,6 +70,13 @@ def make_candidate(name: str, fn):
     return refcomp.compile(fn, backend="triton")
 
 
+def _why_eager(fn) -> str:
+    entry = getattr(fn, "last_entry", None)
+    reason = getattr(entry, "reason", None)
+    return f"the frame ran eagerly ({reason})" if reason is not None else \
+        "no kernel in the compiled graph"
+
+
 def run_workload(workload, reps: int, names=CANDIDATES, device: str = "cuda") -> list[dict]:
     from codegen import stats
 
@@ -94,6 +101,11 @@ def run_workload(workload, reps: int, names=CANDIDATES, device: str = "cuda") ->
         if name == "refcomp-triton":
             row["kernels"] = after["kernels"] - before["kernels"]
             row["fallbacks"] = after["fallback_nodes"] - before["fallback_nodes"]
+            if row["kernels"] == 0 and "error" not in row:
+                # Its time would be eager's under refcomp's name (on Python 3.12 every frame
+                # runs eagerly with RB007): say so, and do not time it.
+                row["error"] = f"no Triton kernel ran: {_why_eager(fn)}"
+                timed.pop(name, None)
         rows.append(row)
     calls = {}
     for name, fn in timed.items():

@@ -38,3 +38,22 @@ def test_gpu_bench_flow_runs_in_the_interpreter(capsys):
     cells = [c.strip() for c in row.strip("|").split("|")]
     assert cells[2] and float(cells[5]) < 1e-5  # timed, and equal to eager
     assert cells[6] == "1" and cells[7] == "0" and cells[8] == ""  # one kernel, no fallback
+
+
+def test_gpu_bench_does_not_time_eager_under_refcomps_name():
+    """A frame refcomp runs eagerly (here a data-dependent shape, RB022; on the GPU
+    machine's Python 3.12, every frame: RB007) launches no kernel: the row says why and is
+    not timed, where it used to show eager's time as refcomp's."""
+    pytest.importorskip("triton")
+    from codegen.triton import interpreting
+
+    if not interpreting():
+        pytest.skip("a GPU is present: the script runs for real")
+    from bench.workloads import Workload
+
+    w = Workload("nonzero", lambda x: x.nonzero(), lambda: (torch.randn(8),))
+    rows = gpu.run_workload(w, 1, ("eager", "refcomp-triton"), device="cpu")
+    row = rows[1]
+    assert row["kernels"] == 0 and "median_ms" not in row
+    assert row["error"].startswith("no Triton kernel ran: the frame ran eagerly (") and \
+        "RB022" in row["error"], row
