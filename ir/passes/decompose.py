@@ -18,7 +18,7 @@ from ir.graph import Graph, Value
 from ir.ops.rules import normalize_dim, normalize_dims
 from ir.passes.registry import register_pass
 from ir.rewrite import RuleTable, rewrite
-from ir.types import is_symbolic
+from ir.types import bf16, f16, f32, is_symbolic
 
 RULES = RuleTable("decompose")
 
@@ -32,14 +32,31 @@ def _dim_size_is_zero(x: Value, dims) -> bool:
     return any(not is_symbolic(x.type.shape[d]) and x.type.shape[d] == 0 for d in dims)
 
 
+# Note [Half-precision decompositions]
+# ATen computes softmax, log_softmax, layer_norm, rms_norm, batch_norm and var of f16/bf16
+# tensors in float32 ("opmath") and rounds the result once.  Their decompositions into
+# f16/bf16 primitives rounded every step instead (a kernel rounds each half-typed value:
+# Note [Half casts], codegen/lower.py), and a rounded mean loses what layer_norm needs:
+# the mean of bf16 (100 + 2 * randn) is off by up to 0.25, so layer_norm was off by 0.14
+# on every backend.  So a rule computes a half-precision input in f32 (`_opmath`) and
+# casts the result back to the input's dtype (`_like`), as ATen does.
+
+
+def _opmath(b: GraphBuilder, x: Value) -> Value:
+    """x in the dtype ATen computes it in: f16/bf16 in f32 (Note [Half-precision
+    decompositions]), every other dtype as it is."""
+    return b.cast(x, dtype=f32) if x.type.dtype in (f16, bf16) else x
+
+
 @decomposes("softmax")
 def softmax(b: GraphBuilder, x: Value, dim: int) -> Value:
     """softmax(x) = exp(x - max(x)) / sum(exp(x - max(x)))   along dim"""
     d = normalize_dim(dim, x.type.rank)
     if _dim_size_is_zero(x, [d]):
         return x  # nothing to normalize: the result is empty, like x
-    e = b.exp(b.sub(x, b.amax(x, dims=[d], keepdim=True)))
-    return b.div(e, b.sum(e, dims=[d], keepdim=True))
+    y = _opmath(b, x)
+    e = b.exp(b.sub(y, b.amax(y, dims=[d], keepdim=True)))
+    return _like(b, b.div(e, b.sum(e, dims=[d], keepdim=True)), x)
 
 
 @decomposes("log_softmax")
@@ -48,8 +65,9 @@ def log_softmax(b: GraphBuilder, x: Value, dim: int) -> Value:
     d = normalize_dim(dim, x.type.rank)
     if _dim_size_is_zero(x, [d]):
         return x
-    shifted = b.sub(x, b.amax(x, dims=[d], keepdim=True))
-    return b.sub(shifted, b.log(b.sum(b.exp(shifted), dims=[d], keepdim=True)))
+    y = _opmath(b, x)
+    shifted = b.sub(y, b.amax(y, dims=[d], keepdim=True))
+    return _like(b, b.sub(shifted, b.log(b.sum(b.exp(shifted), dims=[d], keepdim=True))), x)
 
 
 @decomposes("layer_norm")
@@ -57,7 +75,8 @@ def layer_norm(b: GraphBuilder, x: Value, weight: Value, bias: Value,
                normalized_ndim: int, eps: float) -> Value:
     """layer_norm(x) = (x - mean(x)) / sqrt(mean((x - mean(x))^2) + eps) * weight + bias"""
     dims = list(range(x.type.rank - normalized_ndim, x.type.rank))
-    centered = b.sub(x, b.mean(x, dims=dims, keepdim=True))
+    y = _opmath(b, x)
+    centered = b.sub(y, b.mean(y, dims=dims, keepdim=True))
     var = b.mean(b.mul(centered, centered), dims=dims, keepdim=True)
     return _like(b, b.add(b.mul(b.div(centered, b.sqrt(b.add(var, eps))), weight), bias), x)
 
@@ -67,8 +86,9 @@ def rms_norm(b: GraphBuilder, x: Value, weight: Value, normalized_ndim: int,
              eps: float) -> Value:
     """rms_norm(x) = x / sqrt(mean(x^2) + eps) * weight"""
     dims = list(range(x.type.rank - normalized_ndim, x.type.rank))
-    ms = b.mean(b.mul(x, x), dims=dims, keepdim=True)
-    return _like(b, b.mul(b.div(x, b.sqrt(b.add(ms, eps))), weight), x)
+    y = _opmath(b, x)
+    ms = b.mean(b.mul(y, y), dims=dims, keepdim=True)
+    return _like(b, b.mul(b.div(y, b.sqrt(b.add(ms, eps))), weight), x)
 
 
 @decomposes("batch_norm")
@@ -78,8 +98,9 @@ def batch_norm(b: GraphBuilder, x: Value, mean: Value, var: Value, weight: Value
     def per_channel(v: Value) -> Value:  # [C] -> [1, C, 1, ...] so it broadcasts on dim 1
         return b.reshape(v, shape=[1, v.type.shape[0]] + [1] * (x.type.rank - 2))
 
-    scale = b.div(weight, b.sqrt(b.add(var, eps)))
-    out = b.add(b.mul(b.sub(x, per_channel(mean)), per_channel(scale)), per_channel(bias))
+    scale = b.div(_opmath(b, weight), b.sqrt(b.add(_opmath(b, var), eps)))
+    out = b.add(b.mul(b.sub(_opmath(b, x), per_channel(mean)), per_channel(scale)),
+                per_channel(bias))
     return _like(b, out, x)
 
 
@@ -100,9 +121,10 @@ def var(b: GraphBuilder, x: Value, dims, keepdim: bool, correction: int) -> Valu
         n = n * x.type.shape[d]
     if is_symbolic(n):
         return None  # the count is not a number: keep `var` (see the pass's contract)
-    centered = b.sub(x, b.mean(x, dims=axes, keepdim=True))
+    y = _opmath(b, x)
+    centered = b.sub(y, b.mean(y, dims=axes, keepdim=True))
     total = b.sum(b.mul(centered, centered), dims=axes, keepdim=keepdim)
-    return b.div(total, float(max(n - correction, 0)))
+    return _like(b, b.div(total, float(max(n - correction, 0))), x)
 
 
 @register_pass("decompose")
@@ -112,6 +134,8 @@ def decompose(g: Graph) -> Graph:
     Rewrites: softmax, log_softmax, layer_norm, rms_norm, batch_norm (inference form,
     running statistics) and var (when the reduced element count is static; with
     symbolic sizes var stays).  Softmax over an empty dim is its (empty) input.
+    f16/bf16 inputs are computed in f32 and the result cast back, as ATen computes them
+    (Note [Half-precision decompositions]).
     Requires: a verified graph.  Preserves: every value's type; results up to
     rounding (the primitives round after each op, as eager PyTorch's decompositions
     do); inputs, outputs and the order of other nodes.  Leaves fused bodies alone.
