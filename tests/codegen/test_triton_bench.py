@@ -57,3 +57,21 @@ def test_gpu_bench_does_not_time_eager_under_refcomps_name():
     assert row["kernels"] == 0 and "median_ms" not in row
     assert row["error"].startswith("no Triton kernel ran: the frame ran eagerly (") and \
         "RB022" in row["error"], row
+
+
+def test_gpu_graph_check_flow_runs_in_the_interpreter(tmp_path, capsys):
+    """bench/gpu_graphs.py (the triton backend on a GPU from textual IR): export a bench
+    workload's graph and a few fuzzer programs' graphs, then check them; here in Triton's
+    interpreter, on a GPU machine for real."""
+    pytest.importorskip("triton")
+    from bench import gpu_graphs
+    from codegen.triton import interpreting
+
+    if not interpreting():
+        pytest.skip("a GPU is present: the check runs for real")
+    assert gpu_graphs.export(tmp_path, 5, 1127, ["tiny"]) == 0
+    assert sorted(tmp_path.glob("tiny_*.rir"))
+    assert gpu_graphs.check(tmp_path) == 0
+    summary = capsys.readouterr().out.splitlines()[-1]
+    assert summary.startswith("on cpu: equal ") and " differ 0, error 0" in summary
+    assert int(summary.split("equal ")[1].split(",")[0]) >= 1
