@@ -16,15 +16,25 @@ refcomp/concrete.py), and the guards never mention it.  A bool, None or str attr
 flag such as transformers' `self.compiling`, or a setting decided on the first call such
 as `config.problem_type`) is the exception: it takes few values, so guarding it costs at
 most a recompile per value, and it is read like any other attribute (`calls.is_flag`).
+Inside an inlined function, an attribute is a counter only when some store of it is
+computed from it (`counted_attrs`): `self.n += 1`, `self.n = self.n + 1`, a value that
+names the object itself (`self.n = self.next()`) or a local computed from the attribute.
+Any other store (SwinLayer's `self.window_size = min(input_resolution)`, a clamp decided
+by the input) sets a value that does not grow with each call, so the read before it is
+traced under a guard and the store is replayed after the graph (Note [Replayed side
+effects]); a changed value recompiles, as a flag does.
 """
 
 from __future__ import annotations
 
+import ast
 import inspect
+import textwrap
 
 from refcomp.tracer.frame import _instructions as instructions
 
 _STORED: dict = {}  # code -> (globals assigned, attribute names assigned)
+_COUNTED: dict = {}  # code -> attribute names some store computes from themselves
 
 
 def stored_names(code) -> tuple:
@@ -38,6 +48,72 @@ def stored_names(code) -> tuple:
                                                                   "DELETE_ATTR"))
         cached = _STORED[code] = (globs, attrs)
     return cached
+
+
+def counted_attrs(code) -> frozenset:
+    """The attribute names the code assigns from their own value (counters, Note [Reading
+    what the frame writes]); every assigned name when the source cannot be read."""
+    cached = _COUNTED.get(code)
+    if cached is None:
+        stored = stored_names(code)[1]
+        try:
+            tree = ast.parse(textwrap.dedent(inspect.getsource(code)))
+        except (OSError, TypeError, SyntaxError, IndentationError):
+            tree = None
+        cached = _COUNTED[code] = stored if tree is None else frozenset(
+            n for n in stored if _counts(tree, n))
+    return cached
+
+
+def _names_in(node) -> set:
+    return {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
+
+
+def _reads_attr(node, name) -> bool:
+    return any(isinstance(n, ast.Attribute) and n.attr == name for n in ast.walk(node))
+
+
+def _root(node):
+    while isinstance(node, (ast.Attribute, ast.Subscript)):
+        node = node.value
+    return node.id if isinstance(node, ast.Name) else None
+
+
+def _counts(tree, name) -> bool:
+    """Whether a store of attribute `name` in `tree` may be computed from its old value."""
+    tainted: set = set()  # locals computed (anywhere) from the attribute
+    changed = True
+    while changed:
+        changed = False
+        for node in ast.walk(tree):
+            value = getattr(node, "value", None) if isinstance(
+                node, (ast.Assign, ast.AnnAssign, ast.AugAssign, ast.NamedExpr)) else \
+                node.iter if isinstance(node, (ast.For, ast.comprehension)) else None
+            if value is None or not (_reads_attr(value, name) or _names_in(value) & tainted):
+                continue
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            new = set().union(*(_names_in(t) for t in targets)) - tainted
+            if new:
+                tainted |= new
+                changed = True
+    for node in ast.walk(tree):
+        targets = node.targets if isinstance(node, ast.Assign) else \
+            [node.target] if isinstance(node, ast.AnnAssign) else []
+        for t in targets:
+            for store in ast.walk(t):
+                if not (isinstance(store, ast.Attribute) and store.attr == name):
+                    continue
+                value = node.value
+                if value is None or _reads_attr(value, name) or \
+                        _names_in(value) & (tainted | {_root(store)}):
+                    return True
+    # Every other store (`self.n += 1`, `for self.n in ...`, `del self.n`) counts.
+    plain = {id(t) for node in ast.walk(tree) if isinstance(node, (ast.Assign, ast.AnnAssign))
+             for t in (node.targets if isinstance(node, ast.Assign) else [node.target])
+             for t in ast.walk(t)}
+    return any(isinstance(n, ast.Attribute) and n.attr == name and
+               isinstance(n.ctx, (ast.Store, ast.Del)) and id(n) not in plain
+               for n in ast.walk(tree))
 
 
 MUTATORS = frozenset("append extend insert pop remove clear update setdefault popitem sort "

@@ -140,7 +140,7 @@ def load_attr(tx, obj: VT, name: str) -> VT:
         written = tx.ctx.attr_writes.get((id(obj.value), name))
         if written is not None:  # Note [Replayed side effects]: the value this trace stored
             return written
-        if obj.source is not None and name in effects.stored_names(tx.code)[1] and \
+        if obj.source is not None and name in effects.counted_attrs(tx.code) and \
                 isinstance(getattr(obj.value, name, None), CONSTANT_TYPES) and \
                 not is_flag(getattr(obj.value, name, None)):
             # Note [Reading what the frame writes] (refcomp/side_effects.py).

@@ -172,6 +172,13 @@ def stored_names(code) -> tuple:
     return names(code)
 
 
+def counted_attrs(code) -> frozenset:
+    """Attribute names the code assigns from their own value (refcomp/side_effects.py)."""
+    from refcomp.side_effects import counted_attrs as names
+
+    return names(code)
+
+
 # Logger methods that only emit (return None): replayed.  `warning_once`/`info_once` are
 # the methods transformers adds to logging.Logger.
 LOGGER_METHODS = frozenset({"debug", "info", "warning", "warn", "error", "exception",

@@ -424,6 +424,53 @@ def test_lru_cache_wrapped_functions_are_traced_and_marked_constants_folded():
     assert PROBED == [1]
 
 
+# --- an attribute a method may set, read first ----------------------------------------------
+class Windowed(torch.nn.Module):
+    """transformers' SwinLayer: `set_shift_and_window_size` clamps the window to the input
+    resolution, reading `self.window_size` before it may assign it."""
+
+    def __init__(self, window):
+        super().__init__()
+        self.window_size, self.calls = window, 0
+
+    def set_window_size(self, resolution):
+        if min(resolution) <= self.window_size:
+            self.window_size = min(resolution)
+
+    def count(self):
+        self.calls += 1
+
+    def forward(self, x, counting=False):
+        self.set_window_size(x.shape[-2:])
+        if counting:
+            self.count()
+        return x * self.window_size
+
+
+def test_an_attribute_a_method_may_set_is_read_in_the_graph_unless_it_counts():
+    # Swin broke at `self.window_size` in `set_shift_and_window_size` (which assigns it):
+    # a number the code assigns was read outside the graph so that a counter would not
+    # recompile at every call; only a store computed from the attribute itself
+    # (`self.calls += 1`) is a counter (Note [Reading what the frame writes]).
+    m, twin = Windowed(4), Windowed(4)
+    x = torch.randn(8, 8)
+    refcomp.reset()
+    report = refcomp.explain(m, backend="eager")(x)
+    assert (report.graph_count, report.graph_break_count) == (1, 0), report
+    torch.testing.assert_close(report.result, twin(x))
+    small = torch.randn(3, 3)  # the window shrinks to 3: the store is replayed
+    compiled = refcomp.compile(m, backend="eager")
+    for inp in (small, x, small):
+        torch.testing.assert_close(compiled(inp), twin(inp))
+        assert m.window_size == twin.window_size
+    assert m.window_size == 3
+    refcomp.reset()
+    report = refcomp.explain(m, backend="eager")(x, counting=True)
+    assert report.graph_break_count == 1, report  # the counter is still read outside
+    assert "'calls' is assigned" in str(report), report
+    assert m.calls == 1
+
+
 # --- globals of wrappers ---------------------------------------------------------------------
 def _fake_module(name, source, **values):
     namespace = {"__name__": name, "functools": functools, **values}

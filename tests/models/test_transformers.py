@@ -33,9 +33,7 @@ MODELS = {"gpt2": (HF_MODELS["gpt2"], 1, 0), "llama": (HF_MODELS["llama"], 1, 0)
 FAST = {("gpt2", "eager"), ("llama", "eager"), ("bert", "eager"), ("vit", "eager"),
         ("t5", "eager"), ("bart", "eager"), ("gpt2", None)}
 # More architectures (issue 13), measured the same way; Dynamo makes 1 graph, 0 breaks for
-# each.  Swin breaks at `self.window_size`, read in `set_shift_and_window_size`, which
-# may assign it (modeling_swin.py), then `collected_outputs`, its stage loop and the
-# `width` it passes.
+# each.
 MODELS.update({"resnet": (HF_MODELS["resnet"], 1, 0),
                "convnext": (HF_MODELS["convnext"], 1, 0),
                "distilbert": (HF_MODELS["distilbert"], 1, 0),
@@ -45,9 +43,9 @@ MODELS.update({"resnet": (HF_MODELS["resnet"], 1, 0),
                "clip": (HF_MODELS["clip"], 1, 0),
                "whisper": (HF_MODELS["whisper"], 1, 0),
                "wav2vec2": (HF_MODELS["wav2vec2"], 1, 0),
-               "swin": (HF_MODELS["swin"], 6, 5)})
+               "swin": (HF_MODELS["swin"], 1, 0)})
 FAST |= {(name, "eager") for name in ("resnet", "convnext", "distilbert", "roberta",
-                                      "mistral", "qwen2", "clip", "whisper")}
+                                      "mistral", "qwen2", "clip", "whisper", "swin")}
 
 
 def _build(name):
