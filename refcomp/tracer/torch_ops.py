@@ -15,7 +15,7 @@ import torch
 import torch.nn.functional as F
 
 from ir.graph import Value
-from ir.types import f64
+from ir.types import bf16, f16, f32, f64
 from refcomp.reasons import Unsupported
 from refcomp.tracer.context import ir_device, ir_dtype
 from refcomp.tracer.torch_table import (
@@ -524,8 +524,13 @@ def _adaptive_avg_pool2d(ctx, x, output_size):
 # --- norms ----------------------------------------------------------------------------------
 def vector_norm(ctx, v: Value, p, dims, keepdim) -> Value:
     """sum(|x|^p)^(1/p) over dims: p=2 as sqrt(sum(x*x)), p=1 as sum(|x|), p=inf as
-    amax(|x|).  Other p (0, -inf, 'nuc', negative) break the graph (RB013)."""
+    amax(|x|).  Other p (0, -inf, 'nuc', negative) break the graph (RB013).  An f16/bf16
+    x is reduced in f32 and the norm rounded once, as ATen does: in f16 the squares of
+    64 values near 100 sum past 65504 to inf (corpus half_vector_norm_overflow)."""
     B = ctx.builder
+    if v.type.dtype in (f16, bf16):
+        return B.cast(vector_norm(ctx, B.cast(v, dtype=f32), p, dims, keepdim),
+                      dtype=v.type.dtype)
     if p == "fro" or p == 2:
         return B.sqrt(B.sum(B.mul(v, v), dims=dims, keepdim=keepdim))
     if p == 1:

@@ -3,8 +3,9 @@ of a float16 tensor whose sum of squares exceeds float16's range (65504) came ba
 (normalize: 0) where eager's is finite: the tracer wrote the 2-norm as
 sqrt(sum(x * x)) in the input's dtype, and ATen reduces a float16 norm in float32 and
 rounds the result once.  Found by fuzzfix probing half-precision numerics, Nov 27 (main
-12190b9); the fuzzer's inputs (2 * randn, at most 4096 elements) rarely get there.  Open."""
-STATUS = "open"
+12190b9); the fuzzer's inputs (2 * randn, at most 4096 elements) rarely get there.  Fixed: the tracer's vector_norm reduces an f16/bf16 input in float32
+and casts the norm back (refcomp/tracer/torch_ops.py)."""
+STATUS = "fixed"
 BACKENDS = ["interp", "eager", "llvm"]
 SYMPTOM = "value"
 SOURCE = '''
