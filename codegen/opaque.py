@@ -233,11 +233,15 @@ def make_runner(attrs: dict):
     return run
 
 
-def _numpy_executor(arrays, **attrs):
-    """The interpreter's runner: numpy arrays in and out, the call run by torch on CPU."""
+def _numpy_executor(arrays, operand_dtypes=None, **attrs):
+    """The interpreter's runner: numpy arrays in and out, the call run by torch on CPU.
+    Each operand becomes a tensor of its IR dtype (`operand_dtypes`, where the
+    interpreter passes them): a bf16 operand is a float32 array, and torch must run the
+    op on bf16 as eager does (corpus interp_aten_bf16_operands)."""
     types = ir_opaque.parse_results(attrs["results"])
+    dtypes = operand_dtypes or [_dtype_of_array(np.asarray(a)) for a in arrays]
     # from_numpy copies (np.ascontiguousarray would turn a 0-d array into a 1-d one).
-    tensors = [from_numpy(np.asarray(a), _dtype_of_array(np.asarray(a)), "cpu") for a in arrays]
+    tensors = [from_numpy(np.asarray(a), d, "cpu") for a, d in zip(arrays, dtypes)]
     out = make_runner(attrs)(*tensors)
     outs = list(out) if isinstance(out, tuple) else [out]
     # A result torch marks conjugated or negated lazily (fft.ifft's conj view) is

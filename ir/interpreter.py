@@ -46,6 +46,8 @@ def run(graph: Graph, args: Sequence, rng: Optional[np.random.Generator] = None,
                 results = run(node.body, operands, rng, draw)
             else:
                 extra = {"rng": rng} if node.op.category == RANDOM else {}
+                if node.op.name == "aten":  # bf16 operands are f32 arrays: name their dtype
+                    extra = {"operand_dtypes": tuple(v.type.dtype for v in node.inputs)}
                 attrs = _concrete_attrs(node, sizes)
                 try:
                     if draw is not None and node.op.category == RANDOM:

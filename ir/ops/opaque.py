@@ -110,12 +110,14 @@ def _infer(types, fn, args, results, mutates, views, rng=False):
     return out if len(out) != 1 else out[0]
 
 
-def _ref(*arrays, fn, args, results, mutates, views, rng=False):
+def _ref(*arrays, fn, args, results, mutates, views, rng=False, operand_dtypes=None):
+    """`operand_dtypes`: each operand's IR dtype where the interpreter knows it (a bf16
+    operand is a float32 array; torch must see it as bf16, as eager does)."""
     if _EXECUTOR is None:
         raise RuntimeError(f"aten {fn}: an opaque torch call needs torch to run; import"
                            " codegen.opaque to register its executor")
     return _EXECUTOR(arrays, fn=fn, args=args, results=results, mutates=mutates, views=views,
-                     rng=rng)
+                     rng=rng, operand_dtypes=operand_dtypes)
 
 
 ATEN = defop(
