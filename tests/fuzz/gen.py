@@ -102,8 +102,8 @@ class Env:
         self.ns = []
         for call in self.calls:
             ns = namespace()
-            for name, (shape, dtype, layout, seed) in zip(self.inputs, call):
-                ns[name] = make(shape, dtype, layout, seed)
+            for name, spec in zip(self.inputs, call):
+                ns[name] = make(*spec)
             self.ns.append(ns)
         for code in self.body:
             self._run(code)
@@ -344,7 +344,12 @@ def multi_output(draw, env):
     if env.enabled("return_types"):
         pool = pool + MULTI_ATTR
     form = draw(st.sampled_from(pool))
-    expr = form.format(a=a, d=dim(draw, t), kd=keepdim(draw), t=env.fresh(), t2=env.fresh())
+    d = dim(draw, t)
+    if "median({d}" in form and t.dim() and t.stride(int(d)) == 0 and t.shape[int(d)] > 1:
+        # torch's median(dim) over a dim of stride 0 (an expanded input) reads out of
+        # bounds: eager's answer is garbage (spec/correctness.md, "Known torch bugs").
+        raise Skip
+    expr = form.format(a=a, d=d, kd=keepdim(draw), t=env.fresh(), t2=env.fresh())
     return expr if "=" in form.split("(")[0] else f"{env.fresh()} = {expr}"
 
 
@@ -591,9 +596,13 @@ def programs(draw, backend=None, max_statements=8, known_open=True):
         layouts = [lay for lay in ["contiguous", "transposed", "permuted", "step", "offset",
                                    "expanded", "channels_last"] if layout_fits(lay, rank)]
         layout = "contiguous" if draw(st.booleans()) else draw(st.sampled_from(layouts))
-        specs.append((dtype, layout, draw(st.integers(0, 1000))))
-    calls = [[(shape, dtype, layout, seed + k) for shape, (dtype, layout, seed)
-              in zip(call, specs)] for k, call in enumerate(shapes)]
+        # now and then a float input far from 0 (tests/fuzz/inputs.py, VALUES)
+        shifted = DTYPES[dtype].is_floating_point and draw(st.integers(0, 7)) == 7
+        specs.append((dtype, layout, draw(st.integers(0, 1000))) +
+                     (("shifted",) if shifted else ()))
+    calls = [[(shape, dtype, layout, seed + k) + tuple(rest)
+              for shape, (dtype, layout, seed, *rest) in zip(call, specs)]
+             for k, call in enumerate(shapes)]
     env = Env(calls, open_features(backend) if known_open else frozenset())
     for _ in range(draw(st.integers(1, max_statements))):
         for _attempt in range(10):

@@ -29,12 +29,13 @@ def namespace():
 @dataclass
 class Program:
     source: str                 # "def f(x0, ...):\n    ...\n"
-    calls: list                 # per call: [(shape tuple, dtype name, layout, seed), ...]
+    # per call: [(shape tuple, dtype name, layout, seed[, values]), ...] (tests/fuzz/inputs.py)
+    calls: list
     notes: dict = field(default_factory=dict)
 
     def args(self, k):
         """Fresh input tensors of call k (same values and strides every time)."""
-        return [make(shape, dtype, layout, seed) for shape, dtype, layout, seed in self.calls[k]]
+        return [make(*spec) for spec in self.calls[k]]
 
     def function(self, tag="fuzz program"):
         """Compile the source (registered with linecache, so tracebacks and refcomp's break
@@ -51,7 +52,7 @@ class Program:
         """The program as a corpus file body (ready to paste into tests/fuzz/corpus/)."""
         lines = [f"{k.upper()} = {v!r}" for k, v in header.items()]
         lines.append("SOURCE = '''\n" + self.source + "'''")
-        lines.append("INPUTS = [  # one list per call: (shape, dtype, layout, seed)")
+        lines.append("INPUTS = [  # one list per call: (shape, dtype, layout, seed[, values])")
         for call in self.calls:
             lines.append(f"    {[tuple(spec) for spec in call]!r},")
         lines.append("]")
@@ -61,8 +62,8 @@ class Program:
         """A standalone script reproducing the program on `backend` (run from the repo root);
         inputs are built twice (eager and compiled get equal, separate tensors)."""
         calls = ",\n    ".join(
-            "lambda: [" + ", ".join(f"make({s!r}, {d!r}, {lay!r}, seed={seed})"
-                                    for s, d, lay, seed in call) + "]" for call in self.calls)
+            "lambda: [" + ", ".join(f"make{tuple(spec)!r}" for spec in call) + "]"
+            for call in self.calls)
         return ("import torch, refcomp\nimport torch.nn.functional as F\n"
                 "from tests.fuzz.inputs import make\nfrom tests.fuzz.program import OPAQUE\n\n"
                 + self.source
