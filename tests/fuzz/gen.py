@@ -19,6 +19,7 @@ entry is deleted here and the corpus file's STATUS flips to "fixed".
 
 import functools
 import importlib.util
+import math
 import re
 import warnings
 from pathlib import Path
@@ -463,7 +464,13 @@ def linalg_norm(draw, env):
     b = pick(draw, env, is_float)
     t = env.val(a)
     pool = LINALG + NORMS
-    expr = draw(st.sampled_from(pool)).format(a=a, b=b, d=dim(draw, t))
+    form = draw(st.sampled_from(pool))
+    normalized = t.shape[-1:] if ".shape[-1:]" in form else t.shape[-2:]
+    if "layer_norm" in form and math.prod(normalized) == 1:
+        # layer_norm over one element is 0 in exact arithmetic and rounding noise in eager
+        # (spec/testing.md, "Ties"): a later `v > 0` would compare the noise.
+        raise Skip
+    expr = form.format(a=a, b=b, d=dim(draw, t))
     return f"{env.fresh()} = {expr}"
 
 
