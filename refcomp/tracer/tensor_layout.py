@@ -203,13 +203,13 @@ def _to(ctx, x, *args, **kwargs):
     return _Cast(None)  # the target dtype is read off the meta result
 
 
-@entry(torch.cat, torch.concat, torch.concatenate, ir_meta=True)
+@entry(torch.cat, torch.concat, torch.concatenate, ir_meta=True, memory_format=True)
 def _cat(ctx, tensors, dim=0):
     dt = result_dtype(*tensors) if len(tensors) > 1 else tensors[0].meta.dtype
     return ctx.builder.cat([cast(ctx, t, dt) for t in tensors], dim=dim)
 
 
-@entry(torch.stack, ir_meta=True)
+@entry(torch.stack, ir_meta=True, memory_format=True)
 def _stack(ctx, tensors, dim=0):
     dt = result_dtype(*tensors) if len(tensors) > 1 else tensors[0].meta.dtype
     r = tensors[0].value.type.rank + 1

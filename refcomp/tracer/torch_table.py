@@ -42,6 +42,9 @@ class Entry:
     sizes: bool = False  # takes sizes that may be symbolic (see Note [Dynamic batch])
     ir_meta: bool = False  # float operands: meta result from the IR type, not cross-checked
     pointwise: bool = False  # ir_meta's result keeps its operands' memory order (TensorIterator)
+    # ir_meta only while no operand is channels_last: ATen then keeps that memory format
+    # (cat, stack), and the meta run knows how (Note [IR-typed meta])
+    memory_format: bool = False
 
 
 TABLE: dict = {}
@@ -164,7 +167,8 @@ def call_torch(ctx, fn, args: list, kwargs: dict) -> VT:
     operands = _tensors(pargs) + _tensors(pkwargs)
     if any(t.meta.is_complex() for t in operands):
         raise Unsupported("RB013", f"{name} of a complex tensor (only opaque calls take them)")
-    if e.ir_meta and _float_operands(operands):
+    if e.ir_meta and _float_operands(operands) and \
+            not (e.memory_format and any(map(_channels_last, operands))):
         return _call_ir_typed(ctx, e, name, pargs, pkwargs, operands)
     margs, mkwargs = _to_meta(pargs, ctx), _to_meta(pkwargs, ctx)
     if e.creation or "device" in mkwargs:
@@ -216,8 +220,18 @@ def call_torch(ctx, fn, args: list, kwargs: dict) -> VT:
 # check would cost that import; what it would catch is caught otherwise: the IR infer
 # rules of these ops reject the operand shapes torch rejects (TypeError -> RB013, and eager
 # then raises), and tests/frontend/test_ir_meta.py compares each against eager.  Integer
-# or all-bool operands still take the meta run (promotion and refusals are subtle there).
+# or all-bool operands still take the meta run (promotion and refusals are subtle there),
+# and so do a `memory_format` entry's channels_last operands: ATen's cat keeps its inputs'
+# common suggested memory format (stack: the unsqueezed inputs' order), which only the
+# meta kernel computes exactly (corpus cat_channels_last_strides).
 # Which ops to flag was measured per torch version (spec/tracer.md, "Torch coverage").
+def _channels_last(t) -> bool:
+    m = t.meta
+    return not m.is_contiguous() and (
+        m.dim() == 4 and m.is_contiguous(memory_format=torch.channels_last) or
+        m.dim() == 5 and m.is_contiguous(memory_format=torch.channels_last_3d))
+
+
 def _float_operands(operands) -> bool:
     floats = [t.meta.is_floating_point() for t in operands]
     return any(floats) and all(f or t.meta.dtype == torch.bool
