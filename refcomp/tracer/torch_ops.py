@@ -457,7 +457,7 @@ def _pair2(v):
     return tuple(v) if isinstance(v, (tuple, list)) else (v, v)
 
 
-@entry(F.conv2d, torch.conv2d)
+@entry(F.conv2d, torch.conv2d, channels_last=True)
 def _conv2d(ctx, x, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     if isinstance(padding, str):
         if padding != "valid":
@@ -593,7 +593,7 @@ def _layer_norm(ctx, x, normalized_shape, weight=None, bias=None, eps=1e-5):
     return B.layer_norm(x.value, w, bb, normalized_ndim=len(shape), eps=float(eps))
 
 
-@entry(F.batch_norm, ir_meta=True)
+@entry(F.batch_norm, ir_meta=True, channels_last=True)
 def _batch_norm(ctx, x, running_mean, running_var, weight=None, bias=None, training=False,
                 momentum=0.1, eps=1e-5):
     B = ctx.builder

@@ -20,7 +20,7 @@ from typing import Callable
 
 import sympy
 import torch
-from torch._prims_common import compute_elementwise_output_strides
+from torch._prims_common import compute_elementwise_output_strides, suggest_memory_format
 
 from ir.graph import Value
 from refcomp.reasons import Unsupported
@@ -45,6 +45,10 @@ class Entry:
     # ir_meta only while no operand is channels_last: ATen then keeps that memory format
     # (cat, stack), and the meta run knows how (Note [IR-typed meta])
     memory_format: bool = False
+    # eager's CPU kernel returns a 4-d result channels_last when a 4-d operand suggests
+    # that format (conv2d, batch_norm), whatever the meta kernel says (conv2d's says
+    # row-major): the result's meta takes it (Note [IR-typed meta])
+    channels_last: bool = False
 
 
 TABLE: dict = {}
@@ -189,6 +193,8 @@ def call_torch(ctx, fn, args: list, kwargs: dict) -> VT:
         raise Unsupported("RB017", f"{name}: {type(err).__name__}: {err}") from None
     if e.python:
         return _python_query(ctx, fn, pargs, meta_out)
+    if e.channels_last:
+        meta_out = _as_channels_last(meta_out, operands)
     try:
         out = e.build(ctx, *pargs, **pkwargs)
     except Unsupported:
@@ -260,10 +266,25 @@ def _call_ir_typed(ctx, e, name, pargs, pkwargs, operands):
     else:
         meta = torch.empty_strided(shape, strides, dtype=torch_dtype(out.type.dtype),
                                    device="meta")
+    if e.channels_last:
+        meta = _as_channels_last(meta, operands)
     if ctx.grad_enabled and meta.is_floating_point() and \
             any(t.requires_grad for t in operands):
         meta.requires_grad_()
     return _new_tensor(ctx, out, meta, operands, e.view)
+
+
+def _as_channels_last(meta, operands):
+    """`meta` laid out channels_last where eager's CPU kernel makes it so: a 4-d result
+    with elements, of an op with a 4-d operand whose suggested memory format is
+    channels_last (ATen's conv2d and batch_norm; corpus channels_last_conv_batch_norm)."""
+    if not isinstance(meta, torch.Tensor) or meta.dim() != 4 or 0 in meta.shape or \
+            not any(t.meta.dim() == 4 and suggest_memory_format(t.meta) == torch.channels_last
+                    for t in operands):
+        return meta
+    out = torch.empty(meta.shape, dtype=meta.dtype, device="meta",
+                      memory_format=torch.channels_last)
+    return out.requires_grad_() if meta.requires_grad else out
 
 
 def _pair(ctx, out, meta, operands, e, name, step=None):
