@@ -194,6 +194,27 @@ def _no_draw(short, args, kwargs) -> bool:
     return False
 
 
+# Ops whose CPU kernel returns a 4-d result channels_last when their first operand
+# suggests that format, where torch's meta kernel says row-major (roll: empty_like with
+# the suggested format; group_norm likewise): the result's meta takes eager's layout, so
+# Note [Output layout] restrides to it (corpus channels_last_roll_group_norm).
+CHANNELS_LAST = frozenset({"roll", "group_norm"})
+
+
+def _rolls_every_dim(x, pargs, pkwargs) -> bool:
+    """Whether roll(x, shifts, dims) moves every dim it names: ATen rolls one dim at a
+    time and returns a Contiguous clone for a shift that is a multiple of the size (and
+    flattens when no dim is named), which makes the rest row-major."""
+    shifts = pargs[1] if len(pargs) > 1 else pkwargs.get("shifts")
+    dims = pargs[2] if len(pargs) > 2 else pkwargs.get("dims")
+    shifts = tuple(shifts) if isinstance(shifts, (tuple, list)) else (shifts,)
+    dims = tuple(dims) if isinstance(dims, (tuple, list)) else (dims,)
+    shape = x.meta.shape
+    return len(shifts) == len(dims) and all(
+        isinstance(s, int) and isinstance(d, int) and shape[d] and s % shape[d]
+        for s, d in zip(shifts, dims))
+
+
 def call_opaque(ctx, fn, args: list, kwargs: dict, name: str | None = None) -> VT:
     """Trace `fn(*args, **kwargs)` as one `aten` node, or raise Unsupported (a break)."""
     name = name or opaque_name(fn)
@@ -340,8 +361,11 @@ def call_opaque(ctx, fn, args: list, kwargs: dict, name: str | None = None) -> V
             tv.view_root = torch_table.view_root(ctx, base, tv, step)
             wrapped.append(tv)
             continue
-        wrapped.append(torch_table._new_tensor(ctx, v, r.detach() if not r.requires_grad
-                                               else r, operands, False))
+        meta = r.detach() if not r.requires_grad else r
+        if short in CHANNELS_LAST and operands and (short != "roll" or _rolls_every_dim(
+                operands[0], pargs, pkwargs)):  # eager's CPU kernel, not the meta kernel
+            meta = torch_table._as_channels_last(meta, operands[:1])
+        wrapped.append(torch_table._new_tensor(ctx, v, meta, operands, False))
     if out is None:
         return ConstVar(None)
     if not isinstance(out, (tuple, list)):

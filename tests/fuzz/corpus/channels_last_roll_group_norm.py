@@ -3,9 +3,10 @@ channels_last (roll: empty_like with preserve_format; group_norm: the input's su
 memory format), every backend returns row-major: both run as opaque `aten` nodes whose
 result type comes from torch's meta kernels, which say row-major (eager's own meta kernels
 disagree with its CPU kernels here).  Found by fuzzfix probing channels_last inputs, Nov 27
-(main 43a9379).  Open: a rule per op (as for conv2d and batch_norm, corpus
-channels_last_conv_batch_norm) on the opaque path was not done in time."""
-STATUS = "open"
+(main 43a9379).  Fixed: the opaque path gives their results' meta eager's layout
+(CHANNELS_LAST in refcomp/tracer/opaque.py; roll only when every shift moves its dim,
+since ATen returns a row-major clone for a shift that is a multiple of the size)."""
+STATUS = "fixed"
 BACKENDS = ["interp", "eager", "llvm"]
 SYMPTOM = "stride"
 SOURCE = '''
