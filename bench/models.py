@@ -329,11 +329,94 @@ def hf_swin():
         dict(pixel_values=torch.randn(2, 3, 32, 32), labels=torch.tensor([1, 7])), "logits"
 
 
+def _lm(**extra):  # the decoder-only and encoder configs below: 2 layers, d=32
+    return dict(num_hidden_layers=2, hidden_size=32, intermediate_size=64,
+                num_attention_heads=4, vocab_size=100, max_position_embeddings=64, **extra)
+
+
+def _text(model, key="last_hidden_state", labels=False):
+    ids = _ids(2, 8)
+    inputs = dict(input_ids=ids, attention_mask=torch.tensor([[1] * 8, [1] * 5 + [0] * 3]))
+    return model, dict(inputs, labels=ids) if labels else inputs, key
+
+
+def hf_albert():
+    import transformers
+
+    return _text(transformers.AlbertModel(transformers.AlbertConfig(**_lm(embedding_size=16))))
+
+
+def hf_electra():
+    import transformers
+
+    return _text(transformers.ElectraModel(transformers.ElectraConfig(**_lm(embedding_size=16))))
+
+
+def hf_mobilebert():
+    import transformers
+
+    cfg = transformers.MobileBertConfig(**_lm(embedding_size=16, intra_bottleneck_size=16,
+                                              true_hidden_size=16))
+    return _text(transformers.MobileBertModel(cfg))
+
+
+def hf_opt():
+    import transformers
+
+    cfg = transformers.OPTConfig(num_hidden_layers=2, hidden_size=32, ffn_dim=64,
+                                 num_attention_heads=4, vocab_size=100,
+                                 max_position_embeddings=64, word_embed_proj_dim=32)
+    return _text(transformers.OPTForCausalLM(cfg), "logits", labels=True)
+
+
+def hf_gpt_neox():
+    import transformers
+
+    ids = _ids(2, 8)
+    return transformers.GPTNeoXForCausalLM(transformers.GPTNeoXConfig(**_lm())), \
+        dict(input_ids=ids, labels=ids), "logits"
+
+
+def hf_phi():
+    import transformers
+
+    ids = _ids(2, 8)
+    return transformers.PhiForCausalLM(transformers.PhiConfig(**_lm())), \
+        dict(input_ids=ids, labels=ids), "logits"
+
+
+def hf_falcon():
+    import transformers
+
+    cfg = transformers.FalconConfig(num_hidden_layers=2, hidden_size=32, num_attention_heads=4,
+                                    vocab_size=100)
+    return transformers.FalconForCausalLM(cfg), dict(input_ids=_ids(2, 8)), "logits"
+
+
+def hf_gemma2():
+    import transformers
+
+    cfg = transformers.Gemma2Config(**_lm(head_dim=8, num_key_value_heads=2))
+    return transformers.Gemma2ForCausalLM(cfg), dict(input_ids=_ids(2, 8)), "logits"
+
+
+def hf_deit():
+    import transformers
+
+    cfg = transformers.DeiTConfig(num_hidden_layers=2, hidden_size=32, intermediate_size=64,
+                                  num_attention_heads=2, image_size=16, patch_size=4,
+                                  num_labels=10)
+    return transformers.DeiTForImageClassification(cfg), \
+        dict(pixel_values=torch.randn(2, 3, 16, 16), labels=torch.tensor([1, 7])), "logits"
+
+
 HF_MODELS = {"gpt2": hf_gpt2, "llama": hf_llama, "bert": hf_bert, "t5": hf_t5,
              "bart": hf_bart, "vit": hf_vit, "resnet": hf_resnet, "convnext": hf_convnext,
              "distilbert": hf_distilbert, "roberta": hf_roberta, "mistral": hf_mistral,
              "qwen2": hf_qwen2, "whisper": hf_whisper, "wav2vec2": hf_wav2vec2,
-             "clip": hf_clip, "swin": hf_swin}
+             "clip": hf_clip, "swin": hf_swin, "albert": hf_albert, "electra": hf_electra,
+             "mobilebert": hf_mobilebert, "opt": hf_opt, "gpt_neox": hf_gpt_neox,
+             "phi": hf_phi, "falcon": hf_falcon, "gemma2": hf_gemma2, "deit": hf_deit}
 
 
 def build(name):

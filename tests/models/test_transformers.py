@@ -45,6 +45,11 @@ MODELS.update({"resnet": (HF_MODELS["resnet"], 1, 0),
                "whisper": (HF_MODELS["whisper"], 1, 0),
                "wav2vec2": (HF_MODELS["wav2vec2"], 1, 0),
                "swin": (HF_MODELS["swin"], 1, 0)})
+# Nine more of kinds covered above (BERT-like encoders, decoder LMs, a ViT), all with
+# REFCOMP_SLOW=1; Falcon's training step breaks (in-place add on a tensor that requires
+# grad, RB010, as ResNet's; bench/MODELS.md).
+MODELS.update({name: (HF_MODELS[name], 1, 0) for name in (
+    "albert", "electra", "mobilebert", "opt", "gpt_neox", "phi", "falcon", "gemma2", "deit")})
 FAST |= {(name, "eager") for name in ("resnet", "convnext", "distilbert", "roberta",
                                       "mistral", "qwen2", "clip", "whisper", "wav2vec2",
                                       "swin")}
