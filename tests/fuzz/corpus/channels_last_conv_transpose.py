@@ -1,0 +1,15 @@
+"""`F.conv_transpose2d` of a channels_last input: eager's CPU kernel returns a channels_last
+result (strides (70, 1, 14, 2) for shape (2, 2, 5, 7)); every backend returned row-major.
+It runs as an opaque `aten` node whose meta kernel says row-major.  Found by fuzzfix
+probing channels_last inputs, Nov 27 (main fc4d7fc).  Open."""
+STATUS = "open"
+BACKENDS = ["interp", "eager", "llvm"]
+SYMPTOM = "stride"
+SOURCE = '''
+def f(x0):
+    return F.conv_transpose2d(x0, torch.linspace(-1, 1, 24).reshape(3, 2, 2, 2))
+'''
+INPUTS = [  # one list per call: (shape, dtype, layout, seed)
+    [((2, 3, 4, 6), 'float32', 'channels_last', 0)],
+    [((3, 3, 6, 8), 'float32', 'channels_last', 1)],
+]
