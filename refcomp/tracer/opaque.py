@@ -196,9 +196,11 @@ def _no_draw(short, args, kwargs) -> bool:
 
 # Ops whose CPU kernel returns a 4-d result channels_last when their first operand
 # suggests that format, where torch's meta kernel says row-major (roll: empty_like with
-# the suggested format; group_norm likewise): the result's meta takes eager's layout, so
-# Note [Output layout] restrides to it (corpus channels_last_roll_group_norm).
-CHANNELS_LAST = frozenset({"roll", "group_norm"})
+# the suggested format; group_norm likewise), or any 4-d operand (conv_transpose2d: the
+# input or the weight, as conv2d): the result's meta takes eager's layout, so Note
+# [Output layout] restrides to it (corpus channels_last_roll_group_norm,
+# channels_last_conv_transpose).
+CHANNELS_LAST = {"roll": "first", "group_norm": "first", "conv_transpose2d": "any"}
 
 
 def _rolls_every_dim(x, pargs, pkwargs) -> bool:
@@ -364,7 +366,8 @@ def call_opaque(ctx, fn, args: list, kwargs: dict, name: str | None = None) -> V
         meta = r.detach() if not r.requires_grad else r
         if short in CHANNELS_LAST and operands and (short != "roll" or _rolls_every_dim(
                 operands[0], pargs, pkwargs)):  # eager's CPU kernel, not the meta kernel
-            meta = torch_table._as_channels_last(meta, operands[:1])
+            meta = torch_table._as_channels_last(
+                meta, operands[:1] if CHANNELS_LAST[short] == "first" else operands)
         wrapped.append(torch_table._new_tensor(ctx, v, meta, operands, False))
     if out is None:
         return ConstVar(None)
