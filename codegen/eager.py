@@ -252,7 +252,16 @@ def _wrap_index(index, size):
 
 def _make_index_select(node, attrs):
     d = rules.normalize_dim(attrs["dim"], node.inputs[0].type.rank)
-    return lambda x, index: torch.index_select(x, d, _wrap_index(index, x.shape[d]))
+
+    def index_select(x, index):
+        if x.numel() == 0:
+            # Nothing to gather, so no index to check, as in ATen's getitem (index_select
+            # itself checks them all): an out-of-range index into an empty result is no
+            # error (corpus index_out_of_bounds_into_empty_result).  Where dim d alone is
+            # empty the graph's bounds check raises IndexError (Note [Runtime checks]).
+            return x.new_empty(x.shape[:d] + (index.numel(),) + x.shape[d + 1:])
+        return torch.index_select(x, d, _wrap_index(index, x.shape[d]))
+    return index_select
 
 
 def _make_gather(node, attrs):

@@ -456,10 +456,13 @@ def _expand_ellipsis(items, rank):
     return out
 
 
-def _check_index_bounds(ctx, idx: Value, size, dim: int) -> None:
+def _check_index_bounds(ctx, idx: Value, size, dim: int, shape=()) -> None:
     """Eager raises IndexError for an index tensor out of bounds, even when the result is
-    unused: a runtime check (Note [Runtime checks] in refcomp/runtime.py) keeps that."""
-    if not isinstance(size, int):
+    unused: a runtime check (Note [Runtime checks] in refcomp/runtime.py) keeps that.  But
+    ATen checks each index as it copies an element, so a result with no element (another
+    dim of the indexed tensor, `shape`, is 0) raises nothing (corpus
+    index_out_of_bounds_into_empty_result); a symbolic size is at least 2."""
+    if not isinstance(size, int) or any(n == 0 for d, n in enumerate(shape) if d != dim):
         return
     B = ctx.builder
     bad = B.logical_or(B.ge(idx, B.scalar(size, like=idx.type)),
@@ -503,7 +506,7 @@ def _basic_index(ctx, v: Value, items) -> Value:
                 v = B.slice(v, dim=dim, start=start, stop=max(stop, start), step=step)
             dim += 1
         elif isinstance(it, TensorVar):
-            _check_index_bounds(ctx, it.value, v.type.shape[dim], dim)
+            _check_index_bounds(ctx, it.value, v.type.shape[dim], dim, v.type.shape)
             v = B.index_select(v, it.value, dim=dim)
             dim += 1
         else:
