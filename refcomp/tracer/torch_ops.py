@@ -15,6 +15,7 @@ import torch
 import torch.nn.functional as F
 
 from ir.graph import Value
+from ir.ops.rules import broadcast_shapes
 from ir.types import bf16, f16, f32, f64
 from refcomp.reasons import Unsupported
 from refcomp.tracer.context import ir_device, ir_dtype
@@ -183,7 +184,7 @@ def _binary_builder(op):
         x, y = cast(ctx, a, dt), (b.value if isinstance(b, _AsValue) else cast(ctx, b, dt))
         if (op in _INT_DIVISIONS or rounding_mode is not None) and \
                 not dt.is_floating_point and not dt.is_complex:
-            _check_nonzero_divisor(ctx, y)
+            _check_nonzero_divisor(ctx, y, x)
         name = op
         if op == "div" and rounding_mode is not None:
             if rounding_mode == "floor":
@@ -235,17 +236,23 @@ def _size_operand(ctx, v, dt, other):
     return TensorVar(value, meta)
 
 
-def _check_nonzero_divisor(ctx, y):
+def _check_nonzero_divisor(ctx, y, x):
     """Integer division by zero raises RuntimeError("ZeroDivisionError") in eager: a
     constant zero breaks the graph (eager then raises), a tensor divisor adds a runtime
-    check the entry raises on (Note [Runtime checks] in refcomp/runtime.py)."""
+    check the entry raises on (Note [Runtime checks] in refcomp/runtime.py).  ATen checks
+    each divisor as it computes an element, so only divisors that meet an element of the
+    result count: a zero divisor of an empty result raises nothing (corpus
+    int_div_by_zero_into_empty_result); the check is over y broadcast to the result."""
     if not isinstance(y, Value):
-        if y == 0:
+        if y == 0 and not (isinstance(x, Value) and 0 in x.type.shape):
             raise Unsupported("RB017", "integer division by zero (eager raises"
                                        " ZeroDivisionError)")
         return
     B = ctx.builder
-    ctx.checks.append((B.op("any", B.eq(y, 0), dims=[], keepdim=False), "ZeroDivisionError"))
+    zero = B.eq(y, 0)
+    if isinstance(x, Value):
+        zero = B.broadcast_to(zero, broadcast_shapes(x.type.shape, y.type.shape))
+    ctx.checks.append((B.op("any", zero, dims=[], keepdim=False), "ZeroDivisionError"))
 
 
 class _AsValue:
@@ -426,7 +433,6 @@ def matmul(ctx, x: Value, y: Value) -> Value:
         x, squeeze = B.unsqueeze(x, dim=0), -2
     if y.type.rank == 1:
         y, squeeze = B.unsqueeze(y, dim=1), -1
-    from ir.ops.rules import broadcast_shapes
 
     batch = broadcast_shapes(x.type.shape[:-2], y.type.shape[:-2])
     x = B.broadcast_to(x, tuple(batch) + tuple(x.type.shape[-2:]))
