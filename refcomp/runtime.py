@@ -403,7 +403,10 @@ class _Outputs:
     def output_view_spec(self, vt: TensorVar):
         """("oview", k, steps) when `vt` is rebuilt as a view of graph output k (Note
         [Views of outputs]), else None."""
-        if vt.view_base is None or vt.requires_grad:
+        if vt.view_base is None or vt.requires_grad or vt.value is not vt.view_made:
+            # (an in-place op on the view itself since it was made: `(x + 1).view(-1)
+            # .mul_(2)`, whose base nothing else holds, so the base was not updated; corpus
+            # inplace_on_view_of_unnamed_intermediate)
             return None
         base, value = vt.view_base
         meta = base.meta

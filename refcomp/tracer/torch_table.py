@@ -393,11 +393,14 @@ def view_root(ctx, base, tv, step=None):
     if root is None:
         # A view of an intermediate: its chain of view ops from the tensor that started it
         # (Note [Views of outputs] in refcomp/runtime.py).
-        start, steps = (base.view_base, base.view_steps) if base.view_base is not None \
+        # A base that is itself such a view continues its chain, unless an in-place op
+        # replaced its value since its view op made it: then the chain starts at it.
+        start, steps = (base.view_base, base.view_steps) \
+            if base.view_base is not None and base.value is base.view_made \
             else ((base, base.value), ())
         if steps is not None and step is not None and \
                 torch._C._is_alias_of(tv.meta, base.meta):
-            tv.view_base, tv.view_steps = start, steps + (step,)
+            tv.view_base, tv.view_steps, tv.view_made = start, steps + (step,), tv.value
         return None
     if not torch._C._is_alias_of(tv.meta, root.meta) or \
             (base.view_root is not None and base.view_grad != ctx.grad_enabled):

@@ -66,13 +66,16 @@ class TensorVar(VT):
     viewed tensor where args hold VIEW_BASE, then `[item]` when item is not None; args
     may hold symbolic sizes), or None when one of them cannot be replayed.  view_base:
     for a view of an intermediate instead, the (TensorVar, its ir.Value then) that the
-    chain `view_steps` starts from, else None.
+    chain `view_steps` starts from, else None; view_made: this view's own ir.Value when
+    its view op made it (an in-place op on the view since then replaces `value`, and the
+    chain no longer describes it).
     """
 
     view_root = None
     view_grad = True
     view_steps = None
     view_base = None
+    view_made = None
 
     def __init__(self, value, meta, *, requires_grad=False, grad_cut=False, alias=None,
                  is_view=False, source=None):
