@@ -1,0 +1,20 @@
+"""Advanced indexing (`x0[:, [0, -1]]`) of a permuted input, after recompiles with dynamic
+sizes: eager's result is row-major, strides (8, 4, 1, 1) for shape (1, 2, 1, 4); every
+backend returns (1, 1, 1, 2), the input's memory order.  Values are equal.  Found by the
+thorough profile's per-backend hypothesis run (Nov 27, main 19bab92).  Open, not
+diagnosed: the first suspect is the output layout recorded for dynamic sizes (Note
+[Output layout]), traced where the sizes were all 1 and every order ties."""
+STATUS = "open"
+BACKENDS = ["interp", "eager", "llvm"]
+SYMPTOM = "stride"
+SOURCE = '''
+def f(x0, x1):
+    v1 = torch.lerp(x0, x0, 0.25)
+    v5 = x0[:, [0, -1]]
+    return v5,
+'''
+INPUTS = [
+    [((1, 1, 1, 1), 'float32', 'permuted', 0), ((), 'float32', 'contiguous', 0)],
+    [((1, 1, 1, 1), 'float32', 'permuted', 1), ((), 'float32', 'contiguous', 1)],
+    [((1, 2, 1, 4), 'float32', 'permuted', 2), ((), 'float32', 'contiguous', 2)],
+]
