@@ -1,0 +1,17 @@
+"""`torch.copysign(x1, x0)` with x1 transposed and x0 row-major: eager's result follows
+x1's memory order, strides (1, 2) for shape (2, 4) (TensorIterator); every backend returns
+it row-major, (4, 1).  Values are equal.  copysign is an opaque `aten` node, and the entry
+records no layout for its result.  Found by the thorough profile's 20,000-program run
+(Nov 27, main 19bab92, program 8788).  Open, not diagnosed."""
+STATUS = "open"
+BACKENDS = ["interp", "eager", "llvm"]
+SYMPTOM = "stride"
+SOURCE = '''
+def f(x0, x1):
+    x0[0] = -1
+    v1 = torch.copysign(x1, x0)
+    return v1,
+'''
+INPUTS = [
+    [((2, 4), 'float32', 'contiguous', 1), ((2, 4), 'float32', 'transposed', 432)],
+]
