@@ -536,6 +536,17 @@ class TraceContext:
         self.used_grad_toggle = True
 
     # --- mutation ---------------------------------------------------------------------------
+    def add_check(self, condition, message: str, result_shape) -> None:
+        """Raise `message` after the graph when the bool IR value `condition` has a true
+        element (Note [Runtime checks] in refcomp/runtime.py).  ATen checks as it computes
+        each element of the result, so a result of `result_shape` with no element (a
+        static 0; symbolic sizes are >= 2) raises nothing, and gets no check (corpus
+        index_out_of_bounds_into_empty_result, int_div_by_zero_into_empty_result)."""
+        if any(isinstance(d, int) and d == 0 for d in result_shape):
+            return
+        self.checks.append((self.builder.op("any", condition, dims=[], keepdim=False),
+                            message))
+
     def record_mutation(self, old: TensorVar, new: TensorVar) -> None:
         """`old` (a graph input) now holds `new`'s value; written back after the graph runs."""
         if old.source is None or old.source.name() not in self.input_vars:

@@ -456,19 +456,18 @@ def _expand_ellipsis(items, rank):
     return out
 
 
-def _check_index_bounds(ctx, idx: Value, size, dim: int, shape=()) -> None:
+def _check_index_bounds(ctx, idx: Value, x: Value, dim: int) -> None:
     """Eager raises IndexError for an index tensor out of bounds, even when the result is
-    unused: a runtime check (Note [Runtime checks] in refcomp/runtime.py) keeps that.  But
-    ATen checks each index as it copies an element, so a result with no element (another
-    dim of the indexed tensor, `shape`, is 0) raises nothing (corpus
-    index_out_of_bounds_into_empty_result); a symbolic size is at least 2."""
-    if not isinstance(size, int) or any(n == 0 for d, n in enumerate(shape) if d != dim):
+    unused: a runtime check (`TraceContext.add_check`) keeps that."""
+    size = x.type.shape[dim]
+    if not isinstance(size, int):
         return
     B = ctx.builder
     bad = B.logical_or(B.ge(idx, B.scalar(size, like=idx.type)),
                        B.lt(idx, B.scalar(-size, like=idx.type)))
-    ctx.checks.append((B.op("any", bad, dims=[], keepdim=False),
-                       f"IndexError: index out of bounds for dimension {dim} with size {size}"))
+    result = x.type.shape[:dim] + idx.type.shape + x.type.shape[dim + 1:]
+    ctx.add_check(bad, f"IndexError: index out of bounds for dimension {dim} with size {size}",
+                  result)
 
 
 def _basic_index(ctx, v: Value, items) -> Value:
@@ -506,7 +505,7 @@ def _basic_index(ctx, v: Value, items) -> Value:
                 v = B.slice(v, dim=dim, start=start, stop=max(stop, start), step=step)
             dim += 1
         elif isinstance(it, TensorVar):
-            _check_index_bounds(ctx, it.value, v.type.shape[dim], dim, v.type.shape)
+            _check_index_bounds(ctx, it.value, v, dim)
             v = B.index_select(v, it.value, dim=dim)
             dim += 1
         else:

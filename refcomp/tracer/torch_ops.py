@@ -239,20 +239,15 @@ def _size_operand(ctx, v, dt, other):
 def _check_nonzero_divisor(ctx, y, x):
     """Integer division by zero raises RuntimeError("ZeroDivisionError") in eager: a
     constant zero breaks the graph (eager then raises), a tensor divisor adds a runtime
-    check the entry raises on (Note [Runtime checks] in refcomp/runtime.py).  ATen checks
-    each divisor as it computes an element, so only divisors that meet an element of the
-    result count: a zero divisor of an empty result raises nothing (corpus
-    int_div_by_zero_into_empty_result); the check is over y broadcast to the result."""
+    check the entry raises on (`TraceContext.add_check`); neither where the result has no
+    element, since ATen checks each divisor as it computes an element."""
+    shape = broadcast_shapes(*(v.type.shape for v in (x, y) if isinstance(v, Value)))
     if not isinstance(y, Value):
-        if y == 0 and not (isinstance(x, Value) and 0 in x.type.shape):
+        if y == 0 and 0 not in shape:
             raise Unsupported("RB017", "integer division by zero (eager raises"
                                        " ZeroDivisionError)")
         return
-    B = ctx.builder
-    zero = B.eq(y, 0)
-    if isinstance(x, Value):
-        zero = B.broadcast_to(zero, broadcast_shapes(x.type.shape, y.type.shape))
-    ctx.checks.append((B.op("any", zero, dims=[], keepdim=False), "ZeroDivisionError"))
+    ctx.add_check(ctx.builder.eq(y, 0), "ZeroDivisionError", shape)
 
 
 class _AsValue:
