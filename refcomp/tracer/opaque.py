@@ -35,7 +35,7 @@ from codegen.opaque import OpaqueArgsError, callable_name, encode_args, flatten_
 from ir.ops.opaque import ATEN, format_results
 from ir.types import TensorType
 from refcomp.reasons import Unsupported
-from refcomp.tracer import autocast
+from refcomp.tracer import autocast, eager_layout
 from refcomp.tracer.context import ir_device, ir_dtype, meta_device
 from refcomp.tracer.torch_table import _specialize, refuse_self_overlap
 from refcomp.tracer.values import VT, ConstVar, ListVar, TensorVar, TupleVar, as_python
@@ -364,6 +364,8 @@ def call_opaque(ctx, fn, args: list, kwargs: dict, name: str | None = None) -> V
             wrapped.append(tv)
             continue
         meta = r.detach() if not r.requires_grad else r
+        if meta.numel():  # Note [Eager's layout, not the meta kernel's]
+            meta = eager_layout.restrided(meta, _eager_strides(short, margs, metas, meta))
         if short in CHANNELS_LAST and operands and (short != "roll" or _rolls_every_dim(
                 operands[0], pargs, pkwargs)):  # eager's CPU kernel, not the meta kernel
             meta = torch_table._as_channels_last(
@@ -384,6 +386,22 @@ def call_opaque(ctx, fn, args: list, kwargs: dict, name: str | None = None) -> V
             items.append(wrapped[k])
             k += 1
     return TupleVar(items, cls=type(out) if isinstance(out, tuple) else tuple)
+
+
+def _eager_strides(short, margs, metas, result):
+    """The CPU kernel's strides for `result` where torch's meta kernel is known to
+    differ (refcomp/tracer/eager_layout.py), else None."""
+    if short == "__getitem__":
+        return eager_layout.getitem_strides(margs[0], margs[1])
+    if metas and eager_layout.pointwise_kernel(short):
+        shape = tuple(result.shape)
+        try:
+            if tuple(torch.broadcast_shapes(shape, *(m.shape for m in metas))) != shape:
+                return None
+        except RuntimeError:
+            return None
+        return eager_layout.iterator_strides(shape, metas)
+    return None
 
 
 def _collect(x, out: list) -> None:

@@ -15,6 +15,7 @@ import torch
 
 from ir.graph import Value
 from refcomp.reasons import Unsupported
+from refcomp.tracer import eager_layout
 from refcomp.tracer.context import ir_device, ir_dtype
 from refcomp.tracer.torch_table import (
     T,
@@ -376,9 +377,13 @@ def tensor_getitem(ctx, tv: TensorVar, index: VT) -> VT:
         return opaque.call_opaque(ctx, torch.Tensor.__getitem__, [tv, index], {},
                                   name="torch.Tensor.__getitem__")
     try:
-        meta = tv.meta[_to_meta(idx, ctx)]
+        meta_idx = _to_meta(idx, ctx)
+        meta = tv.meta[meta_idx]
     except Exception as err:
         raise Unsupported("RB017", f"indexing: {type(err).__name__}: {err}") from None
+    if any(isinstance(it, TensorVar) for it in items) and meta.numel():
+        # Note [Eager's layout, not the meta kernel's] (refcomp/tracer/eager_layout.py)
+        meta = eager_layout.restrided(meta, eager_layout.getitem_strides(tv.meta, meta_idx))
     value = _basic_index(ctx, tv.value, items)
     _check_type(value, meta, "getitem", ctx)
     operands = [tv] + [it for it in items if isinstance(it, TensorVar)]

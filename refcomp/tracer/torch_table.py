@@ -20,11 +20,11 @@ from typing import Callable
 
 import sympy
 import torch
-from torch._prims_common import compute_elementwise_output_strides, suggest_memory_format
+from torch._prims_common import suggest_memory_format
 
 from ir.graph import Value
 from refcomp.reasons import Unsupported
-from refcomp.tracer import autocast
+from refcomp.tracer import autocast, eager_layout
 from refcomp.tracer.context import ir_dtype, meta_device, torch_dtype
 from refcomp.tracer.values import VIEW_BASE, VT, ConstVar, TensorVar, TupleVar, as_python
 
@@ -256,11 +256,11 @@ def _call_ir_typed(ctx, e, name, pargs, pkwargs, operands):
     shape = [ctx.concrete(d) if not isinstance(d, int) else d for d in out.type.shape]
     strides = None
     # eager's layout: the operands' memory order, as TensorIterator picks it (an empty
-    # result is row-major in eager; torch's Python rule permutes it)
-    if e.pointwise and 0 not in shape:
-        metas = [torch.broadcast_to(t.meta, shape) for t in operands if t.meta.dim()]
-        if metas and all(tuple(m.shape) == tuple(shape) for m in metas):
-            strides = compute_elementwise_output_strides(*metas)
+    # result keeps the meta kernel's: ATen's kernels differ among themselves there)
+    metas = [t.meta for t in operands]
+    if e.pointwise and 0 not in shape and metas and \
+            tuple(torch.broadcast_shapes(*(m.shape for m in metas))) == tuple(shape):
+        strides = eager_layout.iterator_strides(shape, metas)
     if strides is None:
         meta = torch.empty(shape, dtype=torch_dtype(out.type.dtype), device="meta")
     else:

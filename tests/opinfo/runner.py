@@ -14,8 +14,14 @@ copies of the sample.  An outcome is one of:
 - `skipped`: eager itself raises on the sample, the op has no float32 CPU support or
   no sample, or its outputs are undefined (uninitialized memory: `empty*`).
 
-`python -m tests.opinfo.runner [--all | --every N] [--backend B]` prints the table
-(spec/tracer.md, "OpInfo coverage", quotes its numbers).
+With `layout="transposed"` every tensor argument of two or more dims is laid out with its
+last two dims swapped in memory (same values: `t.mT.contiguous().mT`), and each output
+tensor's strides must also equal eager's (over the dims of size > 1, as the fuzzer
+compares them): the layout oracle for ops the fuzzer does not generate, and the only one
+that sees what torch's meta kernels get wrong (spec/correctness.md, "Output layout").
+
+`python -m tests.opinfo.runner [--every N] [--backend B] [--layout transposed]` prints the
+table (spec/tracer.md, "OpInfo coverage", quotes its numbers).
 """
 
 from __future__ import annotations
@@ -58,6 +64,39 @@ def _clone(x):
     return x
 
 
+def _transposed(x):
+    """`x` with its last two dims swapped in memory, values unchanged."""
+    if isinstance(x, torch.Tensor):
+        if x.dim() < 2 or x.layout != torch.strided or x.is_quantized:
+            return x
+        return x.detach().mT.contiguous().mT.requires_grad_(x.requires_grad)
+    if isinstance(x, (list, tuple)):
+        return type(x)(_transposed(i) for i in x) if type(x) in (list, tuple) else x
+    if isinstance(x, dict):
+        return {k: _transposed(v) for k, v in x.items()}
+    return x
+
+
+def _dense_strides(t):
+    return tuple(st for sz, st in zip(t.shape, t.stride()) if sz > 1)
+
+
+def _stride_difference(got, want, path="out"):
+    """Where an output tensor's strides differ from eager's, or None."""
+    if isinstance(got, torch.Tensor) and isinstance(want, torch.Tensor):
+        if got.layout == want.layout == torch.strided and \
+                _dense_strides(got) != _dense_strides(want):
+            return f"{path}: strides {got.stride()}, eager {want.stride()}" \
+                   f" (shape {tuple(want.shape)})"
+        return None
+    if isinstance(got, (list, tuple)) and isinstance(want, (list, tuple)):
+        for i, (g, w) in enumerate(zip(got, want)):
+            d = _stride_difference(g, w, f"{path}[{i}]")
+            if d:
+                return d
+    return None
+
+
 def _equal(a, b) -> bool:
     if isinstance(a, torch.Tensor) or isinstance(b, torch.Tensor):
         if not (isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor)):
@@ -78,8 +117,9 @@ def _equal(a, b) -> bool:
     return a == b
 
 
-def run_one(op, backend="llvm"):
-    """(outcome, detail) for `op`'s first float32 sample."""
+def run_one(op, backend="llvm", layout=None):
+    """(outcome, detail) for `op`'s first float32 sample (`layout`: None or
+    "transposed", see the module's docstring)."""
     import refcomp
 
     if op.name in UNDEFINED_OUTPUTS:
@@ -92,6 +132,10 @@ def run_one(op, backend="llvm"):
     def fn(inp, args, kwargs):
         return f(inp, *args, **kwargs)
 
+    if layout not in (None, "transposed"):
+        raise ValueError(f"layout must be None or 'transposed', not {layout!r}")
+    if layout == "transposed":
+        sample = sample.transform(_transposed)
     eager_in = _clone((sample.input, tuple(sample.args), dict(sample.kwargs)))
     try:
         want = fn(*eager_in)
@@ -107,6 +151,10 @@ def run_one(op, backend="llvm"):
         return "mismatched", f"refcomp raises {type(e).__name__}: {str(e)[:200]}"
     if not _equal(ex.result, want) or not _equal(comp_in, eager_in):
         return "mismatched", "values differ from eager"
+    if layout is not None:
+        diff = _stride_difference(ex.result, want)
+        if diff:
+            return "mismatched", diff
     if ex.graph_break_count or ex.graph_count != 1:
         if ex.break_reasons:
             r = ex.break_reasons[0]
@@ -115,12 +163,12 @@ def run_one(op, backend="llvm"):
     return "captured", ""
 
 
-def run(ops, backend="llvm"):
+def run(ops, backend="llvm", layout=None):
     results = {}
     for op in ops:
         key = f"{op.name}.{op.variant_test_name}" if op.variant_test_name else op.name
         try:
-            results[key] = run_one(op, backend)
+            results[key] = run_one(op, backend, layout)
         except Exception as e:  # the runner itself must not stop on one op
             results[key] = ("mismatched", f"runner error {type(e).__name__}: {e}")
     return results
@@ -156,13 +204,15 @@ def main(argv=None):
     parser.add_argument("--every", type=int, default=1, help="run every N-th op")
     parser.add_argument("--backend", default="llvm")
     parser.add_argument("--only", default=None, help="comma-separated op names")
+    parser.add_argument("--layout", choices=["transposed"], default=None,
+                        help="lay tensor arguments out transposed; compare strides too")
     parser.add_argument("--list", action="store_true", help="print each op's outcome")
     a = parser.parse_args(argv)
     ops = op_db()[::a.every]
     if a.only:
         names = set(a.only.split(","))
         ops = [o for o in op_db() if o.name in names]
-    results = run(ops, a.backend)
+    results = run(ops, a.backend, a.layout)
     if a.list:
         for k, (o, d) in sorted(results.items()):
             print(f"{o:10s} {k:40s} {d[:150]}")

@@ -1,12 +1,14 @@
 """Advanced indexing (`x0[:, [0, -1]]`) of a permuted input, after recompiles with dynamic
 sizes: eager's result is row-major, strides (8, 4, 1, 1) for shape (1, 2, 1, 4); every
 backend returns (1, 1, 1, 2), the input's memory order.  Values are equal.  Found by the
-thorough profile's per-backend hypothesis run (Nov 27, main 19bab92).  Open.  Cause:
+thorough profile's per-backend hypothesis run (Nov 27, main 19bab92).  Cause:
 torch's meta kernel and its CPU kernel disagree here, and refcomp takes the meta kernel's
 strides: for that input (shape (1, 2, 1, 4), strides (1, 1, 2, 2)) the meta result has
 (1, 1, 1, 2), the CPU result (8, 4, 1, 1); with no size-1 dims the two agree.  Same root
-as copysign_of_transposed_strides."""
-STATUS = "open"
+as copysign_of_transposed_strides.
+Fixed: the tracer computes AdvancedIndex's TensorIterator layout, index tensors included
+(refcomp/tracer/eager_layout.py)."""
+STATUS = "fixed"
 BACKENDS = ["interp", "eager", "llvm"]
 SYMPTOM = "stride"
 SOURCE = '''

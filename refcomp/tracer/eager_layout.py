@@ -1,0 +1,247 @@
+"""Eager's result strides where torch's meta kernels differ from its CPU kernels.
+
+Note [Eager's layout, not the meta kernel's]: refcomp types a call by running torch on
+meta tensors, and Note [Output layout] (refcomp/runtime.py) lays each output out as its
+meta says.  For most ops the meta
+kernel's strides are the CPU kernel's.  Where they are not, refcomp would return eager's
+values in another memory order (corpus copysign_of_transposed_strides,
+advanced_index_of_permuted_input_dynamic_strides).  This module computes what the CPU
+kernel does, for the two families where the meta kernels are known to differ:
+
+- pointwise ATen kernels (`torch.Tag.pointwise`, with a CPU kernel of their own): ATen's
+  TensorIterator picks the output's memory order from its operands; several meta kernels
+  (Python references such as copysign's) return row-major instead;
+- advanced indexing (`x[:, idx]`, `aten.index`): ATen's AdvancedIndex restrides the source
+  and runs a TensorIterator over it *and the index tensors*; torch's meta kernel orders by
+  the source alone, which differs where size-1 dims tie.
+
+`iterator_strides` is a port of TensorIterator's layout rule (`compute_fast_setup_type`,
+`reorder_dimensions`, `allocate_or_resize_outputs` in ATen's TensorIterator.cpp), not
+torch's Python `compute_elementwise_output_strides`, whose short-cuts and tie-breaking
+differ from the C++ on size-1 dims.  tests/frontend/test_eager_layout.py checks each rule
+against the CPU kernels on random shapes and strides.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch._prims_common import is_non_overlapping_and_dense_or_false
+
+
+def iterator_strides(shape, operands) -> tuple[int, ...]:
+    """The strides of the output TensorIterator allocates for `shape` (the broadcast shape
+    of `operands`, torch tensors of any device, inputs only: the output is undefined)."""
+    shape = tuple(int(s) for s in shape)
+    ndim = len(shape)
+    sizes = [tuple(t.shape) for t in operands]
+    if sizes and all(s == sizes[0] for s in sizes) and sizes[0] == shape:
+        # compute_fast_setup_type: every operand of the result's shape
+        if all(t.is_contiguous() for t in operands):
+            return _row_major(shape)
+        if all(t.is_contiguous(memory_format=torch.channels_last) for t in operands) \
+                and ndim == 4:
+            return tuple(torch.empty(shape, device="meta",
+                                     memory_format=torch.channels_last).stride())
+        if all(is_non_overlapping_and_dense_or_false(t) for t in operands) and \
+                all(t.stride() == operands[-1].stride() for t in operands):
+            return tuple(operands[-1].stride())
+    if ndim <= 1:
+        return _row_major(shape)
+    strides = [_broadcast_strides(t, shape) for t in operands]
+
+    def should_swap(d0, d1) -> int:
+        for st in strides:
+            s0, s1 = st[d0], st[d1]
+            if s0 == 0 or s1 == 0:
+                continue
+            if s0 < s1:
+                return -1
+            if s0 > s1:
+                return 1
+            if shape[d0] > shape[d1]:
+                return 1
+        return 0
+
+    # perm[0] is the innermost dim; start from row-major and insertion-sort, moving a dim
+    # only past the dims it must follow (ambiguous comparisons keep scanning).
+    perm = list(range(ndim - 1, -1, -1))
+    for i in range(1, ndim):
+        d1 = i
+        for d0 in range(i - 1, -1, -1):
+            c = should_swap(perm[d0], perm[d1])
+            if c > 0:
+                perm[d0], perm[d1] = perm[d1], perm[d0]
+                d1 = d0
+            elif c < 0:
+                break
+    if perm == list(range(ndim - 1, -1, -1)):
+        return _row_major(shape)
+    out = [0] * ndim
+    step = 1
+    for d in perm:
+        out[d] = step
+        step *= shape[d]
+    return tuple(out)
+
+
+def _row_major(shape) -> tuple[int, ...]:
+    out, step = [], 1
+    for n in reversed(shape):
+        out.append(step)
+        step *= max(n, 1)
+    return tuple(reversed(out))
+
+
+def _broadcast_strides(t, shape) -> list[int]:
+    """TensorIterator's operand strides: 0 where the operand is broadcast."""
+    lead = len(shape) - t.dim()
+    out = [0] * len(shape)
+    for d in range(t.dim()):
+        if t.shape[d] == shape[lead + d]:
+            out[lead + d] = t.stride()[d]
+    return out
+
+
+def index_strides(src, indices) -> tuple[int, ...] | None:
+    """Strides of ATen's `index(src, indices)` on the CPU: `indices` has one entry per
+    leading dim of `src`, None or an integer index tensor (bool masks were refused
+    before: data-dependent shapes).  None when the form is not one this port follows."""
+    if any(i is not None and (i.dtype == torch.bool or i.dtype == torch.uint8)
+           for i in indices):
+        return None
+    tensors = [i for i in indices if i is not None]
+    if not tensors or len(indices) > src.dim():
+        return None
+    try:  # expand_outplace: to one shape when they differ
+        common = torch.broadcast_shapes(*(t.shape for t in tensors))
+    except RuntimeError:
+        return None
+    if any(tuple(t.shape) != tuple(common) for t in tensors):
+        tensors = [t.expand(common) for t in tensors]
+    it = iter(tensors)
+    indices = [next(it) if i is not None else None for i in indices]
+    indices += [None] * (src.dim() - len(indices))
+    if not _contiguous_subspace(indices):  # transposeToFront
+        order = [d for d, i in enumerate(indices) if i is not None] + \
+                [d for d, i in enumerate(indices) if i is None]
+        src = src.permute(order)
+        indices = [indices[d] for d in order]
+    # int indices become long (`.to`, preserving a dense layout)
+    indices = [i.to(torch.long) if i is not None and i.dtype != torch.long else i
+               for i in indices]
+    before = 0
+    while indices[before] is None:
+        before += 1
+    indexed = sum(i is not None for i in indices)
+    after = src.dim() - before - indexed
+    replacement = tuple(common)
+    shape = tuple(src.shape[:before]) + replacement + tuple(src.shape[before + indexed:])
+    # restride_src: the indexed dims become the index's dims with stride 0
+    src_strides = tuple(src.stride()[:before]) + (0,) * len(replacement) + \
+        tuple(src.stride()[before + indexed:])
+    restrided = src.as_strided(shape, src_strides)
+    reshaped = [i.reshape((1,) * before + tuple(i.shape) + (1,) * after)
+                for i in indices if i is not None]
+    return iterator_strides(shape, [restrided] + reshaped)
+
+
+def _contiguous_subspace(indices) -> bool:
+    """hasContiguousSubspace: the index tensors are adjacent."""
+    state = 0
+    for i in indices:
+        if state == 0 and i is not None:
+            state = 1
+        elif state == 1 and i is None:
+            state = 2
+        elif state == 2 and i is not None:
+            return False
+    return True
+
+
+def getitem_strides(x, index) -> tuple[int, ...] | None:
+    """Strides of eager's `x[index]` (x a meta tensor; index as Python passes it, with
+    meta tensors for tensor items) when it takes the advanced-indexing path; None when
+    it does not or the form is not one this port follows.  Python indexing applies the
+    basic items first (a view), then `aten.index` with the tensor items at their dims."""
+    items = list(index) if isinstance(index, tuple) else [index]
+    if not any(isinstance(it, (torch.Tensor, list)) for it in items):
+        return None
+    if sum(it is Ellipsis for it in items) > 1:
+        return None
+    rank_used = sum(1 for it in items if it is not None and it is not Ellipsis)
+    basic, positions, dim = [], [], 0
+    for it in items:
+        if it is Ellipsis:
+            skip = x.dim() - rank_used
+            basic.append(Ellipsis)
+            dim += skip
+        elif it is None:
+            basic.append(None)
+            dim += 1
+        elif isinstance(it, (torch.Tensor, list)):
+            t = it if isinstance(it, torch.Tensor) else _list_index(it)
+            if t is None or t.dtype == torch.bool or t.dtype == torch.uint8:
+                return None
+            basic.append(slice(None))
+            positions.append((dim, t))
+            dim += 1
+        elif isinstance(it, slice):
+            basic.append(it)
+            dim += 1
+        elif isinstance(it, int) and not isinstance(it, bool):
+            basic.append(it)
+        else:
+            return None
+    try:
+        view = x[tuple(basic)]
+    except Exception:
+        return None
+    indices: list = [None] * view.dim()
+    for d, t in positions:
+        if d >= view.dim():
+            return None
+        indices[d] = t
+    while indices and indices[-1] is None:
+        indices.pop()
+    return index_strides(view, indices)
+
+
+def _list_index(items):
+    """A Python list index as torch makes it a tensor (ints only: nested or bool lists are
+    left to the meta kernel)."""
+    if not all(isinstance(i, int) and not isinstance(i, bool) for i in items):
+        return None
+    return torch.empty((len(items),), dtype=torch.long, device="meta")
+
+
+def pointwise_kernel(short: str) -> bool:
+    """Does ATen compute `short` (a name in torch.ops.aten) with a pointwise CPU kernel of
+    its own, i.e. through TensorIterator: its functional overloads (none written: not
+    `out=`, not in-place) that have a CPU kernel are all tagged pointwise, and one has.
+    Composite ops keep the meta kernel's strides: their layout is that of the ops they
+    are made of (masked_fill: a Contiguous clone, then masked_fill_; ldexp:
+    `x * 2 ** other`; mvlgamma: a sum; only their `out=` overloads have CPU kernels)."""
+    packet = getattr(torch.ops.aten, short, None)
+    if not isinstance(packet, torch._ops.OpOverloadPacket):
+        return False
+    with_kernel = []
+    for name in packet.overloads():
+        op = getattr(packet, name)
+        if any(a.alias_info is not None and a.alias_info.is_write
+               for a in op._schema.arguments):
+            continue
+        try:
+            if torch._C._dispatch_has_kernel_for_dispatch_key(op.name(), "CPU"):
+                with_kernel.append(op)
+        except RuntimeError:  # an overload only TorchScript knows (copysign.int)
+            continue
+    return bool(with_kernel) and all(torch.Tag.pointwise in o.tags for o in with_kernel)
+
+
+def restrided(meta: torch.Tensor, strides) -> torch.Tensor:
+    """`meta` (a meta tensor) with `strides`, when they differ."""
+    if strides is None or tuple(strides) == tuple(meta.stride()):
+        return meta
+    out = torch.empty_strided(tuple(meta.shape), tuple(strides), dtype=meta.dtype,
+                              device="meta")
+    return out.requires_grad_() if meta.requires_grad else out

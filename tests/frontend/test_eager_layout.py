@@ -1,0 +1,129 @@
+"""refcomp/tracer/eager_layout.py against the CPU kernels it ports: on random shapes,
+broadcasts and memory layouts, the strides it computes equal those eager's CPU kernels
+give (spec/correctness.md, "Output layout")."""
+
+import torch
+from hypothesis import given
+from hypothesis import strategies as st
+
+from refcomp.tracer.eager_layout import getitem_strides, iterator_strides, pointwise_kernel
+
+SIZES = st.sampled_from([0, 1, 1, 2, 3])
+
+
+@st.composite
+def laid_out(draw, shape):
+    """A CPU tensor of `shape` in a random memory order, maybe step-sliced or expanded."""
+    shape = tuple(shape)
+    order = draw(st.permutations(range(len(shape))))
+    step = draw(st.sampled_from([1, 1, 2]))
+    phys = tuple(shape[d] for d in order)
+    if step > 1 and shape:
+        phys = phys[:-1] + (phys[-1] * step,)
+    base = torch.randn(phys)
+    if step > 1 and shape:
+        base = base[..., ::step]
+    t = base.permute([order.index(d) for d in range(len(shape))])
+    if shape and draw(st.booleans()):  # expand a size-1 dim
+        d = draw(st.integers(0, len(shape) - 1))
+        if shape[d] == 1:
+            t = t.expand(*shape[:d], 1, *shape[d + 1:])
+    assert tuple(t.shape) == shape
+    return t
+
+
+@st.composite
+def broadcast_operands(draw):
+    rank = draw(st.integers(0, 4))
+    shape = [draw(SIZES) for _ in range(rank)]
+    out = []
+    for _ in range(draw(st.integers(1, 3))):
+        drop = draw(st.integers(0, rank))
+        own = [1 if draw(st.integers(0, 3)) == 0 else n for n in shape[drop:]]
+        out.append(draw(laid_out(own)))
+    return out
+
+
+def _dense(shape, strides):
+    """The strides that matter: those of dims of size > 1 (as the fuzzer compares them;
+    ATen's kernels differ among themselves on the rest, e.g. `where` of an empty result)."""
+    return tuple(st for n, st in zip(shape, strides) if n > 1)
+
+
+def _meta(t):
+    return torch.empty_strided(t.shape, t.stride(), dtype=t.dtype, device="meta")
+
+
+@given(broadcast_operands())
+def test_iterator_strides_match_the_cpu_kernel(operands):
+    if len(operands) == 1:
+        eager = torch.neg(operands[0])
+    elif len(operands) == 2:
+        eager = torch.copysign(operands[0], operands[1])
+    else:
+        eager = torch.where(operands[0] > 0, operands[1], operands[2])
+    shape = torch.broadcast_shapes(*(t.shape for t in operands))
+    if 0 in shape:  # refcomp keeps the meta kernel's strides for an empty result: ATen's
+        return      # kernels differ there (`where` is row-major, `add` permutes)
+    got = iterator_strides(shape, [_meta(t) for t in operands])
+    assert _dense(shape, got) == _dense(shape, eager.stride()), \
+        (shape, got, eager.stride(), [(tuple(t.shape), t.stride()) for t in operands])
+
+
+ITEMS = st.one_of(
+    st.just(slice(None)), st.just(None), st.integers(-1, 0),
+    st.builds(slice, st.sampled_from([None, 1]), st.none(), st.sampled_from([None, 2])),
+    st.just("list"), st.just("tensor"), st.just("tensor2d"), st.just("int32"))
+
+
+def _index_item(kind, size):
+    if kind == "list":
+        return [0, -1] if size else []
+    if kind in ("tensor", "int32"):
+        t = torch.tensor([0, size - 1, 0] if size else [], dtype=torch.long)
+        return t.int() if kind == "int32" else t
+    if kind == "tensor2d":
+        return torch.zeros((2, 1), dtype=torch.long) if size else torch.zeros((0, 1),
+                                                                              dtype=torch.long)
+    return kind
+
+
+@given(st.integers(1, 4).flatmap(lambda r: st.tuples(
+    st.lists(SIZES, min_size=r, max_size=r), st.lists(ITEMS, min_size=1, max_size=r))),
+    st.data())
+def test_getitem_strides_match_the_cpu_kernel(shape_items, data):
+    shape, kinds = shape_items
+    x = data.draw(laid_out(shape))
+    # an item's target dim, to build an index in range (Ellipsis is not drawn)
+    index, dim = [], 0
+    for kind in kinds:
+        if kind is None:
+            index.append(None)
+            continue
+        if dim >= len(shape):
+            break
+        if isinstance(kind, int) and shape[dim] == 0:
+            kind = slice(None)
+        index.append(_index_item(kind, shape[dim]))
+        dim += 1
+    index = tuple(index)
+    try:
+        eager = x[index]
+    except (IndexError, RuntimeError):
+        return
+    meta_index = tuple(_meta(i) if isinstance(i, torch.Tensor) else i for i in index)
+    got = getitem_strides(_meta(x), meta_index)
+    if got is None:
+        assert not any(isinstance(i, (torch.Tensor, list)) for i in index)
+        return
+    assert _dense(eager.shape, got) == _dense(eager.shape, eager.stride()), \
+        (tuple(x.shape), x.stride(), index, got, eager.stride())
+
+
+def test_pointwise_kernels_are_told_from_composites():
+    assert pointwise_kernel("copysign") and pointwise_kernel("add")
+    # composite: a Contiguous clone then masked_fill_ (row-major in eager)
+    assert not pointwise_kernel("masked_fill")
+    assert not pointwise_kernel("ldexp")  # x * 2 ** other
+    assert not pointwise_kernel("mvlgamma")  # a sum; only mvlgamma.out has a CPU kernel
+    assert not pointwise_kernel("sum")
