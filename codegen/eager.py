@@ -390,20 +390,32 @@ def _make_avg_pool2d_grad(node, attrs):
     return grad
 
 
-def _random(torch_fn):
+def _laid_out(attrs):
+    """A new tensor of the node's shape laid out in its memory `order` (outermost dim
+    first; None: row-major), as the tensor eager fills with its draws is (Note [Random
+    draws in eager's layout], refcomp/tracer/eager_layout.py)."""
+    shape, order = tuple(attrs["shape"]), attrs.get("order")
+    dtype, device = torch_dtype(attrs["dtype"]), attrs["device"]
+    if order is None:
+        return torch.empty(shape, dtype=dtype, device=device)
+    inverse = [list(order).index(d) for d in range(len(shape))]
+    return torch.empty([shape[d] for d in order], dtype=dtype, device=device).permute(inverse)
+
+
+def _random(fill):
+    # torch.rand / torch.randn are empty(...).uniform_() / .normal_(): the same draws,
+    # made on a tensor of eager's layout (ATen's normal_ draws differently on a
+    # non-contiguous tensor, so the draw must happen on that very layout).
     def make(node, attrs):
-        shape, dtype, device = tuple(attrs["shape"]), torch_dtype(attrs["dtype"]), \
-            attrs["device"]
-        return lambda: torch_fn(shape, dtype=dtype, device=device)
+        return lambda: fill(_laid_out(attrs))
     return make
 
 
 def _make_dropout_mask(node, attrs):
-    shape, dtype, device = tuple(attrs["shape"]), torch_dtype(attrs["dtype"]), attrs["device"]
     keep = 1.0 - attrs["p"]
     # ATen's CPU dropout (at::native::_dropout): empty_like(x).bernoulli_(1 - p), then
     # div_(1 - p): the same draws from the same generator as eager's F.dropout.
-    return lambda: torch.empty(shape, dtype=dtype, device=device).bernoulli_(keep).div_(keep)
+    return lambda: _laid_out(attrs).bernoulli_(keep).div_(keep)
 
 
 EAGER_OPS.update({
@@ -417,7 +429,7 @@ EAGER_OPS.update({
     "conv2d_grad_input": _make_conv2d_grad_input,
     "conv2d_grad_weight": _make_conv2d_grad_weight,
     "max_pool2d_grad": _make_max_pool2d_grad, "avg_pool2d_grad": _make_avg_pool2d_grad,
-    "rand": _random(torch.rand), "randn": _random(torch.randn),
+    "rand": _random(torch.Tensor.uniform_), "randn": _random(torch.Tensor.normal_),
 })
 
 

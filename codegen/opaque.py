@@ -209,9 +209,14 @@ def make_runner(attrs: dict):
     views = frozenset(attrs.get("views") or ())
     n_results = len(ir_opaque.parse_results(attrs["results"]))
     token = attrs["results"].strip() == ir_opaque.NO_RESULTS
+    draws = bool(attrs.get("rng"))
+    layouts = ir_opaque.parse_layouts(attrs.get("layouts") or "")
 
     def run(*tensors):
-        if mutates:
+        if draws:  # Note [Random draws in eager's layout]: ATen sees eager's layouts
+            tensors = [_laid_out(t, layouts.get(i), i in mutates)
+                       for i, t in enumerate(tensors)]
+        elif mutates:
             tensors = list(tensors)
             for i in mutates:
                 tensors[i] = tensors[i].clone()
@@ -231,6 +236,19 @@ def make_runner(attrs: dict):
         return outs[0] if n_results == 1 else tuple(outs)
 
     return run
+
+
+def _laid_out(t, strides, written: bool):
+    """`t` with `strides` (None: row-major): itself when it has them and the call does
+    not write it, else a fresh copy (the node never writes its operands)."""
+    if strides is None:
+        if t.is_contiguous() and not written:
+            return t
+        return t.clone(memory_format=torch.contiguous_format)
+    if tuple(t.stride()) == tuple(strides) and not written:
+        return t
+    out = torch.empty_strided(tuple(t.shape), strides, dtype=t.dtype, device=t.device)
+    return out.copy_(t)
 
 
 def _numpy_executor(arrays, operand_dtypes=None, **attrs):

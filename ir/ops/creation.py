@@ -490,24 +490,41 @@ defop("avg_pool2d_grad", EXTERN, operands=("g",),
 
 
 # --- random -----------------------------------------------------------------------------
-def _random_infer(types, shape, dtype=f32, device="cpu"):
-    """dtype (floating) and shape as given."""
+def _random_infer(types, shape, dtype=f32, device="cpu", order=None):
+    """dtype (floating) and shape as given; `order` a permutation of the dims."""
     d = _dtype(dtype)
     if not d.is_float:
         raise TypeError(f"random ops produce floats, not {d}")
+    if order is not None and sorted(order) != list(range(len(shape))):
+        raise TypeError(f"random op order {list(order)} is not a permutation of the"
+                        f" {len(shape)} dims")
     return TensorType(d, shape, device)
 
 
-_RANDOM_ATTRS = {"shape": "dims", "dtype": ("dtype", f32), "device": ("str", "cpu")}
+# `order`: the memory order in which the draws fill the result, dims from outermost to
+# innermost (None: row-major).  Eager fills a tensor in its memory order, so a draw for
+# `rand_like(x.t())` fills x.t()'s layout (Note [Random draws in eager's layout],
+# refcomp/tracer/eager_layout.py); the value at each index is what eager puts there.
+_RANDOM_ATTRS = {"shape": "dims", "dtype": ("dtype", f32), "device": ("str", "cpu"),
+                 "order": ("ints", None)}
+
+
+def _in_order(draw, shape, order):
+    """`draw(physical_shape)` (an array filled row-major) read back in `order`."""
+    shape = _static(shape)
+    if order is None:
+        return draw(shape)
+    inverse = [list(order).index(d) for d in range(len(shape))]
+    return np.ascontiguousarray(draw(tuple(shape[d] for d in order)).transpose(inverse))
 
 # The largest value below 1 in each float dtype: a draw rounded to a narrow dtype could
 # otherwise become 1.0 and leave [0, 1).
 _BELOW_ONE = {"f16": 1 - 2**-11, "bf16": 1 - 2**-8, "f32": 1 - 2**-24, "f64": 1 - 2**-53}
 
 
-def _rand_ref(shape, dtype=f32, device="cpu", rng=None):
+def _rand_ref(shape, dtype=f32, device="cpu", order=None, rng=None):
     d = _dtype(dtype)
-    draw = (rng or np.random.default_rng()).random(_static(shape))
+    draw = _in_order((rng or np.random.default_rng()).random, shape, order)
     return np.minimum(draw, _BELOW_ONE[d.short]).astype(d.np)
 
 
@@ -515,21 +532,21 @@ defop("rand", RANDOM, operands=(), attrs=_RANDOM_ATTRS, infer=_random_infer, eff
       ref=_rand_ref, doc="uniform on [0, 1) (also after rounding to dtype); draws from the"
       " interpreter's generator")
 defop("randn", RANDOM, operands=(), attrs=_RANDOM_ATTRS, infer=_random_infer, effects=True,
-      ref=lambda shape, dtype=f32, device="cpu", rng=None: (
-          rng or np.random.default_rng()).standard_normal(_static(shape)).astype(
+      ref=lambda shape, dtype=f32, device="cpu", order=None, rng=None: _in_order(
+          (rng or np.random.default_rng()).standard_normal, shape, order).astype(
               _dtype(dtype).np),
       doc="standard normal; draws from the interpreter's generator")
 
 
-def _dropout_mask_infer(types, shape, p, dtype=f32, device="cpu"):
+def _dropout_mask_infer(types, shape, p, dtype=f32, device="cpu", order=None):
     """dtype (floating) and shape as given; 0 <= p < 1."""
     if not 0.0 <= p < 1.0:
         raise TypeError(f"dropout_mask needs 0 <= p < 1, got {p}")
-    return _random_infer(types, shape, dtype, device)
+    return _random_infer(types, shape, dtype, device, order)
 
 
-def _dropout_mask_ref(shape, p, dtype=f32, device="cpu", rng=None):
-    keep = (rng or np.random.default_rng()).random(_static(shape)) >= p
+def _dropout_mask_ref(shape, p, dtype=f32, device="cpu", order=None, rng=None):
+    keep = _in_order((rng or np.random.default_rng()).random, shape, order) >= p
     return (keep / (1.0 - p)).astype(_dtype(dtype).np)
 
 

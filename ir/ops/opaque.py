@@ -26,6 +26,11 @@ what is needed to *name* the call, never to understand it:
 - `rng`: the call draws from, seeds or restores torch's default generator
   (`torch.bernoulli`, `torch.manual_seed`, `torch.set_rng_state`): its effect is on the
   random stream, so a rerun of the graph (double backward) would change it.
+- `layouts`: for a call that draws (`rng`), the strides ATen must see each operand in
+  (`"0:1,4; 2:12,1"`: operand 0 with strides (1, 4), ...); the operands it does not name
+  are handed over row-major.  ATen fills a tensor in its memory order and some kernels
+  draw differently on a non-contiguous tensor, so the runner lays the operands out as
+  eager's were (Note [Random draws in eager's layout], refcomp/tracer/eager_layout.py).
 - `results="none"`: the call returns nothing the graph uses (`torch.manual_seed`
   returns a Generator, `torch.set_rng_state` None); the node's one result is an empty
   `u8[0]` token, and the node exists for its effect.
@@ -92,11 +97,16 @@ def format_results(types) -> str:
     return "; ".join(str(t) for t in types)
 
 
-def _infer(types, fn, args, results, mutates, views, rng=False):
+def _infer(types, fn, args, results, mutates, views, rng=False, layouts=""):
     """The declared results; `mutates` names operands (their new values come last)."""
     out = parse_results(results)
     if not fn:
         raise TypeError("aten needs fn= naming the torch callable")
+    for i, strides in parse_layouts(layouts).items():
+        if not rng:
+            raise TypeError(f"aten {fn}: layouts are for calls that draw (rng=true)")
+        if not 0 <= i < len(types) or len(strides) != len(types[i].shape):
+            raise TypeError(f"aten {fn}: layout {i}:{strides} does not fit its operand")
     if results.strip() == NO_RESULTS and (mutates or views):
         raise TypeError(f"aten {fn}: results=\"none\" writes and views nothing")
     for i in mutates:
@@ -110,19 +120,35 @@ def _infer(types, fn, args, results, mutates, views, rng=False):
     return out if len(out) != 1 else out[0]
 
 
-def _ref(*arrays, fn, args, results, mutates, views, rng=False, operand_dtypes=None):
+def parse_layouts(text: str) -> dict:
+    """{operand index: strides} from a `layouts` attribute ("0:1,4; 2:12,1")."""
+    out = {}
+    for part in text.split(";"):
+        if not part.strip():
+            continue
+        try:
+            i, strides = part.split(":")
+            out[int(i)] = tuple(int(s) for s in strides.split(","))
+        except ValueError:
+            raise ValueError(f"aten: cannot read layout {part.strip()!r} (want"
+                             " 'operand:stride,stride,...')") from None
+    return out
+
+
+def _ref(*arrays, fn, args, results, mutates, views, rng=False, layouts="",
+         operand_dtypes=None):
     """`operand_dtypes`: each operand's IR dtype where the interpreter knows it (a bf16
     operand is a float32 array; torch must see it as bf16, as eager does)."""
     if _EXECUTOR is None:
         raise RuntimeError(f"aten {fn}: an opaque torch call needs torch to run; import"
                            " codegen.opaque to register its executor")
     return _EXECUTOR(arrays, fn=fn, args=args, results=results, mutates=mutates, views=views,
-                     rng=rng, operand_dtypes=operand_dtypes)
+                     rng=rng, layouts=layouts, operand_dtypes=operand_dtypes)
 
 
 ATEN = defop(
     "aten", EXTERN, operands=("xs",), variadic=True,
     attrs={"fn": "str", "args": ("str", ""), "results": "str", "mutates": ("ints", ()),
-           "views": ("ints", ()), "rng": ("bool", False)},
+           "views": ("ints", ()), "rng": ("bool", False), "layouts": ("str", "")},
     infer=_infer, ref=_ref, effects=True,
     doc="one call of a torch callable with no IR rule, run by ATen (see ir/ops/opaque.py)")

@@ -245,3 +245,37 @@ def restrided(meta: torch.Tensor, strides) -> torch.Tensor:
     out = torch.empty_strided(tuple(meta.shape), tuple(strides), dtype=meta.dtype,
                               device="meta")
     return out.requires_grad_() if meta.requires_grad else out
+
+
+# Note [Random draws in eager's layout]: ATen fills a tensor with random numbers in the
+# order its kernel iterates, which is the tensor's memory order (TensorIterator sorts dims
+# by stride), and some kernels change algorithm with the layout (`normal_` of a contiguous
+# float tensor of 16 or more elements draws in blocks; of any other tensor, one number
+# per element).  So `torch.rand_like(x.t())`, `F.dropout(x.t())` (its mask is
+# `empty_like(x).bernoulli_()`) and `x.t().normal_()` draw the same numbers as on a
+# row-major tensor but put them elsewhere.  A draw in the graph therefore fills a tensor
+# laid out as eager's: the IR's random ops take the memory `order` of the tensor eager
+# fills (ir/ops/creation.py), and an opaque call that draws gets its operands in eager's
+# strides (`layouts`, codegen/opaque.py).  Spec: spec/tracer.md, "Random draws".
+def memory_order(meta: torch.Tensor) -> tuple[int, ...] | None:
+    """The dims of `meta` (a dense tensor) from outermost to innermost in memory, or None
+    when it is row-major (ties between size-1 dims do not change where values go)."""
+    if meta.is_contiguous() or not is_non_overlapping_and_dense_or_false(meta):
+        return None
+    return tuple(sorted(range(meta.dim()), key=lambda d: (-meta.stride()[d], d)))
+
+
+def draw_strides(meta: torch.Tensor) -> tuple[int, ...] | None:
+    """Strides an opaque call's operand must have for ATen to draw as in eager: its meta's
+    when they are not row-major and no two elements share memory; else None (row-major,
+    or overlapping: an expanded operand ATen only reads)."""
+    if meta.is_contiguous():
+        return None
+    dims = sorted((d for d in range(meta.dim()) if meta.shape[d] > 1),
+                  key=lambda d: meta.stride()[d])
+    span = 1
+    for d in dims:
+        if meta.stride()[d] < span:
+            return None
+        span = meta.stride()[d] * meta.shape[d]
+    return tuple(meta.stride())

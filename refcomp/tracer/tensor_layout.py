@@ -160,9 +160,17 @@ def _squeeze(ctx, x, dim=None):
 
 @entry(T.contiguous, view=True)
 def _contiguous(ctx, x, memory_format=torch.contiguous_format):
-    # torch returns the tensor itself when it is already contiguous, else a copy; the IR
-    # has no layouts, so only the aliasing differs (it matters to in-place ops).
-    return x if x.meta.is_contiguous() else _Copy()
+    # torch returns the tensor itself when it is already contiguous *in the memory format
+    # asked for*, else a copy in that format (its meta's strides: Note [Output layout]);
+    # a row-major x.contiguous(memory_format=torch.channels_last) is a new tensor.
+    if not isinstance(memory_format, torch.memory_format):
+        raise Unsupported("RB013", f"contiguous(memory_format={memory_format!r})")
+    try:
+        already = x.meta.is_contiguous(memory_format=memory_format)
+    except RuntimeError as err:  # preserve_format: eager raises the same
+        raise Unsupported("RB013", f"contiguous(memory_format={memory_format}): {err}")\
+            from None
+    return x if already else _Copy()
 
 
 @entry(T.clone, torch.clone)

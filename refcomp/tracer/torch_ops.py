@@ -18,6 +18,7 @@ from ir.graph import Value
 from ir.ops.rules import broadcast_shapes
 from ir.types import bf16, f16, f32, f64
 from refcomp.reasons import Unsupported
+from refcomp.tracer import eager_layout
 from refcomp.tracer.context import ir_device, ir_dtype
 from refcomp.tracer.torch_table import (
     T,
@@ -690,7 +691,11 @@ def _dropout(ctx, x, p=0.5, training=True, inplace=False):
     if t.device != "cpu":
         raise Unsupported("RB009", "dropout in training mode off the CPU (eager fuses the"
                                    " draw into native_dropout there)")
-    mask = B.dropout_mask(shape=list(t.shape), p=float(p), dtype=t.dtype, device=t.device)
+    # ... on `empty_like(x)`: x's layout when x is dense (Note [Random draws in eager's
+    # layout], refcomp/tracer/eager_layout.py)
+    order = eager_layout.memory_order(torch.empty_like(x.meta))
+    mask = B.dropout_mask(shape=list(t.shape), p=float(p), dtype=t.dtype, device=t.device,
+                          order=order)
     return B.mul(x.value, mask)
 
 
@@ -776,8 +781,11 @@ def _random_builder(op, like):
             raise Unsupported("RB013", f"{op}(generator=...)")
         src = args[0] if like else None
         shape = list(src.value.type.shape) if like else [_dim(d) for d in _sizes(args)]
+        # eager fills the result in its memory order (`*_like`: the operand's, when dense;
+        # Note [Random draws in eager's layout])
         return _Creation(lambda meta: ctx.builder.op(
-            op, shape=shape, dtype=ir_dtype(meta.dtype), device=_device(device, src)))
+            op, shape=shape, dtype=ir_dtype(meta.dtype), device=_device(device, src),
+            order=eager_layout.memory_order(meta) if like else None))
     return build
 
 

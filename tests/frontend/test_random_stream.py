@@ -143,3 +143,49 @@ def test_a_draw_reading_a_fused_value_stays_before_a_later_seed():
 
     report = _twice_equal_eager(f, (torch.rand(64),), "llvm")
     assert report.graph_break_count == 0
+
+
+# Note [Random draws in eager's layout] (refcomp/tracer/eager_layout.py): eager fills a
+# tensor in its memory order, so on a transposed, permuted or channels_last tensor the
+# same draws land elsewhere than on a row-major one; found by the OpInfo layout run
+# (`normal.in_place` on a transposed input) and then in rand_like, randn_like, dropout.
+def _draws_on_transposed(x):
+    return torch.rand_like(x) + x
+
+
+def _randn_like_of_permuted_intermediate(x):
+    y = x.permute(2, 0, 1) * 2            # 24 elements: normal_'s block fill when row-major
+    return torch.randn_like(y) + y
+
+
+def _dropout_of_transposed(x):
+    return F.dropout(x, 0.5) * 3
+
+
+def _dropout_of_channels_last(x):
+    return F.dropout(x.reshape(1, 2, 3, 4).contiguous(memory_format=torch.channels_last), 0.25)
+
+
+def _inplace_draws_on_views(x):
+    y = x * 1                             # row-major in eager; a view of x on llvm
+    y.transpose(0, 2).normal_(0.0, 2.0)   # in place through a transposed view
+    z = x.permute(2, 1, 0).clone()
+    z.uniform_(-1, 1)
+    return y, z, torch.bernoulli(z.abs().clamp(max=1))
+
+
+def _inplace_draw_on_folded_transpose(x):
+    y = x.t() * 1                         # the IR folds `* 1`: llvm hands ATen a view
+    y.uniform_()
+    return y
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("f, shape", [
+    (_draws_on_transposed, "t"), (_randn_like_of_permuted_intermediate, (2, 3, 4)),
+    (_dropout_of_transposed, "t"), (_dropout_of_channels_last, (2, 3, 4)),
+    (_inplace_draws_on_views, (2, 3, 4)), (_inplace_draw_on_folded_transpose, (4, 5)),
+    (_inplace_draw_on_folded_transpose, "t")])
+def test_draws_land_where_eager_puts_them_in_any_layout(f, shape, backend):
+    x = torch.randn(5, 4).t() if shape == "t" else torch.randn(shape)
+    _twice_equal_eager(f, (x,), backend)

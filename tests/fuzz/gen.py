@@ -223,7 +223,14 @@ UNARY_ANY = ["torch.abs({a})", "-{a}", "{a}.clone()", "torch.square({a})", "{a}.
              "{a}.int()", "{a}.bool()", "{a}.contiguous()", "{a} * 1", "torch.logical_not({a})",
              "{a}.to(torch.int32)", "{a}.clone(memory_format=torch.contiguous_format)",
              "torch.ones_like({a})", "torch.full_like({a}, {s})", "torch.zeros_like({a}) + {a}",
-             "{a}.detach()", "{a}.to({a}.dtype, copy=True)"]
+             "{a}.detach()", "{a}.to({a}.dtype, copy=True)",
+             # memory formats (a copy unless already in the format asked for)
+             "{a}.contiguous(memory_format=torch.channels_last) if {a}.dim() == 4"
+             " else {a}.contiguous()",
+             "{a}.clone(memory_format=torch.channels_last) if {a}.dim() == 4 else {a}.clone()",
+             "{a}.to(memory_format=torch.channels_last) if {a}.dim() == 4 else {a}",
+             "{a}.clone(memory_format=torch.preserve_format)",
+             "torch.empty_like({a}, memory_format=torch.contiguous_format).copy_({a})"]
 UNARY_FLOAT = ["torch.relu({a})", "torch.sigmoid({a})", "torch.tanh({a})",
                "torch.exp({a}.clamp(max=4))", "torch.log({a}.abs() + 1)", "torch.sqrt({a}.abs())",
                "torch.sin({a})", "torch.cos({a})", "{a}.floor()", "{a}.ceil()", "torch.round({a})",
@@ -232,7 +239,10 @@ UNARY_FLOAT = ["torch.relu({a})", "torch.sigmoid({a})", "torch.tanh({a})",
                "torch.nan_to_num({a}.log())", "torch.isnan({a}.sqrt())", "F.softplus({a})",
                "F.leaky_relu({a}, 0.1)", "F.hardtanh({a})", "torch.expm1({a}.clamp(max=3))",
                "torch.log1p({a}.abs())", "{a}.pow(2)", "{a}.abs() ** 0.5", "torch.atan({a})",
-               "F.elu({a})", "torch.sinh({a}.clamp(-3, 3))", "{a}.sqrt()"]
+               "F.elu({a})", "torch.sinh({a}.clamp(-3, 3))", "{a}.sqrt()",
+               # random draws (the runner seeds each call, eager's and compiled alike)
+               "torch.rand_like({a}) + {a}", "torch.randn_like({a})", "F.dropout({a}, 0.5)",
+               "torch.bernoulli({a}.sigmoid())", "F.dropout({a}, 0.25) * 2"]
 UNARY_INT = ["{a} // 2", "{a} % 3", "torch.bitwise_not({a})", "{a} & 3", "{a}.abs()",
              "{a} * {a}", "{a} // -3", "{a}.remainder(4)", "{a} / 2", "{a}.float().mean()"]
 
@@ -501,7 +511,8 @@ INPLACE = ["{v}.add_({b})", "{v}.mul_({s})", "{v}[1:] *= {s}", "{v}.diagonal().f
            "{v}.scatter_(0, {v}.argsort(0, stable=True), {v}.clone())", "{v}.abs_()"]
 INPLACE_FLOAT = ["{v}.relu_()", "{v}.sigmoid_()", "{v}.exp_()", "{v}.div_(2)", "{v}.sqrt_()",
                  "{v}.clamp_(max={s})", "{v} /= 3", "torch.nn.functional.relu_({v})",
-                 "{v}.tanh_()", "{v}.addcmul_({b}, {b}, value=0.5)"]
+                 "{v}.tanh_()", "{v}.addcmul_({b}, {b}, value=0.5)",
+                 "{v}.uniform_()", "{v}.normal_(0, 2)", "{v}.bernoulli_(0.5)"]
 
 
 @template(6)

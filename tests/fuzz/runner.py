@@ -193,11 +193,18 @@ def _autocast(dtype):
 @dataclass
 class Reference:
     """What eager did on each call of a program: per call, its inputs after the call and
-    its result or exception.  Computed once and compared with every backend (eager is
-    deterministic on these programs: the generator draws no random ops)."""
+    its result or exception.  Computed once and compared with every backend (each call
+    starts from a seeded generator: `_seed`)."""
 
     calls: list             # per call: (args after the call, result, exception or None)
     autocast: object = None
+
+
+def _seed(k: int) -> None:
+    """Seed torch's generator before call `k`, eager's and compiled alike: programs may
+    draw random numbers, and a compiled call must draw eager's (spec/tracer.md, "Random
+    draws")."""
+    torch.manual_seed(1000 + k)
 
 
 def reference(program, autocast=None) -> Reference:
@@ -208,6 +215,7 @@ def reference(program, autocast=None) -> Reference:
         args_e = program.args(k)
         with warnings.catch_warnings(), _autocast(autocast):
             warnings.simplefilter("ignore")
+            _seed(k)
             try:
                 want, err_e = f_eager(*args_e), None
             except Exception as e:
@@ -233,6 +241,7 @@ def compare(program, backend, ref: Reference, relax=frozenset(), dynamic=None) -
         args_c = program.args(k)
         with warnings.catch_warnings(), _autocast(ref.autocast):
             warnings.simplefilter("ignore")
+            _seed(k)
             try:
                 got, err_c = compiled(*args_c), None
             except Exception as e:
