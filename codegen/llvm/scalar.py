@@ -108,10 +108,7 @@ class LLVMScalarOps:
         if src.is_float and dst.is_float:
             return TV(b.fpext(v, ty) if dst.bits > src.bits else b.fptrunc(v, ty), dst)
         if src.is_float:
-            # Saturating conversion: defined for out-of-range values and NaN (-> 0).
-            name = "llvm.fptosi.sat" if self._signed(dst) else "llvm.fptoui.sat"
-            fn = self.m.declare_intrinsic(name, [ty, v.type], lir.FunctionType(ty, [v.type]))
-            return TV(b.call(fn, [v]), dst)
+            return TV(self._float_to_int(v, src, dst), dst)
         if dst.is_float:
             return TV(b.sitofp(v, ty) if self._signed(src) else b.uitofp(v, ty), dst)
         if dst.bits > src.bits:
@@ -119,6 +116,31 @@ class LLVMScalarOps:
         if dst.bits < src.bits:
             return TV(b.trunc(v, ty), dst)
         return TV(v, dst)
+
+    def _float_to_int(self, v, src: DType, dst: DType):
+        """Note [Float to int as eager's CPU kernel]: C++'s `static_cast<int>(float)`
+        compiles to x86's truncating conversion to int64 (for an int64 or unsigned result)
+        or int32 (for every other), whose value for NaN and out-of-range inputs is that
+        type's minimum; a narrower result keeps the low bits (`300.0` -> int8 44, `-2.5`
+        -> uint8 254, NaN -> int32 -2147483648, NaN -> int8 0), as torch's CPU casts
+        give.  LLVM's plain `fptosi` is poison there, so the in-range test picks the
+        minimum instead (spec/ops.md, `cast`)."""
+        b = self.b
+        wide = I64 if dst.bits == 64 or not self._signed(dst) else I32
+        bits = wide.width
+        fn = self.m.declare_intrinsic("llvm.fptosi.sat", [wide, v.type],
+                                      lir.FunctionType(wide, [v.type]))
+        # trunc(v) in [-2^(bits-1), 2^(bits-1)): v > -2^(bits-1) - 1 where that is
+        # representable (f64 for 32 bits), else v >= -2^(bits-1) (nothing lies between)
+        low = -(2.0 ** (bits - 1))
+        above = (b.fcmp_ordered(">", v, lir.Constant(v.type, low - 1.0))
+                 if src.bits == 64 and bits == 32
+                 else b.fcmp_ordered(">=", v, lir.Constant(v.type, low)))
+        below = b.fcmp_ordered("<", v, lir.Constant(v.type, -low))
+        ok = b.and_(above, below)
+        r = b.select(ok, b.call(fn, [v]), lir.Constant(wide, -(2 ** (bits - 1))))
+        ty = llvm_type(dst)
+        return b.trunc(r, ty) if ty.width < bits else r
 
     def to_bool(self, x: TV) -> TV:
         return self.cast(x, bool_)

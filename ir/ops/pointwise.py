@@ -455,10 +455,21 @@ def _cast_infer(types, dtype):
 def _cast_ref(x, dtype):
     target = _target(dtype)
     if x.dtype.kind == "f" and target.is_int:
-        # torch truncates toward zero; out-of-range values (and NaN) are undefined.
-        with np.errstate(invalid="ignore"):
-            return np.trunc(x).astype(target.np)
+        return _float_to_int(x, target)
     return x.astype(target.np)
+
+
+def _float_to_int(x, target):
+    """torch's CPU cast (C++ `static_cast` on x86): truncate toward zero into int64 (for
+    an int64 or unsigned result) or int32 (every other), whose value for NaN and
+    out-of-range inputs is that type's minimum, then keep the low bits: `300.0` -> int8
+    44, `-2.5` -> uint8 254, NaN -> int32 -2147483648 (Note [Float to int as eager's CPU
+    kernel], codegen/llvm/scalar.py)."""
+    wide = np.int64 if target.bits == 64 or target.kind == "uint" else np.int32
+    lo = np.iinfo(wide).min
+    t = np.trunc(np.asarray(x, dtype=np.float64))
+    ok = (t >= lo) & (t < -float(lo))  # False for NaN
+    return np.where(ok, np.where(ok, t, 0).astype(wide), wide(lo)).astype(target.np)
 
 
 def _cast_vjp(b, g, out, x, dtype):
@@ -471,5 +482,7 @@ CAST = defop(
     "cast", POINTWISE, operands=("x",), attrs={"dtype": "dtype"},
     infer=_cast_infer, ref=_cast_ref, scalar=lambda s, x, dtype: s.cast(x, dtype),
     vjp=_cast_vjp,
-    doc="convert to dtype (float -> int truncates toward zero; nonzero -> True; ints wrap)",
+    doc="convert to dtype (float -> int truncates toward zero into int64 for 64-bit and"
+        " unsigned results, else int32, NaN and out-of-range giving that type's minimum,"
+        " then wraps, as torch's CPU casts; nonzero -> True; ints wrap)",
 )

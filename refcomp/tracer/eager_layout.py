@@ -238,6 +238,22 @@ def pointwise_kernel(short: str) -> bool:
     return bool(with_kernel) and all(torch.Tag.pointwise in o.tags for o in with_kernel)
 
 
+# ATen CPU kernels that allocate their result row-major whatever their operands' layout,
+# where torch's meta kernel keeps the operand's layout (`normal` with a tensor `std`;
+# measured on torch 2.13; tests/frontend/test_eager_layout.py checks each against the CPU
+# kernel).
+ROW_MAJOR_RESULTS = frozenset({"poisson", "rrelu", "rrelu_with_noise", "_standard_gamma",
+                               "normal"})
+
+
+def row_major_result(short: str) -> bool:
+    return short in ROW_MAJOR_RESULTS
+
+
+def row_major(shape) -> tuple[int, ...]:
+    return _row_major(tuple(int(n) for n in shape))
+
+
 def restrided(meta: torch.Tensor, strides) -> torch.Tensor:
     """`meta` (a meta tensor) with `strides`, when they differ."""
     if strides is None or tuple(strides) == tuple(meta.stride()):

@@ -395,6 +395,8 @@ def call_opaque(ctx, fn, args: list, kwargs: dict, name: str | None = None) -> V
 def _eager_strides(short, margs, metas, result):
     """The CPU kernel's strides for `result` where torch's meta kernel is known to
     differ (refcomp/tracer/eager_layout.py), else None."""
+    if eager_layout.row_major_result(short):
+        return eager_layout.row_major(result.shape)
     if short == "__getitem__":
         return eager_layout.getitem_strides(margs[0], margs[1])
     if metas and eager_layout.pointwise_kernel(short):

@@ -2,11 +2,18 @@
 broadcasts and memory layouts, the strides it computes equal those eager's CPU kernels
 give (spec/correctness.md, "Output layout")."""
 
+import pytest
 import torch
 from hypothesis import given
 from hypothesis import strategies as st
 
-from refcomp.tracer.eager_layout import getitem_strides, iterator_strides, pointwise_kernel
+from refcomp.tracer.eager_layout import (
+    ROW_MAJOR_RESULTS,
+    getitem_strides,
+    iterator_strides,
+    pointwise_kernel,
+    row_major_result,
+)
 
 SIZES = st.sampled_from([0, 1, 1, 2, 3])
 
@@ -127,3 +134,24 @@ def test_pointwise_kernels_are_told_from_composites():
     assert not pointwise_kernel("ldexp")  # x * 2 ** other
     assert not pointwise_kernel("mvlgamma")  # a sum; only mvlgamma.out has a CPU kernel
     assert not pointwise_kernel("sum")
+
+
+ROW_MAJOR_CALLS = {
+    "poisson": lambda x: torch.poisson(x.abs()),
+    "rrelu": lambda x: torch.rrelu(x, training=True),
+    "rrelu_with_noise": lambda x: torch.ops.aten.rrelu_with_noise(
+        x, torch.zeros_like(x), 0.1, 0.3, True),
+    "_standard_gamma": lambda x: torch._standard_gamma(x.abs() + 0.1),
+    "normal": lambda x: torch.normal(x, x.abs()),  # normal(x, 1.0): row-major in both
+}
+
+
+@pytest.mark.parametrize("name", sorted(ROW_MAJOR_RESULTS))
+@pytest.mark.parametrize("layout", ["transposed", "channels_last"])
+def test_row_major_kernels_are_row_major_where_the_meta_kernel_is_not(name, layout):
+    x = torch.randn(6, 5).t() if layout == "transposed" else \
+        torch.randn(2, 3, 4, 5).contiguous(memory_format=torch.channels_last)
+    eager, meta = ROW_MAJOR_CALLS[name](x), ROW_MAJOR_CALLS[name](_meta(x))
+    assert eager.is_contiguous() and not meta.is_contiguous()  # the entry is needed
+    assert row_major_result(name)
+    assert torch.normal(x, 1.0).is_contiguous() and torch.normal(0.0, x.abs()).is_contiguous()

@@ -242,7 +242,12 @@ UNARY_FLOAT = ["torch.relu({a})", "torch.sigmoid({a})", "torch.tanh({a})",
                "F.elu({a})", "torch.sinh({a}.clamp(-3, 3))", "{a}.sqrt()",
                # random draws (the runner seeds each call, eager's and compiled alike)
                "torch.rand_like({a}) + {a}", "torch.randn_like({a})", "F.dropout({a}, 0.5)",
-               "torch.bernoulli({a}.sigmoid())", "F.dropout({a}, 0.25) * 2"]
+               "torch.bernoulli({a}.sigmoid())", "F.dropout({a}, 0.25) * 2",
+               "torch.poisson({a}.abs())", "torch.rrelu({a}, training=True)",
+               "torch.normal({a}, {a}.abs())", "torch.normal({a}, 0.5)",
+               # float -> narrow int casts wrap (NaN and out of range: see spec/ops.md)
+               "({a} * 100).to(torch.uint8)", "({a} * 50).to(torch.int8)",
+               "({a} / 0).int()"]
 UNARY_INT = ["{a} // 2", "{a} % 3", "torch.bitwise_not({a})", "{a} & 3", "{a}.abs()",
              "{a} * {a}", "{a} // -3", "{a}.remainder(4)", "{a} / 2", "{a}.float().mean()"]
 
