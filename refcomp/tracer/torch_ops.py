@@ -507,7 +507,7 @@ def _avg_pool2d(ctx, x, kernel_size, stride=None, padding=0, ceil_mode=False,
         "count_include_pad": bool(count_include_pad)})
 
 
-@entry(F.adaptive_avg_pool2d, ir_meta=True)
+@entry(F.adaptive_avg_pool2d, ir_meta=True, channels_last=True)
 def _adaptive_avg_pool2d(ctx, x, output_size):
     """Output 1x1: a mean over H, W (keepdim).  An output size dividing the input size:
     avg_pool2d with kernel = stride = input // output (torch's adaptive windows
