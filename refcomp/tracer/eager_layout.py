@@ -6,14 +6,17 @@ meta says.  For most ops the meta
 kernel's strides are the CPU kernel's.  Where they are not, refcomp would return eager's
 values in another memory order (corpus copysign_of_transposed_strides,
 advanced_index_of_permuted_input_dynamic_strides).  This module computes what the CPU
-kernel does, for the two families where the meta kernels are known to differ:
+kernel does, for the families where the meta kernels are known to differ:
 
 - pointwise ATen kernels (`torch.Tag.pointwise`, with a CPU kernel of their own): ATen's
   TensorIterator picks the output's memory order from its operands; several meta kernels
   (Python references such as copysign's) return row-major instead;
 - advanced indexing (`x[:, idx]`, `aten.index`): ATen's AdvancedIndex restrides the source
   and runs a TensorIterator over it *and the index tensors*; torch's meta kernel orders by
-  the source alone, which differs where size-1 dims tie.
+  the source alone, which differs where size-1 dims tie;
+- batch norm (`batch_norm_strides`): the CPU kernel allocates its result in the memory
+  format the input is contiguous in, or the input's suggested format (c10's test, not
+  torch's Python port); the meta kernel keeps the input's order.
 
 `iterator_strides` is a port of TensorIterator's layout rule (`compute_fast_setup_type`,
 `reorder_dimensions`, `allocate_or_resize_outputs` in ATen's TensorIterator.cpp), not
@@ -252,6 +255,58 @@ def row_major_result(short: str) -> bool:
 
 def row_major(shape) -> tuple[int, ...]:
     return _row_major(tuple(int(n) for n in shape))
+
+
+def suggest_memory_format(t) -> torch.memory_format:
+    """ATen's `Tensor::suggest_memory_format()`: channels_last (channels_last_3d) when a 4-d
+    (5-d) tensor's strides are like that format's (c10's `is_channels_last_strides_2d_s4`,
+    `_3d_s5`).  Not torch._prims_common's port, which differs on size-1 dims (it scales
+    by a stride > 1 where c10 scales by a size > 1)."""
+    order = {4: (1, 3, 2, 0), 5: (1, 4, 3, 2, 0)}.get(t.dim())
+    if order is None or t.layout != torch.strided:
+        return torch.contiguous_format
+    sizes, strides = tuple(t.shape), t.stride()
+    if strides[1] == 0:
+        return torch.contiguous_format
+    low = 0
+    for d in order:
+        if sizes[d] == 0 or strides[d] < low or d == 0 and low == strides[1]:
+            return torch.contiguous_format
+        low = strides[d] * sizes[d] if sizes[d] > 1 else strides[d]
+    return torch.channels_last if t.dim() == 4 else torch.channels_last_3d
+
+
+def _contiguous_format(t):
+    """The memory format `t` is contiguous in (ATen's checks, size-1 dims ignored), or
+    None."""
+    if t.is_contiguous():
+        return torch.contiguous_format
+    if t.dim() == 4 and t.is_contiguous(memory_format=torch.channels_last):
+        return torch.channels_last
+    if t.dim() == 5 and t.is_contiguous(memory_format=torch.channels_last_3d):
+        return torch.channels_last_3d
+    return None
+
+
+def batch_norm_strides(x, weight=None, bias=None) -> tuple[int, ...]:
+    """Strides of ATen's CPU batch norm result for input `x` (`native_batch_norm` and the
+    ops that run it: `F.batch_norm`, `_native_batch_norm_legit*`, `_batch_norm_with_update`,
+    `_batch_norm_no_update`).  `batch_norm_cpu` allocates `empty_like(x, format)`: the
+    memory format `x` is contiguous in where there is one and the given weight and bias
+    are contiguous (its fast path; the running statistics play no part), else
+    `x.suggest_memory_format()`.  Never `x`'s own order otherwise: a transposed 3-d input
+    gives a row-major result, where torch's meta kernel keeps the input's strides."""
+    fmt = _contiguous_format(x)
+    if fmt is None or not all(p is None or p.is_contiguous() for p in (weight, bias)):
+        fmt = suggest_memory_format(x)
+    return tuple(torch.empty(tuple(x.shape), device="meta", memory_format=fmt).stride())
+
+
+# aten ops whose CPU kernel is batch_norm_cpu's: (input, weight, bias, ...) first
+BATCH_NORM_OPS = frozenset({
+    "batch_norm", "native_batch_norm", "_native_batch_norm_legit",
+    "_native_batch_norm_legit_no_training", "_batch_norm_with_update",
+    "_batch_norm_no_update"})
 
 
 def restrided(meta: torch.Tensor, strides) -> torch.Tensor:

@@ -369,7 +369,8 @@ def call_opaque(ctx, fn, args: list, kwargs: dict, name: str | None = None) -> V
             continue
         meta = r.detach() if not r.requires_grad else r
         if meta.numel():  # Note [Eager's layout, not the meta kernel's]
-            meta = eager_layout.restrided(meta, _eager_strides(short, margs, metas, meta))
+            meta = eager_layout.restrided(
+                meta, _eager_strides(short, margs, mkwargs, metas, meta, j))
         if short in CHANNELS_LAST and operands and (short != "roll" or _rolls_every_dim(
                 operands[0], pargs, pkwargs)):  # eager's CPU kernel, not the meta kernel
             meta = torch_table._as_channels_last(
@@ -392,13 +393,19 @@ def call_opaque(ctx, fn, args: list, kwargs: dict, name: str | None = None) -> V
     return TupleVar(items, cls=type(out) if isinstance(out, tuple) else tuple)
 
 
-def _eager_strides(short, margs, metas, result):
-    """The CPU kernel's strides for `result` where torch's meta kernel is known to
-    differ (refcomp/tracer/eager_layout.py), else None."""
+def _eager_strides(short, margs, mkwargs, metas, result, j):
+    """The CPU kernel's strides for `result` (the call's j-th) where torch's meta kernel
+    is known to differ (refcomp/tracer/eager_layout.py), else None."""
     if eager_layout.row_major_result(short):
         return eager_layout.row_major(result.shape)
     if short == "__getitem__":
         return eager_layout.getitem_strides(margs[0], margs[1])
+    if short in eager_layout.BATCH_NORM_OPS:  # the normalized input; not the statistics
+        x, weight, bias = (margs[i] if i < len(margs) else mkwargs.get(key)
+                           for i, key in enumerate(("input", "weight", "bias")))
+        if j or not isinstance(x, torch.Tensor) or x.shape != result.shape:
+            return None
+        return eager_layout.batch_norm_strides(x, weight, bias)
     if metas and eager_layout.pointwise_kernel(short):
         shape = tuple(result.shape)
         try:

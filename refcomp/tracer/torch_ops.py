@@ -595,7 +595,14 @@ def _layer_norm(ctx, x, normalized_shape, weight=None, bias=None, eps=1e-5):
     return B.layer_norm(x.value, w, bb, normalized_ndim=len(shape), eps=float(eps))
 
 
-@entry(F.batch_norm, ir_meta=True, channels_last=True)
+def _batch_norm_layout(x, running_mean, running_var, weight=None, bias=None, *args,
+                       **kwargs):
+    """F.batch_norm runs ATen's batch_norm_cpu (eager_layout.batch_norm_strides)."""
+    return eager_layout.batch_norm_strides(
+        x.meta, *(t.meta if isinstance(t, TensorVar) else None for t in (weight, bias)))
+
+
+@entry(F.batch_norm, ir_meta=True, layout=_batch_norm_layout)
 def _batch_norm(ctx, x, running_mean, running_var, weight=None, bias=None, training=False,
                 momentum=0.1, eps=1e-5):
     B = ctx.builder

@@ -49,6 +49,10 @@ class Entry:
     # that format (conv2d, batch_norm), whatever the meta kernel says (conv2d's says
     # row-major): the result's meta takes it (Note [IR-typed meta])
     channels_last: bool = False
+    # eager's CPU kernel picks its result's strides by a rule of its own
+    # (refcomp/tracer/eager_layout.py): layout(*args, **kwargs), the call's arguments
+    # (tensors as TensorVars), gives them, or None to keep the meta's
+    layout: Callable | None = None
 
 
 TABLE: dict = {}
@@ -195,6 +199,8 @@ def call_torch(ctx, fn, args: list, kwargs: dict) -> VT:
         return _python_query(ctx, fn, pargs, meta_out)
     if e.channels_last:
         meta_out = _as_channels_last(meta_out, operands)
+    if e.layout is not None and isinstance(meta_out, torch.Tensor) and meta_out.numel():
+        meta_out = eager_layout.restrided(meta_out, e.layout(*pargs, **pkwargs))
     try:
         out = e.build(ctx, *pargs, **pkwargs)
     except Unsupported:
@@ -268,6 +274,8 @@ def _call_ir_typed(ctx, e, name, pargs, pkwargs, operands):
                                    device="meta")
     if e.channels_last:
         meta = _as_channels_last(meta, operands)
+    if e.layout is not None and 0 not in shape:
+        meta = eager_layout.restrided(meta, e.layout(*pargs, **pkwargs))
     if ctx.grad_enabled and meta.is_floating_point() and \
             any(t.requires_grad for t in operands):
         meta.requires_grad_()

@@ -9,6 +9,7 @@ from hypothesis import strategies as st
 
 from refcomp.tracer.eager_layout import (
     ROW_MAJOR_RESULTS,
+    batch_norm_strides,
     getitem_strides,
     iterator_strides,
     pointwise_kernel,
@@ -125,6 +126,31 @@ def test_getitem_strides_match_the_cpu_kernel(shape_items, data):
         return
     assert _dense(eager.shape, got) == _dense(eager.shape, eager.stride()), \
         (tuple(x.shape), x.stride(), index, got, eager.stride())
+
+
+@given(st.integers(2, 5).flatmap(lambda r: st.lists(SIZES.filter(bool), min_size=r,
+                                                   max_size=r)),
+       st.data())
+def test_batch_norm_strides_match_the_cpu_kernel(shape, data):
+    x = data.draw(laid_out(shape))
+    if data.draw(st.booleans()) and x.dim() in (4, 5):  # an explicit channels_last input
+        x = x.contiguous(memory_format=torch.channels_last if x.dim() == 4
+                         else torch.channels_last_3d)
+    c = shape[1]
+
+    def param():  # None, contiguous, or step-sliced (not contiguous)
+        kind = data.draw(st.sampled_from(["none", "dense", "step"]))
+        return None if kind == "none" else torch.randn(2 * c)[::2] if kind == "step" \
+            else torch.randn(c)
+    weight, bias = param(), param()
+    training = data.draw(st.booleans()) and x.numel() > c
+    stats = (param(), param())  # the running statistics play no part in the layout
+    if None in stats and not (training and stats == (None, None)):
+        stats = (torch.zeros(c), torch.ones(c))
+    eager = torch.native_batch_norm(x, weight, bias, *stats, training, 0.1, 1e-5)[0]
+    got = batch_norm_strides(_meta(x), *(None if p is None else _meta(p)
+                                         for p in (weight, bias)))
+    assert got == eager.stride(), (tuple(x.shape), x.stride(), got, eager.stride())
 
 
 def test_pointwise_kernels_are_told_from_composites():
