@@ -16,7 +16,9 @@ kernel does, for the families where the meta kernels are known to differ:
   the source alone, which differs where size-1 dims tie;
 - batch norm (`batch_norm_strides`): the CPU kernel allocates its result in the memory
   format the input is contiguous in, or the input's suggested format (c10's test, not
-  torch's Python port); the meta kernel keeps the input's order.
+  torch's Python port); the meta kernel keeps the input's order;
+- 1-d convolutions (`conv1d_strides`): ATen runs them as 2-d ones, channels_last when the
+  (unsqueezed) input or weight suggests it; the meta kernel says row-major.
 
 `iterator_strides` is a port of TensorIterator's layout rule (`compute_fast_setup_type`,
 `reorder_dimensions`, `allocate_or_resize_outputs` in ATen's TensorIterator.cpp), not
@@ -300,6 +302,30 @@ def batch_norm_strides(x, weight=None, bias=None) -> tuple[int, ...]:
     if fmt is None or not all(p is None or p.is_contiguous() for p in (weight, bias)):
         fmt = suggest_memory_format(x)
     return tuple(torch.empty(tuple(x.shape), device="meta", memory_format=fmt).stride())
+
+
+def conv1d_strides(x, weight, shape) -> tuple[int, ...]:
+    """Strides of ATen's CPU `conv1d` / `conv_transpose1d` result of `shape` for input `x`
+    (3-d, or 2-d without a batch dim) and `weight`.  `_convolution` runs a 1-d convolution
+    as a 2-d one: the input made contiguous (kept as it is when it already is, size-1 dims
+    ignored), input and weight unsqueezed at dim 2; the 2-d kernels (mkldnn, slow2d) write
+    channels_last when either suggests that format (c10's test), and the result is
+    squeezed back.  So a transposed input alone gives a row-major result, a transposed
+    weight a "channels-last 1-d" one ((O * L, 1, O)); torch's meta kernel says
+    row-major."""
+    batched = x.dim() == 3
+    if not batched:
+        x = x.unsqueeze(0)
+    if not x.is_contiguous():
+        x = x.contiguous()
+    if all(suggest_memory_format(t.unsqueeze(2)) != torch.channels_last
+           for t in (x, weight)):
+        return _row_major(shape)
+    n, o, length = (tuple(shape) if batched else (1,) + tuple(shape))
+    st = torch.empty((n, o, 1, length), device="meta",
+                     memory_format=torch.channels_last).stride()
+    out = (st[0], st[1], st[3])
+    return out if batched else out[1:]
 
 
 # aten ops whose CPU kernel is batch_norm_cpu's: (input, weight, bias, ...) first

@@ -406,6 +406,13 @@ def _eager_strides(short, margs, mkwargs, metas, result, j):
         if j or not isinstance(x, torch.Tensor) or x.shape != result.shape:
             return None
         return eager_layout.batch_norm_strides(x, weight, bias)
+    if short in ("conv1d", "conv_transpose1d"):
+        x, weight = (margs[i] if i < len(margs) else mkwargs.get(key)
+                     for i, key in enumerate(("input", "weight")))
+        if isinstance(x, torch.Tensor) and isinstance(weight, torch.Tensor) and \
+                x.dim() in (2, 3) and weight.dim() == 3 and result.dim() == x.dim():
+            return eager_layout.conv1d_strides(x, weight, result.shape)
+        return None
     if metas and eager_layout.pointwise_kernel(short):
         shape = tuple(result.shape)
         try:

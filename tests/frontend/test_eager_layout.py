@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 from refcomp.tracer.eager_layout import (
     ROW_MAJOR_RESULTS,
     batch_norm_strides,
+    conv1d_strides,
     getitem_strides,
     iterator_strides,
     pointwise_kernel,
@@ -151,6 +152,22 @@ def test_batch_norm_strides_match_the_cpu_kernel(shape, data):
     got = batch_norm_strides(_meta(x), *(None if p is None else _meta(p)
                                          for p in (weight, bias)))
     assert got == eager.stride(), (tuple(x.shape), x.stride(), got, eager.stride())
+
+
+@given(st.data())
+def test_conv1d_strides_match_the_cpu_kernel(data):
+    n, c, o, length = (data.draw(st.sampled_from([1, 2, 4])) for _ in range(4))
+    k = data.draw(st.integers(1, length))
+    groups = data.draw(st.sampled_from([g for g in (1, 2) if c % g == 0 and o % g == 0]))
+    transposed = data.draw(st.booleans())
+    batched = data.draw(st.booleans())
+    x = data.draw(laid_out((n, c, length) if batched else (c, length)))
+    w = data.draw(laid_out((c, o // groups, k) if transposed else (o, c // groups, k)))
+    fn = torch.nn.functional.conv_transpose1d if transposed else torch.nn.functional.conv1d
+    eager = fn(x, w, stride=data.draw(st.sampled_from([1, 2])), groups=groups)
+    got = conv1d_strides(_meta(x), _meta(w), eager.shape)
+    assert _dense(eager.shape, got) == _dense(eager.shape, eager.stride()), \
+        (tuple(x.shape), x.stride(), tuple(w.shape), w.stride(), got, eager.stride())
 
 
 def test_pointwise_kernels_are_told_from_composites():
