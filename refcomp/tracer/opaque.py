@@ -223,7 +223,9 @@ def call_opaque(ctx, fn, args: list, kwargs: dict, name: str | None = None) -> V
     if name is None:
         raise Unsupported("RB004", f"{getattr(fn, '__qualname__', fn)!r} cannot be named for"
                                    " an opaque call")
-    short = name.rsplit(".", 1)[-1]
+    # the op's name, which the rules below are keyed by: an OpOverload's is its packet's
+    # (`torch.ops.aten.copysign.Tensor` is `copysign`, not `Tensor`)
+    short = fn._opname if isinstance(fn, torch._ops.OpOverload) else name.rsplit(".", 1)[-1]
     if short in DENY or short.startswith("_foreach") and short.endswith("_"):
         raise Unsupported("RB004", f"{name} changes state beyond its operands (deny list)")
     try:
