@@ -4,6 +4,8 @@ CI runs a sampled slice (every SLICE-th op); the thorough profile
 (`REFCOMP_HYPOTHESIS=thorough`) runs every op.  Both demand that no sample differs
 from eager and that the captured share does not fall below the floor measured when
 this test was last raised (spec/tracer.md, "OpInfo coverage", has the full numbers).
+The layout oracle (`layout="transposed"`: tensor arguments laid out transposed, output
+strides compared with eager's) runs on the same ops and demands zero mismatches too.
 """
 
 import os
@@ -32,3 +34,13 @@ def test_op_db_samples_equal_eager():
     assert len(considered) >= 40
     rate = considered.count("captured") / len(considered)
     assert rate >= FLOOR, report
+
+
+def test_op_db_samples_keep_eager_layout():
+    ops = runner.op_db()
+    results = runner.run(ops if THOROUGH else ops[::SLICE], layout="transposed")
+    report = runner.summary(results)
+    print(report)
+    mismatched = {k: d for k, (o, d) in results.items() if o == "mismatched"}
+    assert not mismatched, report
+    assert sum(o != "skipped" for o, _ in results.values()) >= 40
