@@ -17,8 +17,9 @@ kernel does, for the families where the meta kernels are known to differ:
 - batch norm (`batch_norm_strides`): the CPU kernel allocates its result in the memory
   format the input is contiguous in, or the input's suggested format (c10's test, not
   torch's Python port); the meta kernel keeps the input's order;
-- 1-d convolutions (`conv1d_strides`): ATen runs them as 2-d ones, channels_last when the
-  (unsqueezed) input or weight suggests it; the meta kernel says row-major.
+- 1-d and 2-d convolutions (`conv_strides`): channels_last when the input or weight
+  suggests it (1-d ones run as 2-d ones on the unsqueezed input and weight); the meta
+  kernels say row-major.
 
 `iterator_strides` is a port of TensorIterator's layout rule (`compute_fast_setup_type`,
 `reorder_dimensions`, `allocate_or_resize_outputs` in ATen's TensorIterator.cpp), not
@@ -304,28 +305,33 @@ def batch_norm_strides(x, weight=None, bias=None) -> tuple[int, ...]:
     return tuple(torch.empty(tuple(x.shape), device="meta", memory_format=fmt).stride())
 
 
-def conv1d_strides(x, weight, shape) -> tuple[int, ...]:
-    """Strides of ATen's CPU `conv1d` / `conv_transpose1d` result of `shape` for input `x`
-    (3-d, or 2-d without a batch dim) and `weight`.  `_convolution` runs a 1-d convolution
-    as a 2-d one: the input made contiguous (kept as it is when it already is, size-1 dims
-    ignored), input and weight unsqueezed at dim 2; the 2-d kernels (mkldnn, slow2d) write
-    channels_last when either suggests that format (c10's test), and the result is
-    squeezed back.  So a transposed input alone gives a row-major result, a transposed
-    weight a "channels-last 1-d" one ((O * L, 1, O)); torch's meta kernel says
-    row-major."""
-    batched = x.dim() == 3
+def conv_strides(x, weight, shape) -> tuple[int, ...]:
+    """Strides of ATen's CPU 1-d or 2-d convolution result of `shape` (`conv1d`,
+    `conv2d`, `conv_transpose1d`, `conv_transpose2d`) for input `x` (with a batch dim or
+    without) and `weight` (3-d or 4-d).  An input without a batch dim is unsqueezed at dim
+    0.  `_convolution` runs a 1-d convolution as a 2-d one: the input made contiguous
+    (kept as it is when it already is, size-1 dims ignored), input and weight unsqueezed
+    at dim 2.  The 2-d kernels (mkldnn, slow2d) write channels_last when the input or the
+    weight suggests that format (c10's test), and the result is squeezed back.  So a
+    transposed 1-d input alone gives a row-major result, a transposed 1-d weight a
+    "channels-last 1-d" one ((O * L, 1, O)), where torch's meta kernel says row-major;
+    a 2-d convolution without a batch dim is channels_last as with one."""
+    spatial = weight.dim() - 2
+    batched = x.dim() == weight.dim()
+    full = tuple(int(n) for n in shape) if batched else (1,) + tuple(int(n) for n in shape)
     if not batched:
         x = x.unsqueeze(0)
-    if not x.is_contiguous():
-        x = x.contiguous()
-    if all(suggest_memory_format(t.unsqueeze(2)) != torch.channels_last
-           for t in (x, weight)):
+    if spatial == 1:
+        if not x.is_contiguous():
+            x = x.contiguous()
+        x, weight = x.unsqueeze(2), weight.unsqueeze(2)
+        full = full[:2] + (1,) + full[2:]
+    if all(suggest_memory_format(t) != torch.channels_last for t in (x, weight)):
         return _row_major(shape)
-    n, o, length = (tuple(shape) if batched else (1,) + tuple(shape))
-    st = torch.empty((n, o, 1, length), device="meta",
-                     memory_format=torch.channels_last).stride()
-    out = (st[0], st[1], st[3])
-    return out if batched else out[1:]
+    out = torch.empty(full, device="meta", memory_format=torch.channels_last).stride()
+    if spatial == 1:
+        out = out[:2] + out[3:]
+    return tuple(out if batched else out[1:])
 
 
 # aten ops whose CPU kernel is batch_norm_cpu's: (input, weight, bias, ...) first

@@ -196,11 +196,12 @@ def _no_draw(short, args, kwargs) -> bool:
 
 # Ops whose CPU kernel returns a 4-d result channels_last when their first operand
 # suggests that format, where torch's meta kernel says row-major (roll: empty_like with
-# the suggested format; group_norm likewise), or any 4-d operand (conv_transpose2d: the
-# input or the weight, as conv2d): the result's meta takes eager's layout, so Note
-# [Output layout] restrides to it (corpus channels_last_roll_group_norm,
-# channels_last_conv_transpose).
-CHANNELS_LAST = {"roll": "first", "group_norm": "first", "conv_transpose2d": "any"}
+# the suggested format; group_norm, channel_shuffle, max_unpool2d likewise): the result's
+# meta takes eager's layout, so Note [Output layout] restrides to it (corpus
+# channels_last_roll_group_norm, channels_last_unpool_channel_shuffle).  Convolutions:
+# eager_layout.conv_strides (corpus channels_last_conv_transpose).
+CHANNELS_LAST = frozenset({"roll", "group_norm", "channel_shuffle", "native_channel_shuffle",
+                           "max_unpool2d"})
 
 
 def _rolls_every_dim(x, pargs, pkwargs) -> bool:
@@ -375,8 +376,7 @@ def call_opaque(ctx, fn, args: list, kwargs: dict, name: str | None = None) -> V
                 meta, _eager_strides(short, margs, mkwargs, metas, meta, j))
         if short in CHANNELS_LAST and operands and (short != "roll" or _rolls_every_dim(
                 operands[0], pargs, pkwargs)):  # eager's CPU kernel, not the meta kernel
-            meta = torch_table._as_channels_last(
-                meta, operands[:1] if CHANNELS_LAST[short] == "first" else operands)
+            meta = torch_table._as_channels_last(meta, operands[:1])
         wrapped.append(torch_table._new_tensor(ctx, v, meta, operands, False))
     if out is None:
         return ConstVar(None)
@@ -408,12 +408,13 @@ def _eager_strides(short, margs, mkwargs, metas, result, j):
         if j or not isinstance(x, torch.Tensor) or x.shape != result.shape:
             return None
         return eager_layout.batch_norm_strides(x, weight, bias)
-    if short in ("conv1d", "conv_transpose1d"):
+    if short in ("conv1d", "conv_transpose1d", "conv2d", "conv_transpose2d"):
         x, weight = (margs[i] if i < len(margs) else mkwargs.get(key)
                      for i, key in enumerate(("input", "weight")))
         if isinstance(x, torch.Tensor) and isinstance(weight, torch.Tensor) and \
-                x.dim() in (2, 3) and weight.dim() == 3 and result.dim() == x.dim():
-            return eager_layout.conv1d_strides(x, weight, result.shape)
+                weight.dim() == int(short[-2]) + 2 and \
+                x.dim() in (weight.dim(), weight.dim() - 1) and result.dim() == x.dim():
+            return eager_layout.conv_strides(x, weight, result.shape)
         return None
     if metas and eager_layout.pointwise_kernel(short):
         shape = tuple(result.shape)

@@ -459,7 +459,13 @@ def _pair2(v):
     return tuple(v) if isinstance(v, (tuple, list)) else (v, v)
 
 
-@entry(F.conv2d, torch.conv2d, channels_last=True)
+def _conv2d_layout(meta, x, weight, *args, **kwargs):
+    """ATen's CPU conv2d: channels_last when the input or weight suggests it
+    (eager_layout.conv_strides); the meta kernel says row-major."""
+    return eager_layout.conv_strides(x.meta, weight.meta, meta.shape)
+
+
+@entry(F.conv2d, torch.conv2d, layout=_conv2d_layout)
 def _conv2d(ctx, x, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     if isinstance(padding, str):
         if padding != "valid":
@@ -595,7 +601,7 @@ def _layer_norm(ctx, x, normalized_shape, weight=None, bias=None, eps=1e-5):
     return B.layer_norm(x.value, w, bb, normalized_ndim=len(shape), eps=float(eps))
 
 
-def _batch_norm_layout(x, running_mean, running_var, weight=None, bias=None, *args,
+def _batch_norm_layout(meta, x, running_mean, running_var, weight=None, bias=None, *args,
                        **kwargs):
     """F.batch_norm runs ATen's batch_norm_cpu (eager_layout.batch_norm_strides)."""
     return eager_layout.batch_norm_strides(

@@ -20,7 +20,6 @@ from typing import Callable
 
 import sympy
 import torch
-from torch._prims_common import suggest_memory_format
 
 from ir.graph import Value
 from refcomp.reasons import Unsupported
@@ -46,12 +45,13 @@ class Entry:
     # (cat, stack), and the meta run knows how (Note [IR-typed meta])
     memory_format: bool = False
     # eager's CPU kernel returns a 4-d result channels_last when a 4-d operand suggests
-    # that format (conv2d, batch_norm), whatever the meta kernel says (conv2d's says
-    # row-major): the result's meta takes it (Note [IR-typed meta])
+    # that format, whatever the meta kernel says: the result's meta takes it (Note
+    # [IR-typed meta])
     channels_last: bool = False
-    # eager's CPU kernel picks its result's strides by a rule of its own
-    # (refcomp/tracer/eager_layout.py): layout(*args, **kwargs), the call's arguments
-    # (tensors as TensorVars), gives them, or None to keep the meta's
+    # eager's CPU kernel picks its result's strides by a rule of its own, whatever the meta
+    # kernel says (conv2d's says row-major; refcomp/tracer/eager_layout.py): layout(meta,
+    # *args, **kwargs), of the result's meta and the call's arguments (tensors as
+    # TensorVars), gives them, or None to keep the meta's (Note [IR-typed meta])
     layout: Callable | None = None
 
 
@@ -200,7 +200,7 @@ def call_torch(ctx, fn, args: list, kwargs: dict) -> VT:
     if e.channels_last:
         meta_out = _as_channels_last(meta_out, operands)
     if e.layout is not None and isinstance(meta_out, torch.Tensor) and meta_out.numel():
-        meta_out = eager_layout.restrided(meta_out, e.layout(*pargs, **pkwargs))
+        meta_out = eager_layout.restrided(meta_out, e.layout(meta_out, *pargs, **pkwargs))
     try:
         out = e.build(ctx, *pargs, **pkwargs)
     except Unsupported:
@@ -275,7 +275,7 @@ def _call_ir_typed(ctx, e, name, pargs, pkwargs, operands):
     if e.channels_last:
         meta = _as_channels_last(meta, operands)
     if e.layout is not None and 0 not in shape:
-        meta = eager_layout.restrided(meta, e.layout(*pargs, **pkwargs))
+        meta = eager_layout.restrided(meta, e.layout(meta, *pargs, **pkwargs))
     if ctx.grad_enabled and meta.is_floating_point() and \
             any(t.requires_grad for t in operands):
         meta.requires_grad_()
@@ -285,10 +285,11 @@ def _call_ir_typed(ctx, e, name, pargs, pkwargs, operands):
 def _as_channels_last(meta, operands):
     """`meta` laid out channels_last where eager's CPU kernel makes it so: a 4-d result
     with elements, of an op with a 4-d operand whose suggested memory format is
-    channels_last (ATen's conv2d and batch_norm; corpus channels_last_conv_batch_norm)."""
+    channels_last (entries flagged `channels_last`, the opaque ops of CHANNELS_LAST in
+    refcomp/tracer/opaque.py)."""
     if not isinstance(meta, torch.Tensor) or meta.dim() != 4 or 0 in meta.shape or \
-            not any(t.meta.dim() == 4 and suggest_memory_format(t.meta) == torch.channels_last
-                    for t in operands):
+            not any(t.meta.dim() == 4 and eager_layout.suggest_memory_format(t.meta) ==
+                    torch.channels_last for t in operands):
         return meta
     out = torch.empty(meta.shape, dtype=meta.dtype, device="meta",
                       memory_format=torch.channels_last)

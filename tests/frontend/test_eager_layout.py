@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 from refcomp.tracer.eager_layout import (
     ROW_MAJOR_RESULTS,
     batch_norm_strides,
-    conv1d_strides,
+    conv_strides,
     getitem_strides,
     iterator_strides,
     pointwise_kernel,
@@ -155,17 +155,24 @@ def test_batch_norm_strides_match_the_cpu_kernel(shape, data):
 
 
 @given(st.data())
-def test_conv1d_strides_match_the_cpu_kernel(data):
-    n, c, o, length = (data.draw(st.sampled_from([1, 2, 4])) for _ in range(4))
-    k = data.draw(st.integers(1, length))
+def test_conv_strides_match_the_cpu_kernel(data):
+    spatial = data.draw(st.sampled_from([1, 2]))
+    n, c, o = (data.draw(st.sampled_from([1, 2, 4])) for _ in range(3))
+    sizes = [data.draw(st.sampled_from([1, 2, 4])) for _ in range(spatial)]
+    ks = [data.draw(st.integers(1, s)) for s in sizes]
     groups = data.draw(st.sampled_from([g for g in (1, 2) if c % g == 0 and o % g == 0]))
     transposed = data.draw(st.booleans())
     batched = data.draw(st.booleans())
-    x = data.draw(laid_out((n, c, length) if batched else (c, length)))
-    w = data.draw(laid_out((c, o // groups, k) if transposed else (o, c // groups, k)))
-    fn = torch.nn.functional.conv_transpose1d if transposed else torch.nn.functional.conv1d
+    x = data.draw(laid_out(([n] if batched else []) + [c] + sizes))
+    w = data.draw(laid_out([c, o // groups] + ks if transposed else [o, c // groups] + ks))
+    if data.draw(st.booleans()) and spatial == 2:  # explicit channels_last operands
+        x = x.contiguous(memory_format=torch.channels_last) if batched else x
+        w = w.contiguous(memory_format=torch.channels_last)
+    F = torch.nn.functional
+    fn = {(1, False): F.conv1d, (1, True): F.conv_transpose1d, (2, False): F.conv2d,
+          (2, True): F.conv_transpose2d}[spatial, transposed]
     eager = fn(x, w, stride=data.draw(st.sampled_from([1, 2])), groups=groups)
-    got = conv1d_strides(_meta(x), _meta(w), eager.shape)
+    got = conv_strides(_meta(x), _meta(w), eager.shape)
     assert _dense(eager.shape, got) == _dense(eager.shape, eager.stride()), \
         (tuple(x.shape), x.stride(), tuple(w.shape), w.stride(), got, eager.stride())
 

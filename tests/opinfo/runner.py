@@ -14,14 +14,18 @@ copies of the sample.  An outcome is one of:
 - `skipped`: eager itself raises on the sample, the op has no float32 CPU support or
   no sample, or its outputs are undefined (uninitialized memory: `empty*`).
 
-With `layout="transposed"` every tensor argument of two or more dims is laid out with its
-last two dims swapped in memory (same values: `t.mT.contiguous().mT`), and each output
-tensor's strides must also equal eager's (over the dims of size > 1, as the fuzzer
-compares them): the layout oracle for ops the fuzzer does not generate, and the only one
-that sees what torch's meta kernels get wrong (spec/correctness.md, "Output layout").
+With a `layout` every tensor argument is laid out anew, values unchanged, and each output
+tensor's strides must also equal eager's (over the dims of size > 1, and not for a result
+with no element, as the fuzzer compares them): the layout oracle for ops the fuzzer does
+not generate, and the only one that sees what torch's meta kernels get wrong
+(spec/correctness.md, "Output layout").
+The layouts: `transposed` (two or more dims: the last two swapped in memory,
+`t.mT.contiguous().mT`), `channels_last` (4-d: channels_last, 5-d: channels_last_3d,
+others as they are), `step` (one or more dims: every other element of a buffer twice as
+long in the last dim, not dense).
 
-`python -m tests.opinfo.runner [--every N] [--backend B] [--layout transposed]` prints the
-table (spec/tracer.md, "OpInfo coverage", quotes its numbers).
+`python -m tests.opinfo.runner [--every N] [--backend B] [--layout L] [--samples N]`
+prints the table (spec/tracer.md, "OpInfo coverage", quotes its numbers).
 """
 
 from __future__ import annotations
@@ -29,6 +33,7 @@ from __future__ import annotations
 import argparse
 import collections
 import copy
+import itertools
 import warnings
 
 import torch
@@ -46,12 +51,16 @@ def op_db():
 
 def first_sample(op):
     """The op's first float32 CPU sample, or None."""
+    got = first_samples(op, 1)
+    return got[0] if got else None
+
+
+def first_samples(op, n):
+    """The op's first `n` float32 CPU samples (fewer where it has fewer)."""
     if torch.float32 not in op.supported_dtypes("cpu"):
-        return None
-    try:
-        return next(iter(op.sample_inputs("cpu", torch.float32, requires_grad=False)))
-    except StopIteration:
-        return None
+        return []
+    return list(itertools.islice(op.sample_inputs("cpu", torch.float32,
+                                                  requires_grad=False), n))
 
 
 def _clone(x):
@@ -64,16 +73,41 @@ def _clone(x):
     return x
 
 
-def _transposed(x):
-    """`x` with its last two dims swapped in memory, values unchanged."""
+def _transposed(t):
+    """`t` with its last two dims swapped in memory, values unchanged."""
+    return t.mT.contiguous().mT if t.dim() >= 2 else t
+
+
+def _channels_last(t):
+    """A 4-d (5-d) `t` laid out channels_last (channels_last_3d)."""
+    fmt = {4: torch.channels_last, 5: torch.channels_last_3d}.get(t.dim())
+    return t.contiguous(memory_format=fmt) if fmt is not None else t
+
+
+def _step(t):
+    """`t` as every other element of a buffer twice as long in its last dim: not dense."""
+    if t.dim() == 0:
+        return t
+    base = torch.empty(t.shape[:-1] + (2 * t.shape[-1],), dtype=t.dtype)
+    out = base[..., ::2]
+    out.copy_(t)
+    return out
+
+
+# layout name -> how a tensor argument is laid out (values unchanged)
+LAYOUTS = {"transposed": _transposed, "channels_last": _channels_last, "step": _step}
+
+
+def _laid_out(x, how):
+    """`x` (a sample's argument, nested) with every strided tensor laid out by `how`."""
     if isinstance(x, torch.Tensor):
-        if x.dim() < 2 or x.layout != torch.strided or x.is_quantized:
+        if x.layout != torch.strided or x.is_quantized:
             return x
-        return x.detach().mT.contiguous().mT.requires_grad_(x.requires_grad)
+        return how(x.detach()).requires_grad_(x.requires_grad)
     if isinstance(x, (list, tuple)):
-        return type(x)(_transposed(i) for i in x) if type(x) in (list, tuple) else x
+        return type(x)(_laid_out(i, how) for i in x) if type(x) in (list, tuple) else x
     if isinstance(x, dict):
-        return {k: _transposed(v) for k, v in x.items()}
+        return {k: _laid_out(v, how) for k, v in x.items()}
     return x
 
 
@@ -84,7 +118,8 @@ def _dense_strides(t):
 def _stride_difference(got, want, path="out"):
     """Where an output tensor's strides differ from eager's, or None."""
     if isinstance(got, torch.Tensor) and isinstance(want, torch.Tensor):
-        if got.layout == want.layout == torch.strided and \
+        # a result with no element: eager's strides are undefined (spec/testing.md)
+        if got.layout == want.layout == torch.strided and want.numel() and \
                 _dense_strides(got) != _dense_strides(want):
             return f"{path}: strides {got.stride()}, eager {want.stride()}" \
                    f" (shape {tuple(want.shape)})"
@@ -117,14 +152,15 @@ def _equal(a, b) -> bool:
     return a == b
 
 
-def run_one(op, backend="llvm", layout=None):
-    """(outcome, detail) for `op`'s first float32 sample (`layout`: None or
-    "transposed", see the module's docstring)."""
+def run_one(op, backend="llvm", layout=None, sample=None):
+    """(outcome, detail) for `op`'s first float32 sample, or `sample` (`layout`: None or
+    a name in LAYOUTS, see the module's docstring)."""
     import refcomp
 
     if op.name in UNDEFINED_OUTPUTS:
         return "skipped", "uninitialized outputs"
-    sample = first_sample(op)
+    if sample is None:
+        sample = first_sample(op)
     if sample is None:
         return "skipped", "no float32 CPU sample"
     f = op.op
@@ -132,10 +168,10 @@ def run_one(op, backend="llvm", layout=None):
     def fn(inp, args, kwargs):
         return f(inp, *args, **kwargs)
 
-    if layout not in (None, "transposed"):
-        raise ValueError(f"layout must be None or 'transposed', not {layout!r}")
-    if layout == "transposed":
-        sample = sample.transform(_transposed)
+    if layout is not None and layout not in LAYOUTS:
+        raise ValueError(f"layout must be None or one of {sorted(LAYOUTS)}, not {layout!r}")
+    if layout is not None:
+        sample = sample.transform(lambda x: _laid_out(x, LAYOUTS[layout]))
     eager_in = _clone((sample.input, tuple(sample.args), dict(sample.kwargs)))
     try:
         want = fn(*eager_in)
@@ -163,14 +199,23 @@ def run_one(op, backend="llvm", layout=None):
     return "captured", ""
 
 
-def run(ops, backend="llvm", layout=None):
+def run(ops, backend="llvm", layout=None, samples=1):
+    """{key: (outcome, detail)} for the first `samples` samples of each op; a sample after
+    the first has the key `name#i`."""
     results = {}
     for op in ops:
         key = f"{op.name}.{op.variant_test_name}" if op.variant_test_name else op.name
         try:
-            results[key] = run_one(op, backend, layout)
+            found = first_samples(op, samples) if samples > 1 else [None]
         except Exception as e:  # the runner itself must not stop on one op
             results[key] = ("mismatched", f"runner error {type(e).__name__}: {e}")
+            continue
+        for i, sample in enumerate(found):
+            k = f"{key}#{i}" if i else key
+            try:
+                results[k] = run_one(op, backend, layout, sample)
+            except Exception as e:  # the runner itself must not stop on one op
+                results[k] = ("mismatched", f"runner error {type(e).__name__}: {e}")
     return results
 
 
@@ -204,15 +249,17 @@ def main(argv=None):
     parser.add_argument("--every", type=int, default=1, help="run every N-th op")
     parser.add_argument("--backend", default="llvm")
     parser.add_argument("--only", default=None, help="comma-separated op names")
-    parser.add_argument("--layout", choices=["transposed"], default=None,
-                        help="lay tensor arguments out transposed; compare strides too")
+    parser.add_argument("--layout", choices=sorted(LAYOUTS), default=None,
+                        help="lay tensor arguments out so; compare strides too")
+    parser.add_argument("--samples", type=int, default=1,
+                        help="the first N float32 samples of each op")
     parser.add_argument("--list", action="store_true", help="print each op's outcome")
     a = parser.parse_args(argv)
     ops = op_db()[::a.every]
     if a.only:
         names = set(a.only.split(","))
         ops = [o for o in op_db() if o.name in names]
-    results = run(ops, a.backend, a.layout)
+    results = run(ops, a.backend, a.layout, a.samples)
     if a.list:
         for k, (o, d) in sorted(results.items()):
             print(f"{o:10s} {k:40s} {d[:150]}")

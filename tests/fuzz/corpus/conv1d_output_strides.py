@@ -5,7 +5,7 @@ run as opaque `aten` nodes whose meta kernel says row-major; ATen's `_convolutio
 1-d convolution as a 2-d one on the unsqueezed input (made contiguous first) and weight,
 channels_last when either suggests it.  Found by `python -m tests.opinfo.runner --layout
 transposed` (nn.functional.conv1d, nn.functional.conv_transpose1d; Nov 27, main
-37e1917).  Fixed: refcomp/tracer/eager_layout.py's conv1d_strides ports the rule for the
+37e1917).  Fixed: refcomp/tracer/eager_layout.py's conv_strides ports the rule for the
 opaque conv1d / conv_transpose1d calls (issue 11)."""
 STATUS = "fixed"
 BACKENDS = ["interp", "eager", "llvm"]
