@@ -204,6 +204,37 @@ CHANNELS_LAST = frozenset({"roll", "group_norm", "channel_shuffle", "native_chan
                            "max_unpool2d"})
 
 
+# Ops that address their first operand's storage by explicit sizes, strides and offset
+# (the position of their `size` argument).  The graph hands an opaque node its operands as
+# its own tensors (row-major buffers, views of them, or fresh copies: it depends on the
+# backend), not eager's, so such a call is exact only where all address the same
+# elements: the operand is contiguous in eager (its meta says so), the offset is its own
+# (none given, or 0 where its meta's is 0; as_strided_scatter's counts from its fresh
+# clone: 0) and the addressed elements lie within it.  Anything else
+# (`torch.as_strided(x.t(), ...)`, an offset into a view's storage) runs at a break, on
+# eager's tensors (corpus as_strided_of_transposed_storage).  A graph input's storage
+# offset is taken to be 0 (no guard checks it).
+STORAGE_READERS = {"as_strided": 1, "as_strided_copy": 1, "as_strided_scatter": 2}
+
+
+def _check_storage_read(name, short, pargs, pkwargs):
+    at = STORAGE_READERS[short]
+    x = pargs[0] if pargs else pkwargs.get("input", pkwargs.get("self"))
+    size, stride, offset = (pargs[at + k] if at + k < len(pargs) else pkwargs.get(key)
+                            for k, key in enumerate(("size", "stride", "storage_offset")))
+    m = x.meta if isinstance(x, TensorVar) else None
+    exact = m is not None and m.is_contiguous() and isinstance(size, (tuple, list)) and \
+        isinstance(stride, (tuple, list)) and len(size) == len(stride) and \
+        all(isinstance(n, int) for n in (*size, *stride)) and (offset is None or offset == 0 and (
+            short == "as_strided_scatter" or m.storage_offset() == 0))
+    if exact and 0 not in size:
+        exact = sum((n - 1) * st for n, st in zip(size, stride)) < m.numel()
+    if not exact:
+        raise Unsupported("RB013", f"{name} addresses its operand's storage, which the graph"
+                                   " does not hold as eager does (an operand not contiguous,"
+                                   " an offset of its own, or elements beyond it)")
+
+
 def _rolls_every_dim(x, pargs, pkwargs) -> bool:
     """Whether roll(x, shifts, dims) moves every dim it names: ATen rolls one dim at a
     time and returns a Contiguous clone for a shift that is a multiple of the size (and
@@ -260,6 +291,8 @@ def call_opaque(ctx, fn, args: list, kwargs: dict, name: str | None = None) -> V
                                                " between calls (an opaque call needs"
                                                " static sizes)")
                 ctx.specialize(d)
+    if short in STORAGE_READERS:
+        _check_storage_read(name, short, pargs, pkwargs)
     index = {id(tv): i for i, tv in enumerate(operands)}
     try:
         text = encode_args(pargs, pkwargs,
