@@ -341,6 +341,21 @@ BATCH_NORM_OPS = frozenset({
     "_batch_norm_no_update"})
 
 
+def batch_norm_in_eval(short, args, kwargs) -> bool:
+    """Does the batch norm op `short` (in BATCH_NORM_OPS; `args`, `kwargs` its call's)
+    normalize by its running statistics?  Then ATen's CPU kernel saves no statistics: its
+    saved mean and inverse std come back empty, shape (0,), where torch's meta kernels give
+    them one value per channel (a graph typed by the meta read past a 0-element tensor:
+    corpus batch_norm_eval_saved_stats)."""
+    if short in ("_native_batch_norm_legit_no_training", "_batch_norm_no_update"):
+        return True
+    if short not in ("native_batch_norm", "_native_batch_norm_legit"):
+        return False
+    at = 3 if len(args) > 3 and isinstance(args[3], bool) else 5  # legit's no-stats form
+    training = args[at] if len(args) > at else kwargs.get("training")
+    return training is False
+
+
 def restrided(meta: torch.Tensor, strides) -> torch.Tensor:
     """`meta` (a meta tensor) with `strides`, when they differ."""
     if strides is None or tuple(strides) == tuple(meta.stride()):

@@ -346,6 +346,10 @@ def call_opaque(ctx, fn, args: list, kwargs: dict, name: str | None = None) -> V
     if not (results or mutates) or not all(isinstance(r, torch.Tensor) for r in results):
         kinds = sorted({type(r).__name__ for r in results}) or [repr(out)]
         raise Unsupported("RB002", f"{name} returns {', '.join(kinds)}, not tensors")
+    if short in eager_layout.BATCH_NORM_OPS and len(results) >= 3 and \
+            eager_layout.batch_norm_in_eval(short, pargs, pkwargs):
+        results = results[:1] + [torch.empty((0,), dtype=r.dtype, device="meta")
+                                 for r in results[1:3]] + results[3:]
     for r in results:
         if r.layout != torch.strided or r.is_quantized:
             raise Unsupported("RB013", f"{name} returns a {r.layout}/{r.dtype} tensor")
