@@ -252,6 +252,36 @@ UNARY_INT = ["{a} // 2", "{a} % 3", "torch.bitwise_not({a})", "{a} & 3", "{a}.ab
              "{a} * {a}", "{a} // -3", "{a}.remainder(4)", "{a} / 2", "{a}.float().mean()"]
 
 
+# Image ops: on a 4-d float value, or a 2-d/3-d one viewed as (N, 1, H, W); the weights
+# are deterministic (linspace, not symmetric: see "Ties" in spec/testing.md).
+IMAGE = ["F.conv2d({x}, torch.linspace(-1, 1.25, 2 * {x}.shape[1] * 9, dtype={x}.dtype)"
+         ".reshape(2, {x}.shape[1], 3, 3), padding=1)",
+         "F.conv2d({x}, torch.linspace(-1, 1.25, 3 * {x}.shape[1], dtype={x}.dtype)"
+         ".reshape(3, {x}.shape[1], 1, 1), stride=2)",
+         "F.conv2d({x}, torch.linspace(-1, 1.25, 2 * {x}.shape[1] * 4, dtype={x}.dtype)"
+         ".reshape(2, {x}.shape[1], 2, 2), torch.arange(2, dtype={x}.dtype), dilation=(1, 2))",
+         "F.max_pool2d({x}, 2, ceil_mode=True)", "F.max_pool2d({x}, (1, 2), stride=1)",
+         "F.avg_pool2d({x}, 2)", "F.avg_pool2d({x}, 3, stride=1, padding=1)",
+         "F.adaptive_avg_pool2d({x}, 1)", "F.adaptive_avg_pool2d({x}, (1, None))",
+         "F.interpolate({x}, scale_factor=2)", "F.interpolate({x}, size=(3, 2), mode='bilinear')",
+         "F.batch_norm({x}, None, None, training=True)",
+         "F.batch_norm({x}, torch.zeros({x}.shape[1]), torch.ones({x}.shape[1]))",
+         "F.group_norm({x}, 1)", "F.instance_norm({x})", "F.pad({x}, (1, 0, 0, 1))",
+         "F.pad({x}, (1, 1), value=0.5)", "F.relu(F.conv2d({x}, torch.ones(1, {x}.shape[1], 1, 1,"
+         " dtype={x}.dtype))).contiguous(memory_format=torch.channels_last)",
+         "F.pixel_shuffle({x}.repeat(1, 4, 1, 1), 2)", "F.unfold({x}, 2)",
+         "{x}.contiguous(memory_format=torch.channels_last) * 2",
+         "torch.flatten(F.adaptive_avg_pool2d({x}, 1), 1)"]
+
+
+@template(3)
+def image(draw, env):
+    a = pick(draw, env, pred=lambda t: is_float(t) and 2 <= t.dim() <= 4)
+    t = env.val(a)
+    x = a if t.dim() == 4 else f"{a}.reshape(-1, 1, *{a}.shape[-2:])"
+    return f"{env.fresh()} = " + draw(st.sampled_from(IMAGE)).format(x=x)
+
+
 @template(6)
 def unary(draw, env):
     a = pick(draw, env)
