@@ -4,8 +4,9 @@ CI runs a sampled slice (every SLICE-th op); the thorough profile
 (`REFCOMP_HYPOTHESIS=thorough`) runs every op.  Both demand that no sample differs
 from eager and that the captured share does not fall below the floor measured when
 this test was last raised (spec/tracer.md, "OpInfo coverage", has the full numbers).
-The layout oracle (`layout="transposed"`: tensor arguments laid out transposed, output
-strides compared with eager's) runs on the same ops and demands zero mismatches too.
+The layout oracle (`layout=`: tensor arguments laid out transposed, channels_last or
+step-sliced, output strides compared with eager's) runs on the same ops, the thorough
+profile on their first three samples, and demands zero mismatches too.
 """
 
 import os
@@ -36,9 +37,16 @@ def test_op_db_samples_equal_eager():
     assert rate >= FLOOR, report
 
 
-def test_op_db_samples_keep_eager_layout():
+# The layout oracle: CI runs the slice's first samples in every layout (about 1 s each);
+# the thorough profile every op's first THOROUGH_SAMPLES samples (about a minute each).
+THOROUGH_SAMPLES = 3
+
+
+@pytest.mark.parametrize("layout", sorted(runner.LAYOUTS))
+def test_op_db_samples_keep_eager_layout(layout):
     ops = runner.op_db()
-    results = runner.run(ops if THOROUGH else ops[::SLICE], layout="transposed")
+    results = runner.run(ops if THOROUGH else ops[::SLICE], layout=layout,
+                         samples=THOROUGH_SAMPLES if THOROUGH else 1)
     report = runner.summary(results)
     print(report)
     mismatched = {k: d for k, (o, d) in results.items() if o == "mismatched"}
