@@ -20,7 +20,8 @@ with no element, as the fuzzer compares them): the layout oracle for ops the fuz
 not generate, and the only one that sees what torch's meta kernels get wrong
 (spec/correctness.md, "Output layout").
 The layouts: `transposed` (two or more dims: the last two swapped in memory,
-`t.mT.contiguous().mT`), `channels_last` (4-d: channels_last, 5-d: channels_last_3d,
+`t.mT.contiguous().mT`), `permuted` (all dims reversed in memory: column-major; 2-d as
+transposed), `channels_last` (4-d: channels_last, 5-d: channels_last_3d,
 others as they are), `step` (one or more dims: every other element of a buffer twice as
 long in the last dim, not dense).
 
@@ -78,6 +79,12 @@ def _transposed(t):
     return t.mT.contiguous().mT if t.dim() >= 2 else t
 
 
+def _permuted(t):
+    """`t` with all its dims reversed in memory (column-major), values unchanged."""
+    rev = tuple(reversed(range(t.dim())))
+    return t.permute(rev).contiguous().permute(rev) if t.dim() >= 3 else _transposed(t)
+
+
 def _channels_last(t):
     """A 4-d (5-d) `t` laid out channels_last (channels_last_3d)."""
     fmt = {4: torch.channels_last, 5: torch.channels_last_3d}.get(t.dim())
@@ -95,7 +102,8 @@ def _step(t):
 
 
 # layout name -> how a tensor argument is laid out (values unchanged)
-LAYOUTS = {"transposed": _transposed, "channels_last": _channels_last, "step": _step}
+LAYOUTS = {"transposed": _transposed, "permuted": _permuted, "channels_last": _channels_last,
+           "step": _step}
 
 
 def _laid_out(x, how):
