@@ -589,8 +589,34 @@ def _embedding(ctx, indices, weight, padding_idx=None, max_norm=None, norm_type=
     return ctx.builder.embedding(weight.value, indices.value)
 
 
+def _check_cpu_norm_dtypes(name, x, *params):
+    """ATen's CPU norm kernels (batch_norm_cpu, layer_norm_cpu; `is_mixed_type` and
+    `check_mixed_data_type` in ATen's mixed_type.h) refuse parameters of another dtype
+    than the input's, unless the input is float32, float16 or bfloat16 and every
+    parameter is float32; where the first parameter has the input's dtype, every one
+    must.  The IR would compute them in promoted arithmetic, so the check
+    is made here: eager then raises at the break (soak seed 8001: `F.batch_norm` of a
+    float64 input with float32 running statistics ran)."""
+    given = [p for p in params if p is not None]
+    if not given or x.value.type.device != "cpu":
+        return
+    if given[0].meta.dtype == x.meta.dtype:  # not mixed: every parameter is read so
+        for p in given:
+            if p.meta.dtype != x.meta.dtype:
+                raise Unsupported("RB017", f"{name}: RuntimeError: expected scalar type"
+                                           f" {x.meta.dtype} but found {p.meta.dtype}")
+        return
+    if x.meta.dtype not in (torch.float32, torch.float16, torch.bfloat16):
+        raise Unsupported("RB017", f"{name}: RuntimeError: mixed dtype (CPU): all inputs must"
+                                   " share same datatype.")
+    if any(p.meta.dtype != torch.float32 for p in given):
+        raise Unsupported("RB017", f"{name}: RuntimeError: mixed dtype (CPU): expect parameter"
+                                   " to have scalar type of Float")
+
+
 @entry(F.layer_norm, ir_meta=True)
 def _layer_norm(ctx, x, normalized_shape, weight=None, bias=None, eps=1e-5):
+    _check_cpu_norm_dtypes("layer_norm", x, weight, bias)
     B = ctx.builder
     shape = list(normalized_shape)
     like = x.value.type
@@ -611,6 +637,7 @@ def _batch_norm_layout(meta, x, running_mean, running_var, weight=None, bias=Non
 @entry(F.batch_norm, ir_meta=True, layout=_batch_norm_layout)
 def _batch_norm(ctx, x, running_mean, running_var, weight=None, bias=None, training=False,
                 momentum=0.1, eps=1e-5):
+    _check_cpu_norm_dtypes("batch_norm", x, weight, bias, running_mean, running_var)
     B = ctx.builder
     like = x.value.type
     c = [like.shape[1]]
