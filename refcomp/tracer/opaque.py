@@ -235,6 +235,21 @@ def _check_storage_read(name, short, pargs, pkwargs):
                                    " an offset of its own, or elements beyond it)")
 
 
+def _channels_last_3d_conv(pargs, pkwargs) -> bool:
+    """Does a 3-d convolution's input (unsqueezed to a batch of one without a batch dim) or
+    weight suggest channels_last_3d?  ATen's CPU result then follows that format when it
+    runs mkldnn and not when it runs slow3d, which it picks by sizes, groups and the
+    thread count; torch's meta kernel says row-major.  Such a call runs at a break
+    (corpus conv3d_channels_last_3d_strides).  Otherwise both kernels write row-major."""
+    x, weight = (pargs[i] if i < len(pargs) else pkwargs.get(key)
+                 for i, key in enumerate(("input", "weight")))
+    if not (isinstance(x, TensorVar) and isinstance(weight, TensorVar)):
+        return False
+    xm = x.meta.unsqueeze(0) if x.meta.dim() == 4 else x.meta
+    return any(eager_layout.suggest_memory_format(m) == torch.channels_last_3d
+               for m in (xm, weight.meta))
+
+
 def _rolls_every_dim(x, pargs, pkwargs) -> bool:
     """Whether roll(x, shifts, dims) moves every dim it names: ATen rolls one dim at a
     time and returns a Contiguous clone for a shift that is a multiple of the size (and
@@ -293,6 +308,10 @@ def call_opaque(ctx, fn, args: list, kwargs: dict, name: str | None = None) -> V
                 ctx.specialize(d)
     if short in STORAGE_READERS:
         _check_storage_read(name, short, pargs, pkwargs)
+    if short in ("conv3d", "conv_transpose3d") and _channels_last_3d_conv(pargs, pkwargs):
+        raise Unsupported("RB013", f"{name} of a channels_last_3d operand: ATen's result is"
+                                   " channels_last_3d or row-major by the kernel it picks"
+                                   " (mkldnn or slow3d: by sizes and thread count)")
     index = {id(tv): i for i, tv in enumerate(operands)}
     try:
         text = encode_args(pargs, pkwargs,
