@@ -25,8 +25,8 @@ transposed), `channels_last` (4-d: channels_last, 5-d: channels_last_3d,
 others as they are), `step` (one or more dims: every other element of a buffer twice as
 long in the last dim, not dense).
 
-`python -m tests.opinfo.runner [--every N] [--backend B] [--layout L] [--samples N]`
-prints the table (spec/tracer.md, "OpInfo coverage", quotes its numbers).
+`python -m tests.opinfo.runner [--every N] [--backend B] [--layout L] [--samples N]
+[--dtype D]` prints the table (spec/tracer.md, "OpInfo coverage", quotes its numbers).
 """
 
 from __future__ import annotations
@@ -56,12 +56,11 @@ def first_sample(op):
     return got[0] if got else None
 
 
-def first_samples(op, n):
-    """The op's first `n` float32 CPU samples (fewer where it has fewer)."""
-    if torch.float32 not in op.supported_dtypes("cpu"):
+def first_samples(op, n, dtype=torch.float32):
+    """The op's first `n` CPU samples of `dtype` (fewer where it has fewer)."""
+    if dtype not in op.supported_dtypes("cpu"):
         return []
-    return list(itertools.islice(op.sample_inputs("cpu", torch.float32,
-                                                  requires_grad=False), n))
+    return list(itertools.islice(op.sample_inputs("cpu", dtype, requires_grad=False), n))
 
 
 def _clone(x):
@@ -146,8 +145,12 @@ def _equal(a, b) -> bool:
             return False
         if a.shape != b.shape or a.dtype != b.dtype:
             return False
+        # float32 and wider: 1e-4; half precision: assert_close's own tolerances for the
+        # dtype (spec/correctness.md, "What equal means for values")
+        tol = {} if a.dtype in (torch.float16, torch.bfloat16) else \
+            {"atol": 1e-4, "rtol": 1e-4}
         try:
-            torch.testing.assert_close(a, b, equal_nan=True, atol=1e-4, rtol=1e-4)
+            torch.testing.assert_close(a, b, equal_nan=True, **tol)
             return True
         except AssertionError:
             return False
@@ -207,14 +210,18 @@ def run_one(op, backend="llvm", layout=None, sample=None):
     return "captured", ""
 
 
-def run(ops, backend="llvm", layout=None, samples=1):
-    """{key: (outcome, detail)} for the first `samples` samples of each op; a sample after
-    the first has the key `name#i`."""
+def run(ops, backend="llvm", layout=None, samples=1, dtype=torch.float32):
+    """{key: (outcome, detail)} for the first `samples` samples of each op (of `dtype`); a
+    sample after the first has the key `name#i`."""
     results = {}
     for op in ops:
         key = f"{op.name}.{op.variant_test_name}" if op.variant_test_name else op.name
         try:
-            found = first_samples(op, samples) if samples > 1 else [None]
+            found = first_samples(op, samples, dtype) if samples > 1 or \
+                dtype != torch.float32 else [None]
+            if not found:
+                results[key] = ("skipped", f"no {dtype} CPU sample")
+                continue
         except Exception as e:  # the runner itself must not stop on one op
             results[key] = ("mismatched", f"runner error {type(e).__name__}: {e}")
             continue
@@ -260,14 +267,15 @@ def main(argv=None):
     parser.add_argument("--layout", choices=sorted(LAYOUTS), default=None,
                         help="lay tensor arguments out so; compare strides too")
     parser.add_argument("--samples", type=int, default=1,
-                        help="the first N float32 samples of each op")
+                        help="the first N samples of each op")
+    parser.add_argument("--dtype", default="float32", help="the samples' dtype")
     parser.add_argument("--list", action="store_true", help="print each op's outcome")
     a = parser.parse_args(argv)
     ops = op_db()[::a.every]
     if a.only:
         names = set(a.only.split(","))
         ops = [o for o in op_db() if o.name in names]
-    results = run(ops, a.backend, a.layout, a.samples)
+    results = run(ops, a.backend, a.layout, a.samples, getattr(torch, a.dtype))
     if a.list:
         for k, (o, d) in sorted(results.items()):
             print(f"{o:10s} {k:40s} {d[:150]}")
