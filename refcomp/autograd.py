@@ -24,6 +24,15 @@ freed or modified in place since, or a graph that draws random numbers (a rerun 
 redraw), raises a RuntimeError naming the problem; never a gradient that silently
 misses a term.
 
+Note [Unused gradients]: eager leaves an input's gradient None (`.grad` stays None,
+`autograd.grad(..., allow_unused=True)` gives None) when nothing the loss reads depends on
+it, e.g. `s = x1.sum().item()` beside a returned `x0 * 2` in one graph.  The Function's
+outputs are one node to autograd, so it would call the backward with zeros for `s` and
+get a zero gradient of x1 back.  So grads are not materialized: an output that got no
+gradient gets zeros here, and an input's gradient is None unless the backward graph
+computes it from some output's gradient that was given (`_grad_deps`; corpus
+grad_unused_input_is_none).
+
 Note [Lazy backward]: compiling the backward costs about as much as the forward, and
 inference-only calls never need it; the first `backward()` compiles it (under a lock,
 once per entry), and stats() counts it then.
@@ -71,6 +80,7 @@ class _Info:
     grad_outputs: list
     grad_inputs: list
     non_differentiable: list  # output indices autograd must not attach
+    grad_deps: list  # per grad input: the positions in grad_outputs its gradient reads
     record: TrainingRecord
     joint: Optional[Joint] = None
     backward: Optional[Callable] = None
@@ -111,6 +121,10 @@ class CompiledFunction(torch.autograd.Function):
         # Note [Double backward]: held weakly, so memory is what save_for_backward keeps.
         ctx.inputs = [(weakref.ref(t), t._version) for t in inputs]
         ctx.save_for_backward(*[inputs[i] for i in info.saved_inputs], *saved)
+        # Note [Unused gradients]
+        ctx.set_materialize_grads(False)
+        ctx.grad_shapes = [(user[i].shape, user[i].dtype, user[i].device)
+                           for i in info.grad_outputs]
         if info.non_differentiable:
             ctx.mark_non_differentiable(*[user[i] for i in info.non_differentiable])
         return tuple(user)
@@ -122,14 +136,31 @@ class CompiledFunction(torch.autograd.Function):
         return _backward(ctx, *grads)
 
 
+def _grads_in(ctx, grads):
+    """The backward's gradient arguments (zeros for an output that got none) and the
+    positions in grad_outputs that got one (Note [Unused gradients])."""
+    out, present = [], set()
+    for k, (i, (shape, dtype, device)) in enumerate(zip(ctx.info.grad_outputs,
+                                                        ctx.grad_shapes)):
+        g = grads[i]
+        if g is None:
+            g = torch.zeros(shape, dtype=dtype, device=device)
+        else:
+            present.add(k)
+        out.append(g)
+    return out, present
+
+
 def _backward(ctx, *grads):
     info = ctx.info
+    grads_in, present = _grads_in(ctx, grads)
+    if not present:
+        return (None,) * (info.n_inputs + 1)
     fn = info.backward_fn()
     info.record.backward_calls += 1
-    # Autograd hands zeros for outputs that got no gradient (materialized grads).
-    args = list(ctx.saved_tensors) + [grads[i] for i in info.grad_outputs]
+    args = list(ctx.saved_tensors) + grads_in
     with global_state.autocast_off():  # its casts are IR nodes (Note [Autocast policy])
-        return _input_grads(info, fn(*args))
+        return _input_grads(info, fn(*args), present)
 
 
 def _differentiable_backward(ctx, *grads):
@@ -150,19 +181,38 @@ def _differentiable_backward(ctx, *grads):
                                f" input {k} {what} after the forward; keep it alive and"
                                " unchanged until backward, or run this function eagerly")
         inputs.append(t)
+    grads_in, present = _grads_in(ctx, grads)
+    if not present:
+        return (None,) * (info.n_inputs + 1)
     forward, backward = info.differentiable_fns()
     with global_state.autocast_off():  # the IR graphs hold their own casts
         saved = forward(*inputs)[info.n_outputs:]
-        args = [inputs[i] for i in info.saved_inputs] + list(saved) + \
-            [grads[i] for i in info.grad_outputs]
-        return _input_grads(info, backward(*args))
+        args = [inputs[i] for i in info.saved_inputs] + list(saved) + grads_in
+        return _input_grads(info, backward(*args), present)
 
 
-def _input_grads(info: _Info, results) -> tuple:
+def _input_grads(info: _Info, results, present) -> tuple:
     out: list = [None] * info.n_inputs
-    for i, g in zip(info.grad_inputs, results):
-        out[i] = g
+    for i, g, deps in zip(info.grad_inputs, results, info.grad_deps):
+        if deps & present:
+            out[i] = g
     return (None, *out)
+
+
+def _grad_deps(j: Joint) -> list:
+    """Per backward output (gradient of j.grad_inputs[k]): the positions in
+    j.grad_outputs whose gradient it reads (Note [Unused gradients]).  A node with a
+    body counts as reading every one."""
+    bw = j.backward
+    n = len(j.grad_outputs)
+    every = frozenset(range(n))
+    deps = {v: frozenset([k]) for k, v in enumerate(bw.inputs[len(bw.inputs) - n:])}
+    for node in bw.nodes:
+        d = every if node.body is not None else \
+            frozenset().union(*(deps.get(v, frozenset()) for v in node.inputs))
+        for o in node.outputs:
+            deps[o] = d
+    return [deps.get(v, frozenset()) for v in bw.outputs]
 
 
 def compile_joint(j: Joint, compile_forward: Callable, compile_backward: Callable,
@@ -179,7 +229,7 @@ def compile_joint(j: Joint, compile_forward: Callable, compile_backward: Callabl
                  grad_inputs=list(j.grad_inputs),
                  non_differentiable=[i for i, d in enumerate(differentiable_outputs)
                                      if not d or i not in j.grad_outputs],
-                 record=record, joint=j)
+                 grad_deps=_grad_deps(j), record=record, joint=j)
     apply = CompiledFunction.apply
 
     def run(*inputs):

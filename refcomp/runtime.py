@@ -37,7 +37,9 @@ functions of the sizes: the view that has the input's own layout (`x.view_as(x)`
 `x.detach()`, `x[...]`) reads them off the caller's tensor (`size=None` in
 `Entry.views`); any other replays the traced view ops (`TensorVar.view_steps`: the op,
 its arguments with each symbolic size read off this call's inputs) on the caller's
-tensor (`size=_REPLAY`), which is what eager computes.  Only a view op that takes
+tensor (`size=_REPLAY`), which is what eager computes.  So is a view of an input that
+requires grad and whose elements share memory (expanded), at static sizes too: as_strided's
+backward works per memory location, eager's view ops per element.  Only a view op that takes
 another tensor (`x.expand_as(y)`, `x.view_as(y)`) cannot be replayed: that view stays
 a graph output (a copy; explain() notes it).
 
@@ -53,8 +55,10 @@ and the clone that keeps it fresh is dense where eager's expanded view has strid
 corpus expand_of_folded_copy_output_strides), or hand back `v.view_as(v)` as a separate
 tensor (corpus view_as_of_intermediate_beside_it).  Only where the base is in eager's
 memory order (row-major, or dense and restrided by Note [Output layout], with dynamic
-sizes too: corpus view_of_permuted_intermediate_dynamic_strides) and nothing requires
-grad; otherwise the view stays a graph output (the backend's own view, or a copy).
+sizes too: corpus view_of_permuted_intermediate_dynamic_strides); otherwise the view
+stays a graph output (the backend's own view, or a copy).  A base that requires grad is
+an output of the compiled autograd.Function, and autograd records the replayed view ops
+on it as eager records them on its own value.
 """
 
 from __future__ import annotations
@@ -389,6 +393,18 @@ class _Outputs:
         grad = vt.view_grad if root.requires_grad else None
         if root.requires_grad and not vt.requires_grad and vt.view_grad:
             grad = "detach"  # x.detach() (or a view of it): no autograd history
+        if root.requires_grad and grad != "detach" and replay is None and \
+                torch._debug_has_internal_overlap(root.meta) != 0:
+            # An input whose elements share memory (expanded): as_strided's backward
+            # sums the gradient per memory location and spreads it over the elements
+            # sharing it, where eager's view ops keep one gradient per element (Note
+            # [Returned views]; corpus grad_view_of_expanded_input).
+            replay = self._replay(vt.view_steps)
+            if replay is None:
+                self.notes.append(f"a returned view of {name} is a copy: {name} requires"
+                                  " grad, its elements share memory and a view op cannot be"
+                                  " replayed (Note [Returned views])")
+                return None
         if replay is not None:  # the view ops, run again on the caller's tensor
             self.views.append((self.input_index[name], _REPLAY, replay, 0, grad))
         elif dynamic:  # the input's own layout: read off the caller's tensor
@@ -403,14 +419,14 @@ class _Outputs:
     def output_view_spec(self, vt: TensorVar):
         """("oview", k, steps) when `vt` is rebuilt as a view of graph output k (Note
         [Views of outputs]), else None."""
-        if vt.view_base is None or vt.requires_grad or vt.value is not vt.view_made:
+        if vt.view_base is None or vt.value is not vt.view_made:
             # (an in-place op on the view itself since it was made: `(x + 1).view(-1)
             # .mul_(2)`, whose base nothing else holds, so the base was not updated; corpus
             # inplace_on_view_of_unnamed_intermediate)
             return None
         base, value = vt.view_base
         meta = base.meta
-        if base.value is not value or base.requires_grad or base.view_root is not None or \
+        if base.value is not value or base.view_root is not None or \
                 (base.source is not None and base.source.name() in self.input_index):
             return None
         # The replay needs the base in eager's memory order: row-major, or restrided by

@@ -355,8 +355,19 @@ def _minmax_builder(reduce_op, arg_op, binary_op):
         if x.meta.dim() and x.meta.shape[dim] == 0:
             raise Unsupported("RB017", f"{name}(): IndexError: Expected reduction dim {dim}"
                                        " to have non-zero size")
-        values = ctx.builder.op(reduce_op, x.value, dims=[dim], keepdim=keepdim)
         indices = ctx.builder.op(arg_op, x.value, dim=dim, keepdim=keepdim)
+        if ctx.grad_enabled and x.requires_grad and x.meta.dim():
+            # Eager's max(dim)/min(dim) backward gives each result's whole gradient to the
+            # element at its returned index (value_selecting_reduction_backward), where
+            # amax/amin share it among ties: the values are gathered at the indices
+            # (corpus grad_max_dim_ties).
+            d = dim % x.meta.dim()
+            idx = indices if keepdim else ctx.builder.op("unsqueeze", indices, dim=d)
+            values = ctx.builder.op("gather", x.value, idx, dim=d)
+            if not keepdim:
+                values = ctx.builder.op("squeeze", values, dims=[d])
+            return (values, indices)
+        values = ctx.builder.op(reduce_op, x.value, dims=[dim], keepdim=keepdim)
         return (values, indices)
     return build
 

@@ -25,6 +25,8 @@ from hypothesis import HealthCheck, Phase, given, seed, settings
 
 import refcomp
 from tests.fuzz.gen import programs, relaxed_checks
+from tests.fuzz.grad import differentiable, grad_compare, grad_reference
+from tests.fuzz.grad import signature as grad_signature
 from tests.fuzz.runner import compare, reference
 
 
@@ -51,6 +53,9 @@ def main(argv=None):
                          " happen, to OUT/all/ (0: none)")
     ap.add_argument("--strict", action="store_true",
                     help="generate and compare everything (ignore KNOWN_OPEN)")
+    ap.add_argument("--grad", action="store_true",
+                    help="gradient mode (tests/fuzz/grad.py): programs with a float32/float64"
+                         " input, those inputs requiring grad; forward and gradients compared")
     args = ap.parse_args(argv)
     backends = args.backends.split(",")
     counts = {b: collections.Counter() for b in backends}
@@ -60,9 +65,17 @@ def main(argv=None):
 
     # --seed N draws a reproducible sequence of its own (hypothesis.seed); without it each
     # run draws at random.  (derandomize=True would ignore N: one sequence for every N.)
+    strategy = programs(max_statements=args.max_statements, known_open=not args.strict)
+    if args.grad:
+        strategy = strategy.filter(differentiable)
+    run_reference, run_compare = ((grad_reference, grad_compare) if args.grad
+                                  else (reference, compare))
+    sign = grad_signature if args.grad else (lambda out: out.signature())
+    header = {"grad": True} if args.grad else {}
+
     @settings(max_examples=10**9, deadline=None, database=None, phases=[Phase.generate],
               suppress_health_check=list(HealthCheck))
-    @given(programs(max_statements=args.max_statements, known_open=not args.strict))
+    @given(strategy)
     def soak(program):
         if time.monotonic() > deadline or stop_requested or \
                 args.programs and counts[backends[0]]["programs"] >= args.programs:
@@ -70,7 +83,7 @@ def main(argv=None):
         running.update(program=program, backend="eager (the reference)",
                        since=time.monotonic())
         try:
-            ref = reference(program)   # eager runs once; every backend is compared with it
+            ref = run_reference(program)   # eager runs once; every backend is compared with it
         except Exception as e:  # the harness itself must not die on a bad program
             for b in backends:
                 counts[b]["harness-error"] += 1
@@ -79,7 +92,7 @@ def main(argv=None):
         for b in backends:
             running.update(program=program, backend=b, since=time.monotonic())
             try:
-                out = compare(program, b, ref,
+                out = run_compare(program, b, ref,
                               frozenset() if args.strict else relaxed_checks(b))
             except Exception as e:  # the harness itself must not die on a bad program
                 counts[b]["harness-error"] += 1
@@ -89,13 +102,13 @@ def main(argv=None):
             c["programs"] += 1
             c[out.kind] += 1
             if out.failed:
-                c["crashes" if out.kind == "crash" else "mismatches"] += 1
-                key = (b, out.signature())
+                c["crashes" if out.kind in ("crash", "grad-crash") else "mismatches"] += 1
+                key = (b, sign(out))
                 entry = classes.setdefault(key, [0, program, out])
                 entry[0] += 1
                 if entry[0] == 1:  # a new class: shown at once, not only at the end
                     print(f"\n== new failure [{b}] {key[1]} at program"
-                          f" {c['programs']}\n{program.render(backends=[b], symptom=key[1])}"
+                          f" {c['programs']}\n{program.render(**header, backends=[b], symptom=key[1])}"
                           f"{out.detail[:400]}\n", flush=True)
                 if len(program.source) < len(entry[1].source):
                     entry[1], entry[2] = program, out
@@ -103,7 +116,7 @@ def main(argv=None):
                     # Every failure, not only each class's shortest: a class is a symptom
                     # ("stride", "value"), and one symptom can hide several bugs.
                     _write(Path(args.out) / "all", f"{b}_{c['programs']:06d}", b,
-                           key[1], program, out)
+                           key[1], program, out, header=header)
         done = counts[backends[0]]["programs"]
         if args.progress and done % args.progress == 0:
             print(f"progress: {time.monotonic() - start:.0f} s, {time.process_time():.0f}"
@@ -118,7 +131,7 @@ def main(argv=None):
         if stop_requested:
             note += " (stopped by a signal)"
         print(f"soak: {time.monotonic() - start:.0f} s{note}")
-        print_counts(backends, counts, classes, args.out)
+        print_counts(backends, counts, classes, args.out, header)
 
     # A compile stuck in native code (LLVM) cannot be interrupted: a watchdog thread
     # reports the run so far and the stuck program, then ends the process.
@@ -161,7 +174,7 @@ def main(argv=None):
     return counts
 
 
-def print_counts(backends, counts, classes, out_dir):
+def print_counts(backends, counts, classes, out_dir, header=None):
     for b in backends:
         c = counts[b]
         print(f"{b:8s} programs {c['programs']:6d}  ok {c['ok']:6d}  both-raised {c['ok-raise']:5d}"
@@ -175,14 +188,16 @@ def print_counts(backends, counts, classes, out_dir):
         d = Path(out_dir)
         d.mkdir(parents=True, exist_ok=True)
         for i, ((b, sig), (n, program, out)) in enumerate(sorted(classes.items())):
-            _write(d, f"{i:03d}_{b}", b, sig, program, out, count=n)
+            _write(d, f"{i:03d}_{b}", b, sig, program, out, count=n, header=header)
 
 
-def _write(d: Path, prefix, backend, sig, program, out, count=None):
+def _write(d: Path, prefix, backend, sig, program, out, count=None, header=None):
     """One failing program in corpus format (spec/testing.md, "Corpus"), ready to replay."""
     d.mkdir(parents=True, exist_ok=True)
     name = re.sub(r"\W+", "_", f"{prefix}_{sig}")[:70]
-    kwargs = {} if count is None else {"count": count}
+    kwargs = dict(header or {})
+    if count is not None:
+        kwargs["count"] = count
     (d / f"{name}.py").write_text(program.render(backends=[backend], symptom=sig, **kwargs)
                                   + "DETAIL = " + repr(out.detail[:2000]) + "\n")
 

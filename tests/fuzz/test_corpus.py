@@ -1,10 +1,13 @@
 """Replay every program of tests/fuzz/corpus/ on every CPU backend (spec/testing.md,
 "Corpus").  A file whose STATUS is "open" fails on its BACKENDS: those cases are strict
-xfails, so fixing the bug turns them into XPASS failures until the file says "fixed"."""
+xfails, so fixing the bug turns them into XPASS failures until the file says "fixed".
+A file with `GRAD = True` (grad_*.py) is replayed in the gradient mode (tests/fuzz/grad.py):
+float32/float64 inputs require grad, forward and gradients compared."""
 
 import pytest
 
 from tests.fuzz.gen import CORPUS, corpus_entry
+from tests.fuzz.grad import differentiable, grad_check
 from tests.fuzz.program import from_module
 from tests.fuzz.runner import check
 
@@ -31,7 +34,11 @@ def cases():
 
 @pytest.mark.parametrize("path, backend", cases())
 def test_corpus_program(path, backend):
-    check(from_module(load(path)), backend)
+    mod = load(path)
+    if getattr(mod, "GRAD", False):
+        grad_check(from_module(mod), backend)
+    else:
+        check(from_module(mod), backend)
 
 
 def test_corpus_files_are_well_formed():
@@ -40,3 +47,7 @@ def test_corpus_files_are_well_formed():
         assert mod.__doc__ and mod.SYMPTOM and mod.BACKENDS, path.name
         assert mod.SOURCE.lstrip("\n").startswith("def f("), path.name
         assert all(len(call) == len(mod.INPUTS[0]) for call in mod.INPUTS), path.name
+        grad = getattr(mod, "GRAD", False)
+        assert grad in (True, False), path.name
+        assert grad == path.name.startswith("grad_"), f"{path.name}: grad_*.py <=> GRAD = True"
+        assert not grad or differentiable(from_module(mod)), f"{path.name}: no float input"

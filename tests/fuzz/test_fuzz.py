@@ -13,7 +13,7 @@ with counts per failure class use `python -m tests.fuzz.soak --seconds N`.
 import os
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import HealthCheck, given, settings
 
 from tests.fuzz.gen import (
     CORPUS,
@@ -23,6 +23,7 @@ from tests.fuzz.gen import (
     programs,
     relaxed_checks,
 )
+from tests.fuzz.grad import differentiable, grad_check
 from tests.fuzz.runner import check
 
 PROFILE = os.environ.get("REFCOMP_HYPOTHESIS", "ci")
@@ -30,6 +31,10 @@ EXAMPLES = {"ci": {"interp": 120, "eager": 150, "llvm": 120, "triton": 8},
             "thorough": {"interp": 1000, "eager": 1000, "llvm": 1000, "triton": 300}}
 THOROUGH_PROGRAMS = 20000  # per CPU backend, in test_fuzz_thorough_every_backend
 EXAMPLES = EXAMPLES.get(PROFILE, EXAMPLES["ci"])
+# Gradient mode (tests/fuzz/grad.py): per backend in CI (derandomized); the thorough
+# profile runs GRAD_THOROUGH_PROGRAMS through the soak's loop on every CPU backend.
+GRAD_EXAMPLES = {"interp": 200, "eager": 300, "llvm": 200}
+GRAD_THOROUGH_PROGRAMS = 1000
 
 
 def _fuzz(backend, max_statements=8):
@@ -80,3 +85,30 @@ def test_known_open_entries_name_open_corpus_files():
             assert mod.STATUS == "open", (f"{name} is {mod.STATUS}: remove it from"
                                           f" KNOWN_OPEN[{feature!r}] (and the entry, if it"
                                           " was the last) so the fuzzer tests it again")
+
+
+@pytest.mark.parametrize("backend", ["interp", "eager", "llvm"])
+def test_fuzz_gradients_equal_eager(backend):
+    """Gradient mode: programs with a float32/float64 input, those inputs requiring grad;
+    forward as above, plus which outputs require grad, plus the gradient of a weighted sum
+    of the float outputs with respect to every such input (spec/testing.md, "Gradients")."""
+    @settings(max_examples=GRAD_EXAMPLES[backend],
+              suppress_health_check=[HealthCheck.filter_too_much, HealthCheck.too_slow])
+    @given(programs(backend).filter(differentiable))
+    def run(program):
+        grad_check(program, backend, relaxed_checks(backend))
+    run()
+
+
+@pytest.mark.skipif(PROFILE != "thorough", reason="the thorough profile's gradient run"
+                    " (REFCOMP_HYPOTHESIS=thorough): 1,000 programs per CPU backend")
+def test_fuzz_gradients_thorough_every_backend():
+    """GRAD_THOROUGH_PROGRAMS random programs in gradient mode, each compared with eager
+    on interp, eager and llvm: no mismatch, no crash."""
+    from tests.fuzz import soak
+
+    counts = soak.main(["--grad", "--programs", str(GRAD_THOROUGH_PROGRAMS), "--seconds",
+                        "1e9", "--progress", "250"])
+    for backend, c in counts.items():
+        assert c["programs"] >= GRAD_THOROUGH_PROGRAMS, (backend, dict(c))
+        assert c["mismatches"] == 0 and c["crashes"] == 0, (backend, dict(c))

@@ -1,0 +1,221 @@
+"""Gradient mode of the torch-level fuzzer (spec/testing.md, "Gradients").
+
+A fuzz program (tests/fuzz/gen.py, `programs()`) is run with its float32/float64 inputs
+made leaves that require grad; eager and compiled each on their own fresh inputs (same
+values, same strides), each call seeded as in the forward runner (`runner._seed`).  Per
+call k:
+
+- the forward is compared as the forward runner compares it (exceptions, structure,
+  values, strides, aliasing, inputs after the call), plus which outputs require grad;
+- every floating output that requires grad is reduced to one scalar with fixed random
+  weights, `sum((out.double() * w).sum())` (w drawn from a generator seeded by the call
+  and the output's position: the same for eager and compiled), and
+  `torch.autograd.grad(loss, leaves, allow_unused=True)` is called;
+- exceptions of that backward: eager raises -> compiled raises the same type;
+- each leaf's gradient: None where eager's is None, else dtype, shape and values (the
+  forward runner's tolerance by dtype, at least the program's floor; strides are not
+  compared: `autograd.grad` returns what the backward formula produced, eager's layout is
+  no contract there).
+
+float16/bfloat16 inputs stay plain tensors (their gradients would compare rounding of a
+half-precision backward).  A program that mutates an input in place raises in eager
+("a leaf Variable that requires grad is being used in an in-place operation"): the
+compiled call must raise the same type, as for any other raise.
+
+`grad_reference(program)` runs eager once; `grad_compare(program, backend, ref)` checks one
+backend against it; `grad_outcome` does both and `grad_check` raises with a report.
+"""
+
+import warnings
+from dataclasses import dataclass
+
+import torch
+
+import refcomp
+from tests.fuzz.runner import (
+    TOLERANCE,
+    Outcome,
+    _compare_inputs,
+    _compare_results,
+    _leaves,
+    _seed,
+    program_tolerance,
+)
+
+GRAD_DTYPES = (torch.float32, torch.float64)
+GRAD_FAIL_KINDS = ("grad-flag", "grad-crash", "grad-missed-raise", "grad-wrong-exception",
+                   "grad-none", "grad-dtype", "grad-shape", "grad-value")
+
+
+def differentiable(program) -> bool:
+    """Whether some input of the program's calls gets requires_grad (float32/float64)."""
+    return any(spec[1] in ("float32", "float64") for call in program.calls for spec in call)
+
+
+def grad_args(program, k):
+    """Fresh inputs of call k, float32/float64 ones leaves requiring grad."""
+    args = program.args(k)
+    for a in args:
+        if a.dtype in GRAD_DTYPES:
+            a.requires_grad_(True)
+    return args
+
+
+def _weights(k, i, t):
+    g = torch.Generator().manual_seed(7919 * (k + 1) + i)
+    return torch.randn(t.shape, generator=g, dtype=torch.float64)
+
+
+def _loss(result, k):
+    """The scalar of call k's result: each floating output that requires grad, weighted;
+    None if no output requires grad."""
+    terms = []
+    for i, (_, t) in enumerate(_leaves(result)[0]):
+        if isinstance(t, torch.Tensor) and t.dtype.is_floating_point and t.requires_grad:
+            terms.append((t.double() * _weights(k, i, t)).sum())
+    return sum(terms) if terms else None
+
+
+def _backward(result, args, k):
+    """(gradients of the leaves, exception): gradients is None when nothing requires
+    grad."""
+    leaves = [a for a in args if a.requires_grad]
+    loss = _loss(result, k)
+    if loss is None or not leaves:
+        return None, None
+    try:
+        return torch.autograd.grad(loss, leaves, allow_unused=True), None
+    except Exception as e:
+        return None, e
+
+
+def _run(fn, program, k):
+    """Call k of `fn` on fresh grad inputs: (args, result, forward exception, grads,
+    backward exception)."""
+    args = grad_args(program, k)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        _seed(k)
+        try:
+            result = fn(*args)
+        except Exception as e:
+            return args, None, e, None, None
+        grads, err = _backward(result, args, k)
+    return args, result, None, grads, err
+
+
+@dataclass
+class GradReference:
+    calls: list   # per call: (args, result, forward exception, grads, backward exception)
+
+
+def grad_reference(program) -> GradReference:
+    f_eager = program.function("fuzz program (eager, grad)")
+    calls = []
+    for k in range(len(program.calls)):
+        calls.append(_run(f_eager, program, k))
+        if calls[-1][2] is not None or calls[-1][4] is not None:
+            break
+    return GradReference(calls)
+
+
+def _exception(kind_prefix, err_c, err_e, k):
+    if err_c is None:
+        return Outcome(f"{kind_prefix}missed-raise", f"eager raised {type(err_e).__name__}:"
+                                                     f" {err_e} but the compiled call returned", k)
+    if type(err_c) is not type(err_e):
+        return Outcome(f"{kind_prefix}wrong-exception",
+                       f"{type(err_c).__name__}: {err_c}\n(eager raised"
+                       f" {type(err_e).__name__}: {err_e})", k)
+    return None
+
+
+def _compare_grads(grads_c, grads_e, args_e, floor):
+    names = [f"x{j}" for j, a in enumerate(args_e) if a.requires_grad]
+    for name, gc, ge in zip(names, grads_c, grads_e):
+        if (gc is None) != (ge is None):
+            return Outcome("grad-none", f"d loss / d {name}: {'None' if gc is None else 'a tensor'}"
+                                        f", eager {'None' if ge is None else 'a tensor'}")
+        if ge is None:
+            continue
+        if gc.dtype != ge.dtype:
+            return Outcome("grad-dtype", f"d loss / d {name}: {gc.dtype}, eager {ge.dtype}")
+        if gc.shape != ge.shape:
+            return Outcome("grad-shape", f"d loss / d {name}: {tuple(gc.shape)}, eager"
+                                         f" {tuple(ge.shape)}")
+        rtol, atol = TOLERANCE[ge.dtype]
+        rtol, atol = max(rtol, floor[0]), max(atol, floor[1])
+        try:
+            if not torch.equal(gc, ge):
+                torch.testing.assert_close(gc, ge, rtol=rtol, atol=atol, equal_nan=True,
+                                           check_stride=False)
+        except AssertionError as e:
+            return Outcome("grad-value", f"d loss / d {name}: {e}\ncompiled: {gc}\neager:"
+                                         f"    {ge}")
+    return None
+
+
+def grad_compare(program, backend, ref: GradReference, relax=frozenset(),
+                 dynamic=None) -> Outcome:
+    f = program.function("fuzz program (grad)")
+    compiled = refcomp.compile(f, backend=backend, dynamic=dynamic)
+    floor = program_tolerance(program)
+    raised = False
+    for k, (args_e, want, err_e, grads_e, berr_e) in enumerate(ref.calls):
+        args_c, got, err_c, grads_c, berr_c = _run(compiled, program, k)
+        if err_e is not None:
+            bad = _exception("", err_c, err_e, k)
+            if bad:
+                return bad
+            raised = True
+            break
+        if err_c is not None:
+            return Outcome("crash", f"{type(err_c).__name__}: {err_c}", k)
+        bad = (_compare_results(got, want, args_c, args_e, relax, floor)
+               or _compare_inputs([a.detach() for a in args_c],
+                                  [a.detach() for a in args_e], floor))
+        if bad is None:
+            flags_c = [getattr(t, "requires_grad", None) for _, t in _leaves(got)[0]]
+            flags_e = [getattr(t, "requires_grad", None) for _, t in _leaves(want)[0]]
+            if flags_c != flags_e:
+                bad = Outcome("grad-flag", f"outputs requiring grad: {flags_c}, eager"
+                                           f" {flags_e}")
+        if bad is None and berr_e is not None:
+            bad = _exception("grad-", berr_c, berr_e, k)
+            if bad is None:
+                raised = True
+                break
+        if bad is None and berr_c is not None:
+            bad = Outcome("grad-crash", f"{type(berr_c).__name__}: {berr_c}")
+        if bad is None and (grads_c is None) != (grads_e is None):
+            bad = Outcome("grad-flag", f"compiled grads {grads_c}, eager {grads_e}")
+        if bad is None and grads_e is not None:
+            bad = _compare_grads(grads_c, grads_e, args_e, floor)
+        if bad:
+            bad.call = k
+            return bad
+    return Outcome("ok-raise" if raised else "ok")
+
+
+def signature(out: Outcome) -> str:
+    """A class key for a soak's counts: the kind, and for an exception its first line."""
+    if out.kind in ("grad-crash", "grad-wrong-exception", "grad-missed-raise"):
+        first = out.detail.splitlines()[0] if out.detail else ""
+        return f"{out.kind}: {''.join(c for c in first if not c.isdigit())[:90]}"
+    return out.signature()
+
+
+def grad_outcome(program, backend, relax=frozenset(), dynamic=None) -> Outcome:
+    return grad_compare(program, backend, grad_reference(program), relax, dynamic)
+
+
+def grad_report(program, backend, out: Outcome) -> str:
+    return (f"refcomp backend {backend!r} differs from eager (gradient mode) at call"
+            f" {out.call} [{out.kind}]: {out.detail}\n\n--- program (corpus format) ---\n"
+            + program.render(grad=True, backends=[backend], symptom=signature(out)))
+
+
+def grad_check(program, backend, relax=frozenset(), dynamic=None):
+    out = grad_outcome(program, backend, relax, dynamic)
+    assert not out.failed, grad_report(program, backend, out)
+    return out
