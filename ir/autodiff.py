@@ -36,6 +36,18 @@ Recomputed nodes fuse into the backward's kernels, so a pointwise chain between 
 matmul and its use costs no memory and little time (the rule Inductor's default
 partitioner approximates with a min-cut).
 
+Note [Recomputed sizes]: with dynamic sizes a backward node or a recomputed value may
+have a size symbol that no input of the backward graph binds: `torch.ones(2, x.shape[-1])`
+as F.linear's weight, recomputed for its gradient, or the zeros that `x.max(0)`'s VJP
+scatters into (x's shape), where x itself is not read by the backward.  The backward then
+cannot be planned ("size symbol(s) ... are bound by no input").  So a forward input that
+binds such a symbol (a dim that is the plain symbol) becomes an input of the backward,
+read for its sizes (autograd keeps it: an in-place change of it before backward then
+raises autograd's version error, which eager raises only if it saved that input); where
+no input binds it, the recomputed value is saved instead.  The partition is decided
+again after each change (corpus grad_recomputed_creation_dynamic_size,
+grad_min_dim_values_modified_in_place).
+
 Note [Checkpointed values]: `joint(..., checkpointed=S)` names forward values computed
 inside a `torch.utils.checkpoint` region.  Any such value the backward reads is
 recomputed, whatever its op (matmuls included), unless it is a random draw or an
@@ -170,8 +182,10 @@ def _partition(graph, bwd_nodes, g_inputs, bwd_outputs, grad_outputs, grad_input
         return inside and len(node.outputs) == 1 and \
             not node.op.effects and node.op.category != RANDOM
 
+    unbound_ok: set = set()   # values whose recomputation would need an unbound size
+
     def may_recompute(node: Node) -> bool:
-        return recomputable(node) or forced(node)
+        return (recomputable(node) or forced(node)) and node.outputs[0] not in unbound_ok
 
     order = {node: k for k, node in enumerate(graph.nodes)}
     forward_inputs = {v: i for i, v in enumerate(graph.inputs)}
@@ -186,6 +200,59 @@ def _partition(graph, bwd_nodes, g_inputs, bwd_outputs, grad_outputs, grad_input
         if v not in defined and v not in needed:
             needed.append(v)
 
+    sizes_from: set = set()  # forward inputs the backward reads for their sizes only
+    bwd_symbols = set().union(*(_node_symbols(n) for n in bwd_nodes))
+    while True:  # Note [Recomputed sizes]
+        saved, recompute = _decide(graph, needed, may_recompute, forced, producer, order,
+                                   forward_inputs)
+        ins = set(_saved_inputs(needed, recompute, producer, forward_inputs)) | sizes_from
+        bound = _bound_symbols([graph.inputs[i] for i in ins] + saved + list(g_inputs))
+        missing = (bwd_symbols | set().union(*(_symbols(v) for v in recompute))) - bound
+        if not missing:
+            break
+        binders = {i for i, v in enumerate(graph.inputs)
+                   if _bound_symbols([v]) & missing} - sizes_from
+        if binders:
+            sizes_from |= binders
+            continue
+        unbound = {v for v in recompute if not _symbols(v) <= bound} - unbound_ok
+        if not unbound:
+            break  # no input binds them: the backend reports it
+        unbound_ok.update(unbound)
+    return _assemble(graph, bwd_nodes, g_inputs, bwd_outputs, grad_outputs, grad_inputs,
+                     needed, saved, recompute, producer, forward_inputs, sizes_from)
+
+
+def _symbols(v: Value) -> set:
+    return set().union(*(d.free_symbols for d in v.type.shape if is_symbolic(d)))
+
+
+def _node_symbols(node: Node) -> set:
+    """Size symbols in a node's result types and attributes."""
+    out = set().union(*(_symbols(v) for v in node.outputs))
+
+    def walk(x):
+        if isinstance(x, (list, tuple)):
+            for y in x:
+                walk(y)
+        elif is_symbolic(x) and hasattr(x, "free_symbols"):
+            out.update(x.free_symbols)
+    for x in node.attrs.values():
+        walk(x)
+    return out
+
+
+def _bound_symbols(values) -> set:
+    """Size symbols a graph with these inputs binds (a dim that is a plain symbol)."""
+    return {d for v in values for d in v.type.shape if is_symbolic(d) and d.is_Symbol}
+
+
+def _saved_inputs(needed, recompute, producer, forward_inputs) -> list:
+    return sorted({forward_inputs[v] for v in _reads(needed, recompute, producer)
+                   if v in forward_inputs})
+
+
+def _decide(graph, needed, may_recompute, forced, producer, order, forward_inputs):
     saved: list[Value] = []
     saved_set: set = set()
     recompute: set = set()
@@ -225,11 +292,15 @@ def _partition(graph, bwd_nodes, g_inputs, bwd_outputs, grad_outputs, grad_input
     # Later values first: a value near the outputs saved whole spares its whole cone.
     for v in sorted(needed, key=lambda v: -order.get(producer.get(v), -1)):
         decide(v)
+    return saved, recompute
 
+
+def _assemble(graph, bwd_nodes, g_inputs, bwd_outputs, grad_outputs, grad_inputs, needed,
+              saved, recompute, producer, forward_inputs, sizes_from) -> Joint:
     # The backward graph: fresh input values for forward inputs and saved tensors.
     env: dict[Value, Value] = {}
-    saved_inputs = sorted({forward_inputs[v] for v in _reads(needed, recompute, producer)
-                           if v in forward_inputs})
+    saved_inputs = sorted(set(_saved_inputs(needed, recompute, producer, forward_inputs))
+                          | sizes_from)
     bwd_inputs = []
     for i in saved_inputs:
         v = graph.inputs[i]

@@ -599,6 +599,12 @@ def build_entry(ctx: TraceContext, output: VT, backend_name: str, options: dict,
         fn = frozen.wrap(fn, n_inputs)  # drops frozen inputs, feeds the tensors it computed
     if torch.is_autocast_enabled("cpu"):  # casts are IR nodes: Note [Autocast policy]
         fn = _without_autocast(fn)
+    if joint is None and not backend.differentiable and torch.is_grad_enabled() and \
+            any(getattr(v, "requires_grad", False) for v in ctx.input_vars.values()):
+        # No output needs grad, but an input requires it: the backend's ATen calls with
+        # out= (matmul) would raise "functions with out=... arguments don't support
+        # automatic differentiation" (corpus grad_dead_matmul_of_input_requiring_grad).
+        fn = _without_grad(fn)
     detach = frozenset(i for i, rg in enumerate(outs.requires_grad)
                        if not rg and backend.differentiable and joint is None)
     guards = make_guard_set(ctx, guard_list, list(ctx.input_sources))
@@ -627,6 +633,13 @@ def build_entry(ctx: TraceContext, output: VT, backend_name: str, options: dict,
 def _without_autocast(fn):
     def run(*inputs):
         with global_state.autocast_off():
+            return fn(*inputs)
+    return run
+
+
+def _without_grad(fn):
+    def run(*inputs):
+        with torch.no_grad():
             return fn(*inputs)
     return run
 

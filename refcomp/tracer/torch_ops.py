@@ -356,11 +356,14 @@ def _minmax_builder(reduce_op, arg_op, binary_op):
             raise Unsupported("RB017", f"{name}(): IndexError: Expected reduction dim {dim}"
                                        " to have non-zero size")
         indices = ctx.builder.op(arg_op, x.value, dim=dim, keepdim=keepdim)
-        if ctx.grad_enabled and x.requires_grad and x.meta.dim():
+        if ctx.grad_enabled and x.requires_grad:
             # Eager's max(dim)/min(dim) backward gives each result's whole gradient to the
             # element at its returned index (value_selecting_reduction_backward), where
-            # amax/amin share it among ties: the values are gathered at the indices
-            # (corpus grad_max_dim_ties).
+            # amax/amin share it among ties, and saves the indices, not the values (which
+            # the caller may then modify in place): the values are gathered at the indices
+            # (corpus grad_max_dim_ties, grad_min_dim_values_modified_in_place).
+            if not x.meta.dim():
+                return (ctx.builder.mul(x.value, 1.0), indices)  # its only element
             d = dim % x.meta.dim()
             idx = indices if keepdim else ctx.builder.op("unsqueeze", indices, dim=d)
             values = ctx.builder.op("gather", x.value, idx, dim=d)
