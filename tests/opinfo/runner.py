@@ -23,7 +23,7 @@ The layouts: `transposed` (two or more dims: the last two swapped in memory,
 `t.mT.contiguous().mT`), `permuted` (all dims reversed in memory: column-major; 2-d as
 transposed), `channels_last` (4-d: channels_last, 5-d: channels_last_3d,
 others as they are), `step` (one or more dims: every other element of a buffer twice as
-long in the last dim, not dense).
+long in the last dim, not dense), `offset` (row-major at storage offset 1).
 
 `python -m tests.opinfo.runner [--every N] [--backend B] [--layout L] [--samples N]
 [--dtype D]` prints the table (spec/tracer.md, "OpInfo coverage", quotes its numbers).
@@ -100,9 +100,15 @@ def _step(t):
     return out
 
 
+def _offset(t):
+    """`t` row-major one element into a larger buffer: a storage offset of 1."""
+    base = torch.empty(t.numel() + 1, dtype=t.dtype)
+    return base[1:].view(t.shape).copy_(t)
+
+
 # layout name -> how a tensor argument is laid out (values unchanged)
 LAYOUTS = {"transposed": _transposed, "permuted": _permuted, "channels_last": _channels_last,
-           "step": _step}
+           "step": _step, "offset": _offset}
 
 
 def _laid_out(x, how):
