@@ -730,8 +730,11 @@ def _momentum(B, momentum, t):
 @entry(F.dropout, torch.dropout)
 @handles(from_meta=("inplace",))
 def _dropout(ctx, x, p=0.5, training=True, inplace=False):
-    if not training or p == 0:
-        return x  # the identity, the very tensor whether `inplace` or not (as in eager)
+    if not training or p == 0 or 0 in x.value.type.shape:
+        # the identity, the very tensor whether `inplace` or not (as in eager); ATen's
+        # dropout returns an input with no element itself too (`_dropout_impl`; a 0 size
+        # is never symbolic: corpus dropout_of_empty_input_is_the_input)
+        return x
     if inplace:
         raise Unsupported("RB010", "dropout(inplace=True) in training mode")
     B = ctx.builder
