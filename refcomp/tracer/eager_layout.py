@@ -256,6 +256,18 @@ def row_major_result(short: str) -> bool:
     return short in ROW_MAJOR_RESULTS
 
 
+# ATen CPU kernels that allocate their result row-major unless autograd records the call
+# (the result requires grad): `max_pool1d` runs its own kernel then, and otherwise
+# `max_pool1d_with_indices` (a 2-d pooling of the unsqueezed input, which keeps a
+# channels-last input's layout, as torch's meta kernel always does; corpus
+# max_pool1d_output_strides).
+ROW_MAJOR_WITHOUT_GRAD = frozenset({"max_pool1d"})
+
+
+def row_major_without_grad(short: str, result) -> bool:
+    return short in ROW_MAJOR_WITHOUT_GRAD and not result.requires_grad
+
+
 def row_major(shape) -> tuple[int, ...]:
     return _row_major(tuple(int(n) for n in shape))
 

@@ -454,7 +454,8 @@ def call_opaque(ctx, fn, args: list, kwargs: dict, name: str | None = None) -> V
 def _eager_strides(short, margs, mkwargs, metas, result, j):
     """The CPU kernel's strides for `result` (the call's j-th) where torch's meta kernel
     is known to differ (refcomp/tracer/eager_layout.py), else None."""
-    if eager_layout.row_major_result(short):
+    if eager_layout.row_major_result(short) or \
+            eager_layout.row_major_without_grad(short, result):
         return eager_layout.row_major(result.shape)
     if short == "__getitem__":
         return eager_layout.getitem_strides(margs[0], margs[1])

@@ -15,6 +15,7 @@ from refcomp.tracer.eager_layout import (
     iterator_strides,
     pointwise_kernel,
     row_major_result,
+    row_major_without_grad,
 )
 
 SIZES = st.sampled_from([0, 1, 1, 2, 3])
@@ -205,3 +206,12 @@ def test_row_major_kernels_are_row_major_where_the_meta_kernel_is_not(name, layo
     assert eager.is_contiguous() and not meta.is_contiguous()  # the entry is needed
     assert row_major_result(name)
     assert torch.normal(x, 1.0).is_contiguous() and torch.normal(0.0, x.abs()).is_contiguous()
+
+
+@pytest.mark.parametrize("grad", [False, True])
+def test_max_pool1d_is_row_major_only_without_grad(grad):
+    x = torch.randn(2, 5, 4).transpose(1, 2).requires_grad_(grad)  # channels-last 1-d
+    eager = torch.nn.functional.max_pool1d(x, 2)
+    meta = torch.nn.functional.max_pool1d(_meta(x).requires_grad_(grad), 2)
+    assert not meta.is_contiguous()  # the meta kernel follows the input either way
+    assert eager.is_contiguous() == (not grad) == row_major_without_grad("max_pool1d", meta)
