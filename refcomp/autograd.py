@@ -29,9 +29,10 @@ Note [Unused gradients]: eager leaves an input's gradient None (`.grad` stays No
 it, e.g. `s = x1.sum().item()` beside a returned `x0 * 2` in one graph.  The Function's
 outputs are one node to autograd, so it would call the backward with zeros for `s` and
 get a zero gradient of x1 back.  So grads are not materialized: an output that got no
-gradient gets zeros here, and an input's gradient is None unless the backward graph
-computes it from some output's gradient that was given (`_grad_deps`; corpus
-grad_unused_input_is_none).
+gradient gets zeros here, and an input's gradient is None unless some output that got a
+gradient depends on it through floating values of the forward graph (`_grad_deps`:
+eager's autograd graph, so `x.sign()` still gives x a zero gradient; corpus
+grad_unused_input_is_none, grad_sign_zero_gradient).
 
 Note [Lazy backward]: compiling the backward costs about as much as the forward, and
 inference-only calls never need it; the first `backward()` compiles it (under a lock,
@@ -80,7 +81,7 @@ class _Info:
     grad_outputs: list
     grad_inputs: list
     non_differentiable: list  # output indices autograd must not attach
-    grad_deps: list  # per grad input: the positions in grad_outputs its gradient reads
+    grad_deps: list  # per grad input: the positions in grad_outputs that depend on it
     record: TrainingRecord
     joint: Optional[Joint] = None
     backward: Optional[Callable] = None
@@ -200,19 +201,25 @@ def _input_grads(info: _Info, results, present) -> tuple:
 
 
 def _grad_deps(j: Joint) -> list:
-    """Per backward output (gradient of j.grad_inputs[k]): the positions in
-    j.grad_outputs whose gradient it reads (Note [Unused gradients]).  A node with a
-    body counts as reading every one."""
-    bw = j.backward
-    n = len(j.grad_outputs)
-    every = frozenset(range(n))
-    deps = {v: frozenset([k]) for k, v in enumerate(bw.inputs[len(bw.inputs) - n:])}
-    for node in bw.nodes:
-        d = every if node.body is not None else \
-            frozenset().union(*(deps.get(v, frozenset()) for v in node.inputs))
+    """Per gradient the backward returns (of j.grad_inputs[k]): the positions in
+    j.grad_outputs of the outputs that depend on that input through floating values of
+    the forward graph (eager's autograd graph: an op on a floating value that requires
+    grad records a node, even one whose derivative is zero, like `sign`; comparisons,
+    argmax and integer results record none).  Note [Unused gradients]."""
+    fw = j.forward
+    reach = {v: frozenset([i]) for i, v in enumerate(fw.inputs) if v.type.dtype.is_float}
+    for node in fw.nodes:
+        d = frozenset().union(*(reach.get(v, frozenset()) for v in node.inputs))
+        if node.body is not None:  # a body may read any input
+            d = frozenset(i for i, v in enumerate(fw.inputs) if v.type.dtype.is_float)
         for o in node.outputs:
-            deps[o] = d
-    return [deps.get(v, frozenset()) for v in bw.outputs]
+            if d and o.type.dtype.is_float:
+                reach[o] = d
+    by_input: dict = {}
+    for k, i in enumerate(j.grad_outputs):
+        for inp in reach.get(fw.outputs[i], frozenset()):
+            by_input.setdefault(inp, set()).add(k)
+    return [frozenset(by_input.get(i, ())) for i in j.grad_inputs]
 
 
 def compile_joint(j: Joint, compile_forward: Callable, compile_backward: Callable,

@@ -43,8 +43,28 @@ from tests.fuzz.runner import (
 )
 
 GRAD_DTYPES = (torch.float32, torch.float64)
+# Open gradient-mode classes relaxed while their corpus file is open on the backend (as
+# KNOWN_OPEN in tests/fuzz/gen.py; tests/fuzz/test_fuzz.py checks the files are open):
+# feature -> (corpus file, the start of eager's backward error that is then not required).
+GRAD_KNOWN_OPEN = {
+    "grad:saved_version_error": ("grad_inplace_on_saved_output_missed_raise.py",
+                                 "one of the variables needed for gradient computation has"
+                                 " been modified by an inplace operation"),
+}
 GRAD_FAIL_KINDS = ("grad-flag", "grad-crash", "grad-missed-raise", "grad-wrong-exception",
                    "grad-none", "grad-dtype", "grad-shape", "grad-value")
+
+
+def grad_relaxed(backend) -> frozenset:
+    """GRAD_KNOWN_OPEN features whose corpus file is open on `backend`."""
+    from tests.fuzz.gen import corpus_entry
+
+    out = set()
+    for feature, (name, _) in GRAD_KNOWN_OPEN.items():
+        entry = corpus_entry(name)
+        if entry.STATUS == "open" and backend in entry.BACKENDS:
+            out.add(feature)
+    return frozenset(out)
 
 
 def differentiable(program) -> bool:
@@ -182,6 +202,10 @@ def grad_compare(program, backend, ref: GradReference, relax=frozenset(),
                                            f" {flags_e}")
         if bad is None and berr_e is not None:
             bad = _exception("grad-", berr_c, berr_e, k)
+            if bad is not None and bad.kind == "grad-missed-raise" and any(
+                    str(berr_e).startswith(GRAD_KNOWN_OPEN[f][1]) for f in relax
+                    if f in GRAD_KNOWN_OPEN):
+                return Outcome("ok-raise", "relaxed: " + bad.detail, k)  # KNOWN_OPEN
             if bad is None:
                 raised = True
                 break

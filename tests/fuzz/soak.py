@@ -25,7 +25,7 @@ from hypothesis import HealthCheck, Phase, given, seed, settings
 
 import refcomp
 from tests.fuzz.gen import programs, relaxed_checks
-from tests.fuzz.grad import differentiable, grad_compare, grad_reference
+from tests.fuzz.grad import differentiable, grad_compare, grad_reference, grad_relaxed
 from tests.fuzz.grad import signature as grad_signature
 from tests.fuzz.runner import compare, reference
 
@@ -92,8 +92,10 @@ def main(argv=None):
         for b in backends:
             running.update(program=program, backend=b, since=time.monotonic())
             try:
-                out = run_compare(program, b, ref,
-                              frozenset() if args.strict else relaxed_checks(b))
+                relax = frozenset() if args.strict else relaxed_checks(b)
+                if args.grad and not args.strict:
+                    relax |= grad_relaxed(b)
+                out = run_compare(program, b, ref, relax)
             except Exception as e:  # the harness itself must not die on a bad program
                 counts[b]["harness-error"] += 1
                 print(f"harness error on {b}: {type(e).__name__}: {e}", file=sys.stderr)

@@ -23,7 +23,7 @@ from tests.fuzz.gen import (
     programs,
     relaxed_checks,
 )
-from tests.fuzz.grad import differentiable, grad_check
+from tests.fuzz.grad import GRAD_KNOWN_OPEN, differentiable, grad_check, grad_relaxed
 from tests.fuzz.runner import check
 
 PROFILE = os.environ.get("REFCOMP_HYPOTHESIS", "ci")
@@ -96,7 +96,7 @@ def test_fuzz_gradients_equal_eager(backend):
               suppress_health_check=[HealthCheck.filter_too_much, HealthCheck.too_slow])
     @given(programs(backend).filter(differentiable))
     def run(program):
-        grad_check(program, backend, relaxed_checks(backend))
+        grad_check(program, backend, relaxed_checks(backend) | grad_relaxed(backend))
     run()
 
 
@@ -112,3 +112,13 @@ def test_fuzz_gradients_thorough_every_backend():
     for backend, c in counts.items():
         assert c["programs"] >= GRAD_THOROUGH_PROGRAMS, (backend, dict(c))
         assert c["mismatches"] == 0 and c["crashes"] == 0, (backend, dict(c))
+
+
+def test_grad_known_open_entries_name_open_corpus_files():
+    """Every relaxation of the gradient mode names a corpus file that is still open."""
+    for feature, (name, message) in GRAD_KNOWN_OPEN.items():
+        assert (CORPUS / name).exists(), f"GRAD_KNOWN_OPEN[{feature!r}]: no corpus file {name}"
+        mod = corpus_entry(name)
+        assert mod.STATUS == "open", (f"{name} is {mod.STATUS}: remove GRAD_KNOWN_OPEN"
+                                      f"[{feature!r}] so the gradient mode tests it again")
+        assert message in mod.SYMPTOM or mod.SYMPTOM.split(": ", 2)[-1] in message, name
