@@ -130,7 +130,9 @@ def _var_vjp(b, g, out, x, dims=(), keepdim=False, correction=1):
     mean = b.mean(x, dims=list(dims), keepdim=True)
     centered = b.sub(x, b.expand(mean, shape=list(x.type.shape)))
     n = _count(x, dims)
-    scale = 2.0 / (n - correction) if n > correction else float("inf")
+    # As ATen's var_backward: 2 / (N - correction), negative when correction > N (a
+    # gradient of -0 there, not NaN: corpus grad_var_correction_above_count).
+    scale = 2.0 / (n - correction) if n != correction else float("inf")
     return (b.mul(b.mul(_back(b, g, x, dims, keepdim), centered), scale),)
 
 
