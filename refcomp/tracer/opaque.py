@@ -194,11 +194,12 @@ def _no_draw(short, args, kwargs) -> bool:
     return False
 
 
-# Ops whose CPU kernel returns a 4-d result channels_last when their first operand
-# suggests that format, where torch's meta kernel says row-major (roll: empty_like with
-# the suggested format; group_norm, channel_shuffle, max_unpool2d likewise): the result's
-# meta takes eager's layout, so Note [Output layout] restrides to it (corpus
-# channels_last_roll_group_norm, channels_last_unpool_channel_shuffle).  Convolutions:
+# Ops whose CPU kernel returns a 4-d (5-d) result channels_last (channels_last_3d) when
+# their first operand suggests that format, where torch's meta kernel says row-major
+# (roll: empty_like with the suggested format; group_norm, channel_shuffle, max_unpool2d
+# likewise): the result's meta takes eager's layout, so Note [Output layout] restrides to
+# it (corpus channels_last_roll_group_norm, channels_last_unpool_channel_shuffle,
+# channels_last_3d_roll_group_norm).  Convolutions:
 # eager_layout.conv_strides (corpus channels_last_conv_transpose).
 CHANNELS_LAST = frozenset({"roll", "group_norm", "channel_shuffle", "native_channel_shuffle",
                            "max_unpool2d"})

@@ -283,16 +283,17 @@ def _call_ir_typed(ctx, e, name, pargs, pkwargs, operands):
 
 
 def _as_channels_last(meta, operands):
-    """`meta` laid out channels_last where eager's CPU kernel makes it so: a 4-d result
-    with elements, of an op with a 4-d operand whose suggested memory format is
-    channels_last (entries flagged `channels_last`, the opaque ops of CHANNELS_LAST in
-    refcomp/tracer/opaque.py)."""
-    if not isinstance(meta, torch.Tensor) or meta.dim() != 4 or 0 in meta.shape or \
-            not any(t.meta.dim() == 4 and eager_layout.suggest_memory_format(t.meta) ==
-                    torch.channels_last for t in operands):
+    """`meta` laid out channels_last (channels_last_3d) where eager's CPU kernel makes it
+    so: a 4-d (5-d) result with elements, of an op with an operand of its rank whose
+    suggested memory format is that one (entries flagged `channels_last`, the opaque ops
+    of CHANNELS_LAST in refcomp/tracer/opaque.py)."""
+    fmt = {4: torch.channels_last, 5: torch.channels_last_3d}.get(
+        meta.dim() if isinstance(meta, torch.Tensor) else None)
+    if fmt is None or 0 in meta.shape or \
+            not any(t.meta.dim() == meta.dim() and
+                    eager_layout.suggest_memory_format(t.meta) == fmt for t in operands):
         return meta
-    out = torch.empty(meta.shape, dtype=meta.dtype, device="meta",
-                      memory_format=torch.channels_last)
+    out = torch.empty(meta.shape, dtype=meta.dtype, device="meta", memory_format=fmt)
     return out.requires_grad_() if meta.requires_grad else out
 
 
