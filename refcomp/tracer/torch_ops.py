@@ -331,8 +331,16 @@ def _var_builder(std):
         if isinstance(dim, bool):  # torch.var(x, unbiased)
             dim, unbiased = None, dim
         corr = correction if correction is not None else (0 if unbiased is False else 1)
-        out = ctx.builder.var(x.value, dims=_dims(dim), keepdim=keepdim, correction=int(corr))
-        return ctx.builder.sqrt(out) if std else out
+        B, v = ctx.builder, x.value
+        if std and v.type.dtype in (f16, bf16):
+            # ATen's std of a half tensor is sqrt of the float32 variance, rounded once;
+            # rounding the variance to half first put the result an ulp off (thorough
+            # profile, corpus half_std_rounded_once)
+            out = B.sqrt(B.var(B.cast(v, dtype=f32), dims=_dims(dim), keepdim=keepdim,
+                               correction=int(corr)))
+            return B.cast(out, dtype=v.type.dtype)
+        out = B.var(v, dims=_dims(dim), keepdim=keepdim, correction=int(corr))
+        return B.sqrt(out) if std else out
     return build
 
 
