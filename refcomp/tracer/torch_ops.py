@@ -332,15 +332,23 @@ def _var_builder(std):
             dim, unbiased = None, dim
         corr = correction if correction is not None else (0 if unbiased is False else 1)
         B, v = ctx.builder, x.value
+        sqrt = B.sqrt
+        if std and ctx.grad_enabled and x.requires_grad:
+            def sqrt(out):
+                # ATen's std backward is 0 where std is 0 (masked), where sqrt's VJP is
+                # inf (inf * 0 = NaN through var's): the sqrt reads 1 there, the result is
+                # 0 * var (corpus grad_std_of_constant).
+                zero = B.eq(out, 0.0)
+                return B.where(zero, B.mul(out, 0.0), B.sqrt(B.where(zero, 1.0, out)))
         if std and v.type.dtype in (f16, bf16):
             # ATen's std of a half tensor is sqrt of the float32 variance, rounded once;
             # rounding the variance to half first put the result an ulp off (thorough
             # profile, corpus half_std_rounded_once)
-            out = B.sqrt(B.var(B.cast(v, dtype=f32), dims=_dims(dim), keepdim=keepdim,
-                               correction=int(corr)))
+            out = sqrt(B.var(B.cast(v, dtype=f32), dims=_dims(dim), keepdim=keepdim,
+                             correction=int(corr)))
             return B.cast(out, dtype=v.type.dtype)
         out = B.var(v, dims=_dims(dim), keepdim=keepdim, correction=int(corr))
-        return B.sqrt(out) if std else out
+        return sqrt(out) if std else out
     return build
 
 
