@@ -213,13 +213,12 @@ def make_runner(attrs: dict):
     layouts = ir_opaque.parse_layouts(attrs.get("layouts") or "")
 
     def run(*tensors):
-        if draws:  # Note [Random draws in eager's layout]: ATen sees eager's layouts
+        if draws:  # Note [Random draws in eager's layout]: every operand as eager's
             tensors = [_laid_out(t, layouts.get(i), i in mutates)
                        for i, t in enumerate(tensors)]
-        elif mutates:
-            tensors = list(tensors)
-            for i in mutates:
-                tensors[i] = tensors[i].clone()
+        else:  # Note [Operands in eager's layout]; written operands are copies
+            tensors = [_laid_out(t, layouts[i], i in mutates) if i in layouts else
+                       t.clone() if i in mutates else t for i, t in enumerate(tensors)]
         args, kwargs = bind(tensors)
         out = fn(*args, **kwargs)
         if token:  # an effect-only call (torch.manual_seed): its result is the token

@@ -26,11 +26,11 @@ what is needed to *name* the call, never to understand it:
 - `rng`: the call draws from, seeds or restores torch's default generator
   (`torch.bernoulli`, `torch.manual_seed`, `torch.set_rng_state`): its effect is on the
   random stream, so a rerun of the graph (double backward) would change it.
-- `layouts`: for a call that draws (`rng`), the strides ATen must see each operand in
-  (`"0:1,4; 2:12,1"`: operand 0 with strides (1, 4), ...); the operands it does not name
-  are handed over row-major.  ATen fills a tensor in its memory order and some kernels
-  draw differently on a non-contiguous tensor, so the runner lays the operands out as
-  eager's were (Note [Random draws in eager's layout], refcomp/tracer/eager_layout.py).
+- `layouts`: the strides ATen must see operands in (`"0:1,4; 2:12,1"`: operand 0 with
+  strides (1, 4), ...), eager's where they are not row-major: ATen's kernels pick paths
+  by layout, so the runner lays the operands out as eager's were (Note [Operands in
+  eager's layout], refcomp/tracer/eager_layout.py).  A call that draws (`rng`) gets the
+  operands it does not name row-major (Note [Random draws in eager's layout]).
 - `results="none"`: the call returns nothing the graph uses (`torch.manual_seed`
   returns a Generator, `torch.set_rng_state` None); the node's one result is an empty
   `u8[0]` token, and the node exists for its effect.
@@ -103,8 +103,6 @@ def _infer(types, fn, args, results, mutates, views, rng=False, layouts=""):
     if not fn:
         raise TypeError("aten needs fn= naming the torch callable")
     for i, strides in parse_layouts(layouts).items():
-        if not rng:
-            raise TypeError(f"aten {fn}: layouts are for calls that draw (rng=true)")
         if not 0 <= i < len(types) or len(strides) != len(types[i].shape):
             raise TypeError(f"aten {fn}: layout {i}:{strides} does not fit its operand")
     if results.strip() == NO_RESULTS and (mutates or views):

@@ -385,8 +385,16 @@ def restrided(meta: torch.Tensor, strides) -> torch.Tensor:
 # `empty_like(x).bernoulli_()`) and `x.t().normal_()` draw the same numbers as on a
 # row-major tensor but put them elsewhere.  A draw in the graph therefore fills a tensor
 # laid out as eager's: the IR's random ops take the memory `order` of the tensor eager
-# fills (ir/ops/creation.py), and an opaque call that draws gets its operands in eager's
-# strides (`layouts`, codegen/opaque.py).  Spec: spec/tracer.md, "Random draws".
+# fills (ir/ops/creation.py), and an opaque call gets its operands in eager's strides
+# (Note [Operands in eager's layout]; a call that draws gets the others row-major, not
+# in whatever layout the backend holds them).  Spec: spec/tracer.md, "Random draws".
+#
+# Note [Operands in eager's layout]: an opaque `aten` node hands ATen each operand whose
+# eager strides are not row-major in those strides (`layouts`, codegen/opaque.py), on
+# every backend: ATen's kernels pick paths by layout (embedding_bag's fast path, which
+# changes an auxiliary result's shape, needs contiguous weight rows; normal_'s block
+# fill), and the interp backend holds every value row-major (corpus
+# embedding_bag_of_transposed_weight_interp).
 def memory_order(meta: torch.Tensor) -> tuple[int, ...] | None:
     """The dims of `meta` (a dense tensor) from outermost to innermost in memory, or None
     when it is row-major (ties between size-1 dims do not change where values go)."""
@@ -395,10 +403,10 @@ def memory_order(meta: torch.Tensor) -> tuple[int, ...] | None:
     return tuple(sorted(range(meta.dim()), key=lambda d: (-meta.stride()[d], d)))
 
 
-def draw_strides(meta: torch.Tensor) -> tuple[int, ...] | None:
-    """Strides an opaque call's operand must have for ATen to draw as in eager: its meta's
-    when they are not row-major and no two elements share memory; else None (row-major,
-    or overlapping: an expanded operand ATen only reads)."""
+def operand_strides(meta: torch.Tensor) -> tuple[int, ...] | None:
+    """Strides an opaque call's operand is handed to ATen in (Note [Operands in eager's
+    layout]): its meta's when they are not row-major and no two elements share memory;
+    else None (row-major, or overlapping: an expanded operand ATen only reads)."""
     if meta.is_contiguous():
         return None
     dims = sorted((d for d in range(meta.dim()) if meta.shape[d] > 1),

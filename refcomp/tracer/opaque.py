@@ -397,10 +397,13 @@ def call_opaque(ctx, fn, args: list, kwargs: dict, name: str | None = None) -> V
                   for i in mutates]
     attrs = {"fn": name, "args": text, "results": format_results(out_types),
              "mutates": tuple(mutates), "views": tuple(views), "rng": draws}
-    if draws:  # Note [Random draws in eager's layout] (refcomp/tracer/eager_layout.py)
-        attrs["layouts"] = "; ".join(
-            f"{i}:" + ",".join(str(s) for s in strides) for i, strides in enumerate(
-                eager_layout.draw_strides(tv.meta) for tv in operands) if strides)
+    # Note [Operands in eager's layout] (refcomp/tracer/eager_layout.py): ATen sees each
+    # operand in eager's strides where those are not row-major
+    layouts = "; ".join(f"{i}:" + ",".join(str(s) for s in strides) for i, strides in
+                        enumerate(eager_layout.operand_strides(tv.meta) for tv in operands)
+                        if strides)
+    if layouts:
+        attrs["layouts"] = layouts
     values = ctx.builder.insert(ATEN, [tv.value for tv in operands], attrs, out_types)
     values = list(values) if isinstance(values, tuple) else [values]
 

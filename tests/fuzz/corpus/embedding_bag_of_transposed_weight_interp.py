@@ -6,12 +6,10 @@ contiguous; eager's weight is transposed, so eager and the meta kernel say (5,),
 node's auxiliary result has another shape than its type.  `llvm` and `eager` hand ATen
 the caller's tensor and agree with eager.  Found by `python -m tests.opinfo.runner
 --layout transposed --backend interp --samples 3` (nn.functional.embedding_bag; Nov 27,
-main 334200a).  Open: an opaque node's operands would need eager's strides on `interp`
-(codegen/opaque.py gives them only to nodes that draw random numbers, Note [Random draws
-in eager's layout]); the same would make opaque nodes bitwise eager's where ATen's
-arithmetic depends on the layout (bfloat16 batch norm, spec/tracer.md "OpInfo
-coverage")."""
-STATUS = "open"
+main 334200a).  Fixed: every opaque node gets its operands in eager's strides (Note
+[Operands in eager's layout], refcomp/tracer/eager_layout.py; it was only nodes that
+draw random numbers)."""
+STATUS = "fixed"
 BACKENDS = ["interp"]
 SYMPTOM = "crash: InterpreterError: aten produced shape (0,), but its type is i64[5]"
 SOURCE = '''
