@@ -216,7 +216,7 @@ def make_runner(attrs: dict):
         if draws:  # Note [Random draws in eager's layout]: every operand as eager's
             tensors = [_laid_out(t, layouts.get(i), i in mutates)
                        for i, t in enumerate(tensors)]
-        else:  # Note [Operands in eager's layout]; written operands are copies
+        elif layouts or mutates:  # Note [Operands in eager's layout]; written: copies
             tensors = [_laid_out(t, layouts[i], i in mutates) if i in layouts else
                        t.clone() if i in mutates else t for i, t in enumerate(tensors)]
         args, kwargs = bind(tensors)

@@ -43,7 +43,7 @@ def iterator_strides(shape, operands) -> tuple[int, ...]:
     if sizes and all(s == sizes[0] for s in sizes) and sizes[0] == shape:
         # compute_fast_setup_type: every operand of the result's shape
         if all(t.is_contiguous() for t in operands):
-            return _row_major(shape)
+            return row_major(shape)
         if all(t.is_contiguous(memory_format=torch.channels_last) for t in operands) \
                 and ndim == 4:
             return tuple(torch.empty(shape, device="meta",
@@ -52,7 +52,7 @@ def iterator_strides(shape, operands) -> tuple[int, ...]:
                 all(t.stride() == operands[-1].stride() for t in operands):
             return tuple(operands[-1].stride())
     if ndim <= 1:
-        return _row_major(shape)
+        return row_major(shape)
     strides = [_broadcast_strides(t, shape) for t in operands]
 
     def should_swap(d0, d1) -> int:
@@ -81,7 +81,7 @@ def iterator_strides(shape, operands) -> tuple[int, ...]:
             elif c < 0:
                 break
     if perm == list(range(ndim - 1, -1, -1)):
-        return _row_major(shape)
+        return row_major(shape)
     out = [0] * ndim
     step = 1
     for d in perm:
@@ -90,9 +90,9 @@ def iterator_strides(shape, operands) -> tuple[int, ...]:
     return tuple(out)
 
 
-def _row_major(shape) -> tuple[int, ...]:
+def row_major(shape) -> tuple[int, ...]:
     out, step = [], 1
-    for n in reversed(shape):
+    for n in reversed(tuple(int(n) for n in shape)):
         out.append(step)
         step *= max(n, 1)
     return tuple(reversed(out))
@@ -268,10 +268,6 @@ def row_major_without_grad(short: str, result) -> bool:
     return short in ROW_MAJOR_WITHOUT_GRAD and not result.requires_grad
 
 
-def row_major(shape) -> tuple[int, ...]:
-    return _row_major(tuple(int(n) for n in shape))
-
-
 def suggest_memory_format(t) -> torch.memory_format:
     """ATen's `Tensor::suggest_memory_format()`: channels_last (channels_last_3d) when a 4-d
     (5-d) tensor's strides are like that format's (c10's `is_channels_last_strides_2d_s4`,
@@ -339,7 +335,7 @@ def conv_strides(x, weight, shape) -> tuple[int, ...]:
         x, weight = x.unsqueeze(2), weight.unsqueeze(2)
         full = full[:2] + (1,) + full[2:]
     if all(suggest_memory_format(t) != torch.channels_last for t in (x, weight)):
-        return _row_major(shape)
+        return row_major(shape)
     out = torch.empty(full, device="meta", memory_format=torch.channels_last).stride()
     if spatial == 1:
         out = out[:2] + out[3:]
