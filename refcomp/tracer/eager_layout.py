@@ -19,7 +19,15 @@ kernel does, for the families where the meta kernels are known to differ:
   torch's Python port); the meta kernel keeps the input's order;
 - 1-d and 2-d convolutions (`conv_strides`): channels_last when the input or weight
   suggests it (1-d ones run as 2-d ones on the unsqueezed input and weight); the meta
-  kernels say row-major.
+  kernels say row-major;
+- replication and reflection pads (`pads_in_suggested_format`): `F.pad` modes
+  "replicate" and "reflect", `replication_pad*d`, `reflection_pad*d`.  The CPU kernels
+  allocate the result in the input's suggested memory format (c10's test:
+  `suggested_format_strides`; channels_last for a 4-d input, also one padded in 3 dims,
+  channels_last_3d for a 5-d one); torch's meta kernels do so only for 2-d pads (by
+  torch's Python test) and return the 3-d ones row-major
+  (tests/frontend/test_channels_last_3d_pad.py).  Circular pads are composite, row-major
+  as their meta says; constant pads' meta kernel is right.
 
 `iterator_strides` is a port of TensorIterator's layout rule (`compute_fast_setup_type`,
 `reorder_dimensions`, `allocate_or_resize_outputs` in ATen's TensorIterator.cpp), not
@@ -266,6 +274,31 @@ ROW_MAJOR_WITHOUT_GRAD = frozenset({"max_pool1d"})
 
 def row_major_without_grad(short: str, result) -> bool:
     return short in ROW_MAJOR_WITHOUT_GRAD and not result.requires_grad
+
+
+# aten ops whose CPU kernel allocates its result in the input's suggested memory format
+PADS = frozenset({f"{kind}_pad{n}d" for kind in ("replication", "reflection")
+                  for n in (1, 2, 3)})
+
+
+def suggested_format_strides(x, shape) -> tuple[int, ...]:
+    """Strides of a result of `shape` allocated in `x`'s suggested memory format (c10's
+    test; a result of another rank than `x`'s is row-major)."""
+    fmt = suggest_memory_format(x) if x.dim() == len(shape) else torch.contiguous_format
+    return tuple(torch.empty(tuple(int(n) for n in shape), device="meta",
+                             memory_format=fmt).stride())
+
+
+def pads_in_suggested_format(short, args, kwargs) -> bool:
+    """Is the call `short(*args, **kwargs)` (an opaque call's aten name and arguments) a
+    replication or reflection pad, whose CPU kernel lays its result out in its input's
+    suggested memory format (`F.pad` is `pad(input, pad, mode, value)`)?"""
+    if short in PADS:
+        return True
+    if short != "pad":
+        return False
+    mode = args[2] if len(args) > 2 else kwargs.get("mode", "constant")
+    return mode in ("replicate", "reflect")
 
 
 def suggest_memory_format(t) -> torch.memory_format:

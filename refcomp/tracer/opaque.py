@@ -200,7 +200,9 @@ def _no_draw(short, args, kwargs) -> bool:
 # likewise): the result's meta takes eager's layout, so Note [Output layout] restrides to
 # it (corpus channels_last_roll_group_norm, channels_last_unpool_channel_shuffle,
 # channels_last_3d_roll_group_norm).  Convolutions:
-# eager_layout.conv_strides (corpus channels_last_conv_transpose).
+# eager_layout.conv_strides (corpus channels_last_conv_transpose); replication and
+# reflection pads: eager_layout.suggested_format_strides (the 3-d pads' meta kernels say
+# row-major).
 CHANNELS_LAST = frozenset({"roll", "group_norm", "channel_shuffle", "native_channel_shuffle",
                            "max_unpool2d"})
 
@@ -469,6 +471,8 @@ def _eager_strides(short, margs, mkwargs, metas, result, j):
         if j or not isinstance(x, torch.Tensor) or x.shape != result.shape:
             return None
         return eager_layout.batch_norm_strides(x, weight, bias)
+    if metas and eager_layout.pads_in_suggested_format(short, margs, mkwargs):
+        return eager_layout.suggested_format_strides(metas[0], result.shape)
     if short in ("conv1d", "conv_transpose1d", "conv2d", "conv_transpose2d"):
         x, weight = (margs[i] if i < len(margs) else mkwargs.get(key)
                      for i, key in enumerate(("input", "weight")))
