@@ -94,7 +94,9 @@ class _Recorder:
         self.count = 0
 
     def emit(self, op, args, attrs, dtype) -> _Temp:
-        key = (op, tuple(a.name for a in args), attrs)
+        # The dtype is in the key: a constant's dtype is not among its attrs (0 as f32
+        # and 0 as f64 are two Lets).
+        key = (op, tuple(a.name for a in args), attrs, dtype)
         if key in self.memo:
             return self.memo[key]
         name = f"{self.count}"

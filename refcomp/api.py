@@ -118,7 +118,10 @@ def _pin_failed_symbols(ctx, err, pinned: dict) -> bool:
     it names none (the failure is not about symbolic sizes)."""
     import re
 
-    text = str(err).splitlines()[0].split(" at /")[0]
+    lines = str(err).splitlines()
+    if not lines:  # a failure without a message (a bare assert) names no symbol
+        return False
+    text = lines[0].split(" at /")[0]
     by_name = {str(sym): uses for sym, uses in ctx.sym_sources.items()}
     named = [n for n in re.findall(r"\bs\d+\b", text) if n in by_name]
     if not named:

@@ -554,3 +554,26 @@ def test_an_int_symbol_in_a_graph_that_requires_grad():
         same(x.grad, x2.grad)
     dyn = cf.cache.entries[1]
     assert dyn.reason is None and dyn.graph is not None
+
+
+
+
+def test_a_compile_failure_without_a_message_falls_back_to_eager(monkeypatch):
+    # Regression (corpus kernel_constants_of_two_dtypes): a bare `assert` failing inside
+    # a built-in backend has an empty message; the symbolic-size retry read its first
+    # line and raised IndexError inside refcomp instead of falling back with the reason.
+    import dataclasses
+
+    from codegen import backends
+
+    def bare_assert(graph, options):
+        raise AssertionError()  # what a failing bare `assert` raises: no message
+
+    broken = dataclasses.replace(backends.get_backend("eager"), compile_graph=bare_assert)
+    monkeypatch.setitem(backends._BACKENDS, "eager", broken)
+    x = torch.randn(4, 3)
+    refcomp.mark_dynamic(x, 0)
+    cf = refcomp.compile(lambda x: x * 2 + 1, backend="eager")
+    same(cf(x), x * 2 + 1)
+    (entry,) = cf.cache.entries
+    assert entry.graph is None and "AssertionError" in str(entry.reason)
