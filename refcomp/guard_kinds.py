@@ -169,7 +169,8 @@ EQUALS_MATCH = kind(
     " op attributes), a dtype or device, a set of constants; a module's `training` flag and"
     " every hyperparameter a module handler reads (`Softmax.dim`,"
     " `LeakyReLU.negative_slope`, `eps`, `stride`...); a fact derived from another object"
-    " (`hasattr(o, name)`, `k in o`, `len(o)`, `bool(o)`)",
+    " (`hasattr(o, name)`, `k in o`, `len(o)`, `bool(o)`); a graph input's storage offset"
+    " where an `as_strided`-family call counts an explicit offset from its storage's start",
     "exact type and `==`; a float also by sign (`0.0` vs `-0.0`) and NaN (`v != v`)",
     emit=_equals_emit, describe=_equals_describe)
 

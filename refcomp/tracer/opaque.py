@@ -212,15 +212,15 @@ CHANNELS_LAST = frozenset({"roll", "group_norm", "channel_shuffle", "native_chan
 # its own tensors (row-major buffers, views of them, or fresh copies: it depends on the
 # backend), not eager's, so such a call is exact only where all address the same
 # elements: the operand is contiguous in eager (its meta says so), the offset is its own
-# (none given, or 0 where its meta's is 0; as_strided_scatter's counts from its fresh
-# clone: 0) and the addressed elements lie within it.  Anything else
-# (`torch.as_strided(x.t(), ...)`, an offset into a view's storage) runs at a break, on
-# eager's tensors (corpus as_strided_of_transposed_storage).  A graph input's storage
-# offset is taken to be 0 (no guard checks it).
+# (none given, or 0 where its meta's is 0 -- as_strided_scatter's counts from the storage's
+# start too: ATen clones its operand with its storage offset, corpus
+# as_strided_scatter_offset_of_view_interp) and the addressed elements lie within it.
+# Anything else (`torch.as_strided(x.t(), ...)`, an offset into a view's storage) runs at
+# a break, on eager's tensors (corpus as_strided_of_transposed_storage).
 STORAGE_READERS = {"as_strided": 1, "as_strided_copy": 1, "as_strided_scatter": 2}
 
 
-def _check_storage_read(name, short, pargs, pkwargs):
+def _check_storage_read(ctx, name, short, pargs, pkwargs):
     at = STORAGE_READERS[short]
     x = pargs[0] if pargs else pkwargs.get("input", pkwargs.get("self"))
     size, stride, offset = (pargs[at + k] if at + k < len(pargs) else pkwargs.get(key)
@@ -228,14 +228,37 @@ def _check_storage_read(name, short, pargs, pkwargs):
     m = x.meta if isinstance(x, TensorVar) else None
     exact = m is not None and m.is_contiguous() and isinstance(size, (tuple, list)) and \
         isinstance(stride, (tuple, list)) and len(size) == len(stride) and \
-        all(isinstance(n, int) for n in (*size, *stride)) and (offset is None or offset == 0 and (
-            short == "as_strided_scatter" or m.storage_offset() == 0))
+        all(isinstance(n, int) for n in (*size, *stride)) and (
+            offset is None or offset == 0 and m.storage_offset() == 0)
     if exact and 0 not in size:
         exact = sum((n - 1) * st for n, st in zip(size, stride)) < m.numel()
     if not exact:
         raise Unsupported("RB013", f"{name} addresses its operand's storage, which the graph"
                                    " does not hold as eager does (an operand not contiguous,"
                                    " an offset of its own, or elements beyond it)")
+    if offset is not None:
+        _guard_input_offsets(ctx, name, x)
+
+
+def _guard_input_offsets(ctx, name, x):
+    """Note [Input storage offsets]: a graph input's meta has storage offset 0, and
+    TENSOR_MATCH does not check the caller's (an input may be any view).  Only an
+    explicit storage offset reads it: `as_strided(x, size, stride, 0)` counts from the
+    start of x's storage, which is x's first element only where x's offset is 0 (a
+    backend may hand ATen a fresh copy of x: `interp`).  So a storage reader with an
+    explicit offset into the storage of a graph input (the input itself or a view of it
+    made in the frame: the same alias) guards each such input's storage offset == 0, and
+    runs at a break where one is not 0 (corpus as_strided_offset_of_offset_input_interp).
+    An offset left out is the operand's own on every backend: no guard."""
+    for source_name, tv in ctx.input_vars.items():
+        if tv.alias is not x.alias:
+            continue
+        where = ctx.examples[source_name].storage_offset()
+        if where:
+            raise Unsupported("RB013", f"{name} counts an explicit storage offset from the"
+                                       f" start of {source_name}'s storage, which {source_name}"
+                                       f" starts at offset {where} (the graph may hold a copy)")
+        ctx.guard_fact(tv.source, torch.Tensor.storage_offset, "{}.storage_offset()", 0)
 
 
 def _channels_last_3d_conv(pargs, pkwargs) -> bool:
@@ -310,7 +333,7 @@ def call_opaque(ctx, fn, args: list, kwargs: dict, name: str | None = None) -> V
                                                " static sizes)")
                 ctx.specialize(d)
     if short in STORAGE_READERS:
-        _check_storage_read(name, short, pargs, pkwargs)
+        _check_storage_read(ctx, name, short, pargs, pkwargs)
     if short in ("conv3d", "conv_transpose3d") and _channels_last_3d_conv(pargs, pkwargs):
         raise Unsupported("RB013", f"{name} of a channels_last_3d operand: ATen's result is"
                                    " channels_last_3d or row-major by the kernel it picks"

@@ -3,12 +3,12 @@ storage offset 3 (`base[1:]`): the explicit offset 0 counts from the start of x0
 storage, so eager reads `base[0]`'s elements, before x0's first; `interp` hands ATen a
 fresh copy of x0 (offset 0) and reads x0's own first elements.  `llvm` and `eager` hand
 ATen the caller's tensor and agree with eager.  Found while fixing
-as_strided_of_transposed_storage (Nov 27).  Open: the tracer takes a graph input's
-storage offset to be 0 (its meta has none, and no guard checks it), so it cannot tell
-this call from one on a tensor at offset 0 (STORAGE_READERS in
-refcomp/tracer/opaque.py); breaking on every explicit offset would lose OpInfo's
-as_strided samples, which pass offset 0."""
-STATUS = "open"
+as_strided_of_transposed_storage (Nov 27).  Fixed: the tracer took a graph input's
+storage offset to be 0 (its meta has none, and TENSOR_MATCH does not check it); a
+storage reader with an explicit offset into a graph input's storage now guards that
+input's `storage_offset() == 0` (EQUALS_MATCH) and runs at a break where it is not 0
+(Note [Input storage offsets] in refcomp/tracer/opaque.py) (issue 11)."""
+STATUS = "fixed"
 BACKENDS = ["interp"]
 SYMPTOM = "value"
 SOURCE = '''
