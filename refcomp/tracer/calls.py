@@ -1190,7 +1190,13 @@ class _GlobalsDict(Source):
             f"{name}@{id(self.globals):#x}"
 
     def name(self):
-        return f"G[{self.module!r}]"
+        # `M[...]`, not `G[...]`: `G['torch']` is the compiled frame's global `torch` (the
+        # module object), and a check that loaded torch's globals dict under that name
+        # subscripted the module and raised: every frame that read `torch` and inlined a
+        # function of torch/__init__.py (F.pad's non-constant modes call
+        # torch.are_deterministic_algorithms_enabled) failed its guards right after
+        # tracing and ran eagerly (tests/frontend/test_globals_sources.py).
+        return f"M[{self.module!r}]"
 
     def expr(self, cg):
         return cg.const(self.globals)
