@@ -581,6 +581,24 @@ def _may_alias(node: Node, aliased: set) -> bool:
             and node.outputs[0].type.dtype == node.inputs[0].type.dtype)
 
 
+# Note [Eager's autograd formula]: the eager backend records autograd, and what a backward
+# node saves decides when eager's backward raises "modified by an inplace operation".
+# `x ** 2` is pow.Tensor_Scalar in eager, whose backward saves x; the IR's pow with a
+# constant 0-d exponent run as pow.Tensor_Tensor saves its result as well, so an in-place
+# op on the result made the backward raise where eager's does not.  A pow by a cached
+# 0-d constant therefore runs with the exponent as a Python number (where that keeps the
+# result dtype: a number does not promote the base).
+def _is_pow_of_a_number(node: Node, constants: dict) -> bool:
+    if node.body is not None or node.op.name != "pow" or node.inputs[1] not in constants:
+        return False
+    base, out = node.inputs[0].type.dtype, node.outputs[0].type.dtype
+    return constants[node.inputs[1]].dim() == 0 and base == out
+
+
+def _pow_by_a_number(exponent) -> Callable:
+    return lambda base, _: torch.pow(base, exponent)
+
+
 def compile_graph(graph: Graph, options: dict) -> Callable:
     """Plan `graph` and return `fn(*tensors) -> list[Tensor]`.
 
@@ -604,6 +622,7 @@ def compile_graph(graph: Graph, options: dict) -> Callable:
         sizes = "".join(f"{names[graph.inputs[i]]}.shape[{d}], " for _, i, d in bindings)
         lines.append(f"    sizes = ({sizes})")
     may_alias_constant = set()
+    constants: dict = {}  # value -> its cached tensor
     for k, node in enumerate(graph.nodes):
         fn = _make_step(node, symbols, options)
         results = []
@@ -613,8 +632,11 @@ def compile_graph(graph: Graph, options: dict) -> Callable:
         constant = None if check else _constant_value(node, fn)
         if constant is not None:
             namespace[results[0]] = constant
+            constants[node.outputs[0]] = constant
             may_alias_constant.add(node.outputs[0])
             continue
+        if _is_pow_of_a_number(node, constants):
+            fn = _pow_by_a_number(constants[node.inputs[1]].item())
         if _may_alias(node, may_alias_constant):
             may_alias_constant.update(node.outputs)
         namespace[f"f{k}"] = _checked(fn, node) if check else fn
