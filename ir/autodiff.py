@@ -48,6 +48,19 @@ no input binds it, the recomputed value is saved instead.  The partition is deci
 again after each change (corpus grad_recomputed_creation_dynamic_size,
 grad_min_dim_values_modified_in_place).
 
+Note [Given gradients]: autograd calls one backward for all the outputs of a compiled
+graph, and an output the loss does not read gets no gradient; eager never runs that
+output's backward at all.  Feeding zeros for it is not the same: a VJP can turn a zero
+into NaN (`var(correction=2)` of two elements: 2 / (N - correction) * 0 = inf * 0), and
+eager's result has no such term.  So `backward_for(j, given)` derives the backward
+again from the given gradients only: the VJPs of the other outputs are never built.
+The forward (what it saves) was fixed before anyone knew which gradients would come;
+the specialised backward reads a subset of what j.backward reads (the same VJP rules
+on fewer nodes), so j's saved tensors and recomputation decisions serve it unchanged.
+Its inputs are j.backward's (an output without a gradient is an unused input); it
+returns the gradients of the inputs the given outputs reach (corpus
+grad_unused_output_inf_vjp_nan).
+
 Note [Checkpointed values]: `joint(..., checkpointed=S)` names forward values computed
 inside a `torch.utils.checkpoint` region.  Any such value the backward reads is
 recomputed, whatever its op (matmuls included), unless it is a random draw or an
@@ -58,6 +71,7 @@ the forward keeps only what flows into the region, as eager checkpointing does.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Optional
 
 from ir.builder import GraphBuilder
 from ir.graph import Graph, Node, Value
@@ -82,6 +96,9 @@ class Joint:
     grad_inputs: list[int]  # input indices the backward returns gradients for, in order
     recomputed: int = 0  # forward nodes the backward recomputes
     saved_names: list[str] = field(default_factory=list)
+    recompute: frozenset = frozenset()  # the forward values the backward recomputes
+    source: Optional[Graph] = None  # the differentiated graph (backward_for)
+    diff: frozenset = frozenset()  # its differentiable values
 
     @property
     def n_saved(self) -> int:
@@ -122,6 +139,21 @@ def joint(graph: Graph, wants_grad, grad_outputs, checkpointed=frozenset()) -> J
     """Forward and backward graphs for `graph`; see the module docstring.
     `checkpointed`: values to recompute (Note [Checkpointed values])."""
     diff = differentiable_values(graph, wants_grad)
+    kept_outputs = [i for i in grad_outputs if graph.outputs[i] in diff]
+    live_nodes, g_inputs, grads = _derive(graph, diff, kept_outputs, set(kept_outputs))
+    grad_inputs = [i for i, v in enumerate(graph.inputs)
+                   if wants_grad[i] and v in grads]
+    bwd_outputs = [grads[graph.inputs[i]] for i in grad_inputs]
+    j = _partition(graph, live_nodes, g_inputs, bwd_outputs, kept_outputs, grad_inputs,
+                   frozenset(checkpointed))
+    j.source, j.diff = graph, frozenset(diff)
+    return j
+
+
+def _derive(graph: Graph, diff: set, grad_outputs, given):
+    """The backward's live nodes (forward values read directly), one gradient input per
+    output in `grad_outputs`, and the gradient of each value reached; gradients flow
+    from the outputs in `given` only (Note [Given gradients])."""
     b = GraphBuilder("backward")
     grads: dict[Value, Value] = {}
 
@@ -129,15 +161,12 @@ def joint(graph: Graph, wants_grad, grad_outputs, checkpointed=frozenset()) -> J
         grads[v] = b.add(grads[v], g) if v in grads else g
 
     g_inputs = []
-    kept_outputs = []
     for i in grad_outputs:
         v = graph.outputs[i]
-        if v not in diff:
-            continue
         g = b.input(f"g{i}", v.type)
         g_inputs.append(g)
-        kept_outputs.append(i)
-        accumulate(v, g)
+        if i in given:
+            accumulate(v, g)
     for node in reversed(graph.nodes):
         if not any(out in grads for out in node.outputs):
             continue
@@ -152,13 +181,38 @@ def joint(graph: Graph, wants_grad, grad_outputs, checkpointed=frozenset()) -> J
         for v, g in zip(node.inputs, in_grads):
             if g is not None and v in diff:
                 accumulate(v, g)
-    grad_inputs = [i for i, v in enumerate(graph.inputs)
-                   if wants_grad[i] and v in grads]
-    bwd_outputs = [grads[graph.inputs[i]] for i in grad_inputs]
     # The builder has every VJP's nodes, used or not: keep the live ones.
-    live_nodes = _live(b.nodes, bwd_outputs)
-    return _partition(graph, live_nodes, g_inputs, bwd_outputs, kept_outputs, grad_inputs,
-                      frozenset(checkpointed))
+    outputs = [grads[v] for v in graph.inputs if v in grads]
+    return _live(b.nodes, outputs), g_inputs, grads
+
+
+def backward_for(j: Joint, given: frozenset) -> tuple[Graph, list[int]]:
+    """The backward graph when only the outputs at positions `given` of j.grad_outputs
+    got a gradient, and the forward inputs whose gradients it returns, in order.  Its
+    inputs are j.backward's (a gradient that was not given is an unused input); it
+    reads the tensors j's forward saved and recomputes as j's partition decided.  Note
+    [Given gradients]."""
+    if len(given) == len(j.grad_outputs):
+        return j.backward, j.grad_inputs
+    graph = j.source
+    live_nodes, g_inputs, grads = _derive(graph, j.diff, j.grad_outputs,
+                                          {j.grad_outputs[k] for k in given})
+    grad_inputs = [i for i in j.grad_inputs if graph.inputs[i] in grads]
+    bwd_outputs = [grads[graph.inputs[i]] for i in grad_inputs]
+    needed = _needed(live_nodes, g_inputs, bwd_outputs)
+    producer = graph.producers()
+    # Every value read here is read by j.backward too (the same VJPs, fewer of them), so
+    # it is a forward input j.backward takes, a saved tensor, or recomputed there.
+    recompute, stack = set(), [v for v in needed if v in j.recompute]
+    while stack:
+        v = stack.pop()
+        if v not in recompute:
+            recompute.add(v)
+            stack.extend(u for u in producer[v].inputs if u in j.recompute)
+    saved = j.forward.outputs[j.n_outputs:]
+    backward = _assemble(graph, live_nodes, g_inputs, bwd_outputs, j.grad_outputs,
+                         grad_inputs, saved, recompute, j.saved_inputs).backward
+    return backward, grad_inputs
 
 
 def _live(nodes: list[Node], outputs: list[Value]) -> list[Node]:
@@ -189,16 +243,8 @@ def _partition(graph, bwd_nodes, g_inputs, bwd_outputs, grad_outputs, grad_input
 
     order = {node: k for k, node in enumerate(graph.nodes)}
     forward_inputs = {v: i for i, v in enumerate(graph.inputs)}
-    defined = set(g_inputs) | {v for n in bwd_nodes for v in n.outputs}
     # Forward values the backward reads: each is a forward input, saved, or recomputed.
-    needed = []
-    for node in bwd_nodes:
-        for v in node.inputs:
-            if v not in defined and v not in needed:
-                needed.append(v)
-    for v in bwd_outputs:  # an input gradient may be a forward value itself (rare)
-        if v not in defined and v not in needed:
-            needed.append(v)
+    needed = _needed(bwd_nodes, g_inputs, bwd_outputs)
 
     sizes_from: set = set()  # forward inputs the backward reads for their sizes only
     bwd_symbols = set().union(*(_node_symbols(n) for n in bwd_nodes))
@@ -219,8 +265,24 @@ def _partition(graph, bwd_nodes, g_inputs, bwd_outputs, grad_outputs, grad_input
         if not unbound:
             break  # no input binds them: the backend reports it
         unbound_ok.update(unbound)
+    saved_inputs = sorted(set(_saved_inputs(needed, recompute, producer, forward_inputs))
+                          | sizes_from)
     return _assemble(graph, bwd_nodes, g_inputs, bwd_outputs, grad_outputs, grad_inputs,
-                     needed, saved, recompute, producer, forward_inputs, sizes_from)
+                     saved, recompute, saved_inputs)
+
+
+def _needed(bwd_nodes, g_inputs, bwd_outputs) -> list:
+    """The forward values a backward made of these nodes reads, in first-read order."""
+    defined = set(g_inputs) | {v for n in bwd_nodes for v in n.outputs}
+    needed = []
+    for node in bwd_nodes:
+        for v in node.inputs:
+            if v not in defined and v not in needed:
+                needed.append(v)
+    for v in bwd_outputs:  # an input gradient may be a forward value itself (rare)
+        if v not in defined and v not in needed:
+            needed.append(v)
+    return needed
 
 
 def _symbols(v: Value) -> set:
@@ -295,12 +357,10 @@ def _decide(graph, needed, may_recompute, forced, producer, order, forward_input
     return saved, recompute
 
 
-def _assemble(graph, bwd_nodes, g_inputs, bwd_outputs, grad_outputs, grad_inputs, needed,
-              saved, recompute, producer, forward_inputs, sizes_from) -> Joint:
+def _assemble(graph, bwd_nodes, g_inputs, bwd_outputs, grad_outputs, grad_inputs, saved,
+              recompute, saved_inputs) -> Joint:
     # The backward graph: fresh input values for forward inputs and saved tensors.
     env: dict[Value, Value] = {}
-    saved_inputs = sorted(set(_saved_inputs(needed, recompute, producer, forward_inputs))
-                          | sizes_from)
     bwd_inputs = []
     for i in saved_inputs:
         v = graph.inputs[i]
@@ -325,7 +385,8 @@ def _assemble(graph, bwd_nodes, g_inputs, bwd_outputs, grad_outputs, grad_inputs
                      [env.get(v, v) for v in bwd_outputs])
     forward = Graph(graph.name, graph.inputs, graph.nodes, list(graph.outputs) + saved)
     return Joint(forward, backward, len(graph.outputs), saved_inputs, list(grad_outputs),
-                 grad_inputs, recomputed=len(recompute), saved_names=names)
+                 grad_inputs, recomputed=len(recompute), saved_names=names,
+                 recompute=frozenset(recompute))
 
 
 def _reads(needed, recompute, producer):

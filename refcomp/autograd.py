@@ -27,16 +27,34 @@ misses a term.
 Note [Unused gradients]: eager leaves an input's gradient None (`.grad` stays None,
 `autograd.grad(..., allow_unused=True)` gives None) when nothing the loss reads depends on
 it, e.g. `s = x1.sum().item()` beside a returned `x0 * 2` in one graph.  The Function's
-outputs are one node to autograd, so it would call the backward with zeros for `s` and
-get a zero gradient of x1 back.  So grads are not materialized: an output that got no
-gradient gets zeros here, and an input's gradient is None unless some output that got a
-gradient depends on it through floating values of the forward graph (`_grad_deps`:
-eager's autograd graph, so `x.sign()` still gives x a zero gradient; corpus
-grad_unused_input_is_none, grad_sign_zero_gradient).
+outputs are one node to autograd, so it calls the backward with None for `s`, where eager
+would never run `s`'s backward at all.  So grads are not materialized, and the backward
+that runs is the one derived from the given gradients only (Note [Given gradients],
+ir/autodiff.py: the VJPs of the other outputs are not in it, so no inf * 0 of theirs
+reaches an input; corpus grad_unused_output_inf_vjp_nan), compiled once per set of given
+gradients; it takes the same arguments, an output without a gradient passing zeros that
+it does not read.  An input's gradient is None unless some output that got a gradient
+depends on it through floating values of the forward graph (`_grad_deps`: eager's autograd
+graph, so `x.sign()` still gives x a zero gradient; corpus grad_unused_input_is_none,
+grad_sign_zero_gradient).
+
+Note [Saved versions]: `ctx.saved_tensors` checks the version of every saved tensor, but
+eager checks only those of the backward nodes that run: with `v1 = x.softmax(0)` and
+`v2 = x * 3` in one graph, `v1.add_(1)` after it and a loss of v2 alone, eager never runs
+softmax's backward and raises nothing.  So where a backward may get only some of the
+gradients (a graph with more than one output that requires grad), the Function saves
+through a saved-tensor hook that keeps a detached alias (the same version counter;
+autograd then checks no versions itself, still frees the tensors after backward and
+raises "backward through the graph a second time"), records each tensor's version at
+forward, and the backward checks the tensors that the backward it runs reads, raising
+eager's error (tests/training/test_given_gradients.py).  Where the user has saved-tensor
+hooks of their own (checkpointing, offloading) or has disabled them, the Function saves
+plainly and autograd checks every tensor.
 
 Note [Lazy backward]: compiling the backward costs about as much as the forward, and
 inference-only calls never need it; the first `backward()` compiles it (under a lock,
-once per entry), and stats() counts it then.
+once per entry and set of given gradients), and stats() counts the backward of all the
+gradients when it is compiled.
 """
 
 from __future__ import annotations
@@ -49,9 +67,22 @@ from typing import Any, Callable, Optional
 
 import torch
 
-from ir.autodiff import Joint
+from ir.autodiff import Joint, backward_for
 from ir.facts import touches_rng
 from refcomp import global_state
+
+
+def _pack(t):
+    # A detached alias shares t's version counter; t itself (an output of the Function)
+    # would hold its grad_fn and so a reference cycle.  Note [Saved versions].
+    return t.detach()
+
+
+def _unpack(t):
+    return t
+
+
+_HOOKS = (_pack, _unpack)
 
 
 @dataclass
@@ -74,42 +105,65 @@ class TrainingRecord:
 @dataclass
 class _Info:
     forward: Callable
-    make_backward: Callable[[], Callable]
+    make_backward: Callable[[Any, bool], Callable]  # (graph, the all-gradients one?)
     n_outputs: int
     n_inputs: int
     saved_inputs: list
     grad_outputs: list
     grad_inputs: list
     non_differentiable: list  # output indices autograd must not attach
-    grad_deps: list  # per grad input: the positions in grad_outputs that depend on it
+    grad_deps: dict  # per grad input: the positions in grad_outputs that depend on it
     record: TrainingRecord
     joint: Optional[Joint] = None
-    backward: Optional[Callable] = None
-    differentiable: Optional[tuple] = None  # (forward, backward) on the eager backend
+    # Per set of given gradients (Note [Given gradients], ir/autodiff.py): the backward
+    # graph, the inputs it returns gradients of, the saved positions it reads.
+    graphs: dict = field(default_factory=dict)
+    backwards: dict = field(default_factory=dict)  # compiled, per set
+    differentiable: dict = field(default_factory=dict)  # on the eager backend, per set
     lock: threading.Lock = field(default_factory=threading.Lock)
 
-    def backward_fn(self) -> Callable:
-        if self.backward is None:
+    def backward_graph(self, given: frozenset) -> tuple:
+        """(graph, grad inputs, the positions of ctx.saved_tensors it reads)."""
+        found = self.graphs.get(given)
+        if found is None:
+            graph, grad_inputs = backward_for(self.joint, given)
+            n = len(self.saved_inputs) + self.joint.n_saved
+            read = {v for node in graph.nodes for v in node.inputs} | set(graph.outputs)
+            found = (graph, grad_inputs,
+                     frozenset(k for k, v in enumerate(graph.inputs[:n]) if v in read))
+            self.graphs[given] = found
+        return found
+
+    def backward_fn(self, given: frozenset) -> Callable:
+        """The compiled backward for these given gradients, built once each."""
+        fn = self.backwards.get(given)
+        if fn is None:
             with self.lock:
-                if self.backward is None:
+                fn = self.backwards.get(given)
+                if fn is None:
                     start = time.perf_counter()
-                    fn = self.make_backward()
-                    self.record.backward_compile_s = time.perf_counter() - start
-                    self.backward = fn
-        return self.backward
+                    graph = self.backward_graph(given)[0]
+                    primary = graph is self.joint.backward
+                    fn = self.make_backward(graph, primary)
+                    if primary:
+                        self.record.backward_compile_s = time.perf_counter() - start
+                    self.backwards[given] = fn
+        return fn
 
-
-    def differentiable_fns(self) -> tuple:
+    def differentiable_fns(self, given: frozenset) -> tuple:
         """Both graphs on the eager backend (Note [Double backward]), built once."""
-        if self.differentiable is None:
+        found = self.differentiable.get(given)
+        if found is None:
             from codegen.backends import get_backend
 
             eager = get_backend("eager")
             with self.lock:
-                if self.differentiable is None:
-                    self.differentiable = (eager.compile_graph(self.joint.forward, {}),
-                                           eager.compile_graph(self.joint.backward, {}))
-        return self.differentiable
+                found = self.differentiable.get(given)
+                if found is None:
+                    found = (eager.compile_graph(self.joint.forward, {}),
+                             eager.compile_graph(self.backward_graph(given)[0], {}))
+                    self.differentiable[given] = found
+        return found
 
 
 class CompiledFunction(torch.autograd.Function):
@@ -121,7 +175,13 @@ class CompiledFunction(torch.autograd.Function):
         ctx.info = info
         # Note [Double backward]: held weakly, so memory is what save_for_backward keeps.
         ctx.inputs = [(weakref.ref(t), t._version) for t in inputs]
-        ctx.save_for_backward(*[inputs[i] for i in info.saved_inputs], *saved)
+        to_save = [*[inputs[i] for i in info.saved_inputs], *saved]
+        ctx.save_for_backward(*to_save)
+        # Note [Saved versions]: None where autograd checks every saved tensor itself.
+        ctx.versions = None
+        if len(info.grad_outputs) > 1 and \
+                torch._C._autograd._top_saved_tensors_default_hooks(False) == _HOOKS:
+            ctx.versions = [t._version for t in to_save]
         # Note [Unused gradients]
         ctx.set_materialize_grads(False)
         ctx.grad_shapes = [(user[i].shape, user[i].dtype, user[i].device)
@@ -149,7 +209,23 @@ def _grads_in(ctx, grads):
         else:
             present.add(k)
         out.append(g)
-    return out, present
+    return out, frozenset(present)
+
+
+def _saved_tensors(ctx, read) -> list:
+    """ctx.saved_tensors, with eager's version check of the positions `read` where
+    autograd does not check them itself (Note [Saved versions])."""
+    saved = ctx.saved_tensors
+    if ctx.versions is not None:
+        for k in sorted(read):
+            t, version = saved[k], ctx.versions[k]
+            if t._version != version:
+                raise RuntimeError(
+                    "one of the variables needed for gradient computation has been modified"
+                    f" by an inplace operation: [{t.type()} {list(t.shape)}], is at version"
+                    f" {t._version}; expected version {version} instead. (refcomp: a tensor"
+                    " saved by a compiled graph's backward)")
+    return list(saved)
 
 
 def _backward(ctx, *grads):
@@ -157,17 +233,22 @@ def _backward(ctx, *grads):
     grads_in, present = _grads_in(ctx, grads)
     if not present:
         return (None,) * (info.n_inputs + 1)
-    fn = info.backward_fn()
+    _, grad_inputs, read = info.backward_graph(present)
+    fn = info.backward_fn(present)
     info.record.backward_calls += 1
-    args = list(ctx.saved_tensors) + grads_in
+    args = _saved_tensors(ctx, read) + grads_in
     with global_state.autocast_off():  # its casts are IR nodes (Note [Autocast policy])
-        return _input_grads(info, fn(*args), present)
+        return _input_grads(info, grad_inputs, fn(*args), present)
 
 
 def _differentiable_backward(ctx, *grads):
     """Gradients that carry a graph (create_graph=True); See Note [Double backward]."""
     info = ctx.info
-    _ = ctx.saved_tensors  # autograd's own checks first (freed by an earlier backward)
+    grads_in, present = _grads_in(ctx, grads)
+    if not present:
+        return (None,) * (info.n_inputs + 1)
+    _, grad_inputs, read = info.backward_graph(present)
+    _saved_tensors(ctx, read)  # the version checks first (freed by an earlier backward)
     why = "double backward (create_graph=True) through a compiled graph"
     if info.joint is None or any(touches_rng(n) for n in info.joint.forward.nodes):
         raise RuntimeError(f"refcomp: {why} that draws random numbers is not supported"
@@ -182,26 +263,25 @@ def _differentiable_backward(ctx, *grads):
                                f" input {k} {what} after the forward; keep it alive and"
                                " unchanged until backward, or run this function eagerly")
         inputs.append(t)
-    grads_in, present = _grads_in(ctx, grads)
-    if not present:
-        return (None,) * (info.n_inputs + 1)
-    forward, backward = info.differentiable_fns()
+    forward, backward = info.differentiable_fns(present)
     with global_state.autocast_off():  # the IR graphs hold their own casts
         saved = forward(*inputs)[info.n_outputs:]
         args = [inputs[i] for i in info.saved_inputs] + list(saved) + grads_in
-        return _input_grads(info, backward(*args), present)
+        return _input_grads(info, grad_inputs, backward(*args), present)
 
 
-def _input_grads(info: _Info, results, present) -> tuple:
+def _input_grads(info: _Info, grad_inputs, results, present) -> tuple:
+    """autograd's gradients: the backward's results (of the inputs `grad_inputs`), None
+    for an input no output that got a gradient depends on (Note [Unused gradients])."""
     out: list = [None] * info.n_inputs
-    for i, g, deps in zip(info.grad_inputs, results, info.grad_deps):
-        if deps & present:
+    for i, g in zip(grad_inputs, results):
+        if info.grad_deps[i] & present:
             out[i] = g
     return (None, *out)
 
 
-def _grad_deps(j: Joint) -> list:
-    """Per gradient the backward returns (of j.grad_inputs[k]): the positions in
+def _grad_deps(j: Joint) -> dict:
+    """Per input j.backward returns a gradient of (j.grad_inputs): the positions in
     j.grad_outputs of the outputs that depend on that input through floating values of
     the forward graph (eager's autograd graph: an op on a floating value that requires
     grad records a node, even one whose derivative is zero, like `sign`; comparisons,
@@ -219,18 +299,20 @@ def _grad_deps(j: Joint) -> list:
     for k, i in enumerate(j.grad_outputs):
         for inp in reach.get(fw.outputs[i], frozenset()):
             by_input.setdefault(inp, set()).add(k)
-    return [frozenset(by_input.get(i, ())) for i in j.grad_inputs]
+    return {i: frozenset(by_input.get(i, ())) for i in j.grad_inputs}
 
 
 def compile_joint(j: Joint, compile_forward: Callable, compile_backward: Callable,
                   differentiable_outputs, record: TrainingRecord) -> Callable:
     """The entry's function: `fn(*inputs) -> list of outputs` through CompiledFunction.
 
-    compile_forward(graph) / compile_backward(graph) run the pipeline and the backend;
-    the backward one is called on first use.  differentiable_outputs: per original
-    output, whether eager would attach it to autograd."""
+    compile_forward(graph) / compile_backward(graph, primary) run the pipeline and the
+    backend; the backward one is called on first use of each set of given gradients
+    (primary: the backward of all of them, the one stats() reports).
+    differentiable_outputs: per original output, whether eager would attach it to
+    autograd."""
     forward = compile_forward(j.forward)
-    info = _Info(forward=forward, make_backward=lambda: compile_backward(j.backward),
+    info = _Info(forward=forward, make_backward=compile_backward,
                  n_outputs=j.n_outputs, n_inputs=len(j.forward.inputs),
                  saved_inputs=list(j.saved_inputs), grad_outputs=list(j.grad_outputs),
                  grad_inputs=list(j.grad_inputs),
@@ -238,8 +320,19 @@ def compile_joint(j: Joint, compile_forward: Callable, compile_backward: Callabl
                                      if not d or i not in j.grad_outputs],
                  grad_deps=_grad_deps(j), record=record, joint=j)
     apply = CompiledFunction.apply
-
-    def run(*inputs):
-        return apply(info, *inputs)
+    if len(info.grad_outputs) < 2:
+        def run(*inputs):
+            return apply(info, *inputs)
+    else:
+        def run(*inputs):  # Note [Saved versions]
+            hooks = torch._C._autograd
+            if not hooks._saved_tensors_hooks_is_enabled() or \
+                    hooks._top_saved_tensors_default_hooks(False) is not None:
+                return apply(info, *inputs)
+            hooks._push_saved_tensors_default_hooks(*_HOOKS)
+            try:
+                return apply(info, *inputs)
+            finally:
+                hooks._pop_saved_tensors_default_hooks()
     run.info = info
     return run

@@ -710,13 +710,16 @@ def _compile_training(j, backend, backend_options, passes, outs: _Outputs, print
         record.forward_kernels = _kernel_count(fn)
         return fn
 
-    def compile_backward(graph):
+    def compile_backward(graph, primary=True):
+        # primary: the backward of every output's gradient (Note [Given gradients],
+        # ir/autodiff.py), the one stats() and explain() report.
         graph = optimize(graph, logs.graph_captured(graph))
         graph = get_pass("materialize")(graph)  # a gradient two matmuls read: one copy
-        record.backward_graph = graph
         options = {k: v for k, v in backend_options.items() if k != "inputs_guarded"}
         fn = backend.compile_graph(graph, options)
-        record.backward_kernels = _kernel_count(fn)
+        if primary:
+            record.backward_graph = graph
+            record.backward_kernels = _kernel_count(fn)
         return fn
 
     fn = compile_joint(j, compile_forward, compile_backward, outs.requires_grad, record)
