@@ -80,6 +80,7 @@ from refcomp.aliasing import outputs_maybe_views, outputs_to_copy, outputs_to_re
 from refcomp.config import default_backend
 from refcomp.guards import GuardSet, pinned_contiguous
 from refcomp.reasons import Unsupported
+from refcomp.tracer import eager_layout
 from refcomp.tracer.context import CONSTANT_TYPES, TraceContext
 from refcomp.tracer.torch_table import is_symbolic_shape
 from refcomp.tracer.values import (
@@ -327,7 +328,12 @@ class _Outputs:
         outermost to innermost, the meta's strides on the traced sizes sorted; symbolic
         sizes are >= 2, so only size-1 dims tie, and their strides do not matter), and
         the output is restrided to a dense tensor in that order at this call's sizes
-        (corpus permuted_pointwise_output_dynamic).
+        (corpus permuted_pointwise_output_dynamic).  With static shapes eager's strides
+        may also be non-overlapping but not dense: `slice_scatter`, `select_scatter`,
+        `diagonal_scatter` copy their input with `clone_preserve_strides`, so a
+        step-sliced input gives a step-strided result, as their meta kernels say; the
+        output is restrided to those strides too (`empty_strided` allocates the gaps;
+        corpus scatter_of_step_input_strides).
 
         And where eager's result is row-major, a backend that runs ATen ops (`eager`)
         may still hand back another order: the IR folds `x.contiguous()` into `x` and
@@ -344,9 +350,12 @@ class _Outputs:
         meta = vt.meta
         if meta.is_contiguous():
             self.row_major.add(index)
-        if meta.is_contiguous() or not is_non_overlapping_and_dense_or_false(meta):
             return
-        if is_symbolic_shape(vt.value.type.shape):
+        symbolic = is_symbolic_shape(vt.value.type.shape)
+        if not is_non_overlapping_and_dense_or_false(meta) and (
+                symbolic or eager_layout.operand_strides(meta) is None):
+            return  # overlapping (expanded), or not dense with dynamic sizes
+        if symbolic:
             order = sorted(range(meta.dim()), key=lambda d: (-meta.stride()[d], d))
             self.layouts.append((index, None, tuple(order)))
             return

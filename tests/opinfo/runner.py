@@ -65,12 +65,24 @@ def first_samples(op, n, dtype=torch.float32):
 
 def _clone(x):
     if isinstance(x, torch.Tensor):
-        return x.detach().clone()
+        return _copy_in_place_of(x)
     if isinstance(x, (list, tuple)):
         return type(x)(_clone(i) for i in x) if type(x) in (list, tuple) else copy.copy(x)
     if isinstance(x, dict):
         return {k: _clone(v) for k, v in x.items()}
     return x
+
+
+def _copy_in_place_of(t):
+    """A copy of `t` laid out as `t`: its whole storage cloned, the same storage offset and
+    strides.  `clone()` makes a tensor that is not dense (`step`) or that starts inside its
+    storage (`offset`, a view of a larger buffer) row-major at offset 0, so those layouts
+    never reached the call (and ops that read storage, `as_strided`, saw other elements)."""
+    t = t.detach()
+    if t.layout != torch.strided or t.is_quantized or t.is_conj() or t.is_neg():
+        return t.clone()
+    out = torch.empty(0, dtype=t.dtype, device=t.device)
+    return out.set_(t.untyped_storage().clone(), t.storage_offset(), t.shape, t.stride())
 
 
 def _transposed(t):
