@@ -25,9 +25,11 @@ recomputed: pointwise ops, view-like layout ops (the index maps: reshape, permut
 slice, squeeze, unsqueeze, expand; `OpDef.index_map`) and constant creation (`full`,
 `arange`, `constant`); reductions, externs (matmul, conv, pooling), composites
 (softmax, norms), gathers, cat/pad and random draws are always saved.  A recomputable
-value is recomputed when the bytes it would newly keep alive (its non-recomputable
-leaves not already saved, forward inputs free: autograd keeps those anyway) are at
-most its own bytes; otherwise it is saved.  A `copy` (Note [Copies], ir/ops/pointwise.py:
+value that is not a graph output (an output the backward reads is saved: alive anyway,
+and eager saves it, Note [Saved by eager] in ir/ops/registry.py) is recomputed when the
+bytes it would newly keep alive (its non-recomputable leaves not already saved, forward
+inputs free: autograd keeps those anyway) are at most its own bytes; otherwise it is
+saved.  A `copy` (Note [Copies], ir/ops/pointwise.py:
 the materialize pass puts one where ATen's matmul would copy an operand) is saved on a
 tie: the forward made it anyway, the backward's matmul needs it whole, and recomputing
 it copies again (a transformer's head-split q/k/v and attention output: eager saves
@@ -71,7 +73,7 @@ the forward keeps only what flows into the region, as eager checkpointing does.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Optional
+from typing import Callable, Optional
 
 from ir.builder import GraphBuilder
 from ir.graph import Graph, Node, Value
@@ -215,6 +217,75 @@ def backward_for(j: Joint, given: frozenset) -> tuple[Graph, list[int]]:
     return backward, grad_inputs
 
 
+def eager_saved(graph: Graph, diff, outputs, extra=None) -> set:
+    """The graph's inputs and outputs that eager's autograd saves in the nodes whose
+    backward runs when the outputs at indices `outputs` get gradients, or that share
+    storage with such a saved value through view ops (a view shares its base's version
+    counter).  Eager checks their versions when those nodes run (Note [Saved by eager],
+    ir/ops/registry.py); `diff`: the values that require grad; `extra`: see
+    saved_by_eager."""
+    reached = {graph.outputs[i] for i in outputs if graph.outputs[i] in diff}
+    saved = saved_by_eager(graph.nodes, diff, reached, extra=extra)
+    find = storage_classes(graph.nodes)
+    classes = {find(v) for v in saved}
+    return {v for v in [*graph.inputs, *graph.outputs] if find(v) in classes}
+
+
+def saved_by_eager(nodes, diff, reached=None, without_vjp=False, extra=None) -> set:
+    """The values eager's autograd nodes for `nodes` save (Note [Saved by eager]): of
+    every node that records one (an operand requires grad), or with `reached` (values
+    whose gradient is asked for; updated) of those whose backward runs.  An op without a
+    VJP counts only with `without_vjp` (as saving everything): on a path that requires
+    grad it runs on the eager backend as the torch call itself, whose node autograd
+    records and checks, but an in-place op later in the same graph would be traced
+    functionally.  `extra`: result value -> the values eager's node for a torch op that
+    the tracer built from several IR ops saves (std: its input and result), counted
+    when the node that makes that result runs."""
+    saved: set = set()
+    for node in reversed(nodes):
+        if not any(v in diff for v in node.inputs):
+            continue
+        if extra and (reached is None or any(v in reached for v in node.outputs)):
+            for v in node.outputs:
+                saved.update(extra.get(v, ()))
+        if node.op.vjp is None and not without_vjp:
+            if reached is not None and any(v in reached for v in node.outputs):
+                reached.update(v for v in node.inputs if v in diff)
+            continue
+        if reached is not None:
+            if not any(v in reached for v in node.outputs):
+                continue
+            reached.update(v for v in node.inputs if v in diff)
+        saves = node.op.saves
+        if saves == {}:
+            continue
+        if saves is None or len(node.inputs) != len(node.op.operands) or \
+                len(node.outputs) != 1:
+            saved.update(node.inputs)  # not recorded: every operand and result count
+            saved.update(node.outputs)
+            continue
+        named = dict(zip(node.op.operands, node.inputs), result=node.outputs[0])
+        for name, v in zip(node.op.operands, node.inputs):
+            if v in diff:
+                saved.update(named[k] for k in saves.get(name, ()))
+    return saved
+
+
+def storage_classes(nodes) -> Callable:
+    """find(v): one representative per storage (a view op's result shares its
+    operand's: OpDef.aliases)."""
+    root: dict = {}
+
+    def find(v):
+        while v in root:
+            v = root[v]
+        return v
+    for node in nodes:
+        if node.op.aliases and find(node.outputs[0]) is not find(node.inputs[0]):
+            root[find(node.outputs[0])] = find(node.inputs[0])
+    return find
+
+
 def _live(nodes: list[Node], outputs: list[Value]) -> list[Node]:
     needed = set(outputs)
     kept = []
@@ -315,6 +386,7 @@ def _saved_inputs(needed, recompute, producer, forward_inputs) -> list:
 
 
 def _decide(graph, needed, may_recompute, forced, producer, order, forward_inputs):
+    outputs = set(graph.outputs)
     saved: list[Value] = []
     saved_set: set = set()
     recompute: set = set()
@@ -338,7 +410,11 @@ def _decide(graph, needed, may_recompute, forced, producer, order, forward_input
         if v in forward_inputs or v in saved_set or v in recompute:
             return
         node = producer[v]
-        if may_recompute(node):
+        # A graph output the backward reads is saved, not recomputed from the inputs:
+        # it is alive anyway, and eager's formula saves it too (exp, tanh, softmax...), so
+        # an input modified in place after the graph does not make the backward raise
+        # where eager's does not (Note [Saved by eager], ir/ops/registry.py).
+        if may_recompute(node) and (forced(node) or v not in outputs):
             kept = sum(value_bytes(u) for u in leaves(v) - saved_set)
             # On a tie a copy is saved: recomputing it is a whole copy in the backward
             # (it exists because a matmul reads it), saving it costs no more memory.

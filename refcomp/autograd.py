@@ -51,6 +51,10 @@ eager's error (tests/training/test_given_gradients.py).  Where the user has save
 hooks of their own (checkpointing, offloading) or has disabled them, the Function saves
 plainly and autograd checks every tensor.
 
+Eager's own saved-tensor checks (what eager's nodes would save, which may differ from
+what the compiled backward reads) are `eager_version_plan` / `check_versions_at_backward`
+below, run by every entry that requires grad: Note [Saved by eager], ir/ops/registry.py.
+
 Note [Lazy backward]: compiling the backward costs about as much as the forward, and
 inference-only calls never need it; the first `backward()` compiles it (under a lock,
 once per entry and set of given gradients), and stats() counts the backward of all the
@@ -67,7 +71,7 @@ from typing import Any, Callable, Optional
 
 import torch
 
-from ir.autodiff import Joint, backward_for
+from ir.autodiff import Joint, backward_for, differentiable_values, eager_saved
 from ir.facts import touches_rng
 from refcomp import global_state
 
@@ -126,11 +130,12 @@ class _Info:
         """(graph, grad inputs, the positions of ctx.saved_tensors it reads)."""
         found = self.graphs.get(given)
         if found is None:
-            graph, grad_inputs = backward_for(self.joint, given)
-            n = len(self.saved_inputs) + self.joint.n_saved
-            read = {v for node in graph.nodes for v in node.inputs} | set(graph.outputs)
-            found = (graph, grad_inputs,
-                     frozenset(k for k, v in enumerate(graph.inputs[:n]) if v in read))
+            j = self.joint
+            graph, grad_inputs = backward_for(j, given)
+            n = len(self.saved_inputs) + j.n_saved
+            used = {v for node in graph.nodes for v in node.inputs} | set(graph.outputs)
+            read = frozenset(k for k, v in enumerate(graph.inputs[:n]) if v in used)
+            found = (graph, grad_inputs, read)
             self.graphs[given] = found
         return found
 
@@ -218,14 +223,18 @@ def _saved_tensors(ctx, read) -> list:
     saved = ctx.saved_tensors
     if ctx.versions is not None:
         for k in sorted(read):
-            t, version = saved[k], ctx.versions[k]
-            if t._version != version:
-                raise RuntimeError(
-                    "one of the variables needed for gradient computation has been modified"
-                    f" by an inplace operation: [{t.type()} {list(t.shape)}], is at version"
-                    f" {t._version}; expected version {version} instead. (refcomp: a tensor"
-                    " saved by a compiled graph's backward)")
+            if saved[k]._version != ctx.versions[k]:
+                raise _modified(saved[k], ctx.versions[k])
     return list(saved)
+
+
+def _modified(t, version) -> RuntimeError:
+    """Eager's error for a saved tensor modified in place since it was saved."""
+    return RuntimeError(
+        "one of the variables needed for gradient computation has been modified by an"
+        f" inplace operation: [{t.type()} {list(t.shape)}], is at version {t._version};"
+        f" expected version {version} instead. (refcomp: a tensor eager's backward"
+        " saves, or a compiled backward reads)")
 
 
 def _backward(ctx, *grads):
@@ -336,3 +345,55 @@ def compile_joint(j: Joint, compile_forward: Callable, compile_backward: Callabl
                 hooks._pop_saved_tensors_default_hooks()
     run.info = info
     return run
+
+
+def eager_version_plan(graph, wants_grad, written=None, unsure=frozenset(),
+                       extra=None) -> dict:
+    """Per output of `graph` that requires grad, the (input indices, output indices) of
+    the graph inputs and outputs that eager's autograd nodes on its path save (Note
+    [Saved by eager], ir/ops/registry.py); outputs with none are left out.  `written`:
+    output index -> the input it is copied into after the call (an input mutated in the
+    graph: the caller sees that input); `unsure`: outputs left out (they may be a clone,
+    not the tensor eager's op made); `extra`: TraceContext.eager_saves."""
+    written = written or {}
+    diff = differentiable_values(graph, wants_grad)
+    plan = {}
+    for k, v in enumerate(graph.outputs):
+        if v in diff:
+            vals = eager_saved(graph, diff, [k], extra)
+            ins = {i for i, u in enumerate(graph.inputs) if u in vals}
+            outs = {o for o, u in enumerate(graph.outputs) if u in vals}
+            ins |= {written[o] for o in outs if o in written}
+            outs = {o for o in outs if o not in written and o not in unsure}
+            if ins or outs:
+                plan[k] = (tuple(sorted(ins)), tuple(sorted(outs)))
+    return plan
+
+
+def check_versions_at_backward(plan: dict, inputs, outs) -> None:
+    """Note [Saved by eager]: eager checks a saved tensor's version when the node that
+    saved it runs, and it runs when the gradient of an output on its path arrives.  So
+    for each output in `plan` (eager_version_plan; `inputs` and `outs`: the tensors the
+    caller passed and gets), a pre-hook on its grad_fn checks the versions, taken now, of
+    what eager saved on its path, when that output's gradient reaches it."""
+    for k, (ins, saved_outs) in plan.items():
+        out = outs[k]
+        node = getattr(out, "grad_fn", None)
+        if node is None:
+            continue
+        # A detached alias shares the version counter and keeps the tensor alive, as
+        # eager's saved variable does (a tensor modified, then dropped, still raises).
+        tracked = [(t.detach(), t._version)
+                   for t in [inputs[i] for i in ins] + [outs[o] for o in saved_outs]
+                   if isinstance(t, torch.Tensor)]
+        node.register_prehook(_version_hook(out.output_nr, tracked))
+
+
+def _version_hook(nr, tracked):
+    def check(grad_outputs):
+        if grad_outputs[nr] is None:  # another output of the node got the gradient
+            return
+        for t, version in tracked:
+            if t._version != version:
+                raise _modified(t, version)
+    return check

@@ -77,6 +77,7 @@ from ir.graph import Graph
 from ir.passes.registry import get_pass
 from refcomp import global_state, logs
 from refcomp.aliasing import outputs_maybe_views, outputs_to_copy, outputs_to_rewrap
+from refcomp.autograd import check_versions_at_backward, eager_version_plan
 from refcomp.config import default_backend
 from refcomp.guards import GuardSet, pinned_contiguous
 from refcomp.reasons import Unsupported
@@ -146,6 +147,9 @@ class Entry:
     row_major: tuple = ()
     # A compiled forward + backward (refcomp/autograd.py): its TrainingRecord, else None.
     training: Any = None
+    # Eager's version checks at backward (Note [Saved by eager], ir/ops/registry.py): per
+    # output, the inputs and outputs eager's nodes on its path save.
+    version_plan: dict = field(default_factory=dict)
 
     def run(self, inputs):
         if self.contiguous:
@@ -190,6 +194,8 @@ class Entry:
                     inputs[i].copy_(outs[o])
         if self.detach:
             outs = [o.detach() if i in self.detach else o for i, o in enumerate(outs)]
+        if self.version_plan:
+            check_versions_at_backward(self.version_plan, inputs, outs)
         views = [_view(inputs, *v) for v in self.views] if self.views else None
         return _rebuild(self.output_spec, outs, inputs, views)
 
@@ -628,12 +634,18 @@ def build_entry(ctx: TraceContext, output: VT, backend_name: str, options: dict,
     if backend.row_major and row_major:
         row_major &= outputs_maybe_views(graph)
     row_major = () if training is not None else tuple(sorted(row_major))
+    version_plan = {}
+    if needs_grad and frozen is None:  # Note [Saved by eager] (ir/ops/registry.py)
+        version_plan = eager_version_plan(captured, _wants_grad(ctx), dict(
+            (o, i) for i, o in writeback), _unsure_outputs(captured, outs.keys),
+            ctx.eager_saves)
     entry = Entry(guards, graph, fn, spec, writeback, detach, contiguous=contiguous,
                   backend=backend.name, notes=notes, views=outs.views, fresh=fresh,
                   rewrap=rewrap, checks=checks, training=training, layouts=outs.layouts,
-                  fresh_row_major=fresh & outs.row_major, row_major=row_major)
+                  fresh_row_major=fresh & outs.row_major, row_major=row_major,
+                  version_plan=version_plan)
     if spec[0] == "out" and not (writeback or detach or contiguous or fresh or checks or
-                                 rewrap or outs.layouts or row_major):
+                                 rewrap or outs.layouts or row_major or version_plan):
         entry.lone = spec[1]
     entry.compile_time_s = time.perf_counter() - start
     return entry
@@ -662,6 +674,27 @@ def _input_keys(ctx: TraceContext, graph: Graph, frozen) -> list:
     return [by_source[x] if kind == "in" else object() for kind, x in frozen.plan]
 
 
+def _unsure_outputs(graph: Graph, keys: list) -> set:
+    """Outputs that may not be the tensor an op made in eager: the IR folds a clone into
+    its operand, so `x.clone()` is the graph input x, and `y.clone()` beside `y` is one
+    value at two outputs of different alias identity (Note [Fresh outputs]).  Eager's
+    version checks leave them out (Note [Saved by eager]): a clone has its own version."""
+    inputs = set(graph.inputs)
+    keys_of: dict = {}
+    for v, key in zip(graph.outputs, keys):
+        if key is not None:
+            keys_of.setdefault(v, set()).add(id(key))
+    return {o for o, v in enumerate(graph.outputs)
+            if v in inputs or len(keys_of.get(v, ())) > 1}
+
+
+def _wants_grad(ctx) -> list:
+    """Per graph input, whether it requires grad.  An input that is no tensor argument
+    (the [n, 0] binding of an int symbol, Note [Number symbols]) never does."""
+    return [src.name() in ctx.input_vars and ctx.input_vars[src.name()].requires_grad
+            for src in ctx.input_sources]
+
+
 def _joint_or_reason(ctx, captured: Graph, outs: _Outputs, writeback, frozen, backend):
     """(Joint, None) when the graph's gradients can be compiled, else (None, why)."""
     from ir.autodiff import NotDifferentiable, differentiable_values, joint
@@ -672,10 +705,7 @@ def _joint_or_reason(ctx, captured: Graph, outs: _Outputs, writeback, frozen, ba
     if backend.name == "interp" and any(n.op.category == RANDOM for n in captured.nodes):
         # The eager fallback draws from torch's generator as eager does; interp does not.
         return None, "the interp backend draws random numbers from numpy, not torch"
-    # An input that is no tensor argument (the [n, 0] binding of an int symbol, Note
-    # [Number symbols]) never requires grad.
-    wants = [src.name() in ctx.input_vars and ctx.input_vars[src.name()].requires_grad
-             for src in ctx.input_sources]
+    wants = _wants_grad(ctx)
     diff = differentiable_values(captured, wants)
     for _, o in writeback:
         # Eager would attach the mutated input to autograd (buf.add_(w) with w requiring

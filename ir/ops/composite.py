@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from ir.ops import rules
-from ir.ops.registry import COMPOSITE, defop
+from ir.ops.registry import COMPOSITE, RESULT, defop, saves_all
 from ir.types import TensorType
 
 
@@ -93,10 +93,10 @@ def _norm_grads(b, g, x, weight, bias, normalized_ndim, eps, centre):
     return gx, gw, gb
 
 
-defop("softmax", COMPOSITE, operands=("x",), attrs={"dim": "int"},
+defop("softmax", COMPOSITE, saves={"x": (RESULT,)}, operands=("x",), attrs={"dim": "int"},
       infer=_softmax_infer, ref=_softmax_ref, vjp=_softmax_vjp,
       doc="exp(x - max) / sum(exp(x - max)) along dim")
-defop("log_softmax", COMPOSITE, operands=("x",), attrs={"dim": "int"},
+defop("log_softmax", COMPOSITE, saves={"x": (RESULT,)}, operands=("x",), attrs={"dim": "int"},
       infer=_softmax_infer, ref=_log_softmax_ref, vjp=_log_softmax_vjp,
       doc="(x - max) - log(sum(exp(x - max))) along dim")
 
@@ -121,6 +121,7 @@ def _layer_norm_ref(x, weight, bias, normalized_ndim, eps):
 
 
 defop("layer_norm", COMPOSITE, operands=("x", "weight", "bias"),
+      saves=saves_all(("x", "weight", "bias"), ("x", "weight", "bias")),
       attrs={"normalized_ndim": "int", "eps": ("float", 1e-5)},
       infer=_norm_infer, ref=_layer_norm_ref,
       vjp=lambda b, g, out, x, w, bias, normalized_ndim, eps: _norm_grads(
@@ -139,6 +140,7 @@ def _rms_norm_ref(x, weight, normalized_ndim, eps):
 
 
 defop("rms_norm", COMPOSITE, operands=("x", "weight"),
+      saves=saves_all(("x", "weight"), ("x", "weight")),
       attrs={"normalized_ndim": "int", "eps": ("float", 1e-6)},
       infer=_rms_norm_infer, ref=_rms_norm_ref,
       vjp=lambda b, g, out, x, w, normalized_ndim, eps: _norm_grads(
@@ -182,6 +184,7 @@ def _batch_norm_ref(x, mean, var, weight, bias, eps):
 
 
 defop("batch_norm", COMPOSITE, operands=("x", "mean", "var", "weight", "bias"),
+      saves=saves_all(("x", "mean", "var", "weight", "bias"), ("x", "mean", "var", "weight")),
       attrs={"eps": ("float", 1e-5)}, infer=_batch_norm_infer, ref=_batch_norm_ref,
       vjp=_batch_norm_vjp,
       doc="inference-mode batch norm over channel dim 1 with running statistics")

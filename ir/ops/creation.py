@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from ir.ops import rules
-from ir.ops.registry import CREATION, EXTERN, RANDOM, defop
+from ir.ops.registry import CREATION, EXTERN, RANDOM, defop, saves_all
 from ir.types import TensorType, bool_, f32, i64, result_type
 
 
@@ -137,6 +137,7 @@ def _reshaped(b, v, shape):
 
 
 defop("matmul", EXTERN, operands=("a", "b"), infer=_matmul_infer, ref=_matmul_ref,
+      saves={"a": ("b",), "b": ("a",)},
       vjp=_matmul_vjp,
       doc="a @ b; rank 2 or batched with equal batch dims (the builder broadcasts)")
 
@@ -183,7 +184,7 @@ def _conv2d_vjp(b, g, out, x, w, stride=(1, 1), padding=(0, 0), dilation=(1, 1),
             b.conv2d_grad_weight(x, g, weight_shape=list(w.type.shape), **conv))
 
 
-defop("conv2d", EXTERN, operands=("x", "w"),
+defop("conv2d", EXTERN, saves=saves_all(("x", "w"), ("x", "w")), operands=("x", "w"),
       attrs={"stride": ("ints", (1, 1)), "padding": ("ints", (0, 0)),
              "dilation": ("ints", (1, 1)), "groups": ("int", 1)},
       infer=_conv2d_infer, ref=_conv2d_ref, vjp=_conv2d_vjp,
@@ -293,6 +294,7 @@ def _embedding_vjp(b, g, out, weight, indices):
 
 
 defop("embedding", EXTERN, operands=("weight", "indices"), infer=_embedding_infer,
+      saves={"weight": ("indices",)},
       ref=lambda weight, indices: weight[indices.astype(np.int64)], vjp=_embedding_vjp,
       doc="rows of weight selected by indices")
 
@@ -364,7 +366,7 @@ def _max_pool2d_ref(x, kernel_size, stride, padding=(0, 0), dilation=(1, 1),
 _MAX_POOL_ATTRS = {"kernel_size": "ints", "stride": "ints", "padding": ("ints", (0, 0)),
                    "dilation": ("ints", (1, 1)), "ceil_mode": ("bool", False)}
 
-defop("max_pool2d", EXTERN, operands=("x",), attrs=_MAX_POOL_ATTRS,
+defop("max_pool2d", EXTERN, saves={"x": ("x",)}, operands=("x",), attrs=_MAX_POOL_ATTRS,
       infer=_max_pool2d_infer, ref=_max_pool2d_ref,
       vjp=lambda b, g, out, x, **attrs: (b.max_pool2d_grad(g, x, **attrs),),
       doc="the max over each (dilated) window of an NCHW input; padding counts as -inf")
@@ -447,7 +449,7 @@ def _avg_pool2d_ref(x, kernel_size, stride, padding=(0, 0), ceil_mode=False,
 _AVG_POOL_ATTRS = {"kernel_size": "ints", "stride": "ints", "padding": ("ints", (0, 0)),
                    "ceil_mode": ("bool", False), "count_include_pad": ("bool", True)}
 
-defop("avg_pool2d", EXTERN, operands=("x",), attrs=_AVG_POOL_ATTRS,
+defop("avg_pool2d", EXTERN, saves={"x": ("x",)}, operands=("x",), attrs=_AVG_POOL_ATTRS,
       infer=_avg_pool2d_infer, ref=_avg_pool2d_ref,
       vjp=lambda b, g, out, x, **attrs: (b.avg_pool2d_grad(
           g, input_shape=list(x.type.shape), **attrs),),

@@ -13,7 +13,7 @@ from ir.ops.registry import LAYOUT, defop
 from ir.types import TensorType, simplify_dim
 
 # The six views: each is an index map of its operand and a torch view of its storage.
-VIEW = {"index_map": True, "aliases": True}  # Note [Op facts] (ir/ops/registry.py)
+VIEW = {"index_map": True, "aliases": True, "saves": {}}  # Note [Op facts] (ir/ops/registry.py)
 
 
 def _static(dims):
@@ -212,7 +212,7 @@ def _cat_vjp(b, g, out, *xs, dim):
     return tuple(grads)
 
 
-defop("cat", LAYOUT, operands=("xs",), attrs={"dim": "int"}, variadic=True,
+defop("cat", LAYOUT, saves={}, operands=("xs",), attrs={"dim": "int"}, variadic=True,
       infer=_cat_infer, vjp=_cat_vjp,
       ref=lambda *xs, dim: np.concatenate(xs, axis=rules.normalize_dim(dim, xs[0].ndim)),
       doc="concatenate along dim")
@@ -249,7 +249,7 @@ def _pad_vjp(b, g, out, x, pads, value=0.0):
     return (g,)
 
 
-defop("pad", LAYOUT, operands=("x",), attrs={"pads": "ints", "value": ("scalar", 0.0)},
+defop("pad", LAYOUT, saves={}, operands=("x",), attrs={"pads": "ints", "value": ("scalar", 0.0)},
       infer=_pad_infer, ref=_pad_ref, vjp=_pad_vjp,
       doc="constant padding, pads = (last_before, last_after, prev_before, ...) like F.pad")
 
@@ -286,6 +286,7 @@ def _index_select_infer(types, dim):
 
 
 defop("index_select", LAYOUT, operands=("x", "index"), attrs={"dim": "int"},
+      saves={"x": ("index",)},
       infer=_index_select_infer, vjp=_index_select_vjp,
       ref=lambda x, index, dim: np.take(x, index, axis=rules.normalize_dim(dim, x.ndim)),
       doc="out = x.index_select(dim, index)")
@@ -315,7 +316,7 @@ def _gather_ref(x, index, dim):
     return x[tuple(grid)]
 
 
-defop("gather", LAYOUT, operands=("x", "index"), attrs={"dim": "int"},
+defop("gather", LAYOUT, saves={"x": ("x", "index")}, operands=("x", "index"), attrs={"dim": "int"},
       infer=_gather_infer, ref=_gather_ref, vjp=_gather_vjp,
       doc="out[i][j] = x[index[i][j]][j] for dim=0 (torch.gather)")
 
@@ -353,6 +354,7 @@ def _index_add_vjp(b, g, out, x, index, src, dim):
 
 
 defop("index_add", LAYOUT, operands=("x", "index", "src"), attrs={"dim": "int"},
+      saves={"src": ("index", "src")},
       infer=_index_add_infer, ref=_index_add_ref, vjp=_index_add_vjp,
       doc="x with src's slices added at the indices along dim (repeats accumulate;"
           " torch.index_add); the VJP of index_select and embedding")
@@ -384,6 +386,7 @@ def _scatter_add_vjp(b, g, out, x, index, src, dim):
 
 
 defop("scatter_add", LAYOUT, operands=("x", "index", "src"), attrs={"dim": "int"},
+      saves={"src": ("index",)},
       infer=_scatter_add_infer, ref=_scatter_add_ref, vjp=_scatter_add_vjp,
       doc="x with src[i][j] added at [index[i][j]][j] for dim=0 (repeats accumulate;"
           " torch.scatter_add); the VJP of gather")

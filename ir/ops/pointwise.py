@@ -13,7 +13,7 @@ import math
 import numpy as np
 
 from ir.ops import rules
-from ir.ops.registry import POINTWISE, defop
+from ir.ops.registry import POINTWISE, RESULT, defop, saves_all
 from ir.types import DEFAULT_FLOAT, DType, TensorType, bool_, dtype_from_short, i64
 
 SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
@@ -205,13 +205,23 @@ _FLOAT_UNARY = {
                    _vjp_unary(lambda b, out, x: b.neg(b.mul(out, out))), "1 / x"),
 }
 
+# What eager's backward of each saves (Note [Saved by eager], ir/ops/registry.py):
+# derivatives.yaml reads `result` for exp, tanh..., `self` for log, sin...
+_UNARY_SAVES = {
+    "neg": (), "abs": ("x",), "relu": (RESULT,), "sign": (), "floor": (), "ceil": (),
+    "round": (), "trunc": (), "exp": (RESULT,), "log": ("x",), "log1p": ("x",),
+    "expm1": (RESULT,), "sqrt": (RESULT,), "rsqrt": (RESULT,), "sin": ("x",), "cos": ("x",),
+    "tanh": (RESULT,), "sigmoid": (RESULT,), "erf": ("x",), "reciprocal": (RESULT,),
+}
+
 for _name, (_infer, _ref, _scalar, _vjp, _doc) in _SAME_DTYPE_UNARY.items():
     defop(_name, POINTWISE, operands=("x",), infer=_infer, ref=_at_opmath(_ref),
-          scalar=_scalar, vjp=_vjp, doc=_doc)
+          scalar=_scalar, vjp=_vjp, doc=_doc, saves={"x": _UNARY_SAVES[_name]})
 
 for _name, (_ref, _scalar, _vjp, _doc) in _FLOAT_UNARY.items():
     defop(_name, POINTWISE, operands=("x",), infer=rules.float_promoted,
-          ref=_at_opmath(_ref, to_float=True), scalar=_scalar, vjp=_vjp, doc=_doc)
+          ref=_at_opmath(_ref, to_float=True), scalar=_scalar, vjp=_vjp, doc=_doc,
+          saves={"x": _UNARY_SAVES[_name]})
 
 
 def _silu_grad(b, out, x):
@@ -219,11 +229,12 @@ def _silu_grad(b, out, x):
     return b.mul(s, b.add(1.0, b.mul(x, b.sub(1.0, s))))
 
 
-defop("silu", POINTWISE, operands=("x",), infer=_float_only,
+defop("silu", POINTWISE, saves={"x": ("x",)}, operands=("x",), infer=_float_only,
       ref=_at_opmath(lambda x: x * _sigmoid(x)), scalar=lambda s, x: s.mul(x, s.sigmoid(x)),
       vjp=_vjp_unary(_silu_grad), doc="x * sigmoid(x) (floating operands only)")
 GELU = defop(
     "gelu", POINTWISE, operands=("x",), attrs={"approximate": ("str", "none")},
+    saves={"x": ("x",)},
     infer=_gelu_infer, ref=_at_opmath(_gelu), scalar=_gelu_scalar, vjp=_gelu_vjp,
     doc="x * Phi(x); approximate='tanh' uses 0.5x(1 + tanh(sqrt(2/pi)(x + 0.044715x^3)))",
 )
@@ -237,7 +248,7 @@ def _copy_infer(types):
 # torch-based backend would copy anyway (a matmul operand or a reshape that ATen cannot
 # read as a view: ir/layout.py), so that copy is an IR value the partitioner can save
 # and CSE can share (ir/passes/materialize.py).  Backends write it row-major.
-defop("copy", POINTWISE, operands=("x",), infer=_copy_infer,
+defop("copy", POINTWISE, saves={}, operands=("x",), infer=_copy_infer,
       ref=lambda x: np.array(x, copy=True), scalar=lambda s, x: x,
       vjp=lambda b, g, out, x: (g if x.type.dtype.is_float else None,),
       doc="x itself, written to a fresh row-major tensor (Note [Copies])")
@@ -250,9 +261,21 @@ defop("bitwise_not", POINTWISE, operands=("x",), infer=rules.integral_only,
 
 
 # --- binary ops -------------------------------------------------------------------------
+# What eager's backward of each saves (Note [Saved by eager], ir/ops/registry.py), from
+# derivatives.yaml: mul's gradient of a reads b, div's of b reads a and b...
+_BINARY_SAVES = {
+    "add": {}, "sub": {}, "mul": {"a": ("b",), "b": ("a",)},
+    "div": {"a": ("b",), "b": ("a", "b")}, "remainder": {"b": ("a", "b")},
+    "fmod": {"b": ("a", "b")}, "pow": {"a": ("a", "b"), "b": ("a", "b", RESULT)},
+    "maximum": saves_all(("a", "b"), ("a", "b")), "minimum": saves_all(("a", "b"), ("a", "b")),
+    "atan2": saves_all(("a", "b"), ("a", "b")),
+}
+
+
 def _bin(name, infer, ref, scalar, vjp=None, doc="", to_float=False):
     defop(name, POINTWISE, operands=("a", "b"), infer=infer,
-          ref=_at_opmath(ref, to_float=to_float), scalar=scalar, vjp=vjp, doc=doc)
+          ref=_at_opmath(ref, to_float=to_float), scalar=scalar, vjp=vjp, doc=doc,
+          saves=_BINARY_SAVES.get(name))
 
 
 def _grads(b, x, y, gx, gy):
@@ -378,6 +401,7 @@ def _where_vjp(b, g, out, c, x, y):
 
 WHERE = defop(
     "where", POINTWISE, operands=("cond", "a", "b"), infer=_where_infer,
+    saves={"a": ("cond",), "b": ("cond",)},
     ref=lambda c, a, b: np.where(c, *opmath(a, b)),
     scalar=lambda s, c, a, b: s.where(c, a, b), vjp=_where_vjp,
     doc="a where cond else b (cond is bool)",
@@ -436,7 +460,7 @@ def _clamp_vjp(b, g, out, x, min=None, max=None):
     return (grad_for(b, b.where(inside, g, 0.0), x),)
 
 
-defop("clamp", POINTWISE, operands=("x",),
+defop("clamp", POINTWISE, saves={"x": ("x",)}, operands=("x",),
       attrs={"min": ("scalar", None), "max": ("scalar", None)},
       infer=_clamp_infer, ref=_clamp_ref, scalar=_clamp_scalar, vjp=_clamp_vjp,
       doc="min(max(x, min), max); a missing bound is not applied; scalars promote weakly")
@@ -479,7 +503,7 @@ def _cast_vjp(b, g, out, x, dtype):
 
 
 CAST = defop(
-    "cast", POINTWISE, operands=("x",), attrs={"dtype": "dtype"},
+    "cast", POINTWISE, saves={}, operands=("x",), attrs={"dtype": "dtype"},
     infer=_cast_infer, ref=_cast_ref, scalar=lambda s, x, dtype: s.cast(x, dtype),
     vjp=_cast_vjp,
     doc="convert to dtype (float -> int truncates toward zero into int64 for 64-bit and"

@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from ir.ops import rules
-from ir.ops.registry import REDUCTION, defop
+from ir.ops.registry import REDUCTION, RESULT, defop
 from ir.types import TensorType, bool_, i64, u8
 
 _REDUCE_ATTRS = {"dims": ("ints", ()), "keepdim": ("bool", False)}
@@ -136,19 +136,19 @@ def _var_vjp(b, g, out, x, dims=(), keepdim=False, correction=1):
     return (b.mul(b.mul(_back(b, g, x, dims, keepdim), centered), scale),)
 
 
-defop("sum", REDUCTION, operands=("x",), attrs=_REDUCE_ATTRS,
+defop("sum", REDUCTION, saves={}, operands=("x",), attrs=_REDUCE_ATTRS,
       infer=_reduce_infer(_accumulating), ref=_np_reduce(np.sum, acc_int=True, wide=True),
       vjp=_sum_vjp, doc="sum over dims (ints and bool accumulate in i64); empty sum is 0")
-defop("prod", REDUCTION, operands=("x",), attrs=_REDUCE_ATTRS,
+defop("prod", REDUCTION, saves={"x": ("x", RESULT)}, operands=("x",), attrs=_REDUCE_ATTRS,
       infer=_reduce_infer(_accumulating), ref=_np_reduce(np.prod, acc_int=True), vjp=_prod_vjp,
       doc="product over dims (ints and bool accumulate in i64, wrapping); empty product is 1")
-defop("amax", REDUCTION, operands=("x",), attrs=_REDUCE_ATTRS,
+defop("amax", REDUCTION, saves={"x": ("x", RESULT)}, operands=("x",), attrs=_REDUCE_ATTRS,
       infer=_reduce_infer(_same), ref=_np_reduce(np.max), vjp=_extremum_vjp,
       doc="max over dims; NaN propagates; an empty reduced dim is an error")
-defop("amin", REDUCTION, operands=("x",), attrs=_REDUCE_ATTRS,
+defop("amin", REDUCTION, saves={"x": ("x", RESULT)}, operands=("x",), attrs=_REDUCE_ATTRS,
       infer=_reduce_infer(_same), ref=_np_reduce(np.min), vjp=_extremum_vjp,
       doc="min over dims; NaN propagates; an empty reduced dim is an error")
-defop("mean", REDUCTION, operands=("x",), attrs=_REDUCE_ATTRS,
+defop("mean", REDUCTION, saves={}, operands=("x",), attrs=_REDUCE_ATTRS,
       infer=_reduce_infer(_float_only), ref=_np_reduce(np.mean, wide=True), vjp=_mean_vjp,
       doc="sum / N over dims; empty mean is NaN")
 defop("any", REDUCTION, operands=("x",), attrs=_REDUCE_ATTRS,
@@ -165,7 +165,7 @@ def _var_ref(x, dims=(), keepdim=False, correction=1):
     return np.var(x, axis=_axes(x, dims), keepdims=keepdim, ddof=correction)
 
 
-defop("var", REDUCTION, operands=("x",),
+defop("var", REDUCTION, saves={"x": ("x",)}, operands=("x",),
       attrs={"dims": ("ints", ()), "keepdim": ("bool", False), "correction": ("int", 1)},
       infer=_reduce_infer(_float_only), ref=_var_ref, vjp=_var_vjp,
       doc="sum((x - mean)^2) / (N - correction); N <= correction divides by zero")

@@ -64,6 +64,10 @@ class OpDef:
     aliases: bool = False  # the result is a view of operand 0's storage (Note [Op facts])
     variadic: bool = False  # operands is one name bound to a list (cat)
     doc: str = ""
+    # What eager's backward of this op saves (Note [Saved by eager]): operand name -> the
+    # operands ("result": the op's result) saved when that operand requires grad.  {}:
+    # nothing; None: not recorded (every operand and the result count as saved).
+    saves: Optional[dict] = None
 
     def __repr__(self) -> str:
         return f"OpDef({self.name})"
@@ -124,6 +128,7 @@ def defop(
     doc: str = "",
     index_map: bool = False,
     aliases: bool = False,
+    saves: Optional[dict] = None,
 ) -> OpDef:
     """Define and register an op.  `attrs` maps name -> kind or (kind, default)."""
     if category not in CATEGORIES:
@@ -138,9 +143,34 @@ def defop(
         specs[attr_name] = AttrSpec(kind, default)
     op = OpDef(name, category, tuple(operands), infer, ref, specs, vjp, scalar,
                effects=effects, index_map=index_map, aliases=aliases, variadic=variadic,
-               doc=doc)
+               doc=doc, saves=saves)
     _REGISTRY[name] = op
     return op
+
+
+# Note [Saved by eager]: eager's autograd node for an op saves some of its operands or its
+# result (torch/csrc/autograd/derivatives.yaml: the tensors each formula reads; an operand's
+# formula is saved for only when that operand requires grad), and when that node's
+# backward runs it raises "one of the variables needed for gradient computation has been
+# modified by an inplace operation" if one of them was modified since.  `OpDef.saves`
+# records that per op (every op with a VJP has it; None, not recorded, counts every
+# operand and the result as saved: a raise eager may not have, never a missed one).
+# refcomp/autograd.py uses it at graph boundaries: per output that requires grad, the
+# graph inputs and outputs eager's nodes on its path would save (ir/autodiff.py,
+# `eager_saved`; views of them count: they share the version counter) have their versions
+# taken after each call, and a pre-hook on the output's grad_fn raises eager's error when
+# its gradient arrives and one of them changed.  Inside a graph, an in-place op on a
+# tensor an earlier op saved breaks the graph (RB010), so it runs in eager on an output.
+# The facts are per IR op: a torch op the tracer builds from several IR ops is judged by
+# those ops' saves unless its builder declares eager's (TraceContext.eager_saves: std,
+# vector norms); leaky_relu, softplus, elu... still are.
+# `saves_all(...)`: every operand's gradient needs the same tensors.
+RESULT = "result"
+
+
+def saves_all(operands, saved) -> dict:
+    """`saves` where the gradient of each of `operands` needs the tensors `saved`."""
+    return {name: tuple(saved) for name in operands}
 
 
 # Importing this module first runs ir/ops/__init__.py, which imports every category

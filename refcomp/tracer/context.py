@@ -19,6 +19,7 @@ import torch
 
 from codegen import sizes as sz
 from ir import GraphBuilder, TensorType
+from ir.graph import Value
 from ir.types import BY_TORCH_NAME, size_symbol
 from refcomp import global_state
 from refcomp import guards as G
@@ -151,6 +152,9 @@ class TraceContext:
     def __init__(self, name: str = "forward", dynamic: bool = False, auto_dims=None,
                  static: bool = False, pinned=None):
         self.builder = GraphBuilder(name)
+        # result value -> what eager's node saves, for a torch op built from several IR
+        # ops whose own `saves` differ from it (Note [Saved by eager], ir/ops/registry.py)
+        self.eager_saves: dict = {}
         # (source name, attribute) pairs the caller checks on every call itself, so no
         # guard is needed: OptimizedModule.forward looks up an instance `forward` of its
         # module before calling the compiled frame.
@@ -530,6 +534,23 @@ class TraceContext:
             elif hasattr(v, "items") and isinstance(getattr(v, "items"), list):
                 todo.extend(v.items)  # iterators
         return False
+
+    def saved_for_backward(self, tv: TensorVar) -> bool:
+        """Does eager's backward of an op recorded so far save `tv` (or a tensor sharing
+        its storage)?  Eager raises at backward if it is then modified in place, so such
+        an in-place op breaks the graph: it runs in eager on the graph's output, which the
+        compiled graph saves as eager would (Note [Saved by eager], ir/ops/registry.py)."""
+        if not self.grad_enabled or not isinstance(tv.value, Value):
+            return False
+        from ir.autodiff import differentiable_values, saved_by_eager, storage_classes
+
+        graph = self.builder.build([])
+        wants = [src.name() in self.input_vars and self.input_vars[src.name()].requires_grad
+                 for src in self.input_sources]
+        saved = saved_by_eager(graph.nodes, differentiable_values(graph, wants),
+                               without_vjp=True, extra=self.eager_saves)
+        find = storage_classes(graph.nodes)
+        return find(tv.value) in {find(v) for v in saved}
 
     def set_grad_enabled(self, enabled: bool) -> None:
         self.grad_enabled = bool(enabled)

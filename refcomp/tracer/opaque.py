@@ -567,6 +567,9 @@ def _check_writable(ctx, tv: TensorVar, name: str) -> None:
                                    " live tensor")
     if tv.requires_grad:
         raise Unsupported("RB010", f"{name} writes a tensor that requires grad")
+    if ctx.saved_for_backward(tv):
+        raise Unsupported("RB010", f"{name} writes a tensor that an earlier op saved for"
+                                   " its backward")
     refuse_self_overlap(tv, name)
 
 

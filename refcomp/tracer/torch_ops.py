@@ -348,7 +348,11 @@ def _var_builder(std):
                              correction=int(corr)))
             return B.cast(out, dtype=v.type.dtype)
         out = B.var(v, dims=_dims(dim), keepdim=keepdim, correction=int(corr))
-        return sqrt(out) if std else out
+        if not std:
+            return out
+        out = sqrt(out)
+        ctx.eager_saves[out] = (v, out)  # StdBackward saves self and result
+        return out
     return build
 
 
@@ -570,14 +574,17 @@ def vector_norm(ctx, v: Value, p, dims, keepdim) -> Value:
         return B.cast(vector_norm(ctx, B.cast(v, dtype=f32), p, dims, keepdim),
                       dtype=v.type.dtype)
     if p == "fro" or p == 2:
-        return B.sqrt(B.sum(B.mul(v, v), dims=dims, keepdim=keepdim))
-    if p == 1:
-        return B.sum(B.abs(v), dims=dims, keepdim=keepdim)
-    if p == float("inf"):
-        return B.amax(B.abs(v), dims=dims, keepdim=keepdim)
-    if isinstance(p, (int, float)) and 0 < p < float("inf"):
-        return B.pow(B.sum(B.pow(B.abs(v), float(p)), dims=dims, keepdim=keepdim), 1.0 / p)
-    raise Unsupported("RB013", f"norm with p={p!r}")
+        out = B.sqrt(B.sum(B.mul(v, v), dims=dims, keepdim=keepdim))
+    elif p == 1:
+        out = B.sum(B.abs(v), dims=dims, keepdim=keepdim)
+    elif p == float("inf"):
+        out = B.amax(B.abs(v), dims=dims, keepdim=keepdim)
+    elif isinstance(p, (int, float)) and 0 < p < float("inf"):
+        out = B.pow(B.sum(B.pow(B.abs(v), float(p)), dims=dims, keepdim=keepdim), 1.0 / p)
+    else:
+        raise Unsupported("RB013", f"norm with p={p!r}")
+    ctx.eager_saves[out] = (v, out)  # eager's norm backward saves self and result
+    return out
 
 
 def _norm_input(ctx, x, dtype):

@@ -456,6 +456,9 @@ def _check_inplace(ctx, tv, name):
                                    " live tensor")
     if tv.requires_grad:
         raise Unsupported("RB010", f"{name} on a tensor that requires grad")
+    if ctx.saved_for_backward(tv):
+        raise Unsupported("RB010", f"{name} on a tensor that an earlier op saved for its"
+                                   " backward")
     refuse_self_overlap(tv, name)
 
 

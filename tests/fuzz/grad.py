@@ -46,11 +46,7 @@ GRAD_DTYPES = (torch.float32, torch.float64)
 # Open gradient-mode classes relaxed while their corpus file is open on the backend (as
 # KNOWN_OPEN in tests/fuzz/gen.py; tests/fuzz/test_fuzz.py checks the files are open):
 # feature -> (corpus file, the start of eager's backward error that is then not required).
-GRAD_KNOWN_OPEN = {
-    "grad:saved_version_error": ("grad_inplace_on_saved_output_missed_raise.py",
-                                 "one of the variables needed for gradient computation has"
-                                 " been modified by an inplace operation"),
-}
+GRAD_KNOWN_OPEN: dict = {}
 GRAD_FAIL_KINDS = ("grad-flag", "grad-crash", "grad-missed-raise", "grad-wrong-exception",
                    "grad-none", "grad-dtype", "grad-shape", "grad-value")
 

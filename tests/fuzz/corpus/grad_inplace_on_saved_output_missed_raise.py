@@ -3,17 +3,18 @@
 in-place op bumps v5's version and eager's backward raises "one of the variables needed
 for gradient computation has been modified by an inplace operation"; refcomp compiles
 the graph functionally (the joint graph differentiates the value before the in-place
-op) and returns a gradient, mathematically the right one.  Found by the gradient soak
+op) and returned a gradient, mathematically the right one.  Found by the gradient soak
 (`--grad --seed 4`, Nov 27; 3 programs of 1,695 on interp and eager).  Every backend
 breaks at `sigmoid_` (RB010) and eager runs it on the compiled graph's output; llvm
-raises eager's error here only because its partition happens to save that output for
-the backward (interp's and the eager backend's saved tensors differ).  Open:
-eager's error depends on which tensors each ATen backward formula saves (results for
-log_softmax, exp, tanh, sigmoid...; inputs for mul...), and refcomp's joint graph has no
-such notion; matching it needs a per-op table of eager's saved results and a trace-time
-check of in-place ops on them (refcomp/tracer).  The gradient mode relaxes this one
-message while this file is open (GRAD_KNOWN_OPEN in tests/fuzz/grad.py)."""
-STATUS = "open"
+raised eager's error here only because its partition happened to save that output.
+Fixed (Note [Saved by eager], ir/ops/registry.py): each OpDef records which operands or
+result eager's backward saves (`saves=`, from derivatives.yaml); per output that requires
+grad, the graph inputs and outputs that eager's nodes on its path save (or that share
+storage with them through views) get their versions taken after the call, and a pre-hook
+on the output's grad_fn raises eager's error when the gradient arrives and one has
+changed; an in-place op inside a graph on a tensor an earlier op saved breaks the graph
+there."""
+STATUS = "fixed"
 GRAD = True
 BACKENDS = ["interp", "eager"]
 SYMPTOM = "grad-missed-raise: eager raised RuntimeError: one of the variables needed for gradient computation has been m"
