@@ -381,9 +381,17 @@ class GuardSet:
                 if count:
                     g.failures += 1
                 failed.append(Failure(g, *g.explain(_try_load(g.source, L, G, C, B))))
-        if not failed and self.check(L, G, C, B) is None:
-            failed.append(Failure(None, "a tensor's dispatch keys as traced (C++ tensor"
-                                  " check; e.g. inference mode)", "different dispatch keys"))
+        if not failed:
+            raised = self._line_failures[-1]
+            if self.check(L, G, C, B) is None:
+                if self._line_failures[-1] > raised:  # the check itself raised
+                    failed.append(Failure(None, "every guard holds alone; the check raised"
+                                          " reading a source (two sources under one name?)",
+                                          "an exception"))
+                else:
+                    failed.append(Failure(None, "a tensor's dispatch keys as traced (C++"
+                                          " tensor check; e.g. inference mode)",
+                                          "different dispatch keys"))
         return failed
 
     def changed_sizes(self, L, G, C, B) -> dict:

@@ -165,3 +165,25 @@ def test_hostile_names_in_derived_sources_stay_data():
     for e in cf.cache.entries:
         assert hostile not in e.guards.source_code
         assert re.search(r"__import__", e.guards.source_code) is None
+
+
+def test_a_check_that_raises_is_not_blamed_on_dispatch_keys():
+    """Every guard holds alone but the generated check raises (two sources under one name:
+    the check loads each name once; tests/frontend/test_globals_sources.py had one): the
+    slow path says so instead of blaming a tensor's dispatch keys."""
+    from refcomp.sources import GlobalSource, ItemSource, Source
+
+    class OtherG(Source):  # another object under the name of the frame's global `k`
+        def name(self):
+            return "G['k']"
+
+        def expr(self, cg):
+            return cg.const({"a": 1})
+
+    obj = object()
+    gs = G.GuardSet([G.Guard(G.ID_MATCH, GlobalSource("k"), (id(obj), "obj")),
+                     G.Guard(G.EQUALS_MATCH, ItemSource(OtherG(), "a"), 1)], [])
+    globs = {"k": obj}
+    assert gs.check({}, globs, {}, {}) is None
+    (why,) = gs.failures({}, globs, {}, {})
+    assert "the check raised" in why and "dispatch keys" not in why
