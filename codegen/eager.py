@@ -254,11 +254,16 @@ def _make_index_select(node, attrs):
     d = rules.normalize_dim(attrs["dim"], node.inputs[0].type.rank)
 
     def index_select(x, index):
-        if x.numel() == 0:
+        if x.numel() == 0 and x.shape[d] > 0:
             # Nothing to gather, so no index to check, as in ATen's getitem (index_select
             # itself checks them all): an out-of-range index into an empty result is no
-            # error (corpus index_out_of_bounds_into_empty_result).  Where dim d alone is
-            # empty the graph's bounds check raises IndexError (Note [Runtime checks]).
+            # error (corpus index_out_of_bounds_into_empty_result).  Index 0 is in range
+            # and reads nothing; gathering with it records autograd as eager's getitem
+            # does (a fresh empty tensor would not require grad: corpus
+            # grad_index_of_empty_input_eager).  Where dim d itself is empty the graph's
+            # bounds check raises IndexError (Note [Runtime checks]).
+            index = torch.zeros(index.shape, dtype=torch.int64, device=x.device)
+        elif x.shape[d] == 0 and index.numel():
             return x.new_empty(x.shape[:d] + (index.numel(),) + x.shape[d + 1:])
         return torch.index_select(x, d, _wrap_index(index, x.shape[d]))
     return index_select

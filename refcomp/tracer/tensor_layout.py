@@ -478,6 +478,11 @@ def _check_index_bounds(ctx, idx: Value, x: Value, dim: int) -> None:
     B = ctx.builder
     bad = B.logical_or(B.ge(idx, B.scalar(size, like=idx.type)),
                        B.lt(idx, B.scalar(-size, like=idx.type)))
+    if size == 0 and not any(d == 0 for d in idx.type.shape if isinstance(d, int)):
+        # ATen's AdvancedIndex checks this before computing anything: no number indexes
+        # an empty dim, so a non-empty index raises even into a result with no element.
+        ctx.add_check(bad, "IndexError: index is out of bounds for dimension with size 0", ())
+        return
     result = x.type.shape[:dim] + idx.type.shape + x.type.shape[dim + 1:]
     ctx.add_check(bad, f"IndexError: index out of bounds for dimension {dim} with size {size}",
                   result)
