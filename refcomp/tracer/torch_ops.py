@@ -120,7 +120,9 @@ def _leaky_relu(ctx, x, negative_slope=0.01, inplace=False):
     if inplace:
         raise Unsupported("RB010", "leaky_relu(inplace=True)")
     b = ctx.builder
-    return b.where(b.gt(x.value, 0), x.value, b.mul(x.value, negative_slope))
+    out = b.where(b.gt(x.value, 0), x.value, b.mul(x.value, negative_slope))
+    ctx.eager_saves[out] = (x.value,)  # LeakyReluBackward saves self (Note [Saved by eager])
+    return out
 
 
 _BINARY = {

@@ -39,6 +39,7 @@ OPS = {
     "var": lambda x, y: x.var(0),  # input
     "std": lambda x, y: x.std(0),  # input and result (built from var, sqrt and where)
     "norm1": lambda x, y: x.norm(p=1, dim=0),  # input and result (sum of abs)
+    "leaky_relu": lambda x, y: F.leaky_relu(x, 0.1),  # input (built from where and mul)
     "amax": lambda x, y: x.amax(0),  # input and result
     "matmul": lambda x, y: x @ y.t(),  # both operands
     "layer_norm": lambda x, y: F.layer_norm(x, x.shape[-1:]),  # input
