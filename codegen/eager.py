@@ -195,6 +195,9 @@ def _make_truth(torch_fn):
 
 def _make_var(node, attrs):
     axes, keep, corr = _axes(node, attrs["dims"]), attrs["keepdim"], attrs["correction"]
+    # dims=() is var without `dim`, whose ATen backward has its own rule where N -
+    # correction <= 0 (corpus grad_var_full_reduction_dof_nonpositive)
+    axes = axes if attrs["dims"] else None
     return lambda x: torch.var(x, dim=axes, keepdim=keep, correction=corr)
 
 

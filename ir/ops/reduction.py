@@ -127,13 +127,18 @@ def _prod_vjp(b, g, out, x, dims=(), keepdim=False):
 
 def _var_vjp(b, g, out, x, dims=(), keepdim=False, correction=1):
     # d var / dx = 2 (x - mean) / (N - correction)
-    mean = b.mean(x, dims=list(dims), keepdim=True)
-    centered = b.sub(x, b.expand(mean, shape=list(x.type.shape)))
+    mean = b.expand(b.mean(x, dims=list(dims), keepdim=True), shape=list(x.type.shape))
+    centered = b.sub(x, mean)
     n = _count(x, dims)
-    # As ATen's var_backward: 2 / (N - correction), negative when correction > N (a
-    # gradient of -0 there, not NaN: corpus grad_var_correction_above_count).
+    grad = _back(b, g, x, dims, keepdim)
+    if (x.type.rank == 0 or not dims) and n - correction <= 0:
+        # ATen's var_backward for a 0-d input or a reduction without `dim`: grad *
+        # where(x == mean, NaN, inf) (corpus grad_var_full_reduction_dof_nonpositive).
+        return (b.mul(grad, b.where(b.eq(x, mean), float("nan"), float("inf"))),)
+    # With `dim`: 2 / (N - correction), negative when correction > N (a gradient of -0
+    # there, not NaN: corpus grad_var_correction_above_count).
     scale = 2.0 / (n - correction) if n != correction else float("inf")
-    return (b.mul(b.mul(_back(b, g, x, dims, keepdim), centered), scale),)
+    return (b.mul(b.mul(grad, centered), scale),)
 
 
 defop("sum", REDUCTION, saves={}, operands=("x",), attrs=_REDUCE_ATTRS,

@@ -121,10 +121,11 @@ def var(b: GraphBuilder, x: Value, dims, keepdim: bool, correction: int) -> Valu
         n = n * x.type.shape[d]
     if is_symbolic(n):
         return None  # the count is not a number: keep `var` (see the pass's contract)
-    if n < correction:
+    if n <= correction:
         # ATen's forward divides by max(N - correction, 0), its backward by N - correction
-        # (-0, not NaN, for one element and correction 2): keep `var`, whose VJP does both
-        # (corpus grad_var_correction_above_count).
+        # (-0, not NaN, for one element and correction 2) or, without `dim`, gives
+        # where(x == mean, NaN, inf): keep `var`, whose VJP does both (corpus
+        # grad_var_correction_above_count, grad_var_full_reduction_dof_nonpositive).
         return None
     y = _opmath(b, x)
     centered = b.sub(y, b.mean(y, dims=axes, keepdim=True))
