@@ -475,20 +475,44 @@ def matmul(ctx, x: Value, y: Value) -> Value:
     return out
 
 
+# Note [Linear's one rounding]: ATen's linear with a bias takes a fused path (addmm of the
+# flattened input: the products and the bias are summed in float, then rounded once) for a
+# 2-d input, or a contiguous one of rank 3 or with a 1-d bias; otherwise it runs matmul
+# (rounded) then adds the bias (rounded again).  In float16/bfloat16 the two differ by an
+# ulp of the result (corpus linear_bf16_bias_rounds_once), so where eager fuses, refcomp
+# computes a half-precision linear in float32 and rounds once.
+def _fuses_bias(x, weight, bias) -> bool:
+    if bias is None or weight.value.type.rank != 2 or x.value.type.dtype not in (f16, bf16):
+        return False
+    rank = x.value.type.rank
+    return rank == 2 or (x.meta.is_contiguous() and (rank == 3 or bias.value.type.rank == 1))
+
+
 @entry(F.linear, ir_meta=True)
 def _linear(ctx, x, weight, bias=None):
     B = ctx.builder
-    v = x.value
-    wt = B.transpose(weight.value, 0, 1) if weight.value.type.rank == 2 else weight.value
+    v, w = x.value, weight.value
+    b = bias.value if bias is not None else None
+    dtype = v.type.dtype
+    for p in (weight, bias):
+        # ATen's linear promotes nothing (mm and addmm check their operands' dtypes); the
+        # IR's matmul and add would.  Eager raises at the break.
+        if p is not None and p.meta.dtype != x.meta.dtype:
+            raise Unsupported("RB017", f"F.linear: RuntimeError: expected {x.meta.dtype}"
+                                       f" operands, found {p.meta.dtype}")
+    fused = _fuses_bias(x, weight, bias)
+    if fused:
+        v, w, b = (B.cast(t, dtype=f32) for t in (v, w, b))
+    wt = B.transpose(w, 0, 1) if w.type.rank == 2 else w
     if v.type.rank > 2:
         lead = v.type.shape[:-1]
         flat = B.reshape(v, shape=[_prod(lead), v.type.shape[-1]])
         out = B.reshape(B.matmul(flat, wt), shape=list(lead) + [wt.type.shape[-1]])
     else:
         out = B.matmul(v, wt)
-    if bias is not None:
-        out = B.add(out, bias.value)
-    return out
+    if b is not None:
+        out = B.add(out, b)
+    return B.cast(out, dtype=dtype) if fused else out
 
 
 def _pair2(v):
