@@ -599,7 +599,9 @@ def graph_break(draw, env):
         f"{s} = int({a}.sum())",
         f"{out} = OPAQUE({a})",
         f"{out} = OPAQUE({a}.clone())",
-        f"if {a}.sum() > 0:\n    {out} = {a} + 1\nelse:\n    {out} = {a} - 1",
+        # 0.3, not 0: many sums are 0 in exact arithmetic (a layer_norm's rows), and a
+        # branch on their rounding compares rounding (spec/testing.md, "Ties").
+        f"if {a}.sum() > 0.3:\n    {out} = {a} + 1\nelse:\n    {out} = {a} - 1",
         f"{out} = {a} * {a}.max().item()",
         f"print(end='')\n{out} = {a} + 1",
     ]
