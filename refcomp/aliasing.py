@@ -31,25 +31,28 @@ from ir.ops.registry import CREATION, LAYOUT, POINTWISE, RANDOM, REDUCTION
 _IDENTITY_CAPABLE = frozenset({"cast", "clamp"})
 
 
-def _may_alias_operands(node: Node) -> list:
-    """The operand positions whose memory a result of `node` may share.
+def _may_alias_operands(node: Node, result) -> list:
+    """The operand positions whose memory `result` (one of `node`'s outputs) may share.
 
     Layout ops may return a view of their first operand; of the pointwise ops only
     those the eager backend may run as the identity (`cast` to the operand's dtype:
     `Tensor.to`; `clamp` without bounds, codegen/eager.py) may return the operand
     itself, every other pointwise op and every reduction or creation makes a new
     tensor (torch's out-of-place kernels allocate); anything else (extern,
-    composite) may alias any operand of its dtype."""
+    composite) may alias any operand of its dtype (a view has its base's dtype: cummax's
+    int64 indices share no memory with its float operand, so they are not copied, and
+    an in-place op on them reaches the tensor eager's autograd saved: corpus
+    grad_opaque_saved_result_copied_missed_raise)."""
     cat = node.op.category
     if cat in (REDUCTION, CREATION, RANDOM):
         return []
-    out_dtypes = {v.type.dtype for v in node.outputs}
     if cat == LAYOUT:
         return [0] if node.inputs else []
+    dtype = result.type.dtype
     if cat == POINTWISE:
         return [0] if node.op.name in _IDENTITY_CAPABLE and \
-            node.inputs[0].type.dtype in out_dtypes else []
-    return [i for i, v in enumerate(node.inputs) if v.type.dtype in out_dtypes]
+            node.inputs[0].type.dtype == dtype else []
+    return [i for i, v in enumerate(node.inputs) if v.type.dtype == dtype]
 
 
 def output_roots(graph: Graph) -> list:
@@ -66,11 +69,11 @@ def output_roots(graph: Graph) -> list:
                         mine |= roots.get(node.inputs[x], set())
                 roots[v] = mine
             continue
-        shared = set()
-        for i in _may_alias_operands(node):
-            shared |= roots.get(node.inputs[i], set())
         for v in node.outputs:
-            roots[v] = shared | {("val", v)}
+            shared = {("val", v)}
+            for i in _may_alias_operands(node, v):
+                shared |= roots.get(node.inputs[i], set())
+            roots[v] = shared
     return [roots.get(v, {("val", v)}) for v in graph.outputs]
 
 

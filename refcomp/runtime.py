@@ -620,11 +620,15 @@ def build_entry(ctx: TraceContext, output: VT, backend_name: str, options: dict,
         # out= (matmul) would raise "functions with out=... arguments don't support
         # automatic differentiation" (corpus grad_dead_matmul_of_input_requiring_grad).
         fn = _without_grad(fn)
-    detach = frozenset(i for i, rg in enumerate(outs.requires_grad)
-                       if not rg and backend.differentiable and joint is None)
     guards = make_guard_set(ctx, guard_list, list(ctx.input_sources))
     input_keys = _input_keys(ctx, graph, frozen)
     fresh = outputs_to_copy(graph, outs.keys, input_keys)
+    # Outputs eager does not attach to autograd: every one a differentiable backend
+    # returns, and on any backend a copy of a graph input (`x.detach().clone()` folds to
+    # the input's value, and the copy of an input that requires grad would record
+    # autograd: corpus grad_detached_clone_of_input_requires_grad_llvm).
+    detach = frozenset(i for i, rg in enumerate(outs.requires_grad)
+                       if not rg and joint is None and (backend.differentiable or i in fresh))
     rewrap = outputs_to_rewrap(graph, outs.keys, input_keys)
     # Inputs the guards pin contiguous need no contiguity pass at run time.
     contiguous = backend.name not in ("eager", "interp") and not all(pinned)

@@ -3,11 +3,13 @@ itself (twice), x0 a 0-d float64 leaf requiring grad.  Eager's v3 does not requi
 refcomp's llvm output does.  The IR folds the detach and the clone, so v3 is the graph
 input x0's value at a second output.  Found by the thorough gradient profile's
 1,000-program loop (REFCOMP_HYPOTHESIS=thorough, llvm program 705, Nov 27); present
-before this session's gradient work (reproduces on 0525e13).  Open: not investigated
-(the output flags of a folded input value: refcomp/runtime.py detach / aliasing)."""
-STATUS = "open"
+before this session's gradient work (reproduces on 0525e13).  Fixed: the runtime
+copies an output that is a graph input's value (Entry.fresh) with clone(), which records
+autograd; such a copy is now detached where eager's output does not require grad, on every
+backend (it was only on differentiable ones) (refcomp/runtime.py) (issue 11)."""
+STATUS = "fixed"
 GRAD = True
-BACKENDS = ["llvm"]
+BACKENDS = ["interp", "eager", "llvm"]
 SYMPTOM = "grad-flag"
 SOURCE = '''
 def f(x0, x1):

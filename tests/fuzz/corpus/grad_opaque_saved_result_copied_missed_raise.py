@@ -10,10 +10,11 @@ results back as fresh clones (Note [Fresh outputs], refcomp/aliasing.py: an opaq
 result may share memory with its operand), so the change never reaches the saved tensor.
 Found by the gradient soak (`--grad --seed 6`, Nov 27, 1 program of ~1,000 per backend)
 once GRAD_KNOWN_OPEN no longer relaxed the message on interp and eager (llvm never was).
-Open: an opaque result that is fresh in eager should not be cloned (refcomp/aliasing.py
-knows only that an opaque result may alias), or the boundary checks would need what each
-ATen op's node saves (OpDef.saves exists for IR ops only)."""
-STATUS = "open"
+Fixed for results of another dtype than every operand (cummax's int64 indices): a view
+has its base's dtype, so refcomp/aliasing.py no longer copies them (it took the union of
+the node's result dtypes).  Same-dtype results of an opaque call (aminmax's, std_mean's)
+are still copied: corpus grad_opaque_same_dtype_result_copied_missed_raise (issue 11)."""
+STATUS = "fixed"
 GRAD = True
 BACKENDS = ["interp", "eager", "llvm"]
 SYMPTOM = "grad-missed-raise: eager raised RuntimeError: one of the variables needed for gradient computation has been m"
