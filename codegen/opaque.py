@@ -225,9 +225,12 @@ def make_runner(attrs: dict):
             return torch.empty(0, dtype=torch.uint8)
         outs = [] if out is None else flatten_results(out) if isinstance(
             out, (tuple, list)) else [out]
-        if views:
-            outs = [o.clone(memory_format=torch.contiguous_format) if j in views else o
-                    for j, o in enumerate(outs)]
+        # A result torch returns as an operand or a view of one is copied: the traced
+        # `views`, and (cheaply checked) any other, so that no result shares memory
+        # with an operand on any call (refcomp/aliasing.py relies on it).
+        outs = [o.clone(memory_format=torch.contiguous_format)
+                if j in views or any(torch._C._is_alias_of(o, t) for t in tensors) else o
+                for j, o in enumerate(outs)]
         outs += [tensors[i] for i in mutates]
         if len(outs) != n_results:
             raise RuntimeError(f"aten {attrs['fn']}: torch returned {len(outs)} results,"

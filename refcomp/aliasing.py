@@ -31,7 +31,7 @@ from ir.ops.registry import CREATION, LAYOUT, POINTWISE, RANDOM, REDUCTION
 _IDENTITY_CAPABLE = frozenset({"cast", "clamp"})
 
 
-def _may_alias_operands(node: Node, result) -> list:
+def _may_alias_operands(node: Node, result, opaque_fresh: bool) -> list:
     """The operand positions whose memory `result` (one of `node`'s outputs) may share.
 
     Layout ops may return a view of their first operand; of the pointwise ops only
@@ -44,7 +44,11 @@ def _may_alias_operands(node: Node, result) -> list:
     an in-place op on them reaches the tensor eager's autograd saved: corpus
     grad_opaque_saved_result_copied_missed_raise)."""
     cat = node.op.category
-    if cat in (REDUCTION, CREATION, RANDOM):
+    if cat in (REDUCTION, CREATION, RANDOM) or (opaque_fresh and node.op.name == "aten"):
+        # An `aten` node's runner copies every result that shares an operand's memory
+        # (codegen/opaque.py), so aminmax's results reach the caller as the very
+        # tensors eager's autograd saved (corpus
+        # grad_opaque_same_dtype_result_copied_missed_raise).
         return []
     if cat == LAYOUT:
         return [0] if node.inputs else []
@@ -55,13 +59,14 @@ def _may_alias_operands(node: Node, result) -> list:
     return [i for i, v in enumerate(node.inputs) if v.type.dtype == dtype]
 
 
-def output_roots(graph: Graph) -> list:
+def output_roots(graph: Graph, opaque_fresh: bool = True) -> list:
     """For each graph output, the set of graph-input positions and producing values it may
-    share memory with (a fresh result is its own root)."""
+    share memory with (a fresh result is its own root).  `opaque_fresh=False` counts an
+    `aten` result as sharing its operands' memory anyway (for strides: its are ATen's)."""
     roots: dict = {v: {("in", i)} for i, v in enumerate(graph.inputs)}
     for node in graph.nodes:
         if node.body is not None:
-            inner = output_roots(node.body)
+            inner = output_roots(node.body, opaque_fresh)
             for v, r in zip(node.outputs, inner):
                 mine = {("val", v)}
                 for kind, x in r:
@@ -71,7 +76,7 @@ def output_roots(graph: Graph) -> list:
             continue
         for v in node.outputs:
             shared = {("val", v)}
-            for i in _may_alias_operands(node, v):
+            for i in _may_alias_operands(node, v, opaque_fresh):
                 shared |= roots.get(node.inputs[i], set())
             roots[v] = shared
     return [roots.get(v, {("val", v)}) for v in graph.outputs]
@@ -113,5 +118,6 @@ def outputs_maybe_views(graph: Graph) -> frozenset:
     an intermediate): their strides are that view's, not a fresh result's (Note [Output
     layout] in refcomp/runtime.py: `(x + 1).narrow(1, 0, 1).clone()` folds to the narrow
     view of a kernel's buffer)."""
-    return frozenset(i for i, (roots, v) in enumerate(zip(output_roots(graph), graph.outputs))
+    return frozenset(i for i, (roots, v) in enumerate(zip(output_roots(graph, False),
+                                                          graph.outputs))
                      if roots - {("val", v)})

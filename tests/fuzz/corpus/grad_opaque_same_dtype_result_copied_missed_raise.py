@@ -7,11 +7,11 @@ outputs]: refcomp/aliasing.py lets an opaque result of an operand's dtype share 
 operand's memory), so the in-place op never reaches the tensor autograd saved.  The
 int64-indices case (cummax) is fixed: corpus grad_opaque_saved_result_copied_missed_raise.
 Reported by the gradient helper (the thorough gradient test's aminmax / std_mean cases,
-Nov 27).  Open: the runner of an `aten` node copies any result that is a view of an
-operand (codegen/opaque.py), so its results never share operand memory and aliasing.py
-could treat them as fresh; but `outputs_maybe_views` also uses those roots to decide which
-llvm outputs need eager's strides, which has to be separated first."""
-STATUS = "open"
+Nov 27).  Fixed: the runner of an `aten` node copies every result that is an operand or a
+view of one (the traced `views`, and a cheap check on each call: codegen/opaque.py), so
+its results never share operand memory and refcomp/aliasing.py treats them as fresh for
+copies (strides still follow ATen's: `outputs_maybe_views`) (issue 11)."""
+STATUS = "fixed"
 GRAD = True
 BACKENDS = ["interp", "eager", "llvm"]
 SYMPTOM = "grad-missed-raise: eager raised RuntimeError: one of the variables needed for gradient computation has been m"

@@ -13,7 +13,8 @@ once GRAD_KNOWN_OPEN no longer relaxed the message on interp and eager (llvm nev
 Fixed for results of another dtype than every operand (cummax's int64 indices): a view
 has its base's dtype, so refcomp/aliasing.py no longer copies them (it took the union of
 the node's result dtypes).  Same-dtype results of an opaque call (aminmax's, std_mean's)
-are still copied: corpus grad_opaque_same_dtype_result_copied_missed_raise (issue 11)."""
+were still copied then: corpus grad_opaque_same_dtype_result_copied_missed_raise, since
+fixed (issue 11)."""
 STATUS = "fixed"
 GRAD = True
 BACKENDS = ["interp", "eager", "llvm"]
