@@ -385,7 +385,11 @@ def _minmax_builder(reduce_op, arg_op, binary_op):
             # the caller may then modify in place): the values are gathered at the indices
             # (corpus grad_max_dim_ties, grad_min_dim_values_modified_in_place).
             if not x.meta.dim():
-                return (ctx.builder.mul(x.value, 1.0), indices)  # its only element
+                values = ctx.builder.mul(x.value, 1.0)  # its only element
+                # Eager's MaxBackward/MinBackward saves the indices here too (Note [Saved
+                # by eager]: corpus grad_max_dim_of_0d_indices_modified).
+                ctx.eager_saves[values] = (indices,)
+                return (values, indices)
             d = dim % x.meta.dim()
             idx = indices if keepdim else ctx.builder.op("unsqueeze", indices, dim=d)
             values = ctx.builder.op("gather", x.value, idx, dim=d)
