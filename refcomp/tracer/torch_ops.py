@@ -589,6 +589,10 @@ def _adaptive_avg_pool2d(ctx, x, output_size):
     if any(not isinstance(h, int) or o < 1 or h % o for h, o in zip(hw, want)):
         raise Unsupported("RB013", f"adaptive_avg_pool2d from {hw} to {want}: only output"
                                    " sizes that divide the input size are captured")
+    if any(d == 0 for d in x.value.type.shape[-3:-2]):
+        # ATen's avg_pool2d refuses an input with no channels, its adaptive_avg_pool2d
+        # does not (corpus adaptive_avg_pool_of_empty_channels_crash): eager runs it.
+        raise Unsupported("RB013", "adaptive_avg_pool2d of an input with no channels")
     k = [h // o for h, o in zip(hw, want)]
     return _pool2d(ctx, "avg_pool2d", x, {"kernel_size": k, "stride": k})
 
