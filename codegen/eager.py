@@ -272,9 +272,28 @@ def _make_index_select(node, attrs):
     return index_select
 
 
+# Note [Gather under autograd]: ATen's GatherBackward saves its input, so modifying the
+# input in place after the graph makes the backward raise.  The tracer builds max(dim) and
+# min(dim) under grad as a gather at argmax's indices, and eager's MaxBackward saves only
+# the indices (corpus grad_max_dim_input_modified_false_raise).  So an input that requires
+# grad is gathered by advanced indexing, whose IndexBackward saves the indices and the
+# input's sizes; the same values and gradient (index_put with accumulate, as gather's
+# scatter_add).  Where eager's node saves the input (torch.gather itself), refcomp's
+# version checks at graph boundaries raise eager's error (Note [Saved by eager]).
 def _make_gather(node, attrs):
-    d = rules.normalize_dim(attrs["dim"], node.inputs[0].type.rank)
-    return lambda x, index: torch.gather(x, d, _wrap_index(index, x.shape[d]))
+    rank = node.inputs[0].type.rank
+    d = rules.normalize_dim(attrs["dim"], rank)
+
+    def gather(x, index):
+        index = _wrap_index(index, x.shape[d])
+        if not (x.requires_grad and rank):
+            return torch.gather(x, d, index)
+        where = [index if k == d else
+                 torch.arange(n, device=index.device).view([-1 if j == k else 1
+                                                             for j in range(rank)])
+                 for k, n in enumerate(index.shape)]
+        return x[tuple(where)]
+    return gather
 
 
 def _scatter(torch_fn, node, attrs):

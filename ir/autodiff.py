@@ -240,14 +240,19 @@ def saved_by_eager(nodes, diff, reached=None, without_vjp=False, extra=None) -> 
     records and checks, but an in-place op later in the same graph would be traced
     functionally.  `extra`: result value -> the values eager's node for a torch op that
     the tracer built from several IR ops saves (std: its input and result), counted
-    when the node that makes that result runs."""
+    when the node that makes that result runs, instead of what that node's op saves
+    (max(dim)'s gather saves the indices, not the input)."""
     saved: set = set()
     for node in reversed(nodes):
         if not any(v in diff for v in node.inputs):
             continue
-        if extra and (reached is None or any(v in reached for v in node.outputs)):
-            for v in node.outputs:
-                saved.update(extra.get(v, ()))
+        if extra and any(v in extra for v in node.outputs):
+            if reached is None or any(v in reached for v in node.outputs):
+                for v in node.outputs:
+                    saved.update(extra.get(v, ()))
+                if reached is not None:
+                    reached.update(v for v in node.inputs if v in diff)
+            continue
         if node.op.vjp is None and not without_vjp:
             if reached is not None and any(v in reached for v in node.outputs):
                 reached.update(v for v in node.inputs if v in diff)

@@ -553,6 +553,16 @@ def default_passes() -> list:
     return [p for p in DEFAULT_PIPELINE if p in registered]
 
 
+# Note [Composites under autograd]: on a backend that records autograd op by op (`eager`),
+# each IR op is one autograd node, so what the nodes save and how their gradients round
+# follow the IR's ops.  ATen's composites (softmax, log_softmax, layer_norm, batch_norm...)
+# have their own nodes that save less than their decompositions: softmax saves its
+# result, its decomposition's amax saves the input, so modifying the input after the graph
+# raised at backward where eager does not.  Such a graph keeps its composites whole: the
+# default pipeline runs without `decompose` (the eager backend has every composite).
+# Graphs without autograd, and the compiled Function's halves, still decompose.
+
+
 def build_entry(ctx: TraceContext, output: VT, backend_name: str, options: dict,
                 guard_list: list) -> Entry:
     """Graph, backend and runtime plan for a finished trace."""
@@ -573,12 +583,6 @@ def build_entry(ctx: TraceContext, output: VT, backend_name: str, options: dict,
 
         frozen = freeze_entry(ctx, graph, guard_list)
         graph, guard_list = frozen.graph, guard_list + frozen.guards
-    passes = options["passes"] if options["passes"] is not None else default_passes()
-    print_ir = logs.graph_captured(graph)  # REFCOMP_LOGS=ir: after capture, after each pass
-    if passes:
-        from ir.passes.manager import run_pipeline
-
-        graph = run_pipeline(graph, passes, **print_ir)
     notes = list(frozen.notes) if frozen is not None else []
     notes += outs.notes
     if not backend_name:  # compile(backend=None): pick by the graph's device
@@ -593,6 +597,17 @@ def build_entry(ctx: TraceContext, output: VT, backend_name: str, options: dict,
             notes.append(f"autograd: outputs require grad and {refusal}, so this graph runs"
                          f" on 'eager' (autograd records op by op)")
             backend = get_backend("eager")
+    passes = options["passes"]
+    if passes is None:
+        passes = default_passes()
+        if needs_grad and backend.differentiable:
+            # Note [Composites under autograd]
+            passes = [p for p in passes if p != "decompose"]
+    print_ir = logs.graph_captured(graph)  # REFCOMP_LOGS=ir: after capture, after each pass
+    if passes:
+        from ir.passes.manager import run_pipeline
+
+        graph = run_pipeline(graph, passes, **print_ir)
     backend_options = dict(options["backend_options"])
     pinned = pinned_contiguous(guard_list, ctx.input_sources)
     if backend.inputs_guarded:  # the guards vouch: See Note [Guarded inputs]

@@ -163,7 +163,8 @@ def defop(
 # tensor an earlier op saved breaks the graph (RB010), so it runs in eager on an output.
 # The facts are per IR op: a torch op the tracer builds from several IR ops is judged by
 # those ops' saves unless its builder declares eager's (TraceContext.eager_saves: std,
-# vector norms, leaky_relu).
+# vector norms, leaky_relu, max/min(dim)), which count instead of the saves of the op that
+# makes the declared result.
 # `saves_all(...)`: every operand's gradient needs the same tensors.
 RESULT = "result"
 

@@ -393,6 +393,10 @@ def _minmax_builder(reduce_op, arg_op, binary_op):
             d = dim % x.meta.dim()
             idx = indices if keepdim else ctx.builder.op("unsqueeze", indices, dim=d)
             values = ctx.builder.op("gather", x.value, idx, dim=d)
+            # MaxBackward/MinBackward saves the indices, where gather's node saves its
+            # input too (Note [Saved by eager]: x modified in place after the graph
+            # does not raise at backward; corpus grad_max_dim_input_modified_false_raise).
+            ctx.eager_saves[values] = (indices,)
             if not keepdim:
                 values = ctx.builder.op("squeeze", values, dims=[d])
             return (values, indices)

@@ -62,10 +62,6 @@ CASES = [issue_11_minimal, clone_of_input, cse_twins, clone_then_mutate_input,
 @pytest.mark.parametrize("backend", BACKENDS)
 @pytest.mark.parametrize("f", CASES, ids=lambda f: f.__name__)
 def test_output_aliasing_like_eager(f, backend):
-    if f is view_of_output and backend == "interp":
-        pytest.xfail("open: interp computes a returned view of a returned intermediate as its"
-                     " own array, so writing one output does not reach the other (values are"
-                     " right; eager/llvm return views)")
     n = 2 if f is issue_11_minimal else 1
     assert_like_eager(f, lambda: tuple(torch.randn(3, 4) for _ in range(n)), backend)
 

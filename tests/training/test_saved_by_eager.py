@@ -47,6 +47,9 @@ OPS = {
     "cat": lambda x, y: torch.cat([x, y]),  # nothing
     "clamp": lambda x, y: x.clamp(-0.5, 0.5),  # input
     "topk": lambda x, y: x.topk(1, dim=0).values,  # indices (an aten call: its own node)
+    "max_dim": lambda x, y: x.max(1).values,  # indices (built as a gather: Note [Gather
+    "min_dim_keepdim": lambda x, y: x.min(0, keepdim=True)[0],  # under autograd])
+    "gather": lambda x, y: x.gather(1, torch.tensor([[0, 2], [1, 1], [3, 0]])),  # input
     "clone_beside_sin": lambda x, y: x.clone() + 0 * x.sin(),  # the clone is x's value
     "clone_and_sin": lambda x, y: torch.stack([x.clone(), x.sin()]),
 }
@@ -73,13 +76,7 @@ def _run(fn):
         return e
 
 
-# The eager backend runs softmax decomposed (the decompose pass): its amax saves x, so
-# the backward raises where eager's softmax (which saves only its result) does not.
-_DECOMPOSED = pytest.mark.xfail(strict=True, reason="eager backend: decomposed softmax's"
-                                " amax saves its input")
-CASES = [pytest.param(backend, name, modify,
-                      marks=[_DECOMPOSED] if backend == "eager" and modify == "x" and
-                      name in ("softmax", "log_softmax") else [])
+CASES = [(backend, name, modify)
          for backend in ("interp", "eager") for name in sorted(OPS) for modify in "xr"]
 
 
