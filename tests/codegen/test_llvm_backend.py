@@ -1,6 +1,8 @@
 """The "llvm" backend equals the interpreter: on random graphs, on strided inputs, per dtype.
 
-Compile time dominates (tens of ms of LLVM per graph), so example budgets are small.
+Compile time dominates (tens of ms of LLVM per graph), so example budgets are small.  The
+contracts llvm shares with the triton backend (dtypes, fallbacks, the kernel cache, extern
+matmul, runtime sizes, refused calls, half casts) are in test_kernel_backends.py.
 """
 
 import numpy as np
@@ -14,6 +16,7 @@ from codegen import stats
 from codegen.backends import get_backend
 from codegen.torch_bridge import from_numpy, to_numpy
 from ir.types import bf16, f16
+from tests.codegen.kernel_backends import assert_matches, check_equals_interpreter
 from tests.strategies import graphs
 
 
@@ -21,39 +24,11 @@ def compile_llvm(graph):
     return get_backend("llvm").compile_graph(graph, {})
 
 
-def strided(t: torch.Tensor) -> torch.Tensor:
-    """The same values in a non-contiguous tensor (every other element of a wider one)."""
-    if t.dim() == 0 or t.numel() == 0:
-        return t
-    wide = torch.zeros(*t.shape[:-1], 2 * t.shape[-1], dtype=t.dtype)
-    wide[..., ::2] = t
-    view = wide[..., ::2]
-    assert not view.is_contiguous() or t.shape[-1] <= 1
-    return view
-
-
-def assert_matches(got, want, dtype):
-    got = to_numpy(got)
-    if dtype.is_float:
-        np.testing.assert_allclose(got, want, rtol=3e-5, atol=3e-5, equal_nan=True)
-    else:
-        np.testing.assert_array_equal(got, want)
-
-
 @settings(max_examples=20)
 @given(graphs(max_nodes=6), st.booleans())
 def test_llvm_equals_interpreter_on_random_graphs(case, make_strided):
     graph, args = case
-    fn = compile_llvm(graph)
-    tensors = [from_numpy(a, v.type.dtype) for a, v in zip(args, graph.inputs)]
-    if make_strided:
-        tensors = [strided(t) for t in tensors]
-    expected = ir.run(graph, args)
-    results = fn(*tensors)
-    assert len(results) == len(expected)
-    for got, want, v in zip(results, expected, graph.outputs):
-        assert tuple(got.shape) == want.shape
-        assert_matches(got, want, v.type.dtype)
+    check_equals_interpreter(compile_llvm(graph), graph, args, make_strided)
 
 
 @settings(max_examples=10)
@@ -73,29 +48,6 @@ def test_llvm_half_precision_graphs_compute_in_f32(case):
             np.testing.assert_array_equal(got, want)
 
 
-DTYPE_GRAPH = """
-func @f(%x: {t}[6,5], %y: {t}[6,5]) -> ({t}[6,5], {t}[6], bool[6,5]) {{
-  %0 = mul %x, %y : {t}[6,5]
-  %1 = maximum %0, %x : {t}[6,5]
-  %2 = amax %1 {{dims=[1]}} : {t}[6]
-  %3 = ge %1, %y : bool[6,5]
-  return %1, %2, %3
-}}"""
-
-
-@pytest.mark.parametrize("dtype", ["f32", "f64", "i64", "i32", "f16", "bf16"])
-def test_each_dtype(dtype):
-    graph = ir.parse(DTYPE_GRAPH.format(t=dtype))
-    rng = np.random.default_rng(1)
-    dt = graph.inputs[0].type.dtype
-    args = [rng.integers(-9, 9, (6, 5)).astype(dt.np) if dt.is_int else
-            rng.standard_normal((6, 5)).astype(dt.np) for _ in range(2)]
-    tensors = [from_numpy(a, dt) for a in args]
-    expected = ir.run(graph, args)
-    for got, want, v in zip(compile_llvm(graph)(*tensors), expected, graph.outputs):
-        assert_matches(got, want, v.type.dtype)
-
-
 def test_bool_and_integer_division_edge_cases():
     graph = ir.parse("""
 func @f(%a: i64[6], %b: i64[6], %c: bool[6]) -> (i64[6], i64[6], bool[6]) {
@@ -110,81 +62,6 @@ func @f(%a: i64[6], %b: i64[6], %c: bool[6]) -> (i64[6], i64[6], bool[6]) {
     outs = compile_llvm(graph)(*(torch.from_numpy(x) for x in (a, b, c)))
     for got, want in zip(outs, ir.run(graph, [a, b, c])):
         np.testing.assert_array_equal(got.numpy(), want)
-
-
-def test_unlowerable_node_falls_back_and_is_counted():
-    graph = ir.parse("""
-func @f(%x: f32[4,5]) -> i64[4] {
-  %0 = exp %x : f32[4,5]
-  %1 = argmax %0 {dim=1} : i64[4]
-  return %1
-}""")
-    before = stats.snapshot()["fallback_nodes"]
-    x = np.random.default_rng(2).standard_normal((4, 5)).astype(np.float32)
-    (got,) = compile_llvm(graph)(torch.from_numpy(x))
-    np.testing.assert_array_equal(got.numpy(), ir.run(graph, [x])[0])
-    assert stats.snapshot()["fallback_nodes"] > before
-
-
-def test_matmul_is_an_extern_call_between_kernels():
-    graph = ir.parse("""
-func @f(%x: f32[8,16], %w: f32[16,4]) -> f32[8,4] {
-  %0 = relu %x : f32[8,16]
-  %1 = matmul %0, %w : f32[8,4]
-  %2 = tanh %1 : f32[8,4]
-  return %2
-}""")
-    fn = compile_llvm(graph)
-    rng = np.random.default_rng(3)
-    x = rng.standard_normal((8, 16)).astype(np.float32)
-    w = rng.standard_normal((16, 4)).astype(np.float32)
-    calls = stats.snapshot()["extern_calls"]
-    (got,) = fn(torch.from_numpy(x), torch.from_numpy(w))
-    np.testing.assert_allclose(got.numpy(), ir.run(graph, [x, w])[0], rtol=1e-5, atol=1e-5)
-    assert stats.snapshot()["extern_calls"] == calls + 1
-    assert len(fn.compiled.kernels) == 2
-
-
-def test_symbolic_sizes_compile_once_for_every_size():
-    # Note [Runtime sizes]: the kernel takes s0 as an argument; new sizes compile nothing.
-    graph = ir.parse("""
-func @f(%x: f32[s0,3]) -> f32[s0] {
-  %0 = sigmoid %x : f32[s0,3]
-  %1 = sum %0 {dims=[1]} : f32[s0]
-  return %1
-}""")
-    fn = compile_llvm(graph)
-    (kernel,) = fn.compiled.kernels
-    assert [str(p) for p in kernel.params] == ["s0"]
-    compiled = stats.snapshot()["kernels_compiled"]
-    for n in (2, 5, 2, 9):
-        x = np.random.default_rng(n).standard_normal((n, 3)).astype(np.float32)
-        (got,) = fn(torch.from_numpy(x))
-        np.testing.assert_allclose(got.numpy(), ir.run(graph, [x])[0], rtol=1e-5, atol=1e-6)
-    assert stats.snapshot()["kernels_compiled"] == compiled
-
-
-def test_same_kernel_is_compiled_once():
-    text = """
-func @f(%x: f32[7,3]) -> f32[7,3] {
-  %0 = neg %x : f32[7,3]
-  %1 = exp %0 : f32[7,3]
-  return %1
-}"""
-    compile_llvm(ir.parse(text))
-    hits = stats.snapshot()["kernel_cache_hits"]
-    compile_llvm(ir.parse(text))
-    assert stats.snapshot()["kernel_cache_hits"] == hits + 1
-
-
-def test_wrong_input_shape_is_refused():
-    graph = ir.parse("""
-func @f(%x: f32[4]) -> f32[4] {
-  %0 = abs %x : f32[4]
-  return %0
-}""")
-    with pytest.raises(TypeError, match="compiled for"):
-        compile_llvm(graph)(torch.zeros(5))
 
 
 @pytest.mark.parametrize("tile", [None, 512])
@@ -250,54 +127,6 @@ func @f(%x: f32[300,300]) -> (f32[300,300], f32[300]) {
         torch.set_num_threads(threads)
     for got, want in zip(results, ir.run(graph, [x])):
         np.testing.assert_allclose(got.numpy(), want, rtol=1e-5, atol=1e-5)
-
-
-# Values an explicit cast to f16/bf16 must round like eager: ties (to even), just above
-# ties, f16 subnormals and underflow, overflow, signed zero, inf, NaN; for f64 and i64
-# sources values whose rounding to f32 first lands on a tie (torch rounds through f32).
-HALF_CAST_VALUES = {
-    "f32": [1 + 2**-11, 1 + 3 * 2**-11, 1 + 2**-11 + 2**-20, 1 + 2**-8, 1 + 3 * 2**-8,
-            1 + 2**-8 + 2**-20, 3e-6, 1e-8, 7e4, 4e38 / 2, -0.0, 0.1, -2.7, float("inf"),
-            float("nan")],
-    "f64": [1 + 2**-11 + 2**-40, 1 + 2**-8 + 2**-40, 1 + 2**-11, 0.1, -1e-9, 1e300],
-    "i64": [2**24 + 2**16 + 1, 2049, 2051, -70000, 3, 0],
-}
-
-
-@pytest.mark.parametrize("half", ["f16", "bf16"])
-@pytest.mark.parametrize("src", ["f32", "f64", "i64"])
-def test_explicit_half_casts_round_like_eager(src, half):
-    # Note [Half casts] (codegen/lower.py): x.to(half).float() loses the bits eager loses.
-    from codegen.kernel_numpy import run_kernel
-
-    values = HALF_CAST_VALUES[src] + [-v for v in HALF_CAST_VALUES[src]]
-    n = len(values)
-    graph = ir.parse(f"""
-func @f(%x: {src}[{n}]) -> (f32[{n}], f32[{n}], {half}[{n}]) {{
-  %0 = cast %x {{dtype={half}}} : {half}[{n}]
-  %1 = cast %0 {{dtype=f32}} : f32[{n}]
-  %2 = cast %x {{dtype=f64}} : f64[{n}]
-  %3 = cast %2 {{dtype={half}}} : {half}[{n}]
-  %4 = cast %3 {{dtype=f32}} : f32[{n}]
-  %5 = mul %1, %4 : f32[{n}]
-  %6 = cast %5 {{dtype={half}}} : {half}[{n}]
-  return %1, %4, %6
-}}""")
-    tdtype = {"f32": torch.float32, "f64": torch.float64, "i64": torch.int64}[src]
-    thalf = {"f16": torch.float16, "bf16": torch.bfloat16}[half]
-    x = torch.tensor(values, dtype=torch.float64).to(tdtype)
-    a = x.to(thalf).float()
-    b = x.double().to(thalf).float()
-    expected = [a, b, (a * b).to(thalf)]
-    fn = compile_llvm(graph)
-    (kernel,) = fn.compiled.kernels
-    for got, want in zip(fn(x), expected):
-        torch.testing.assert_close(got, want, rtol=0, atol=0, equal_nan=True)
-    buffers = {"in0": to_numpy(x)}
-    buffers.update({f"out{j}": np.zeros(n, np.float32) for j in range(3)})
-    run_kernel(kernel, buffers)  # the numpy executor rounds the same way
-    for j, want in enumerate(expected):
-        np.testing.assert_array_equal(buffers[f"out{j}"], to_numpy(want.float()))
 
 
 @pytest.mark.parametrize("offset", [0, 1])

@@ -3,7 +3,9 @@
 Every launch in interpreter mode costs ~0.1-0.2 s (Triton patches its language
 module per launch), and importing triton ~5 s once per process, so example
 budgets are small and shapes tiny.  On a machine with CUDA the same tests
-would need CUDA tensors; they run here only in interpreter mode.
+would need CUDA tensors; they run here only in interpreter mode.  The contracts triton
+shares with the llvm backend (dtypes, fallbacks, the kernel cache, extern matmul, runtime
+sizes, refused calls, half casts) are in test_kernel_backends.py.
 """
 
 import numpy as np
@@ -15,7 +17,8 @@ from hypothesis import strategies as st
 import ir
 from codegen import stats
 from codegen.backends import get_backend
-from codegen.torch_bridge import from_numpy, to_numpy
+from tests.codegen.kernel_backends import check_equals_interpreter
+from tests.frontend.test_random_programs import check_compiled_program_equals_eager
 from tests.frontend.test_random_programs import programs as random_programs
 from tests.strategies import graphs
 
@@ -30,38 +33,13 @@ def compile_triton(graph, **options):
     return get_backend("triton").compile_graph(graph, options)
 
 
-def assert_matches(got, want, dtype):
-    got = to_numpy(got)
-    if dtype.is_float:
-        np.testing.assert_allclose(got, want, rtol=3e-5, atol=3e-5, equal_nan=True)
-    else:
-        np.testing.assert_array_equal(got, want)
-
-
-def strided(t: torch.Tensor) -> torch.Tensor:
-    """The same values in a non-contiguous tensor (every other element of a wider one)."""
-    if t.dim() == 0 or t.numel() == 0:
-        return t
-    wide = torch.zeros(*t.shape[:-1], 2 * t.shape[-1], dtype=t.dtype)
-    wide[..., ::2] = t
-    return wide[..., ::2]
-
-
 @settings(max_examples=12, deadline=None)
 @given(graphs(max_nodes=5), st.booleans(), st.sampled_from([1024, 2]))
 def test_triton_equals_interpreter_on_random_graphs(case, make_strided, max_rblock):
     """max_rblock=2 makes every reduction over more than 2 points a looped one."""
     graph, args = case
-    fn = compile_triton(graph, max_rblock=max_rblock)
-    tensors = [from_numpy(a, v.type.dtype) for a, v in zip(args, graph.inputs)]
-    if make_strided:
-        tensors = [strided(t) for t in tensors]
-    expected = ir.run(graph, args)
-    results = fn(*tensors)
-    assert len(results) == len(expected)
-    for got, want, v in zip(results, expected, graph.outputs):
-        assert tuple(got.shape) == want.shape
-        assert_matches(got, want, v.type.dtype)
+    check_equals_interpreter(compile_triton(graph, max_rblock=max_rblock), graph, args,
+                             make_strided)
 
 
 # --- hand-written regions: Triton == the Kernel numpy executor == ir.run ----------------------
@@ -221,32 +199,7 @@ def test_integer_division_by_zero_and_negative_operands(dtype):
         np.testing.assert_array_equal(g.numpy(), w, err_msg=f"output {k}")
 
 
-DTYPE_GRAPH = """
-func @f(%x: {t}[6,5], %y: {t}[6,5]) -> ({t}[6,5], {t}[6], bool[6,5]) {{
-  %0 = mul %x, %y : {t}[6,5]
-  %1 = maximum %0, %x : {t}[6,5]
-  %2 = amax %1 {{dims=[1]}} : {t}[6]
-  %3 = ge %1, %y : bool[6,5]
-  return %1, %2, %3
-}}"""
-
-
-@pytest.mark.parametrize("dtype", ["f16", "bf16", "i32", "u8"])
-def test_storage_dtypes(dtype):
-    graph = ir.parse(DTYPE_GRAPH.format(t=dtype))
-    rng = np.random.default_rng(1)
-    dt = graph.inputs[0].type.dtype
-    args = [rng.integers(0 if dt.kind == "uint" else -9, 9, (6, 5)).astype(dt.np) if dt.is_int
-            else rng.standard_normal((6, 5)).astype(dt.np) for _ in range(2)]
-    tensors = [from_numpy(a, dt) for a in args]
-    for got, want, v in zip(compile_triton(graph)(*tensors), ir.run(graph, args),
-                            graph.outputs):
-        assert got.dtype == tensors[0].dtype or v.type.dtype.is_bool
-        assert_matches(got, want, v.type.dtype)
-
-
-def test_bool_reductions():
-    graph = ir.parse("""
+BOOL_REDUCTIONS = """
 func @f(%x: f32[4,7]) -> (bool[4], bool[4], i64[4]) {
   %h = full {value=0.5} : f32[]
   %0 = gt %x, %h : bool[4,7]
@@ -254,7 +207,11 @@ func @f(%x: f32[4,7]) -> (bool[4], bool[4], i64[4]) {
   %2 = all %0 {dims=[1]} : bool[4]
   %3 = sum %0 {dims=[1]} : i64[4]
   return %1, %2, %3
-}""")
+}"""
+
+
+def test_bool_reductions():
+    graph = ir.parse(BOOL_REDUCTIONS)
     x = np.random.default_rng(3).standard_normal((4, 7)).astype(np.float32)
     x[2] = 1.0  # a row where all() holds
     for got, want in zip(compile_triton(graph, max_rblock=4)(torch.from_numpy(x)),
@@ -297,22 +254,6 @@ func @f(%x: f32[0,3]) -> f32[3,0] {
 
 # --- the runtime around the kernels -----------------------------------------------------------
 
-def test_unlowerable_node_falls_back_and_is_counted():
-    graph = ir.parse("""
-func @f(%x: f32[4,5]) -> i64[4] {
-  %0 = exp %x : f32[4,5]
-  %1 = argmax %0 {dim=1} : i64[4]
-  return %1
-}""")
-    before = stats.snapshot()
-    x = np.random.default_rng(2).standard_normal((4, 5)).astype(np.float32)
-    (got,) = compile_triton(graph)(torch.from_numpy(x))
-    np.testing.assert_array_equal(got.numpy(), ir.run(graph, [x])[0])
-    after = stats.snapshot()
-    assert after["fallback_nodes"] > before["fallback_nodes"]
-    assert after["fallback_calls"] > before["fallback_calls"]
-
-
 def test_a_kernel_without_triton_form_falls_back_and_is_counted():
     graph = ir.parse("""
 func @f(%a: i64[5], %b: i64[5]) -> i64[5] {
@@ -328,59 +269,6 @@ func @f(%a: i64[5], %b: i64[5]) -> i64[5] {
     after = stats.snapshot()
     assert after["fallback_nodes"] == before["fallback_nodes"] + 1
     assert "no Triton kernel: pow on i64" in after["fallback_reasons"][-1]
-
-
-def test_same_kernel_is_emitted_and_loaded_once():
-    text = """
-func @f(%x: f32[7,3]) -> f32[7,3] {
-  %0 = neg %x : f32[7,3]
-  %1 = exp %0 : f32[7,3]
-  return %1
-}"""
-    compile_triton(ir.parse(text))
-    before = stats.snapshot()
-    compile_triton(ir.parse(text))
-    after = stats.snapshot()
-    assert after["kernel_cache_hits"] == before["kernel_cache_hits"] + 1
-    assert after["kernels_compiled"] == before["kernels_compiled"]
-
-
-def test_matmul_is_an_extern_call_between_kernels():
-    graph = ir.parse("""
-func @f(%x: f32[8,16], %w: f32[16,4]) -> f32[8,4] {
-  %0 = relu %x : f32[8,16]
-  %1 = matmul %0, %w : f32[8,4]
-  %2 = tanh %1 : f32[8,4]
-  return %2
-}""")
-    fn = compile_triton(graph)
-    rng = np.random.default_rng(3)
-    x = rng.standard_normal((8, 16)).astype(np.float32)
-    w = rng.standard_normal((16, 4)).astype(np.float32)
-    calls = stats.snapshot()["extern_calls"]
-    (got,) = fn(torch.from_numpy(x), torch.from_numpy(w))
-    np.testing.assert_allclose(got.numpy(), ir.run(graph, [x, w])[0], rtol=1e-5, atol=1e-5)
-    assert stats.snapshot()["extern_calls"] == calls + 1
-    assert len(fn.compiled.kernels) == 2 and len(fn.compiled.sources) == 2
-
-
-def test_symbolic_sizes_compile_once_for_every_size():
-    # Note [Runtime sizes]: the kernel takes s0 as an argument; new sizes compile nothing.
-    graph = ir.parse("""
-func @f(%x: f32[s0,3]) -> f32[s0] {
-  %0 = sigmoid %x : f32[s0,3]
-  %1 = sum %0 {dims=[1]} : f32[s0]
-  return %1
-}""")
-    fn = compile_triton(graph)
-    (kernel,) = fn.compiled.kernels
-    assert [str(p) for p in kernel.params] == ["s0"]
-    compiled = stats.snapshot()["kernels_compiled"]
-    for n in (2, 5, 2, 9):
-        x = np.random.default_rng(n).standard_normal((n, 3)).astype(np.float32)
-        (got,) = fn(torch.from_numpy(x))
-        np.testing.assert_allclose(got.numpy(), ir.run(graph, [x])[0], rtol=1e-5, atol=1e-6)
-    assert stats.snapshot()["kernels_compiled"] == compiled
 
 
 def test_symbolic_slice_bounds_and_size_values_compile_once_for_every_size():
@@ -400,20 +288,6 @@ func @f(%x: f32[s0,s1]) -> f32[s0,2] {
         np.testing.assert_allclose(got.numpy(), x[:, m - 2:] / n, rtol=1e-6)
         np.testing.assert_allclose(got.numpy(), ir.run(graph, [x])[0], rtol=1e-6)
     assert stats.snapshot()["kernels_compiled"] == compiled
-
-
-def test_wrong_input_shape_and_unknown_option_are_refused():
-    graph = ir.parse("""
-func @f(%x: f32[4]) -> f32[4] {
-  %0 = abs %x : f32[4]
-  return %0
-}""")
-    with pytest.raises(TypeError, match="compiled for"):
-        compile_triton(graph)(torch.zeros(5))
-    with pytest.raises(TypeError, match="takes 1 tensors, got 2"):
-        compile_triton(graph)(torch.zeros(4), torch.zeros(4))
-    with pytest.raises(ValueError, match="valid: fuse, max_rblock"):
-        compile_triton(graph, block=4)
 
 
 # --- the memory plan: one arena, as on the CPU (spec/memory.md, "Runtime") ------------------
@@ -556,48 +430,7 @@ def test_refcomp_compile_with_the_triton_backend():
 @given(random_programs())
 def test_random_programs_equal_eager(program):
     """The frontend's random-program property (tests/frontend) through the triton backend."""
-    import refcomp
-    from tests.frontend.test_random_programs import _load, _make
-
-    source, dtype, shape, layouts, seed = program
-    f = _load(source)
-    gen = torch.Generator().manual_seed(seed)
-    args = [_make(shape, dtype, layout, gen) for layout in layouts]
-    try:
-        want = f(*[a.clone() for a in args])
-    except Exception:
-        return  # invalid in eager (e.g. a shape mismatch): nothing to compare
-    got = refcomp.compile(f, backend="triton")(*args)
-    for g, w in zip(got, want, strict=True):
-        assert g.dtype == w.dtype and g.shape == w.shape, source
-        tol = 1e-4 if dtype == torch.float32 else 1e-9
-        torch.testing.assert_close(g, w, rtol=tol, atol=tol, equal_nan=True,
-                                   msg=lambda m: f"{source}\n{m}")
-
-
-@pytest.mark.parametrize("half", ["f16", "bf16"])
-@pytest.mark.parametrize("src", ["f32", "f64"])
-def test_explicit_half_casts_round_like_eager(src, half):
-    # Note [Half casts] (codegen/lower.py): x.to(half).float() loses the bits eager
-    # loses; the llvm backend's test of the same name has the value table.
-    from tests.codegen.test_llvm_backend import HALF_CAST_VALUES
-
-    values = HALF_CAST_VALUES[src] + [-v for v in HALF_CAST_VALUES[src]]
-    n = len(values)
-    graph = ir.parse(f"""
-func @f(%x: {src}[{n}]) -> (f32[{n}], {half}[{n}]) {{
-  %0 = cast %x {{dtype={half}}} : {half}[{n}]
-  %1 = cast %0 {{dtype=f32}} : f32[{n}]
-  %2 = mul %1, %1 : f32[{n}]
-  %3 = cast %2 {{dtype={half}}} : {half}[{n}]
-  return %1, %3
-}}""")
-    tdtype = {"f32": torch.float32, "f64": torch.float64}[src]
-    thalf = {"f16": torch.float16, "bf16": torch.bfloat16}[half]
-    x = torch.tensor(values, dtype=torch.float64).to(tdtype)
-    a = x.to(thalf).float()
-    for got, want in zip(compile_triton(graph)(x), [a, (a * a).to(thalf)]):
-        torch.testing.assert_close(got, want, rtol=0, atol=0, equal_nan=True)
+    check_compiled_program_equals_eager(program, "triton")
 
 
 def test_a_cuda_graph_is_not_refused_as_cpu_on_a_gpu_machine(monkeypatch):

@@ -4,8 +4,8 @@ Triton's interpreter is permissive (it runs Python on numpy); its GPU compiler
 is not.  `compile_for_gpu` runs the real compiler (Triton IR -> PTX -> cubin,
 for sm_90) without a GPU, so the kernels CI checks for values are also checked
 to be valid GPU programs.  ~1 s per new kernel (Triton caches compiled kernels
-on disk), so the graphs are the hand-written ones of test_triton_backend.py and
-a small random sample.
+on disk), so the graphs are the hand-written ones of test_triton_backend.py (and
+kernel_backends.py's DTYPE_GRAPH) and a small random sample.
 """
 
 import pytest
@@ -16,6 +16,7 @@ import ir
 from codegen.lower import Unsupported, lower_region
 from ir.passes.registry import get_pass
 from tests.codegen import test_triton_backend as cases
+from tests.codegen.kernel_backends import DTYPE_GRAPH
 from tests.strategies import graphs
 
 pytest.importorskip("triton")
@@ -55,21 +56,10 @@ def test_hand_written_regions_compile_for_sm90(name, max_rblock):
     assert_compiles(kernel, max_rblock)
 
 
-BOOL_REDUCTIONS = """
-func @f(%x: f32[4,7]) -> (bool[4], bool[4], i64[4]) {
-  %h = full {value=0.5} : f32[]
-  %0 = gt %x, %h : bool[4,7]
-  %1 = any %0 {dims=[1]} : bool[4]
-  %2 = all %0 {dims=[1]} : bool[4]
-  %3 = sum %0 {dims=[1]} : i64[4]
-  return %1, %2, %3
-}"""
-
-
 @pytest.mark.parametrize("text, dtype", [
     (cases.FLOAT_OPS, "f32"), (cases.FLOAT_OPS, "f64"), (cases.INT_OPS, "i64"),
-    (cases.INT_OPS, "i8"), (cases.DTYPE_GRAPH, "bf16"), (cases.DTYPE_GRAPH, "f16"),
-    (cases.DTYPE_GRAPH, "u8"), (BOOL_REDUCTIONS, ""),
+    (cases.INT_OPS, "i8"), (DTYPE_GRAPH, "bf16"), (DTYPE_GRAPH, "f16"),
+    (DTYPE_GRAPH, "u8"), (cases.BOOL_REDUCTIONS, ""),
 ], ids=["float_ops-f32", "float_ops-f64", "int_ops-i64", "int_ops-i8", "dtypes-bf16",
         "dtypes-f16", "dtypes-u8", "bool_reductions"])
 def test_vocabulary_and_dtypes_compile_for_sm90(text, dtype):

@@ -97,25 +97,49 @@ def _load(source, counter=[0]):
     return namespace["f"]
 
 
+def _eager(f, shape, dtype, layouts, gen):
+    """(inputs, eager results): inputs of `shape` drawn from `gen`, f run on copies of them;
+    results None where eager raises (an invalid program, e.g. a shape mismatch)."""
+    args = [_make(shape, dtype, layout, gen) for layout in layouts]
+    try:
+        return args, f(*[a.clone() for a in args])
+    except Exception:
+        return args, None
+
+
+def _assert_equal(got, want, source, dtype):
+    """Compiled results equal eager's: dtype, shape and values (within TOLERANCE)."""
+    for g, w in zip(got, want, strict=True):
+        assert g.dtype == w.dtype and g.shape == w.shape, source
+        tol = TOLERANCE.get(dtype, 0)
+        torch.testing.assert_close(g, w, rtol=tol, atol=tol, equal_nan=True,
+                                   msg=lambda m: f"{source}\n{m}")
+
+
+def check_compiled_program_equals_eager(program, backend):
+    """A drawn program compiled by refcomp.compile with `backend` equals eager (the property
+    the kernel backends' tests run: tests/codegen/test_llvm_programs.py and
+    test_triton_backend.py)."""
+    source, dtype, shape, layouts, seed = program
+    f = _load(source)
+    args, want = _eager(f, shape, dtype, layouts, torch.Generator().manual_seed(seed))
+    if want is None:
+        return  # the program is invalid in eager: nothing to compare
+    _assert_equal(refcomp.compile(f, backend=backend)(*args), want, source, dtype)
+
+
 @settings(max_examples=60)
 @given(programs(half=True), st.sampled_from(["eager", "interp"]))
 def test_random_programs_equal_eager(program, backend):
     source, dtype, shape, layouts, seed = program
     f = _load(source)
-    gen = torch.Generator().manual_seed(seed)
-    args = [_make(shape, dtype, layout, gen) for layout in layouts]
-    try:
-        want = f(*[a.clone() for a in args])
-    except Exception:
+    args, want = _eager(f, shape, dtype, layouts, torch.Generator().manual_seed(seed))
+    if want is None:
         return  # the program is invalid in eager (e.g. a shape mismatch): nothing to compare
     report = refcomp.explain(f, *args, backend=backend)
     assert not any(r["id"] == "RB018" for r in report.break_reasons), str(report)
     assert report.graph_count == 1, f"{source}\n{report}"
-    for got, exp in zip(report.result, want, strict=True):
-        assert got.dtype == exp.dtype and got.shape == exp.shape, source
-        tol = TOLERANCE.get(dtype, 0)
-        torch.testing.assert_close(got, exp, rtol=tol, atol=tol, equal_nan=True,
-                                   msg=lambda m: f"{source}\n{m}")
+    _assert_equal(report.result, want, source, dtype)
 
 
 @settings(max_examples=15)
@@ -143,17 +167,10 @@ def test_random_programs_with_dynamic_batch_equal_eager(program, other_rows):
     cf = refcomp.compile(f, backend="eager", dynamic=True)
     gen = torch.Generator().manual_seed(seed)
     for n in (max(rows, 2), other_rows):
-        args = [_make((n, cols), dtype, layout, gen) for layout in layouts]
-        try:
-            want = f(*[a.clone() for a in args])
-        except Exception:
+        args, want = _eager(f, (n, cols), dtype, layouts, gen)
+        if want is None:
             return
-        got = cf(*args)
-        for g, w in zip(got, want, strict=True):
-            assert g.dtype == w.dtype and g.shape == w.shape, source
-            tol = TOLERANCE.get(dtype, 0)
-            torch.testing.assert_close(g, w, rtol=tol, atol=tol, equal_nan=True,
-                                       msg=lambda m: f"{source}\n{m}")
+        _assert_equal(cf(*args), want, source, dtype)
     assert not any(e.reason is not None and e.reason.rid == "RB018"
                    for e in cf.cache.entries), source
 
@@ -169,17 +186,11 @@ def test_random_programs_at_several_sizes_on_llvm_equal_eager(program, dynamic, 
     cf = refcomp.compile(f, backend="llvm", dynamic=dynamic)
     gen = torch.Generator().manual_seed(seed)
     for n, m in [(rows, cols)] + sizes:
-        args = [_make((n, m), dtype, layout, gen) for layout in layouts]
-        try:
-            want = f(*[a.clone() for a in args])
-        except Exception:
+        args, want = _eager(f, (n, m), dtype, layouts, gen)
+        if want is None:
             return
         with torch.no_grad():
             got = cf(*args)
-        for g, w in zip(got, want, strict=True):
-            assert g.dtype == w.dtype and g.shape == w.shape, source
-            tol = TOLERANCE.get(dtype, 0)
-            torch.testing.assert_close(g, w, rtol=tol, atol=tol, equal_nan=True,
-                                       msg=lambda m: f"{source}\n{m}")
+        _assert_equal(got, want, source, dtype)
     assert not any(e.reason is not None and e.reason.rid == "RB018"
                    for e in cf.cache.entries), source
