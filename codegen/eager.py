@@ -40,7 +40,7 @@ from codegen.torch_bridge import torch_dtype
 from ir.graph import Graph, Node
 from ir.ops import rules
 from ir.ops.registry import CREATION, all_ops
-from ir.types import is_symbolic, result_type, u8
+from ir.types import bf16, f16, f32, is_symbolic, result_type, u8
 
 # An entry makes the step function for one node: make(node, attrs) -> fn(*tensors).
 # `attrs` are the node's attributes with symbolic dims already evaluated.
@@ -475,11 +475,23 @@ def _make_batch_norm(node, attrs):
     eps = attrs["eps"]
     shape = (1, -1) + (1,) * (node.inputs[0].type.rank - 2)
 
+    dtypes = {v.type.dtype for v in node.inputs}
+    mixed = len(dtypes) > 1
+    half_with_float = node.inputs[0].type.dtype in (f16, bf16) and \
+        dtypes <= {node.inputs[0].type.dtype, f32}
+
     def batch_norm(x, mean, var, w, b):
-        if mean.requires_grad or var.requires_grad:
-            # F.batch_norm does not differentiate running statistics; the ref's formula does.
+        if mean.requires_grad or var.requires_grad or (mixed and not half_with_float):
+            # F.batch_norm does not differentiate running statistics, nor take float
+            # statistics of another float dtype than the input's; the ref's formula does.
             scale = w / torch.sqrt(var + eps)
-            return (x - mean.reshape(shape)) * scale.reshape(shape) + b.reshape(shape)
+            out = (x - mean.reshape(shape)) * scale.reshape(shape) + b.reshape(shape)
+            return out.to(x.dtype)
+        if mixed:
+            # A half input with float32 statistics and the tracer's half weight and bias:
+            # ATen's mixed-type path computes in float32 and takes float32 parameters
+            # only (corpus grad_batch_norm_half_input_float_stats_eager).
+            mean, var, w, b = (t.float() for t in (mean, var, w, b))
         return F.batch_norm(x, mean, var, w, b, False, 0.0, eps)
     return batch_norm
 
