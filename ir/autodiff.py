@@ -38,14 +38,27 @@ Recomputed nodes fuse into the backward's kernels, so a pointwise chain between 
 matmul and its use costs no memory and little time (the rule Inductor's default
 partitioner approximates with a min-cut).
 
+Note [Caller tensors eager does not save]: the backward reads a forward input, or a graph
+output, through `save_for_backward`, so autograd checks its version, and a caller that
+modifies it in place after the graph then makes the backward raise.  Eager raises only
+where one of its nodes saved that tensor (Note [Saved by eager], ir/ops/registry.py).
+So no value is recomputed from a graph input or output that no eager node saves (nor
+from a view of one): the value is saved instead, as eager saves it.  `y = x.exp(); x.mul_(2)`
+after the graph, then backward: eager's exp saved y, not x, where refcomp's backward read
+x to recompute the exp (corpus grad_recompute_from_input_modified_false_raise).  So
+`(x @ w + b).gelu()` saves the add's result, as eager's gelu does, rather than
+recomputing it from `x @ w` and b.  View ops are still recomputed (they read their
+operand's sizes, not its values), up to a consumer that is not.
+
 Note [Recomputed sizes]: with dynamic sizes a backward node or a recomputed value may
 have a size symbol that no input of the backward graph binds: `torch.ones(2, x.shape[-1])`
 as F.linear's weight, recomputed for its gradient, or the zeros that `x.max(0)`'s VJP
 scatters into (x's shape), where x itself is not read by the backward.  The backward then
 cannot be planned ("size symbol(s) ... are bound by no input").  So a forward input that
 binds such a symbol (a dim that is the plain symbol) becomes an input of the backward,
-read for its sizes (autograd keeps it: an in-place change of it before backward then
-raises autograd's version error, which eager raises only if it saved that input); where
+read for its sizes (`Joint.sizes_only`: the compiled Function hands it over without
+save_for_backward, so an in-place change of it before backward raises nothing, as in eager
+where no node saved it: corpus grad_sizes_input_mutated_false_raise); where
 no input binds it, the recomputed value is saved instead.  The partition is decided
 again after each change (corpus grad_recomputed_creation_dynamic_size,
 grad_min_dim_values_modified_in_place).
@@ -101,6 +114,8 @@ class Joint:
     recompute: frozenset = frozenset()  # the forward values the backward recomputes
     source: Optional[Graph] = None  # the differentiated graph (backward_for)
     diff: frozenset = frozenset()  # its differentiable values
+    # of saved_inputs, those the backward reads for their sizes only (Note [Recomputed sizes])
+    sizes_only: list[int] = field(default_factory=list)
 
     @property
     def n_saved(self) -> int:
@@ -147,7 +162,7 @@ def joint(graph: Graph, wants_grad, grad_outputs, checkpointed=frozenset()) -> J
                    if wants_grad[i] and v in grads]
     bwd_outputs = [grads[graph.inputs[i]] for i in grad_inputs]
     j = _partition(graph, live_nodes, g_inputs, bwd_outputs, kept_outputs, grad_inputs,
-                   frozenset(checkpointed))
+                   frozenset(checkpointed), _not_saved_by_eager(graph, diff))
     j.source, j.diff = graph, frozenset(diff)
     return j
 
@@ -301,8 +316,19 @@ def _live(nodes: list[Node], outputs: list[Value]) -> list[Node]:
     return kept[::-1]
 
 
+def _not_saved_by_eager(graph: Graph, diff) -> frozenset:
+    """The graph's inputs and outputs (the tensors the caller holds, and may modify in
+    place after the call) that no autograd node of eager's saves, with the values
+    sharing their storage (views): Note [Caller tensors eager does not save]."""
+    find = storage_classes(graph.nodes)
+    saved = {find(v) for v in saved_by_eager(graph.nodes, diff)}
+    unsaved = {find(v) for v in [*graph.inputs, *graph.outputs]} - saved
+    return frozenset(v for node in graph.nodes for v in node.outputs if find(v) in unsaved) | \
+        frozenset(v for v in graph.inputs if find(v) in unsaved)
+
+
 def _partition(graph, bwd_nodes, g_inputs, bwd_outputs, grad_outputs, grad_inputs,
-               checkpointed) -> Joint:
+               checkpointed, unsaved_inputs=frozenset()) -> Joint:
     producer = graph.producers()
 
     def forced(node: Node) -> bool:  # See Note [Checkpointed values]
@@ -315,7 +341,13 @@ def _partition(graph, bwd_nodes, g_inputs, bwd_outputs, grad_outputs, grad_input
     unbound_ok: set = set()   # values whose recomputation would need an unbound size
 
     def may_recompute(node: Node) -> bool:
-        return (recomputable(node) or forced(node)) and node.outputs[0] not in unbound_ok
+        if forced(node):
+            return node.outputs[0] not in unbound_ok
+        # Note [Caller tensors eager does not save]: recomputing a value from an input or
+        # output eager's nodes do not save would make the backward read (and
+        # version-check) it.
+        reads_unsaved = not node.op.aliases and any(v in unsaved_inputs for v in node.inputs)
+        return recomputable(node) and not reads_unsaved and node.outputs[0] not in unbound_ok
 
     order = {node: k for k, node in enumerate(graph.nodes)}
     forward_inputs = {v: i for i, v in enumerate(graph.inputs)}
@@ -341,10 +373,11 @@ def _partition(graph, bwd_nodes, g_inputs, bwd_outputs, grad_outputs, grad_input
         if not unbound:
             break  # no input binds them: the backend reports it
         unbound_ok.update(unbound)
-    saved_inputs = sorted(set(_saved_inputs(needed, recompute, producer, forward_inputs))
-                          | sizes_from)
-    return _assemble(graph, bwd_nodes, g_inputs, bwd_outputs, grad_outputs, grad_inputs,
-                     saved, recompute, saved_inputs)
+    read = set(_saved_inputs(needed, recompute, producer, forward_inputs))
+    j = _assemble(graph, bwd_nodes, g_inputs, bwd_outputs, grad_outputs, grad_inputs,
+                  saved, recompute, sorted(read | sizes_from))
+    j.sizes_only = sorted(sizes_from - read)
+    return j
 
 
 def _needed(bwd_nodes, g_inputs, bwd_outputs) -> list:

@@ -113,6 +113,7 @@ class _Info:
     n_outputs: int
     n_inputs: int
     saved_inputs: list
+    sizes_only: frozenset  # of saved_inputs, those the backward reads for their sizes only
     grad_outputs: list
     grad_inputs: list
     non_differentiable: list  # output indices autograd must not attach
@@ -180,13 +181,19 @@ class CompiledFunction(torch.autograd.Function):
         ctx.info = info
         # Note [Double backward]: held weakly, so memory is what save_for_backward keeps.
         ctx.inputs = [(weakref.ref(t), t._version) for t in inputs]
-        to_save = [*[inputs[i] for i in info.saved_inputs], *saved]
+        # Note [Recomputed sizes] (ir/autodiff.py): an input the backward reads for its
+        # sizes only is no saved tensor, so changing it in place raises nothing, as in
+        # eager; the backward gets the tensor itself (its sizes are what it reads).
+        ctx.sizes_inputs = {k: inputs[i].detach() for k, i in enumerate(info.saved_inputs)
+                            if i in info.sizes_only}
+        to_save = [*[None if i in info.sizes_only else inputs[i] for i in info.saved_inputs],
+                   *saved]
         ctx.save_for_backward(*to_save)
         # Note [Saved versions]: None where autograd checks every saved tensor itself.
         ctx.versions = None
         if len(info.grad_outputs) > 1 and \
                 torch._C._autograd._top_saved_tensors_default_hooks(False) == _HOOKS:
-            ctx.versions = [t._version for t in to_save]
+            ctx.versions = [None if t is None else t._version for t in to_save]
         # Note [Unused gradients]
         ctx.set_materialize_grads(False)
         ctx.grad_shapes = [(user[i].shape, user[i].dtype, user[i].device)
@@ -220,12 +227,14 @@ def _grads_in(ctx, grads):
 def _saved_tensors(ctx, read) -> list:
     """ctx.saved_tensors, with eager's version check of the positions `read` where
     autograd does not check them itself (Note [Saved versions])."""
-    saved = ctx.saved_tensors
+    saved = list(ctx.saved_tensors)
     if ctx.versions is not None:
         for k in sorted(read):
-            if saved[k]._version != ctx.versions[k]:
+            if saved[k] is not None and saved[k]._version != ctx.versions[k]:
                 raise _modified(saved[k], ctx.versions[k])
-    return list(saved)
+    for k, t in ctx.sizes_inputs.items():
+        saved[k] = t
+    return saved
 
 
 def _modified(t, version) -> RuntimeError:
@@ -323,7 +332,8 @@ def compile_joint(j: Joint, compile_forward: Callable, compile_backward: Callabl
     forward = compile_forward(j.forward)
     info = _Info(forward=forward, make_backward=compile_backward,
                  n_outputs=j.n_outputs, n_inputs=len(j.forward.inputs),
-                 saved_inputs=list(j.saved_inputs), grad_outputs=list(j.grad_outputs),
+                 saved_inputs=list(j.saved_inputs), sizes_only=frozenset(j.sizes_only),
+                 grad_outputs=list(j.grad_outputs),
                  grad_inputs=list(j.grad_inputs),
                  non_differentiable=[i for i, d in enumerate(differentiable_outputs)
                                      if not d or i not in j.grad_outputs],

@@ -45,7 +45,7 @@ def test_a_checkpointed_random_draw_is_saved():
     b = GraphBuilder("f")
     x = b.input("x", TensorType(f64, (8,)))
     mask = b.dropout_mask(shape=[8], p=0.5, dtype="f64")
-    y = b.sum(b.mul(b.exp(x), mask))
+    y = b.sum(b.mul(b.sin(x), mask))  # sin saves x, so sin(x) is recomputed from it
     graph = b.build([y])
     j = joint(graph, wants_grad=[True], grad_outputs=[0], checkpointed={mask})
     assert j.n_saved == 1 and "dropout_mask" not in {n.op.name for n in j.backward.nodes}
@@ -80,3 +80,21 @@ def test_copies_of_matmul_operands_are_saved_not_recomputed():
     xs = [rng.standard_normal((32, 16)), rng.standard_normal((16, 16))]
     for a, c in zip(_grads(plain, xs), _grads(j, xs)):
         np.testing.assert_allclose(a, c, rtol=1e-12)
+
+
+def test_nothing_is_recomputed_from_a_tensor_eager_does_not_save():
+    # Note [Caller tensors eager does not save]: eager's exp saves its result, not x, so
+    # the caller may change x in place before backward; recomputing exp(x) would read x.
+    def graph(with_sin):
+        b = GraphBuilder("f")
+        x = b.input("x", TensorType(f64, (8,)))
+        e = b.exp(x)
+        outs = [b.sum(e)] + ([b.sum(b.sin(x))] if with_sin else [])
+        return b.build(outs), e
+    g, e = graph(False)
+    j = joint(g, wants_grad=[True], grad_outputs=[0])
+    assert j.n_saved == 1 and j.forward.outputs[1] is e and j.saved_inputs == []
+    # eager's sin saves x: then exp is recomputed from it
+    g, e = graph(True)
+    j = joint(g, wants_grad=[True], grad_outputs=[0, 1])
+    assert j.n_saved == 0 and j.saved_inputs == [0]

@@ -50,6 +50,11 @@ OPS = {
     "max_dim": lambda x, y: x.max(1).values,  # indices (built as a gather: Note [Gather
     "min_dim_keepdim": lambda x, y: x.min(0, keepdim=True)[0],  # under autograd])
     "gather": lambda x, y: x.gather(1, torch.tensor([[0, 2], [1, 1], [3, 0]])),  # input
+    # intermediates eager saves, x not: nothing is recomputed from x (Note [Caller
+    # tensors eager does not save])
+    "exp_sum": lambda x, y: x.exp().sum(0),
+    "tanh_of_scaled": lambda x, y: (x * 3).tanh() + 1,
+    "relu_of_sum_mean": lambda x, y: torch.relu(x + y).mean(),
     "clone_beside_sin": lambda x, y: x.clone() + 0 * x.sin(),  # the clone is x's value
     "clone_and_sin": lambda x, y: torch.stack([x.clone(), x.sin()]),
 }
