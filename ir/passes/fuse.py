@@ -251,9 +251,13 @@ class _Groups:
     def _creates_cycle(self, union: set) -> bool:
         # A path leaving the union and re-entering it through a non-free node means the
         # region would both feed and consume another kernel.  Paths made only of free
-        # nodes are copied into the body and are harmless.
+        # nodes are copied into the body and are harmless.  Another group is one kernel:
+        # a path reaching one of its members goes on from all of them (the union feeding
+        # one member of a group whose other member feeds the union is a cycle too:
+        # corpus grad_fuse_cyclic_region_graph).
         stack = [(s, not is_free(s)) for m in union for s in self.succ[m] if s not in union]
         seen = set()
+        expanded = set()  # groups whose members are on the stack
         while stack:
             node, real = stack.pop()
             if node in union:
@@ -263,6 +267,9 @@ class _Groups:
             if (node, real) in seen:
                 continue
             seen.add((node, real))
+            if node in self.parent and self.find(node) not in expanded:
+                expanded.add(self.find(node))
+                stack.extend((m, True) for m in self.members[self.find(node)] if m is not node)
             for s in self.succ[node]:
                 stack.append((s, real or (s not in union and not is_free(s))))
         return False

@@ -227,3 +227,28 @@ def test_effects_keep_program_order_when_one_reads_a_region():
     assert effects[0].attrs["fn"] == "torch.bernoulli"
     position = {n: i for i, n in enumerate(f.nodes)}
     assert position[effects[0]] < position[effects[1]] < position[effects[2]]
+
+
+def test_a_cycle_through_another_regions_other_member_is_refused():
+    # Regression (corpus grad_fuse_cyclic_region_graph, a batch_norm backward): %6 joined
+    # {%0, %2}, which feeds %7; merging %3 into {%7, %8} then made that region feed %6's
+    # region through %3 and read it through %7, a cycle the check missed because no
+    # single node path leads from %6 back to %7.  A region is one kernel: a path
+    # reaching one member goes on from all of them.
+    g = parse("""func @f(%x: f32[4,3], %y: f32[3]) -> (f32[4,3], f32[3]) {
+  %0 = sum %x {dims=[1], keepdim=true} : f32[4,1]
+  %1 = expand %0 {shape=[4,3]} : f32[4,3]
+  %2 = sub %x, %1 : f32[4,3]
+  %3 = exp %y : f32[3]
+  %4 = reshape %3 {shape=[1,3]} : f32[1,3]
+  %5 = expand %4 {shape=[4,3]} : f32[4,3]
+  %6 = mul %2, %5 : f32[4,3]
+  %7 = sum %2 {dims=[0]} : f32[3]
+  %8 = mul %7, %3 : f32[3]
+  return %6, %8
+}
+""")
+    result = fuse_with_report(g)
+    f = check(result.graph)
+    same_results(g, f, random_inputs(g, np.random.default_rng(0)))
+    assert any("cycle" in why for why in result.refusals), result.refusals
