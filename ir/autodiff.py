@@ -232,6 +232,20 @@ def backward_for(j: Joint, given: frozenset) -> tuple[Graph, list[int]]:
     return backward, grad_inputs
 
 
+@dataclass
+class EagerSaves:
+    """What the tracer knows of eager's autograd nodes beyond the IR ops' `saves` (Note
+    [Saved by eager], ir/ops/registry.py).  `instead`: result value -> the values eager's
+    node for a torch op the tracer built from several IR ops saves (std: its input and
+    result), counted instead of what the IR op making that result saves.  `casts`: the
+    result of a cast the tracer inserted for type promotion -> its operand: eager's node
+    saves the operand itself (`torch.minimum(b, x)` of a bool b saves b, which the IR
+    reads through `cast b`; corpus grad_promoted_operand_modified_missed_raise)."""
+
+    instead: dict = field(default_factory=dict)
+    casts: dict = field(default_factory=dict)
+
+
 def eager_saved(graph: Graph, diff, outputs, extra=None) -> set:
     """The graph's inputs and outputs that eager's autograd saves in the nodes whose
     backward runs when the outputs at indices `outputs` get gradients, or that share
@@ -253,18 +267,17 @@ def saved_by_eager(nodes, diff, reached=None, without_vjp=False, extra=None) -> 
     VJP counts only with `without_vjp` (as saving everything): on a path that requires
     grad it runs on the eager backend as the torch call itself, whose node autograd
     records and checks, but an in-place op later in the same graph would be traced
-    functionally.  `extra`: result value -> the values eager's node for a torch op that
-    the tracer built from several IR ops saves (std: its input and result), counted
-    when the node that makes that result runs, instead of what that node's op saves
-    (max(dim)'s gather saves the indices, not the input)."""
+    functionally.  `extra`: an EagerSaves (max(dim)'s gather saves the indices, not the
+    input; a promotion cast's operand is saved where the IR saves the cast)."""
     saved: set = set()
+    instead = extra.instead if extra is not None else {}
     for node in reversed(nodes):
         if not any(v in diff for v in node.inputs):
             continue
-        if extra and any(v in extra for v in node.outputs):
+        if instead and any(v in instead for v in node.outputs):
             if reached is None or any(v in reached for v in node.outputs):
                 for v in node.outputs:
-                    saved.update(extra.get(v, ()))
+                    saved.update(instead.get(v, ()))
                 if reached is not None:
                     reached.update(v for v in node.inputs if v in diff)
             continue
@@ -288,6 +301,8 @@ def saved_by_eager(nodes, diff, reached=None, without_vjp=False, extra=None) -> 
         for name, v in zip(node.op.operands, node.inputs):
             if v in diff:
                 saved.update(named[k] for k in saves.get(name, ()))
+    if extra is not None and extra.casts:
+        saved = {extra.casts.get(v, v) for v in saved}
     return saved
 
 

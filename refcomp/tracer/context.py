@@ -19,6 +19,7 @@ import torch
 
 from codegen import sizes as sz
 from ir import GraphBuilder, TensorType
+from ir.autodiff import EagerSaves
 from ir.graph import Value
 from ir.types import BY_TORCH_NAME, size_symbol
 from refcomp import global_state
@@ -152,9 +153,9 @@ class TraceContext:
     def __init__(self, name: str = "forward", dynamic: bool = False, auto_dims=None,
                  static: bool = False, pinned=None):
         self.builder = GraphBuilder(name)
-        # result value -> what eager's node saves, for a torch op built from several IR
-        # ops whose own `saves` differ from it (Note [Saved by eager], ir/ops/registry.py)
-        self.eager_saves: dict = {}
+        # what eager's nodes save where the IR ops' `saves` differ: torch ops built from
+        # several IR ops, promotion casts (Note [Saved by eager], ir/ops/registry.py)
+        self.eager_saves = EagerSaves()
         # (source name, attribute) pairs the caller checks on every call itself, so no
         # guard is needed: OptimizedModule.forward looks up an instance `forward` of its
         # module before calling the compiled frame.

@@ -121,7 +121,8 @@ def _leaky_relu(ctx, x, negative_slope=0.01, inplace=False):
         raise Unsupported("RB010", "leaky_relu(inplace=True)")
     b = ctx.builder
     out = b.where(b.gt(x.value, 0), x.value, b.mul(x.value, negative_slope))
-    ctx.eager_saves[out] = (x.value,)  # LeakyReluBackward saves self (Note [Saved by eager])
+    ctx.eager_saves.instead[out] = (x.value,)  # LeakyReluBackward saves self (Note [Saved
+    # by eager])
     return out
 
 
@@ -353,7 +354,7 @@ def _var_builder(std):
         if not std:
             return out
         out = sqrt(out)
-        ctx.eager_saves[out] = (v, out)  # StdBackward saves self and result
+        ctx.eager_saves.instead[out] = (v, out)  # StdBackward saves self and result
         return out
     return build
 
@@ -388,7 +389,7 @@ def _minmax_builder(reduce_op, arg_op, binary_op):
                 values = ctx.builder.mul(x.value, 1.0)  # its only element
                 # Eager's MaxBackward/MinBackward saves the indices here too (Note [Saved
                 # by eager]: corpus grad_max_dim_of_0d_indices_modified).
-                ctx.eager_saves[values] = (indices,)
+                ctx.eager_saves.instead[values] = (indices,)
                 return (values, indices)
             d = dim % x.meta.dim()
             idx = indices if keepdim else ctx.builder.op("unsqueeze", indices, dim=d)
@@ -396,7 +397,7 @@ def _minmax_builder(reduce_op, arg_op, binary_op):
             # MaxBackward/MinBackward saves the indices, where gather's node saves its
             # input too (Note [Saved by eager]: x modified in place after the graph
             # does not raise at backward; corpus grad_max_dim_input_modified_false_raise).
-            ctx.eager_saves[values] = (indices,)
+            ctx.eager_saves.instead[values] = (indices,)
             if not keepdim:
                 values = ctx.builder.op("squeeze", values, dims=[d])
             return (values, indices)
@@ -621,7 +622,7 @@ def vector_norm(ctx, v: Value, p, dims, keepdim) -> Value:
         out = B.pow(B.sum(B.pow(B.abs(v), float(p)), dims=dims, keepdim=keepdim), 1.0 / p)
     else:
         raise Unsupported("RB013", f"norm with p={p!r}")
-    ctx.eager_saves[out] = (v, out)  # eager's norm backward saves self and result
+    ctx.eager_saves.instead[out] = (v, out)  # eager's norm backward saves self and result
     return out
 
 

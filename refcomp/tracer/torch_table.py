@@ -530,7 +530,11 @@ def cast(ctx, x, dtype):
         return x
     d = ir_dtype(dtype)
     v = x.value
-    return v if v.type.dtype == d else ctx.builder.cast(v, dtype=d)
+    if v.type.dtype == d:
+        return v
+    out = ctx.builder.cast(v, dtype=d)
+    ctx.eager_saves.casts[out] = v  # eager's op saves x itself (EagerSaves, ir/autodiff.py)
+    return out
 
 
 def _dims(dim):

@@ -15,7 +15,21 @@ call k:
 - each leaf's gradient: None where eager's is None, else dtype, shape and values (the
   forward runner's tolerance by dtype, at least the program's floor; strides are not
   compared: `autograd.grad` returns what the backward formula produced, eager's layout is
-  no contract there).
+  no contract there).  Where a float32 gradient's values differ, the float64 run judges
+  (Note [Gradients judged in float64]).
+
+Note [Gradients judged in float64]: an element of a gradient that is 0 in exact
+arithmetic but made of large terms (var's 2 (x - mean) / N on values near 1e4, where
+x is near the mean) is rounding noise of the size of those terms in any float32
+computation, eager's and refcomp's alike, and an elementwise tolerance cannot tell it from
+a wrong value (gradient soak seed 2112, program 1,135: eager 0.16 off the float64 answer,
+refcomp 0.09, at gradients of 3.5e4).  So a float32 gradient that fails the comparison is
+judged against the same program run on float64 copies of the inputs, as "Ties" in
+spec/testing.md judges exact ties: it passes when eager is itself accurate there (its
+error is at most 1e-3 of the largest float64 gradient) and refcomp's error is at most
+4x eager's plus 1e-6 of that largest gradient.  Programs that draw random numbers (the
+float64 run draws other numbers) or whose float64 run fails or differs in structure are
+not judged: the mismatch stands.
 
 float16/bfloat16 inputs stay plain tensors (their gradients would compare rounding of a
 half-precision backward).  A program that mutates an input in place raises in eager
@@ -146,9 +160,43 @@ def _exception(kind_prefix, err_c, err_e, k):
     return None
 
 
-def _compare_grads(grads_c, grads_e, args_e, floor):
+RANDOM_CALLS = ("rand", "dropout", "bernoulli", "normal", "poisson", "rrelu")
+
+
+def _float64_grads(program, k):
+    """The gradients of call k's leaves with float32 inputs run as float64 (Note [Gradients
+    judged in float64]), or None where that run cannot judge."""
+    if any(name in program.source for name in RANDOM_CALLS):
+        return None
+    args = [a.detach().to(torch.float64).requires_grad_(True) if a.dtype == torch.float32
+            else a for a in grad_args(program, k)]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        _seed(k)
+        try:
+            grads, err = _backward(program.function("fuzz program (float64)")(*args), args, k)
+        except Exception:
+            return None
+    return None if err is not None else grads
+
+
+def _judged_in_float64(gc, ge, truth) -> bool:
+    """Note [Gradients judged in float64]."""
+    if truth is None or truth.shape != ge.shape or not truth.numel():
+        return False
+    scale = truth.abs().max()
+    err_e = (ge.double() - truth).abs().max()
+    err_c = (gc.double() - truth).abs().max()
+    return bool(torch.isfinite(scale) and err_e <= 1e-3 * scale and
+                err_c <= 4 * err_e + 1e-6 * scale)
+
+
+def _compare_grads(grads_c, grads_e, args_e, floor, float64=None):
+    """`float64`: a callable giving the float64 run's gradients (Note [Gradients judged in
+    float64]), called only where a float32 gradient's values differ."""
     names = [f"x{j}" for j, a in enumerate(args_e) if a.requires_grad]
-    for name, gc, ge in zip(names, grads_c, grads_e):
+    truth = []  # [the float64 run's gradients] once asked for
+    for j, (name, gc, ge) in enumerate(zip(names, grads_c, grads_e)):
         if (gc is None) != (ge is None):
             return Outcome("grad-none", f"d loss / d {name}: {'None' if gc is None else 'a tensor'}"
                                         f", eager {'None' if ge is None else 'a tensor'}")
@@ -157,6 +205,10 @@ def _compare_grads(grads_c, grads_e, args_e, floor):
         # the forward's tensor comparison (dtype, shape, values by dtype and floor);
         # strides are not compared: autograd.grad returns what the backward formula made
         bad = _compare_tensor(f"d loss / d {name}", gc, ge, strides=False, floor=floor)
+        if bad and bad.kind == "value" and ge.dtype == torch.float32 and float64:
+            truth = truth or [float64()]
+            if truth[0] is not None and _judged_in_float64(gc, ge, truth[0][j]):
+                continue
         if bad:
             bad.kind = "grad-" + bad.kind
             return bad
@@ -202,7 +254,8 @@ def grad_compare(program, backend, ref: GradReference, relax=frozenset(),
         if bad is None and (grads_c is None) != (grads_e is None):
             bad = Outcome("grad-flag", f"compiled grads {grads_c}, eager {grads_e}")
         if bad is None and grads_e is not None:
-            bad = _compare_grads(grads_c, grads_e, args_e, floor)
+            bad = _compare_grads(grads_c, grads_e, args_e, floor,
+                                 lambda: _float64_grads(program, k))
         if bad:
             bad.call = k
             return bad
