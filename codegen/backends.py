@@ -2,18 +2,18 @@
 
 A backend is a factory `compile_graph(graph, options) -> CompiledFn`, where
 `CompiledFn(*tensors) -> list[torch.Tensor]` takes the graph's inputs as tensors (in
-graph-input order) and returns its outputs.  `differentiable` says whether the
-compiled function records autograd; refcomp hands graphs that need gradients to a
-differentiable backend (see spec/runtime.md).  `inputs_guarded` says whether
-`compile_graph` takes the option of that name: per graph input, whether the caller
-guarantees its shape, dtype and contiguity (See Note [Guarded inputs] in
-codegen/runtime.py).  A backend may return outputs that are new tensors or views of
-its inputs and of each other (the `interp` backend's are all new): refcomp rebuilds
-the outputs that eager returns as views of other outputs itself (Note [Views of
-outputs] in refcomp/runtime.py).  `row_major` says that every output that is no view
-is row-major (kernels write row-major buffers); where a backend does not say so (it
-runs ATen ops, which follow their operands' memory order), refcomp makes an output
-row-major where eager's is (Note [Output layout] in refcomp/runtime.py).
+graph-input order) and returns its outputs. `differentiable` says whether the compiled
+function records autograd; refcomp hands graphs that need gradients to a differentiable
+backend (see spec/runtime.md). `inputs_guarded` says whether `compile_graph` takes the
+option of that name: per graph input, whether the caller guarantees its shape, dtype and
+contiguity (See Note [Guarded inputs] in codegen/runtime.py). A backend may return
+outputs that are new tensors or views of its inputs and of each other (the `interp`
+backend's are new, one per distinct value): refcomp rebuilds the outputs that eager
+returns as views of other outputs itself (Note [Views of outputs] in
+refcomp/runtime.py). `row_major` says that every output that is no view is row-major
+(kernels write row-major buffers); where a backend does not say so (it runs ATen ops,
+which follow their operands' memory order), refcomp makes an output row-major where
+eager's is (Note [Output layout] in refcomp/runtime.py).
 Spec: spec/codegen.md, "Backends".
 """
 

@@ -2,7 +2,8 @@
 
 The executable semantics as a backend: inputs become numpy arrays (detached, on
 the CPU), `ir.run` evaluates the graph, and the results become fresh torch
-tensors of the graph's declared dtypes on the declared devices.  Not
+tensors of the graph's declared dtypes on the declared devices (one per distinct
+value: a value at two outputs is one tensor).  Not
 differentiable: refcomp hands graphs that need gradients to "eager".
 
 Random ops (`rand randn dropout_mask`) draw from torch's default generator exactly
@@ -50,7 +51,15 @@ def compile_graph(graph: Graph, options: dict) -> callable:
                 # same type, not the interpreter's RuntimeError subclass
                 raise type(cause)(str(cause)) from e
             raise
-        return [from_numpy(a, t.dtype, t.device) for a, t in zip(arrays, out_types)]
+        # One tensor per distinct value: a value at two outputs is one tensor, as a kernel
+        # backend's one buffer, so the graph output a compiled Function saves for its
+        # backward is the tensor the caller holds, and autograd's version check sees the
+        # caller's in-place change (corpus grad_modified_0d_max_result_missed_raise_interp).
+        made: dict = {}
+        for v, a, t in zip(graph.outputs, arrays, out_types):
+            if v not in made:
+                made[v] = from_numpy(a, t.dtype, t.device)
+        return [made[v] for v in graph.outputs]
 
     return interp_fn
 

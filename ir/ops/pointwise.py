@@ -312,7 +312,10 @@ _bin("sub", rules.non_bool, np.subtract, lambda s, a, b: s.sub(a, b),
 _bin("mul", rules.promoted, np.multiply, lambda s, a, b: s.mul(a, b),
      lambda b, g, out, x, y: _grads(b, x, y, b.mul(g, y), b.mul(g, x)), "a * b")
 _bin("div", rules.float_promoted, np.true_divide, lambda s, a, b: s.truediv(a, b),
-     lambda b, g, out, x, y: _grads(b, x, y, b.div(g, y), b.neg(b.div(b.mul(g, out), y))),
+     # b's gradient is ATen's -g * ((a / b) / b): from the operands eager saves, not from
+     # the result, which the caller may change in place (Note [Saved by eager])
+     lambda b, g, out, x, y: _grads(b, x, y, b.div(g, y),
+                                    b.neg(b.mul(g, b.div(b.div(x, y), y)))),
      "true division a / b (ints give floats); torch.true_divide", to_float=True)
 _bin("floor_divide", rules.non_bool, np.floor_divide, lambda s, a, b: s.floordiv(a, b),
      None, "floor(a / b); integer division by zero is undefined (torch raises)")

@@ -100,7 +100,7 @@ def test_in_place_change_after_the_graph_raises_as_eager(backend, name, modify):
                 torch.testing.assert_close(g, w)
 
 
-@pytest.mark.parametrize("name", ["log_softmax", "mul", "sin", "add"])
+@pytest.mark.parametrize("name", ["log_softmax", "mul", "sin", "add", "div", "exp_sum"])
 def test_in_place_change_after_the_graph_raises_as_eager_llvm(name):
     # the compiled Function's path, as interp's, with llvm's partition
     test_in_place_change_after_the_graph_raises_as_eager("llvm", name, "x")

@@ -3,8 +3,11 @@ break, `v1.copy_(x1)`.  Eager's MaxBackward1 saved v1 (its result), so the backw
 raises "one of the variables needed for gradient computation has been modified by an
 inplace operation"; the eager and llvm backends raise too, the interp backend returns a
 gradient.  Found by the session-11 gradient soak (seed 2112, programs 111-112, main
-a252a66); not fixed this session (issue 11)."""
-STATUS = "open"
+a252a66).  v1 and its clone are one IR value at two graph outputs; the compiled Function
+saved that value for amax's backward, and interp made a separate tensor per output, so
+the caller's copy_ never reached the saved one (the kernel backends return one buffer).
+Fixed: interp returns one tensor per distinct output value (issue 11)."""
+STATUS = "fixed"
 GRAD = True
 BACKENDS = ["interp"]
 SYMPTOM = "grad-missed-raise: eager raised RuntimeError: one of the variables needed for gradient computation has been m"
