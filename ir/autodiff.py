@@ -302,7 +302,14 @@ def saved_by_eager(nodes, diff, reached=None, without_vjp=False, extra=None) -> 
             if v in diff:
                 saved.update(named[k] for k in saves.get(name, ()))
     if extra is not None and extra.casts:
-        saved = {extra.casts.get(v, v) for v in saved}
+        # a view of a promotion cast (a broadcast operand) is eager's operand too
+        view_of = {n.outputs[0]: n.inputs[0] for n in nodes if n.op.aliases and n.inputs}
+
+        def operand(v):
+            while v in view_of and v not in extra.casts:
+                v = view_of[v]
+            return extra.casts.get(v)
+        saved = {operand(v) or v for v in saved}
     return saved
 
 

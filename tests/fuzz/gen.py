@@ -281,18 +281,27 @@ def image(draw, env):
     x = a if t.dim() == 4 else f"{a}.reshape(-1, 1, *{a}.shape[-2:])"
     form = draw(st.sampled_from(IMAGE))
     if "training=True" in form and any(_ambiguous_channels_last(
-            ns[a] if t.dim() == 4 else ns[a].reshape(-1, 1, *ns[a].shape[-2:]))
-            for ns in env.ns):
+            ns[a] if t.dim() == 4 else _image_view(ns[a])) for ns in env.ns):
         # torch's CPU batch_norm backward in training mode is wrong for such an input:
         # eager's gradient is no answer to match (spec/correctness.md, "Known torch bugs").
         raise Skip
     return f"{env.fresh()} = " + form.format(x=x)
 
 
+def _image_view(t):
+    """The (N, 1, H, W) view the image template takes of a 2-d/3-d value, or None where
+    that reshape raises (no elements: eager raises too)."""
+    try:
+        return t.reshape(-1, 1, *t.shape[-2:])
+    except RuntimeError:
+        return None
+
+
 def _ambiguous_channels_last(t) -> bool:
     """Channels-last contiguous, but not contiguous, and with a size-1 dim whose stride
     is not the one a new channels-last tensor has (a permuted input)."""
-    return t.dim() == 4 and t.is_contiguous(memory_format=torch.channels_last) and \
+    return t is not None and t.dim() == 4 and \
+        t.is_contiguous(memory_format=torch.channels_last) and \
         not t.is_contiguous() and \
         t.stride() != torch.empty(t.shape, memory_format=torch.channels_last).stride()
 

@@ -56,3 +56,12 @@ def test_the_exclusion_is_narrow():
     assert not _ambiguous_channels_last(x)
     assert not _ambiguous_channels_last(x.contiguous(memory_format=torch.channels_last))
     assert not _ambiguous_channels_last(x.transpose(2, 3))
+
+
+def test_the_exclusion_takes_values_the_image_view_refuses():
+    # soak seed 1327: a value with no elements, viewed as (-1, 1, H, 0), made the
+    # generator itself raise
+    from tests.fuzz.gen import _image_view
+
+    assert _image_view(torch.zeros(0, 3, 0)) is None
+    assert not _ambiguous_channels_last(_image_view(torch.zeros(0, 3, 0)))
