@@ -558,9 +558,12 @@ def default_passes() -> list:
 # follow the IR's ops.  ATen's composites (softmax, log_softmax, layer_norm, batch_norm...)
 # have their own nodes that save less than their decompositions: softmax saves its
 # result, its decomposition's amax saves the input, so modifying the input after the graph
-# raised at backward where eager does not.  Such a graph keeps its composites whole: the
-# default pipeline runs without `decompose` (the eager backend has every composite).
-# Graphs without autograd, and the compiled Function's halves, still decompose.
+# raised at backward where eager does not.  And a pass that makes one value of two makes
+# one tensor of two: `simplify` folds `v4 = v3 * 1` into v3 and `cse` merges twins, so
+# `v4 / v4` saved the v3 the caller then changed in place (thorough gradient loop, corpus
+# grad_folded_identity_saved_false_raise_eager).  Such a graph runs the default pipeline's
+# `dce` only (the eager backend has every composite): the nodes are eager's.  Graphs
+# without autograd, and the compiled Function's halves, run the whole pipeline.
 
 
 def build_entry(ctx: TraceContext, output: VT, backend_name: str, options: dict,
@@ -602,7 +605,7 @@ def build_entry(ctx: TraceContext, output: VT, backend_name: str, options: dict,
         passes = default_passes()
         if needs_grad and backend.differentiable:
             # Note [Composites under autograd]
-            passes = [p for p in passes if p != "decompose"]
+            passes = [p for p in passes if p == "dce"]
     print_ir = logs.graph_captured(graph)  # REFCOMP_LOGS=ir: after capture, after each pass
     if passes:
         from ir.passes.manager import run_pipeline
