@@ -5,9 +5,11 @@ variables needed for gradient computation has been modified by an inplace operat
 refcomp's aliasing analysis counted the pooling result as maybe sharing its input's
 memory, so the caller got a fresh copy of v4 and its in-place change never reached the
 tensor logsumexp's node saved.  Found by the session-11 gradient soak (seed 2112, program
-14,843, main a252a66).  Fixed: extern results (matmul, convolution, pooling, embedding)
-are fresh tensors (refcomp/aliasing.py) (issue 11)."""
-STATUS = "fixed"
+14,843, main a252a66).  Open: counting extern results as fresh (dd22b79) fixed it but
+made a compiled Function return a view of its matmul's buffer that autograd refuses to
+modify in place (corpus grad_linear_output_modified_in_place_llvm), so it was reverted
+(refcomp/aliasing.py, `_may_alias_operands`) (issue 11)."""
+STATUS = "open"
 GRAD = True
 BACKENDS = ["interp", "eager", "llvm"]
 SYMPTOM = "grad-missed-raise: eager raised RuntimeError: one of the variables needed for gradient computation has been m"
