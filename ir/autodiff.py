@@ -345,12 +345,12 @@ def _not_saved_by_eager(graph: Graph, diff) -> frozenset:
     find = storage_classes(graph.nodes)
     saved = {find(v) for v in saved_by_eager(graph.nodes, diff)}
     unsaved = {find(v) for v in [*graph.inputs, *graph.outputs]} - saved
-    return frozenset(v for node in graph.nodes for v in node.outputs if find(v) in unsaved) | \
-        frozenset(v for v in graph.inputs if find(v) in unsaved)
+    values = [*graph.inputs, *(v for node in graph.nodes for v in node.outputs)]
+    return frozenset(v for v in values if find(v) in unsaved)
 
 
 def _partition(graph, bwd_nodes, g_inputs, bwd_outputs, grad_outputs, grad_inputs,
-               checkpointed, unsaved_inputs=frozenset()) -> Joint:
+               checkpointed, unsaved=frozenset()) -> Joint:
     producer = graph.producers()
 
     def forced(node: Node) -> bool:  # See Note [Checkpointed values]
@@ -368,7 +368,7 @@ def _partition(graph, bwd_nodes, g_inputs, bwd_outputs, grad_outputs, grad_input
         # Note [Caller tensors eager does not save]: recomputing a value from an input or
         # output eager's nodes do not save would make the backward read (and
         # version-check) it.
-        reads_unsaved = not node.op.aliases and any(v in unsaved_inputs for v in node.inputs)
+        reads_unsaved = not node.op.aliases and any(v in unsaved for v in node.inputs)
         return recomputable(node) and not reads_unsaved and node.outputs[0] not in unbound_ok
 
     order = {node: k for k, node in enumerate(graph.nodes)}
