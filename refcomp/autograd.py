@@ -38,6 +38,19 @@ depends on it through floating values of the forward graph (`_grad_deps`: eager'
 graph, so `x.sign()` still gives x a zero gradient; corpus grad_unused_input_is_none,
 grad_sign_zero_gradient).
 
+Note [Inputs no gradient reaches]: autograd runs every node an edge of the Function
+leads to, even when the Function's backward returns None for that input, and a node
+unpacks (and version-checks) its saved tensors before it looks at its gradient.  Eager
+has no edge from a result to an input it does not depend on: with `v1 = x.softmax(0)`,
+`v1.tanh_()`, then a graph that reads v1 only for a dead `v1.sigmoid()` and returns
+`x.softmax(0)`, eager's backward never reaches v1's Softmax node, but an edge from the
+Function to v1 would run it and raise "modified by an inplace operation" (corpus
+grad_cse_twin_saved_false_raise).  So an input that no output depends on (`_grad_deps`
+empty, or no gradient at all) is handed to the Function detached: the same tensor data
+and version counter, no edge.  (An input that some output depends on keeps its edge; if
+only other outputs get a gradient, autograd still runs that input's node with None: a
+limit of one Function per graph, spec/autograd.md.)
+
 Note [Saved versions]: `ctx.saved_tensors` checks the version of every saved tensor, but
 eager checks only those of the backward nodes that run: with `v1 = x.softmax(0)` and
 `v2 = x * 3` in one graph, `v1.add_(1)` after it and a loss of v2 alone, eager never runs
@@ -174,13 +187,15 @@ class _Info:
 
 class CompiledFunction(torch.autograd.Function):
     @staticmethod
-    def forward(ctx, info: _Info, *inputs):
+    def forward(ctx, info: _Info, callers: tuple, *inputs):
         outs = info.forward(*inputs)
         n = info.n_outputs
         user, saved = list(outs[:n]), outs[n:]
         ctx.info = info
         # Note [Double backward]: held weakly, so memory is what save_for_backward keeps.
-        ctx.inputs = [(weakref.ref(t), t._version) for t in inputs]
+        # `callers`: the caller's tensors where `inputs` holds a detached alias (Note
+        # [Inputs no gradient reaches]); the recompute needs the caller's, alive.
+        ctx.inputs = [(weakref.ref(t), t._version) for t in callers or inputs]
         # Note [Recomputed sizes] (ir/autodiff.py): an input the backward reads for its
         # sizes only is no saved tensor, so changing it in place raises nothing, as in
         # eager; the backward gets the tensor itself (its sizes are what it reads).
@@ -250,7 +265,7 @@ def _backward(ctx, *grads):
     info = ctx.info
     grads_in, present = _grads_in(ctx, grads)
     if not present:
-        return (None,) * (info.n_inputs + 1)
+        return (None,) * (info.n_inputs + 2)
     _, grad_inputs, read = info.backward_graph(present)
     fn = info.backward_fn(present)
     info.record.backward_calls += 1
@@ -264,7 +279,7 @@ def _differentiable_backward(ctx, *grads):
     info = ctx.info
     grads_in, present = _grads_in(ctx, grads)
     if not present:
-        return (None,) * (info.n_inputs + 1)
+        return (None,) * (info.n_inputs + 2)
     _, grad_inputs, read = info.backward_graph(present)
     _saved_tensors(ctx, read)  # the version checks first (freed by an earlier backward)
     why = "double backward (create_graph=True) through a compiled graph"
@@ -295,7 +310,7 @@ def _input_grads(info: _Info, grad_inputs, results, present) -> tuple:
     for i, g in zip(grad_inputs, results):
         if info.grad_deps[i] & present:
             out[i] = g
-    return (None, *out)
+    return (None, None, *out)
 
 
 def _grad_deps(j: Joint) -> dict:
@@ -338,19 +353,31 @@ def compile_joint(j: Joint, compile_forward: Callable, compile_backward: Callabl
                  non_differentiable=[i for i, d in enumerate(differentiable_outputs)
                                      if not d or i not in j.grad_outputs],
                  grad_deps=_grad_deps(j), record=record, joint=j)
-    apply = CompiledFunction.apply
+    # Note [Inputs no gradient reaches]
+    reached = {i for i, deps in info.grad_deps.items() if deps}
+    unreached = [i for i in range(info.n_inputs) if i not in reached]
+
+    def apply(*inputs):
+        if unreached and any(isinstance(inputs[i], torch.Tensor) and inputs[i].requires_grad
+                             for i in unreached):
+            cut = list(inputs)
+            for i in unreached:
+                if isinstance(cut[i], torch.Tensor):
+                    cut[i] = cut[i].detach()
+            return CompiledFunction.apply(info, inputs, *cut)
+        return CompiledFunction.apply(info, None, *inputs)
+
     if len(info.grad_outputs) < 2:
-        def run(*inputs):
-            return apply(info, *inputs)
+        run = apply
     else:
         def run(*inputs):  # Note [Saved versions]
             hooks = torch._C._autograd
             if not hooks._saved_tensors_hooks_is_enabled() or \
                     hooks._top_saved_tensors_default_hooks(False) is not None:
-                return apply(info, *inputs)
+                return apply(*inputs)
             hooks._push_saved_tensors_default_hooks(*_HOOKS)
             try:
-                return apply(info, *inputs)
+                return apply(*inputs)
             finally:
                 hooks._pop_saved_tensors_default_hooks()
     run.info = info
