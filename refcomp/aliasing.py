@@ -26,7 +26,7 @@ input object itself, is `outputs_to_rewrap`: `Entry.run` returns `o.view(o.shape
 from __future__ import annotations
 
 from ir.graph import Graph, Node
-from ir.ops.registry import CREATION, LAYOUT, POINTWISE, RANDOM, REDUCTION
+from ir.ops.registry import CREATION, EXTERN, LAYOUT, POINTWISE, RANDOM, REDUCTION
 
 _IDENTITY_CAPABLE = frozenset({"cast", "clamp"})
 
@@ -38,18 +38,20 @@ def _may_alias_operands(node: Node, result, opaque_fresh: bool) -> list:
     those the eager backend may run as the identity (`cast` to the operand's dtype:
     `Tensor.to`; `clamp` without bounds, codegen/eager.py) may return the operand
     itself, every other pointwise op and every reduction or creation makes a new
-    tensor (torch's out-of-place kernels allocate); anything else (extern,
-    composite) may alias any operand of its dtype (a view has its base's dtype: cummax's
-    int64 indices share no memory with its float operand, so they are not copied, and
-    an in-place op on them reaches the tensor eager's autograd saved: corpus
-    grad_opaque_saved_result_copied_missed_raise).  Counting an extern's result as fresh
-    (it is) left a compiled Function returning a view of its matmul's buffer, which
-    autograd refuses to modify in place (`F.linear(x, w).add_(x)`, the thorough gradient
-    profile on dd22b79); so the copy stays, and an opaque call's saved operand that is
-    an extern's result is not the caller's tensor (corpus
-    grad_opaque_input_from_extern_copied_missed_raise, open)."""
+    tensor (torch's out-of-place kernels allocate); so does an extern (matmul,
+    convolution, pooling, embedding: ATen calls or the backend's out= buffers), whose
+    result the caller then gets as the very tensor an opaque call after it saved
+    (corpus grad_opaque_input_from_extern_copied_missed_raise; a backend's view of its
+    own buffer leaves a compiled autograd Function detached: Note [Views of the
+    Function's buffers], refcomp/autograd.py); anything else (composite: a
+    decomposition may return its operand) may alias any operand of its dtype (a view
+    has its base's dtype: cummax's int64 indices share no memory with its float
+    operand, so they are not copied, and an in-place op on them reaches the tensor
+    eager's autograd saved: corpus grad_opaque_saved_result_copied_missed_raise).  With
+    `opaque_fresh` False (strides), an extern's result counts as sharing its operands'
+    memory: its strides are ATen's."""
     cat = node.op.category
-    if cat in (REDUCTION, CREATION, RANDOM) or (opaque_fresh and node.op.name == "aten"):
+    if cat in (REDUCTION, CREATION, RANDOM) or (opaque_fresh and cat == EXTERN):
         # An `aten` node's runner copies every result that shares an operand's memory
         # (codegen/opaque.py), so aminmax's results reach the caller as the very
         # tensors eager's autograd saved (corpus

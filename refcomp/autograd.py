@@ -51,6 +51,15 @@ and version counter, no edge.  (An input that some output depends on keeps its e
 only other outputs get a gradient, autograd still runs that input's node with None: a
 limit of one Function per graph, spec/autograd.md.)
 
+Note [Views of the Function's buffers]: a backend may return an output as a view of a
+tensor it made (llvm's `F.linear` of a 3-d input: the matmul's 2-d buffer, reshaped).
+Autograd marks a view that a custom Function returns as one of "a function that returns
+multiple views" and refuses an in-place op on it, where eager's fresh result takes one
+(`F.linear(x, w).add_(x)`: corpus grad_linear_output_modified_in_place_llvm).  So such an
+output leaves the Function as its detached alias: the same memory and version counter (a
+saved tensor sharing that buffer still sees the change), not a view.  Views of an input
+are left alone (Note [Returned views], refcomp/runtime.py, rebuilds those outside).
+
 Note [Saved versions]: `ctx.saved_tensors` checks the version of every saved tensor, but
 eager checks only those of the backward nodes that run: with `v1 = x.softmax(0)` and
 `v2 = x * 3` in one graph, `v1.add_(1)` after it and a loss of v2 alone, eager never runs
@@ -188,7 +197,7 @@ class _Info:
 class CompiledFunction(torch.autograd.Function):
     @staticmethod
     def forward(ctx, info: _Info, callers: tuple, *inputs):
-        outs = info.forward(*inputs)
+        outs = _unviewed(info.forward(*inputs), inputs)
         n = info.n_outputs
         user, saved = list(outs[:n]), outs[n:]
         ctx.info = info
@@ -222,6 +231,22 @@ class CompiledFunction(torch.autograd.Function):
         if torch.is_grad_enabled():  # create_graph=True: See Note [Double backward]
             return _differentiable_backward(ctx, *grads)
         return _backward(ctx, *grads)
+
+
+def _unviewed(outs, inputs) -> list:
+    """Note [Views of the Function's buffers]: `outs` with each view of a tensor the
+    forward made (not of an input) replaced by its detached alias, one per object."""
+    if not any(isinstance(t, torch.Tensor) and t._is_view() for t in outs):
+        return outs
+    theirs = {t.untyped_storage().data_ptr() for t in inputs if isinstance(t, torch.Tensor)}
+    swapped: dict = {}
+    result = []
+    for t in outs:
+        if isinstance(t, torch.Tensor) and t._is_view() and \
+                t.untyped_storage().data_ptr() not in theirs:
+            t = swapped.setdefault(id(t), t.detach())
+        result.append(t)
+    return result
 
 
 def _grads_in(ctx, grads):

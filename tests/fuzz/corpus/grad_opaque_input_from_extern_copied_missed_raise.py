@@ -5,11 +5,12 @@ variables needed for gradient computation has been modified by an inplace operat
 refcomp's aliasing analysis counted the pooling result as maybe sharing its input's
 memory, so the caller got a fresh copy of v4 and its in-place change never reached the
 tensor logsumexp's node saved.  Found by the session-11 gradient soak (seed 2112, program
-14,843, main a252a66).  Open: counting extern results as fresh (dd22b79) fixed it but
-made a compiled Function return a view of its matmul's buffer that autograd refuses to
-modify in place (corpus grad_linear_output_modified_in_place_llvm), so it was reverted
-(refcomp/aliasing.py, `_may_alias_operands`) (issue 11)."""
-STATUS = "open"
+14,843, main a252a66).  Fixed in session 12: extern results are fresh in the aliasing
+analysis (refcomp/aliasing.py, `_may_alias_operands`), and a compiled Function hands a
+view of its own buffer back detached (Note [Views of the Function's buffers],
+refcomp/autograd.py), which the first try at this fix (dd22b79, reverted) lacked
+(corpus grad_linear_output_modified_in_place_llvm) (issue 11)."""
+STATUS = "fixed"
 GRAD = True
 BACKENDS = ["interp", "eager", "llvm"]
 SYMPTOM = "grad-missed-raise: eager raised RuntimeError: one of the variables needed for gradient computation has been m"
