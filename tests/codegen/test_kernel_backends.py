@@ -176,3 +176,16 @@ func @f(%x: {src}[{n}]) -> (f32[{n}], f32[{n}], {half}[{n}], {half}[{n}]) {{
     run_kernel(kernel, buffers)  # the numpy executor rounds the same way
     for j, want in enumerate(expected):
         np.testing.assert_array_equal(buffers[f"out{j}"], to_numpy(want.float()))
+
+
+@pytest.mark.parametrize("dims", ["[-1]", "[0]"])
+@pytest.mark.parametrize("op", ["sum", "amin", "amax", "mean"])
+def test_reductions_of_a_0d_tensor_over_dim_0_or_minus_1(backend, op, dims):
+    """torch accepts dim 0 or -1 on a 0-d tensor and reduces its one element; the kernel
+    lowering indexed dim 0 of the empty shape (IndexError on llvm and triton).  Found by
+    running the fuzzer's graphs on a GPU (triton) and replayed on llvm; run on both."""
+    g = ir.parse("func @f(%x: f32[]) -> f32[] {\n"
+              f"  %0 = {op} %x {{dims={dims}}} : f32[]\n  return %0\n}}")
+    x = torch.tensor(2.5)
+    (got,) = compile_graph(backend, g)(x)
+    assert got.shape == () and got.item() == 2.5

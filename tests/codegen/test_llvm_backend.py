@@ -352,16 +352,3 @@ def test_half_results_are_rounded_where_eager_materialises_them(dtype):
             assert (g != w).sum() <= 1, j
             continue
         torch.testing.assert_close(g, w, rtol=0, atol=0, msg=lambda m: f"result {j}: {m}")
-
-
-@pytest.mark.parametrize("dims", ["[-1]", "[0]"])
-@pytest.mark.parametrize("op", ["sum", "amin", "amax", "mean"])
-def test_reductions_of_a_0d_tensor_over_dim_0_or_minus_1(op, dims):
-    """torch accepts dim 0 or -1 on a 0-d tensor and reduces its one element; the kernel
-    lowering indexed dim 0 of the empty shape (IndexError on llvm and triton).  Found by
-    running the fuzzer's graphs on a GPU (triton) and replayed on llvm."""
-    g = ir.parse("func @f(%x: f32[]) -> f32[] {\n"
-              f"  %0 = {op} %x {{dims={dims}}} : f32[]\n  return %0\n}}")
-    x = torch.tensor(2.5)
-    (got,) = get_backend("llvm").compile_graph(g, {})(x)
-    assert got.shape == () and got.item() == 2.5
