@@ -329,6 +329,14 @@ for _op, _fns in {"sum": (torch.sum, T.sum), "mean": (torch.mean, T.mean),
     entry(*_fns, ir_meta=_op == "mean")(_reduce_builder(_op))
 
 
+def _root_masked_at_zero(B, s, root):
+    """root(s) whose gradient is 0 where s is 0, as ATen's std and norm backwards mask it
+    (`masked_fill_(norm == 0, 0)`), where the root's own VJP is inf there (inf * 0 = NaN
+    through the sum of squares): the root reads 1 there and the result is 0 * s."""
+    zero = B.eq(s, 0.0)
+    return B.where(zero, B.mul(s, 0.0), root(B.where(zero, 1.0, s)))
+
+
 def _var_builder(std):
     def build(ctx, x, dim=None, unbiased=None, keepdim=False, *, correction=None):
         if isinstance(dim, bool):  # torch.var(x, unbiased)
@@ -337,12 +345,9 @@ def _var_builder(std):
         B, v = ctx.builder, x.value
         sqrt = B.sqrt
         if std and ctx.grad_enabled and x.requires_grad:
+            # ATen's std backward is 0 where std is 0 (corpus grad_std_of_constant).
             def sqrt(out):
-                # ATen's std backward is 0 where std is 0 (masked), where sqrt's VJP is
-                # inf (inf * 0 = NaN through var's): the sqrt reads 1 there, the result is
-                # 0 * var (corpus grad_std_of_constant).
-                zero = B.eq(out, 0.0)
-                return B.where(zero, B.mul(out, 0.0), B.sqrt(B.where(zero, 1.0, out)))
+                return _root_masked_at_zero(B, out, B.sqrt)
         if std and v.type.dtype in (f16, bf16):
             # ATen's std of a half tensor is sqrt of the float32 variance, rounded once;
             # rounding the variance to half first put the result an ulp off (thorough
@@ -603,23 +608,34 @@ def _adaptive_avg_pool2d(ctx, x, output_size):
 
 
 # --- norms ----------------------------------------------------------------------------------
-def vector_norm(ctx, v: Value, p, dims, keepdim) -> Value:
+def vector_norm(ctx, v: Value, p, dims, keepdim, x=None) -> Value:
     """sum(|x|^p)^(1/p) over dims: p=2 as sqrt(sum(x*x)), p=1 as sum(|x|), p=inf as
     amax(|x|).  Other p (0, -inf, 'nuc', negative) break the graph (RB013).  An f16/bf16
     x is reduced in f32 and the norm rounded once, as ATen does: in f16 the squares of
-    64 values near 100 sum past 65504 to inf (corpus half_vector_norm_overflow)."""
+    64 values near 100 sum past 65504 to inf (corpus half_vector_norm_overflow).  `x`: the
+    traced tensor v is read from; where it requires grad, the root's gradient is masked
+    where the norm is 0, as ATen's norm_backward masks it (corpus grad_norm_of_zeros)."""
     B = ctx.builder
     if v.type.dtype in (f16, bf16):
-        return B.cast(vector_norm(ctx, B.cast(v, dtype=f32), p, dims, keepdim),
+        return B.cast(vector_norm(ctx, B.cast(v, dtype=f32), p, dims, keepdim, x),
                       dtype=v.type.dtype)
+    masked = x is not None and x.requires_grad and ctx.grad_enabled
     if p == "fro" or p == 2:
-        out = B.sqrt(B.sum(B.mul(v, v), dims=dims, keepdim=keepdim))
+        sq = B.sum(B.mul(v, v), dims=dims, keepdim=keepdim)
+        out = _root_masked_at_zero(B, sq, B.sqrt) if masked else B.sqrt(sq)
     elif p == 1:
         out = B.sum(B.abs(v), dims=dims, keepdim=keepdim)
     elif p == float("inf"):
         out = B.amax(B.abs(v), dims=dims, keepdim=keepdim)
     elif isinstance(p, (int, float)) and 0 < p < float("inf"):
-        out = B.pow(B.sum(B.pow(B.abs(v), float(p)), dims=dims, keepdim=keepdim), 1.0 / p)
+        if masked and p < 1:
+            # ATen also masks |x|^(p-1) where x is 0; the pow VJP there is inf * sign 0.
+            raise Unsupported("RB013", f"the gradient of a norm with p={p!r} < 1")
+        s = B.sum(B.pow(B.abs(v), float(p)), dims=dims, keepdim=keepdim)
+
+        def root(t):
+            return B.pow(t, 1.0 / p)
+        out = _root_masked_at_zero(B, s, root) if masked else root(s)
     else:
         raise Unsupported("RB013", f"norm with p={p!r}")
     ctx.eager_saves.instead[out] = (v, out)  # eager's norm backward saves self and result
@@ -636,14 +652,14 @@ def _norm(ctx, x, p="fro", dim=None, keepdim=False, out=None, dtype=None):
         raise Unsupported("RB008", "norm(out=...)")
     if p is None:
         p = "fro"
-    return vector_norm(ctx, _norm_input(ctx, x, dtype), p, _dims(dim), keepdim)
+    return vector_norm(ctx, _norm_input(ctx, x, dtype), p, _dims(dim), keepdim, x)
 
 
 @entry(torch.linalg.vector_norm, ir_meta=True)
 def _vector_norm(ctx, x, ord=2, dim=None, keepdim=False, *, dtype=None, out=None):
     if out is not None:
         raise Unsupported("RB008", "vector_norm(out=...)")
-    return vector_norm(ctx, _norm_input(ctx, x, dtype), ord, _dims(dim), keepdim)
+    return vector_norm(ctx, _norm_input(ctx, x, dtype), ord, _dims(dim), keepdim, x)
 
 
 @entry(F.normalize, ir_meta=True, pointwise=True)
@@ -653,7 +669,7 @@ def _normalize(ctx, x, p=2.0, dim=1, eps=1e-12, out=None):
     if out is not None:
         raise Unsupported("RB008", "normalize(out=...)")
     B = ctx.builder
-    denom = B.clamp(vector_norm(ctx, x.value, p, _dims(dim), True), min=eps)
+    denom = B.clamp(vector_norm(ctx, x.value, p, _dims(dim), True, x), min=eps)
     return B.div(x.value, denom)
 
 
