@@ -301,8 +301,12 @@ def _extremum_vjp(pick):
 
 
 def _atan2_vjp(b, g, out, x, y):
-    r2 = b.add(b.mul(x, x), b.mul(y, y))  # d atan2(x, y) = (y dx - x dy) / (x^2 + y^2)
-    return _grads(b, x, y, b.div(b.mul(g, y), r2), b.neg(b.div(b.mul(g, x), r2)))
+    # d atan2(x, y) = (y dx - x dy) / (x^2 + y^2), as ATen's atan2_backward computes it:
+    # a reciprocal that is 0 where x^2 + y^2 is 0, so both gradients are 0 at (0, 0),
+    # not 0 * inf = NaN (tests/training/test_vjp_edges.py).
+    r2 = b.add(b.mul(x, x), b.mul(y, y))
+    recip = b.where(b.eq(r2, 0.0), 0.0, b.op("reciprocal", r2))
+    return _grads(b, x, y, b.mul(b.mul(g, y), recip), b.mul(b.mul(g, b.neg(x)), recip))
 
 
 _bin("add", rules.promoted, np.add, lambda s, a, b: s.add(a, b),
