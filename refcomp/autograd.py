@@ -47,9 +47,18 @@ has no edge from a result to an input it does not depend on: with `v1 = x.softma
 Function to v1 would run it and raise "modified by an inplace operation" (corpus
 grad_cse_twin_saved_false_raise).  So an input that no output depends on (`_grad_deps`
 empty, or no gradient at all) is handed to the Function detached: the same tensor data
-and version counter, no edge.  (An input that some output depends on keeps its edge; if
-only other outputs get a gradient, autograd still runs that input's node with None: a
-limit of one Function per graph, spec/autograd.md.)
+and version counter, no edge.
+
+Note [One node per dependency set]: an input that some outputs depend on and others do
+not has the same problem when the loss reads only the others: the one node has an edge
+to it, so autograd runs that input's node, which eager never reaches.  It matters only
+for a non-leaf input (a leaf's AccumulateGrad saves nothing), and only when the outputs
+depend on different non-leaf inputs; then (`_parts`, per call) the graph's forward runs
+once and its outputs are returned by one CompiledFunction node per set of non-leaf inputs
+they depend on, each with edges to just its outputs' inputs, saving what the forward
+saved and running the backward of its own outputs' gradients (Note [Given gradients]);
+autograd adds the nodes' gradients of a shared input.  The outputs without a gradient go
+with the first node (tests/training/test_input_edges.py).
 
 Note [Views of the Function's buffers]: a backend may return an output as a view of a
 tensor it made (llvm's `F.linear` of a 3-d input: the matmul's 2-d buffer, reshaped).
@@ -194,13 +203,20 @@ class _Info:
         return found
 
 
+_NON_TENSOR_ARGS = 4  # CompiledFunction.forward's info, callers, part, outs
+
+
 class CompiledFunction(torch.autograd.Function):
     @staticmethod
-    def forward(ctx, info: _Info, callers: tuple, *inputs):
-        outs = _unviewed(info.forward(*inputs), inputs)
+    def forward(ctx, info: _Info, callers: tuple, part: tuple, outs: list, *inputs):
+        # `part`, `outs`: None, or the outputs this node returns and the forward's results,
+        # run once for all the nodes of a call (Note [One node per dependency set]).
+        if outs is None:
+            outs = _unviewed(info.forward(*inputs), inputs)
         n = info.n_outputs
         user, saved = list(outs[:n]), outs[n:]
         ctx.info = info
+        ctx.part = part
         # Note [Double backward]: held weakly, so memory is what save_for_backward keeps.
         # `callers`: the caller's tensors where `inputs` holds a detached alias (Note
         # [Inputs no gradient reaches]); the recompute needs the caller's, alive.
@@ -222,12 +238,19 @@ class CompiledFunction(torch.autograd.Function):
         ctx.set_materialize_grads(False)
         ctx.grad_shapes = [(user[i].shape, user[i].dtype, user[i].device)
                            for i in info.grad_outputs]
-        if info.non_differentiable:
-            ctx.mark_non_differentiable(*[user[i] for i in info.non_differentiable])
-        return tuple(user)
+        mine = range(n) if part is None else part
+        off = [user[i] for i in info.non_differentiable if i in mine]
+        if off:
+            ctx.mark_non_differentiable(*off)
+        return tuple(user[i] for i in mine)
 
     @staticmethod
     def backward(ctx, *grads):
+        if ctx.part is not None:  # the gradients of all outputs, None for other nodes'
+            given = [None] * ctx.info.n_outputs
+            for i, g in zip(ctx.part, grads):
+                given[i] = g
+            grads = given
         if torch.is_grad_enabled():  # create_graph=True: See Note [Double backward]
             return _differentiable_backward(ctx, *grads)
         return _backward(ctx, *grads)
@@ -290,7 +313,7 @@ def _backward(ctx, *grads):
     info = ctx.info
     grads_in, present = _grads_in(ctx, grads)
     if not present:
-        return (None,) * (info.n_inputs + 2)
+        return (None,) * (info.n_inputs + _NON_TENSOR_ARGS)
     _, grad_inputs, read = info.backward_graph(present)
     fn = info.backward_fn(present)
     info.record.backward_calls += 1
@@ -304,7 +327,7 @@ def _differentiable_backward(ctx, *grads):
     info = ctx.info
     grads_in, present = _grads_in(ctx, grads)
     if not present:
-        return (None,) * (info.n_inputs + 2)
+        return (None,) * (info.n_inputs + _NON_TENSOR_ARGS)
     _, grad_inputs, read = info.backward_graph(present)
     _saved_tensors(ctx, read)  # the version checks first (freed by an earlier backward)
     why = "double backward (create_graph=True) through a compiled graph"
@@ -335,7 +358,7 @@ def _input_grads(info: _Info, grad_inputs, results, present) -> tuple:
     for i, g in zip(grad_inputs, results):
         if info.grad_deps[i] & present:
             out[i] = g
-    return (None, None, *out)
+    return (*(None,) * _NON_TENSOR_ARGS, *out)
 
 
 def _grad_deps(j: Joint) -> dict:
@@ -378,19 +401,36 @@ def compile_joint(j: Joint, compile_forward: Callable, compile_backward: Callabl
                  non_differentiable=[i for i, d in enumerate(differentiable_outputs)
                                      if not d or i not in j.grad_outputs],
                  grad_deps=_grad_deps(j), record=record, joint=j)
-    # Note [Inputs no gradient reaches]
-    reached = {i for i, deps in info.grad_deps.items() if deps}
-    unreached = [i for i in range(info.n_inputs) if i not in reached]
+    # Note [Inputs no gradient reaches], Note [One node per dependency set]
+    reached = sorted(i for i, deps in info.grad_deps.items() if deps)
+    deps_of = [frozenset(i for i in reached if k in info.grad_deps[i])
+               for k in range(len(info.grad_outputs))]
+    apply_fn = CompiledFunction.apply
+
+    def cut(inputs, keep):
+        """(the caller's inputs or None, the inputs with those not in `keep` detached)."""
+        if not any(isinstance(t, torch.Tensor) and t.requires_grad and i not in keep
+                   for i, t in enumerate(inputs)):
+            return None, inputs
+        return inputs, [t.detach() if isinstance(t, torch.Tensor) and i not in keep else t
+                        for i, t in enumerate(inputs)]
 
     def apply(*inputs):
-        if unreached and any(isinstance(inputs[i], torch.Tensor) and inputs[i].requires_grad
-                             for i in unreached):
-            cut = list(inputs)
-            for i in unreached:
-                if isinstance(cut[i], torch.Tensor):
-                    cut[i] = cut[i].detach()
-            return CompiledFunction.apply(info, inputs, *cut)
-        return CompiledFunction.apply(info, None, *inputs)
+        parts = _parts(info, deps_of, [i for i in reached if inputs[i].grad_fn is not None])
+        if parts is None:
+            callers, args = cut(inputs, reached)
+            return apply_fn(info, callers, None, None, *args)
+        # On detached aliases: an output that is an input must not be the caller's
+        # tensor, or the node returning it would take over that tensor's grad_fn.
+        plain = [t.detach() if isinstance(t, torch.Tensor) else t for t in inputs]
+        with torch.no_grad():
+            outs = _unviewed(info.forward(*plain), plain)
+        results = [None] * info.n_outputs
+        for part, keep in parts:
+            callers, args = cut(inputs, keep)
+            for i, t in zip(part, apply_fn(info, callers, part, outs, *args)):
+                results[i] = t
+        return tuple(results)
 
     if len(info.grad_outputs) < 2:
         run = apply
@@ -407,6 +447,27 @@ def compile_joint(j: Joint, compile_forward: Callable, compile_backward: Callabl
                 hooks._pop_saved_tensors_default_hooks()
     run.info = info
     return run
+
+
+def _parts(info: _Info, deps_of: list, non_leaves: list):
+    """Note [One node per dependency set]: None where one node serves (every output that
+    gets a gradient depends on the same non-leaf inputs), else per node (the user output
+    positions it returns, the inputs it keeps edges to)."""
+    if not non_leaves:
+        return None
+    nl = frozenset(non_leaves)
+    groups: dict = {}
+    for k, deps in enumerate(deps_of):
+        groups.setdefault(deps & nl, []).append(k)
+    if len(groups) < 2:
+        return None
+    parts = []
+    rest = [i for i in range(info.n_outputs) if i not in info.grad_outputs]
+    for ks in groups.values():
+        positions = sorted({info.grad_outputs[k] for k in ks}.union(rest))
+        rest = []  # the outputs without a gradient go with the first node
+        parts.append((tuple(positions), frozenset().union(*(deps_of[k] for k in ks))))
+    return parts
 
 
 def eager_version_plan(graph, wants_grad, written=None, unsure=frozenset(),
