@@ -45,7 +45,7 @@ has no edge from a result to an input it does not depend on: with `v1 = x.softma
 `v1.tanh_()`, then a graph that reads v1 only for a dead `v1.sigmoid()` and returns
 `x.softmax(0)`, eager's backward never reaches v1's Softmax node, but an edge from the
 Function to v1 would run it and raise "modified by an inplace operation" (corpus
-grad_cse_twin_saved_false_raise).  So an input that no output depends on (`_grad_deps`
+grad_unreached_input_edge_false_raise).  So an input that no output depends on (`_grad_deps`
 empty, or no gradient at all) is handed to the Function detached: the same tensor data
 and version counter, no edge.
 
