@@ -39,7 +39,10 @@ functions of the sizes: the view that has the input's own layout (`x.view_as(x)`
 its arguments with each symbolic size read off this call's inputs) on the caller's
 tensor (`size=_REPLAY`), which is what eager computes.  So is a view of an input that
 requires grad and whose elements share memory (expanded), at static sizes too: as_strided's
-backward works per memory location, eager's view ops per element.  Only a view op that takes
+backward works per memory location, eager's view ops per element.  So is a view through a
+view op with several results (chunk, split, unbind) of an input that requires grad:
+autograd refuses an in-place op on such a view, as eager does, and allows it on an
+as_strided one (corpus grad_chunk_view_modified_missed_raise).  Only a view op that takes
 another tensor (`x.expand_as(y)`, `x.view_as(y)`) cannot be replayed: that view stays
 a graph output (a copy; explain() notes it).
 
@@ -408,14 +411,19 @@ class _Outputs:
         grad = vt.view_grad if root.requires_grad else None
         if root.requires_grad and not vt.requires_grad and vt.view_grad:
             grad = "detach"  # x.detach() (or a view of it): no autograd history
-        if root.requires_grad and grad != "detach" and replay is None and \
-                torch._debug_has_internal_overlap(root.meta) != 0:
+        overlap = torch._debug_has_internal_overlap(root.meta) != 0
+        if root.requires_grad and grad != "detach" and replay is None and (
+                overlap or any(step[3] is not None for step in vt.view_steps or ())):
             # An input whose elements share memory (expanded): as_strided's backward
             # sums the gradient per memory location and spreads it over the elements
             # sharing it, where eager's view ops keep one gradient per element (Note
-            # [Returned views]; corpus grad_view_of_expanded_input).
+            # [Returned views]; corpus grad_view_of_expanded_input).  A view through a
+            # view op with several results (chunk, split, unbind): autograd refuses an
+            # in-place op on such a view of a tensor that requires grad, and on an
+            # as_strided view it would not (corpus grad_chunk_view_modified_missed_raise;
+            # where the steps cannot be replayed, the as_strided view keeps the aliasing).
             replay = self._replay(vt.view_steps)
-            if replay is None:
+            if replay is None and overlap:
                 self.notes.append(f"a returned view of {name} is a copy: {name} requires"
                                   " grad, its elements share memory and a view op cannot be"
                                   " replayed (Note [Returned views])")
