@@ -181,6 +181,23 @@ def _reduction(torch_fn):
     return make
 
 
+def _extremum(torch_fn, whole_fn):
+    """amax/amin.  Without dims or keepdim (`x.max()`, `x.min()`; `torch.amax(x)` is
+    the same IR) as torch.max/min(x), whose backward gives the
+    elements that are not the extremum exactly 0 (masked_fill), where amax's multiplies
+    its share by the mask, NaN * 0 = NaN for a NaN gradient (`x.min().std()` of one
+    element); refcomp's VJP (where(hit, share, 0)) is torch.max/min's too (corpus
+    grad_full_min_nan_gradient_eager)."""
+    def make(node, attrs):
+        axes, keep = _axes(node, attrs["dims"]), attrs["keepdim"]
+        x = node.inputs[0].type
+        if x.rank > 0 and not keep and not attrs["dims"] and \
+                all(isinstance(d, int) and d > 0 for d in x.shape):
+            return whole_fn
+        return lambda t: torch_fn(t, dim=axes, keepdim=keep)
+    return make
+
+
 def _make_truth(torch_fn):
     # torch.any/all return u8 for a u8 input and bool otherwise; cast if the IR says else.
     def make(node, attrs):
@@ -217,7 +234,7 @@ def _make_arg(torch_arg):
 
 EAGER_OPS.update({
     "sum": _make_sum, "prod": _make_prod,
-    "amax": _reduction(torch.amax), "amin": _reduction(torch.amin),
+    "amax": _extremum(torch.amax, torch.max), "amin": _extremum(torch.amin, torch.min),
     "mean": _reduction(torch.mean),
     "any": _make_truth(torch.any), "all": _make_truth(torch.all),
     "var": _make_var, "argmax": _make_arg(torch.argmax), "argmin": _make_arg(torch.argmin),

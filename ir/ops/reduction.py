@@ -108,6 +108,14 @@ def _extremum_vjp(b, g, out, x, dims=(), keepdim=False):
     hit = b.eq(x, _back(b, out, x, dims, keepdim))
     count = b.sum(b.cast(hit, dtype=x.type.dtype), dims=list(dims), keepdim=True)
     share = b.div(_back(b, g, x, dims, keepdim), b.expand(count, shape=list(x.type.shape)))
+    if dims:
+        # amax/amin over dims: ATen's backward multiplies the share by the mask, so a
+        # NaN gradient reaches every element (NaN * 0).
+        return (b.mul(share, b.cast(hit, dtype=x.type.dtype)),)
+    # Over every dim (`x.max()`, the tracer's only full extremum without dims): ATen's
+    # evenly_distribute_backward fills the share into the hits only, so the others get
+    # exactly 0 (corpus grad_full_min_nan_gradient_eager).  `torch.amax(x)` without dim
+    # is the same IR and gets this rule too (spec/autograd.md).
     return (b.where(hit, share, 0.0),)
 
 

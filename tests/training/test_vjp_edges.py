@@ -134,6 +134,10 @@ EDGE_FNS = {
  "linalg_norm_fro": lambda x: torch.linalg.norm(x),
  "matrix_norm": lambda x: torch.linalg.matrix_norm(x),
  "cosine_zero": lambda x: F.cosine_similarity(x, torch.zeros_like(x), dim=-1),
+ "amax_nan_grad": lambda x: x.amax(0) * float("nan"),
+ "amin_all_dims_nan_grad": lambda x: x.amin((0, 1)) * float("nan"),
+ "max_nan_grad": lambda x: x.max() * float("nan"),
+ "min_std_of_one": lambda x: x.min().std(),
 }
 EDGE_VALUES = {
  "zeros": torch.zeros(2, 3),
