@@ -197,6 +197,16 @@ def call_torch(ctx, fn, args: list, kwargs: dict) -> VT:
         raise Unsupported("RB017", f"{name}: {type(err).__name__}: {err}") from None
     if e.python:
         return _python_query(ctx, fn, pargs, meta_out)
+    if e.pointwise and not e.inplace and isinstance(meta_out, torch.Tensor) and \
+            meta_out.numel() and operands:
+        # eager's layout, as in _call_ir_typed: some meta kernels (logical_or's, a Python
+        # reference) order a broadcast result otherwise than TensorIterator where size-1
+        # dims tie (corpus logical_or_broadcast_permuted_strides)
+        metas = [t.meta for t in operands]
+        shape = tuple(meta_out.shape)
+        if tuple(torch.broadcast_shapes(*(m.shape for m in metas))) == shape:
+            meta_out = eager_layout.restrided(meta_out,
+                                              eager_layout.iterator_strides(shape, metas))
     if e.channels_last:
         meta_out = _as_channels_last(meta_out, operands)
     if e.layout is not None and isinstance(meta_out, torch.Tensor) and meta_out.numel():
