@@ -42,9 +42,18 @@ import torch
 from torch._prims_common import is_non_overlapping_and_dense_or_false
 
 
-def iterator_strides(shape, operands) -> tuple[int, ...]:
+def iterator_strides(shape, operands, common=None) -> tuple[int, ...]:
     """The strides of the output TensorIterator allocates for `shape` (the broadcast shape
-    of `operands`, torch tensors of any device, inputs only: the output is undefined)."""
+    of `operands`, torch tensors of any device, inputs only: the output is undefined).
+
+    `common`: the dtype the op computes in, where it promotes its inputs (compute_types
+    runs before the layout is chosen: a CPU input of another dtype is replaced by its
+    `.to(common)`, which keeps a dense input's strides and makes a non-dense one, an
+    expanded input, row-major; `torch.hypot` of an expanded float32 and a permuted float64
+    operand: corpus grad_hypot_broadcast_expanded_permuted_strides)."""
+    if common is not None:
+        operands = [t if t.dtype == common or t.dim() == 0 else
+                    torch.empty_like(t, dtype=common, device="meta") for t in operands]
     shape = tuple(int(s) for s in shape)
     ndim = len(shape)
     sizes = [tuple(t.shape) for t in operands]
@@ -96,6 +105,21 @@ def iterator_strides(shape, operands) -> tuple[int, ...]:
         out[d] = step
         step *= shape[d]
     return tuple(out)
+
+
+def common_dtype(operands, result) -> torch.dtype | None:
+    """The dtype a pointwise ATen op with `operands` (no bool among them: `where`'s
+    condition and masks are not promoted) and a `result` dtype computes in: the result's,
+    or for a bool result (comparisons, logical ops) the operands' promoted type; None
+    where a bool operand makes it unclear (`iterator_strides` then casts nothing)."""
+    if not operands or any(t.dtype == torch.bool for t in operands):
+        return None
+    if result != torch.bool:
+        return result
+    common = operands[0].dtype
+    for t in operands[1:]:
+        common = torch.promote_types(common, t.dtype)
+    return common
 
 
 def row_major(shape) -> tuple[int, ...]:

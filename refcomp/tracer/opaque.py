@@ -511,7 +511,8 @@ def _eager_strides(short, margs, mkwargs, metas, result, j):
                 return None
         except RuntimeError:
             return None
-        return eager_layout.iterator_strides(shape, metas)
+        return eager_layout.iterator_strides(
+            shape, metas, eager_layout.common_dtype(metas, result.dtype))
     return None
 
 

@@ -205,8 +205,9 @@ def call_torch(ctx, fn, args: list, kwargs: dict) -> VT:
         metas = [t.meta for t in operands]
         shape = tuple(meta_out.shape)
         if tuple(torch.broadcast_shapes(*(m.shape for m in metas))) == shape:
-            meta_out = eager_layout.restrided(meta_out,
-                                              eager_layout.iterator_strides(shape, metas))
+            common = eager_layout.common_dtype(metas, meta_out.dtype)
+            meta_out = eager_layout.restrided(
+                meta_out, eager_layout.iterator_strides(shape, metas, common))
     if e.channels_last:
         meta_out = _as_channels_last(meta_out, operands)
     if e.layout is not None and isinstance(meta_out, torch.Tensor) and meta_out.numel():
@@ -276,7 +277,8 @@ def _call_ir_typed(ctx, e, name, pargs, pkwargs, operands):
     metas = [t.meta for t in operands]
     if e.pointwise and 0 not in shape and metas and \
             tuple(torch.broadcast_shapes(*(m.shape for m in metas))) == tuple(shape):
-        strides = eager_layout.iterator_strides(shape, metas)
+        strides = eager_layout.iterator_strides(
+            shape, metas, eager_layout.common_dtype(metas, torch_dtype(out.type.dtype)))
     if strides is None:
         meta = torch.empty(shape, dtype=torch_dtype(out.type.dtype), device="meta")
     else:

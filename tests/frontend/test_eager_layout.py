@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 from refcomp.tracer.eager_layout import (
     ROW_MAJOR_RESULTS,
     batch_norm_strides,
+    common_dtype,
     conv_strides,
     getitem_strides,
     iterator_strides,
@@ -80,6 +81,37 @@ def test_iterator_strides_match_the_cpu_kernel(operands):
     got = iterator_strides(shape, [_meta(t) for t in operands])
     assert _dense(shape, got) == _dense(shape, eager.stride()), \
         (shape, got, eager.stride(), [(tuple(t.shape), t.stride()) for t in operands])
+
+
+PROMOTING = {"add": torch.add, "mul": torch.mul, "hypot": torch.hypot,
+             "atan2": torch.atan2, "copysign": torch.copysign, "div": torch.div,
+             "eq": torch.eq, "lt": torch.lt, "logical_or": torch.logical_or,
+             "maximum": torch.maximum}
+
+
+@given(broadcast_operands(), st.sampled_from(sorted(PROMOTING)),
+       st.lists(st.sampled_from([torch.float32, torch.float64, torch.int64]),
+                min_size=2, max_size=2))
+def test_iterator_strides_of_promoted_operands_match_the_cpu_kernel(operands, op, dtypes):
+    # compute_types casts an input of another dtype before the layout is chosen: an
+    # expanded float32 operand beside a float64 one counts as row-major (corpus
+    # grad_hypot_broadcast_expanded_permuted_strides).
+    if len(operands) != 2:
+        return
+    if op in ("hypot", "atan2", "copysign") and torch.int64 in dtypes:
+        dtypes = [torch.float32 if d == torch.int64 else d for d in dtypes]
+    a, b = (t.to(d) if t.dim() == 0 else
+            torch.empty_strided(t.shape, t.stride(), dtype=d).copy_(t) for t, d in
+            zip(operands, dtypes))
+    eager = PROMOTING[op](a, b)
+    shape = eager.shape
+    if 0 in shape:
+        return
+    metas = [_meta(a), _meta(b)]
+    got = iterator_strides(shape, metas, common_dtype(metas, eager.dtype))
+    assert _dense(shape, got) == _dense(shape, eager.stride()), \
+        (op, shape, got, eager.stride(), [(tuple(t.shape), t.stride(), t.dtype)
+                                          for t in (a, b)])
 
 
 ITEMS = st.one_of(
@@ -241,3 +273,15 @@ def test_max_pool1d_is_row_major_only_without_grad(grad):
     meta = torch.nn.functional.max_pool1d(_meta(x).requires_grad_(grad), 2)
     assert not meta.is_contiguous()  # the meta kernel follows the input either way
     assert eager.is_contiguous() == (not grad) == row_major_without_grad("max_pool1d", meta)
+
+
+def test_an_expanded_operand_of_another_dtype_counts_as_row_major():
+    # corpus grad_hypot_broadcast_expanded_permuted_strides: eager (1, 16, 4); without the
+    # cast, the expanded operand's stride 0 left the permuted one's order, (1, 4, 20).
+    a = torch.randn(1, 4).expand(5, 4)
+    b = torch.randn(4, 5, 4, dtype=torch.float64).permute(2, 1, 0).contiguous().permute(2, 1, 0)
+    for op in (torch.hypot, torch.add, torch.lt):
+        eager = op(a, b)
+        metas = [_meta(a), _meta(b)]
+        got = iterator_strides(eager.shape, metas, common_dtype(metas, eager.dtype))
+        assert got == eager.stride(), (op, got, eager.stride())
