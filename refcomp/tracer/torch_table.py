@@ -199,15 +199,11 @@ def call_torch(ctx, fn, args: list, kwargs: dict) -> VT:
         return _python_query(ctx, fn, pargs, meta_out)
     if e.pointwise and not e.inplace and isinstance(meta_out, torch.Tensor) and \
             meta_out.numel() and operands:
-        # eager's layout, as in _call_ir_typed: some meta kernels (logical_or's, a Python
-        # reference) order a broadcast result otherwise than TensorIterator where size-1
-        # dims tie (corpus logical_or_broadcast_permuted_strides)
-        metas = [t.meta for t in operands]
-        shape = tuple(meta_out.shape)
-        if tuple(torch.broadcast_shapes(*(m.shape for m in metas))) == shape:
-            common = eager_layout.common_dtype(metas, meta_out.dtype)
-            meta_out = eager_layout.restrided(
-                meta_out, eager_layout.iterator_strides(shape, metas, common))
+        # some meta kernels (logical_or's, a Python reference) order a broadcast result
+        # otherwise than TensorIterator where size-1 dims tie (corpus
+        # logical_or_broadcast_permuted_strides)
+        meta_out = eager_layout.restrided(
+            meta_out, _pointwise_strides(meta_out.shape, operands, meta_out.dtype))
     if e.channels_last:
         meta_out = _as_channels_last(meta_out, operands)
     if e.layout is not None and isinstance(meta_out, torch.Tensor) and meta_out.numel():
@@ -261,6 +257,16 @@ def _float_operands(operands) -> bool:
                                for f, t in zip(floats, operands))
 
 
+def _pointwise_strides(shape, operands, dtype):
+    """Eager's layout of a pointwise entry's result: the operands' memory order, as
+    TensorIterator picks it; None where the result is not their broadcast."""
+    metas = [t.meta for t in operands]
+    shape = tuple(shape)
+    if not metas or tuple(torch.broadcast_shapes(*(m.shape for m in metas))) != shape:
+        return None
+    return eager_layout.iterator_strides(shape, metas, eager_layout.common_dtype(metas, dtype))
+
+
 def _call_ir_typed(ctx, e, name, pargs, pkwargs, operands):
     try:
         out = e.build(ctx, *pargs, **pkwargs)
@@ -271,14 +277,9 @@ def _call_ir_typed(ctx, e, name, pargs, pkwargs, operands):
     if not isinstance(out, Value):
         raise Unsupported("RB013", f"{name}: an ir_meta entry must build one IR value")
     shape = [ctx.concrete(d) if not isinstance(d, int) else d for d in out.type.shape]
-    strides = None
-    # eager's layout: the operands' memory order, as TensorIterator picks it (an empty
-    # result keeps the meta kernel's: ATen's kernels differ among themselves there)
-    metas = [t.meta for t in operands]
-    if e.pointwise and 0 not in shape and metas and \
-            tuple(torch.broadcast_shapes(*(m.shape for m in metas))) == tuple(shape):
-        strides = eager_layout.iterator_strides(
-            shape, metas, eager_layout.common_dtype(metas, torch_dtype(out.type.dtype)))
+    # an empty result keeps the meta kernel's layout: ATen's kernels differ there
+    strides = _pointwise_strides(shape, operands, torch_dtype(out.type.dtype)) \
+        if e.pointwise and 0 not in shape else None
     if strides is None:
         meta = torch.empty(shape, dtype=torch_dtype(out.type.dtype), device="meta")
     else:
