@@ -102,6 +102,9 @@ def _typed_on_zeros(ctx, name, fn, pargs, pkwargs, operands, index):
     return meta(out)
 
 
+_OPTIONAL_TENSOR = torch._C.OptionalType(torch._C.TensorType.get())
+
+
 def _schema_writes(fn, short, pargs, pkwargs, index) -> set:
     """Operand indices an aten schema marks written (`Tensor(a!) running_mean`) among the
     non-out arguments: meta kernels do not bump those tensors' versions, so the meta run
@@ -125,6 +128,10 @@ def _schema_writes(fn, short, pargs, pkwargs, index) -> set:
     for schema in schemas:
         for pos, arg in enumerate(schema.arguments):
             if arg.kwarg_only or arg.alias_info is None or not arg.alias_info.is_write:
+                continue
+            if not arg.type.isSubtypeOf(_OPTIONAL_TENSOR):
+                # TorchScript's list sorts (`aten::sort.Tensor(Tensor(a!)[] self)`) write
+                # a list, not the tensor `Tensor.sort` takes (test_sort_writes_nothing)
                 continue
             value = pargs[pos] if pos < len(pargs) else pkwargs.get(arg.name)
             if isinstance(value, TensorVar) and id(value) in index:

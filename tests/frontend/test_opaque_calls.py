@@ -283,3 +283,29 @@ def test_an_unused_in_place_opaque_call_in_a_resumed_segment_writes_its_operand(
         xe = x.clone()
         torch.testing.assert_close(cf(x, idx), f(xe, idx))
         torch.testing.assert_close(x, xe)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_sort_writes_nothing(backend):
+    # aten::sort's TorchScript list overloads (`sort.Tensor(Tensor(a!)[] self)`) write
+    # their list; Tensor.sort writes nothing.  Counted as a write, it broke every sort of
+    # a tensor requiring grad (RB010) and wrote the operand back otherwise.
+    def f(x):
+        v, i = x.sort(0)
+        return v * 2, i
+
+    x = torch.randn(4, 3)
+    version = x._version
+    report = explain(f, x, backend=backend)
+    assert report.graph_break_count == 0, report
+    assert x._version == version
+    leaf = torch.randn(4, 3, requires_grad=True)
+    report = explain(f, leaf, backend=backend)
+    assert (report.graph_count, report.graph_break_count) == (1, 0), report
+    got = refcomp.compile(f, backend=backend)(leaf)
+    want = f(leaf)
+    torch.testing.assert_close(got, want)
+    got[0].sum().backward()
+    compiled_grad, leaf.grad = leaf.grad, None
+    want[0].sum().backward()
+    torch.testing.assert_close(compiled_grad, leaf.grad)
