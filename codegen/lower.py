@@ -33,7 +33,7 @@ from codegen.scalar import compute_dtype, compute_dtypes, result_dtype
 from ir.graph import Graph, Node, Value
 from ir.ops.registry import CREATION, POINTWISE, REDUCTION
 from ir.ops.rules import normalize_dim, normalize_dims
-from ir.types import bool_, is_symbolic, round_to_dtype
+from ir.types import bool_, f64, is_symbolic, round_to_dtype
 
 # Note [Half casts]
 # f16/bf16 values are computed in f32 (compute_dtype), but every value whose IR type
@@ -267,9 +267,13 @@ class _Lowering:
         for node in reductions:
             x = node.inputs[0]
             out_dtype = node.outputs[0].type.dtype
-            acc_dtype = compute_dtype(out_dtype)
+            is_var = node.op.name == "var"
+            # var: Welford's answer as the decomposition computes it, a two-pass in f64
+            # on the values shifted by their row's first element (Note [How ATen
+            # computes var], ir/passes/decompose.py)
+            acc_dtype = f64 if is_var else compute_dtype(out_dtype)
             accs = []
-            passes = 2 if node.op.name == "var" else 1
+            passes = 2 if is_var else 1
             for p in range(passes):
                 acc = Acc(f"a{len(self.accs)}", _REDUCTIONS[node.op.name], acc_dtype)
                 self.accs.append(acc)
@@ -280,6 +284,9 @@ class _Lowering:
                     value = rec.to_bool(value)
                 else:
                     value = rec.cast(value, acc_dtype)
+                if is_var:
+                    first = self.value_at(x, self.row_index([Index.of(0)] * len(stage_vars)))
+                    value = rec.sub(value, rec.cast(first, acc_dtype))
                 if p == 1:  # var: sum of squared deviations from the first pass's mean
                     mean = rec.truediv(rec.call("acc", [], acc=accs[0], dtype=acc_dtype),
                                        _count(rec, count, value))
@@ -308,7 +315,8 @@ class _Lowering:
         elif node.op.name == "var":
             denom = count - node.attrs["correction"]
             denom = max(denom, 0) if isinstance(denom, int) else sizes.norm(sympy.Max(denom, 0))
-            value = rec.truediv(value, _count(rec, denom, value))
+            value = rec.cast(rec.truediv(value, _count(rec, denom, value)),
+                             compute_dtype(v.type.dtype))
         if node.op.name in ("amax", "amin"):
             return value  # one of the operand's values: already of its dtype
         return self.round_half(value, v.type.dtype)

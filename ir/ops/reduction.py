@@ -173,15 +173,22 @@ defop("all", REDUCTION, operands=("x",), attrs=_REDUCE_ATTRS,
 
 
 def _var_ref(x, dims=(), keepdim=False, correction=1):
-    x = x.astype(np.float64)  # two-pass in f64, as ATen's CPU var accumulates in double
+    # Welford's answer, as ATen's CPU var in f64: a two-pass in f64 on the values shifted
+    # by their row's first element, exact for equal elements (Note [How ATen computes var]
+    # in ir/passes/decompose.py).
+    x = x.astype(np.float64)
+    axes = _axes(x, dims)
+    if axes is not None and x.size:
+        x = x - x[tuple(slice(0, 1) if d in axes else slice(None) for d in range(x.ndim))]
     # N - correction <= 0 divides by 0 (inf or NaN), as torch does.
-    return np.var(x, axis=_axes(x, dims), keepdims=keepdim, ddof=correction)
+    return np.var(x, axis=axes, keepdims=keepdim, ddof=correction)
 
 
 defop("var", REDUCTION, saves={"x": ("x",)}, operands=("x",),
       attrs={"dims": ("ints", ()), "keepdim": ("bool", False), "correction": ("int", 1)},
       infer=_reduce_infer(_float_only), ref=_var_ref, vjp=_var_vjp,
-      doc="sum((x - mean)^2) / (N - correction); N <= correction divides by zero")
+      doc="sum((x - mean)^2) / (N - correction), as Welford's algorithm in f64 computes it"
+          " (exactly 0 for equal elements); N <= correction divides by zero")
 
 
 def _arg_infer(types, dim=None, keepdim=False):
