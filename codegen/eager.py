@@ -182,8 +182,8 @@ def _reduction(torch_fn):
 
 
 def _extremum(torch_fn, whole_fn):
-    """amax/amin.  Without dims or keepdim (`x.max()`, `x.min()`; `torch.amax(x)` is
-    the same IR) as torch.max/min(x), whose backward gives the
+    """amax/amin.  Without dims or keepdim (`x.max()`, `x.min()`; the tracer records
+    `torch.amax(x)` over every dim, named) as torch.max/min(x), whose backward gives the
     elements that are not the extremum exactly 0 (masked_fill), where amax's multiplies
     its share by the mask, NaN * 0 = NaN for a NaN gradient (`x.min().std()` of one
     element); refcomp's VJP (where(hit, share, 0)) is torch.max/min's too (corpus

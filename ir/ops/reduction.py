@@ -114,8 +114,8 @@ def _extremum_vjp(b, g, out, x, dims=(), keepdim=False):
         return (b.mul(share, b.cast(hit, dtype=x.type.dtype)),)
     # Over every dim (`x.max()`, the tracer's only full extremum without dims): ATen's
     # evenly_distribute_backward fills the share into the hits only, so the others get
-    # exactly 0 (corpus grad_full_min_nan_gradient_eager).  `torch.amax(x)` without dim
-    # is the same IR and gets this rule too (spec/autograd.md).
+    # exactly 0 (corpus grad_full_min_nan_gradient_eager).  The tracer records
+    # `torch.amax(x)` over every dim, named, so it gets the rule above.
     return (b.where(hit, share, 0.0),)
 
 

@@ -318,7 +318,13 @@ def _clamp(ctx, x, min=None, max=None):
 def _reduce_builder(op):
     def build(ctx, x, dim=None, keepdim=False, *, dtype=None):
         v = cast(ctx, x, dtype) if dtype is not None else x.value
-        return ctx.builder.op(op, v, dims=_dims(dim), keepdim=keepdim)
+        dims = _dims(dim)
+        if op in ("amax", "amin") and not dims:
+            # `torch.amax(x)` names every dim: amax's backward multiplies its share by
+            # the mask, where `dims=()` is x.max()'s, which leaves the others exactly 0
+            # (a NaN gradient: corpus grad_amax_without_dim_nan_gradient)
+            dims = list(range(v.type.rank))
+        return ctx.builder.op(op, v, dims=dims, keepdim=keepdim)
     return build
 
 
