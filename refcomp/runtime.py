@@ -355,7 +355,9 @@ class _Outputs:
         `is_contiguous()` per output and call).  Kernels' backends pay that only for an
         output that may be a view of another value (`outputs_maybe_views`): the IR folds
         a clone, so `(x + 1).narrow(1, 0, 1).clone()` is the narrow view of the
-        kernel's buffer (corpus clone_of_narrow_of_intermediate_strides)."""
+        kernel's buffer (corpus clone_of_narrow_of_intermediate_strides); and for an
+        output an opaque `aten` call returns, which ATen laid out
+        (`_outputs_of_aten_calls`: corpus sort_indices_contiguous_strides_llvm)."""
         meta = vt.meta
         if meta.is_contiguous():
             self.row_major.add(index)
@@ -662,7 +664,7 @@ def build_entry(ctx: TraceContext, output: VT, backend_name: str, options: dict,
     # and any backend may hand back a view of an intermediate where eager's is fresh.
     row_major = outs.row_major - fresh
     if backend.row_major and row_major:
-        row_major &= outputs_maybe_views(graph)
+        row_major &= outputs_maybe_views(graph) | _outputs_of_aten_calls(graph)
     row_major = () if training is not None else tuple(sorted(row_major))
     version_plan = {}
     if needs_grad and frozen is None:  # Note [Saved by eager] (ir/ops/registry.py)
@@ -693,6 +695,15 @@ def _without_grad(fn):
         with torch.no_grad():
             return fn(*inputs)
     return run
+
+
+def _outputs_of_aten_calls(graph: Graph) -> frozenset:
+    """Output indices that are an `aten` node's results: ATen's tensors, in the layout its
+    kernel picks, not a row-major kernel buffer, on every backend (Note [Output layout]:
+    `x.argsort(1).contiguous()` of a permuted `x` folds to the argsort, whose result is
+    permuted: corpus sort_indices_contiguous_strides_llvm)."""
+    made_by_aten = {v for n in graph.nodes if n.op.name == "aten" for v in n.outputs}
+    return frozenset(i for i, v in enumerate(graph.outputs) if v in made_by_aten)
 
 
 def _input_keys(ctx: TraceContext, graph: Graph, frozen) -> list:
