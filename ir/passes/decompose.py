@@ -33,8 +33,9 @@ def _dim_size_is_zero(x: Value, dims) -> bool:
 
 
 # Note [Half-precision decompositions]
-# ATen computes softmax, log_softmax, layer_norm, rms_norm, batch_norm and var of f16/bf16
-# tensors in float32 ("opmath") and rounds the result once.  Their decompositions into
+# ATen computes softmax, log_softmax, layer_norm, rms_norm and batch_norm of f16/bf16
+# tensors in float32 ("opmath"; var in f64: Note [How ATen computes var]) and rounds the
+# result once.  Their decompositions into
 # f16/bf16 primitives rounded every step instead (a kernel rounds each half-typed value:
 # Note [Half casts], codegen/lower.py), and a rounded mean loses what layer_norm needs:
 # the mean of bf16 (100 + 2 * randn) is off by up to 0.25, so layer_norm was off by 0.14
@@ -135,7 +136,7 @@ def var(b: GraphBuilder, x: Value, dims, keepdim: bool, correction: int) -> Valu
     shifted = b.sub(_to(b, x, f64), _to(b, first, f64))
     centered = b.sub(shifted, b.mean(shifted, dims=axes, keepdim=True))
     total = b.sum(b.mul(centered, centered), dims=axes, keepdim=keepdim)
-    return _to(b, b.div(total, float(max(n - correction, 0))), x.type.dtype)
+    return _like(b, b.div(total, float(max(n - correction, 0))), x)
 
 
 def _to(b: GraphBuilder, v: Value, dtype) -> Value:
@@ -168,8 +169,8 @@ def decompose(g: Graph) -> Graph:
     Rewrites: softmax, log_softmax, layer_norm, rms_norm, batch_norm (inference form,
     running statistics) and var (when the reduced element count is static; with
     symbolic sizes var stays).  Softmax over an empty dim is its (empty) input.
-    f16/bf16 inputs are computed in f32 and the result cast back, as ATen computes them
-    (Note [Half-precision decompositions]).
+    f16/bf16 inputs are computed in f32 (var: every dtype in f64) and the result cast
+    back, as ATen computes them (Note [Half-precision decompositions]).
     Requires: a verified graph.  Preserves: every value's type; results up to
     rounding (the primitives round after each op, as eager PyTorch's decompositions
     do); inputs, outputs and the order of other nodes.  Leaves fused bodies alone.
