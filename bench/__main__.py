@@ -175,8 +175,8 @@ def _markdown(rows, copy_gbs, opts, seconds, malloc_configured, startup) -> str:
            " interleaved rounds (candidate `copy`), and their GB/s ratios are against that.",
            "Start-up (first compile of `x * 2 + 1`, imports included; not in the cold times"
            " below): " + ", ".join(f"{k} {v:.1f} s" for k, v in startup.items()) + ".",
-           "malloc keeps freed memory during timing (bench/harness.py, Note [malloc and page"
-           f" faults]): {'yes' if malloc_configured else 'NO (not glibc)'}.",
+           "malloc keeps freed memory during timing (bench/harness.py,"
+           f" Note [malloc and page faults]): {'yes' if malloc_configured else 'NO (not glibc)'}.",
            *(["`refcomp-noplan` is refcomp with the backend option plan=False (every"
               " intermediate a fresh tensor; spec/memory.md, \"Runtime\"); where a graph has"
               " no intermediates both compile the same code, and their difference is the"

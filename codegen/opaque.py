@@ -6,7 +6,7 @@ one definition of the `args` attribute's grammar), the callable's dotted name
 Registers the runner with the eager backend's table (so the llvm and triton
 runtimes, which run extern nodes through that table, get it too) and, as numpy
 arrays in and out, with the reference interpreter (`ir.ops.opaque.set_executor`).
-Must not know: the frontend.  Spec: spec/ops.md, "Opaque torch calls".
+Must not know: the frontend.  Spec: spec/ops.md, "Extern".
 
 A runner is functional: an operand the call writes in torch (`mutates`) is cloned
 first, and its new value is returned after the call's results; a result torch

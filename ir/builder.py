@@ -3,7 +3,7 @@
 Owns: inserting nodes, Python scalars as rank-0 `full` constants (torch's "weak"
 scalar promotion), and numpy-style broadcasting made explicit with
 `reshape`/`expand` so that every pointwise node sees equal shapes.  Spec:
-spec/ir.md, "Building graphs".
+spec/ir.md, "Graphs and the builder".
 
     b = GraphBuilder("forward")
     x = b.input("x", TensorType(f32, (4, 16)))

@@ -9,7 +9,7 @@ optimized IR to stdout.  IR printed after passes, timings and rewrite counts (`-
 the rules each pass fired, by name) go to stderr, so stdout
 is always just the result.  Parse errors point at `file:line:col`; invalid IR and
 failing passes are reported by name; all errors exit with status 1 (2 for bad usage).
-Spec: spec/passes.md, "ir.opt".
+Spec: spec/passes.md, "`python -m ir.opt`".
 """
 
 from __future__ import annotations

@@ -70,10 +70,11 @@ class _Unique:
 
 
 def callable_shim(target):
-    """A Python function that calls `target` (Note [Callable shims]).
+    """A Python function that calls `target`.
 
-    refcomp compiles bytecode, so `refcomp.compile` of a `functools.partial`, a callable
-    object or a C function (`F.gelu`, `torch.sin`) compiles this two-line frame, and the
+    Note [Callable shims]: refcomp compiles bytecode, so `refcomp.compile` of a
+    `functools.partial`, a callable object or a C function (`F.gelu`, `torch.sin`) compiles
+    this two-line frame, and the
     tracer follows the call into the target as it follows any call: a partial's func,
     args and keywords and a callable object's `__call__` are read (and guarded) like
     arguments; a C function goes through the torch table.  Each shim gets a code object

@@ -39,7 +39,7 @@ LOGGERS = {c: logging.getLogger(f"refcomp.{c}") for c in CHANNELS}
 
 _enabled: frozenset = frozenset()
 _debug_dir: Optional[Path] = None
-_ON = False  # some channel or the debug folder is active (Note [Logging costs nothing...])
+_ON = False  # some channel or the debug folder is active (Note [Logging costs nothing when off])
 _count = 0  # graphs numbered so far in the debug folder
 _lock = threading.Lock()
 _local = threading.local()  # .graph: (number, name) of the graph this thread compiles

@@ -3,8 +3,8 @@
 Owns: `Recipes` (symbolic value -> recipe, and the check that rebuilt tensors alias
 as eager's would), `make` (recipe -> real object, after the graph has run),
 `load_source` (a Source read from a segment's L/G/C/B), `OpaqueVar` and `Refused`.
-Must not know the tracer's loop or the cache.  Spec: spec/runtime.md, "The state
-machine" (Rebuild) and "Frames that run eagerly instead".
+Must not know the tracer's loop or the cache.  Spec: spec/runtime.md, "Generated code at
+a break" (Rebuild) and "Frames that run eagerly instead".
 
 Note [Opaque numbers]: a Python number live at a resume point (a running total, a
 value read by `.item()`) is first specialized like any constant.  When a later

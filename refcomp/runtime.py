@@ -3,8 +3,8 @@
 Owns: `build_entry` (trace result -> optimized graph -> backend -> `Entry`) and
 `Entry.run`: call the compiled graph on the guarded inputs, write mutated inputs
 back, detach the outputs eager would not have attached to autograd, and rebuild
-the frame's return value.  Spec: spec/guards.md, "Cache entries", and
-spec/tracer.md, "Outputs and mutation".
+the frame's return value.  Spec: spec/guards.md, "Cache and recompiles", and
+spec/tracer.md, "Outputs, mutation and autograd".
 
 Note [Autograd honesty]: while grad mode is on and the graph has an output that
 requires grad in eager, refcomp compiles a joint graph (ir/autodiff.py): the forward

@@ -11,8 +11,9 @@ Note [Reading what the frame writes]: `COUNT += 1` reads the global before it
 writes it.  If the tracer read it, the value would become an EQUALS_MATCH guard and
 every call (with a new count) would recompile.  So a read of a global (or of an
 attribute name) that the same code object assigns is itself a break point: the
-resume machine reads, adds and stores it concretely (see Note [Cheap steps] in
-refcomp/concrete.py), and the guards never mention it.  A bool, None or str attribute (a
+resume machine reads, adds and stores it concretely (in the code generated at
+the break, spec/runtime.md, "Side effects"), and the guards never mention it.  A bool,
+None or str attribute (a
 flag such as transformers' `self.compiling`, or a setting decided on the first call such
 as `config.problem_type`) is the exception: it takes few values, so guarding it costs at
 most a recompile per value, and it is read like any other attribute (`calls.is_flag`).

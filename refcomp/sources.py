@@ -2,7 +2,7 @@
 
 Owns: the `Source` classes, their readable names (`L['self'].fc.weight`) and the
 Python expression that re-reads them in generated guard code.  Must not know:
-guard kinds, tracing.  Spec: spec/guards.md, "Sources".
+guard kinds, tracing.  Spec: spec/tracer.md, "Values and sources".
 
 See Note [Names are data]: a generated expression never contains a user string.
 Every key or attribute name is bound as a constant of the generated function

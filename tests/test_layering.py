@@ -1,4 +1,4 @@
-"""Layering is checked, not hoped for (spec/architecture.md, "Layers").
+"""Layering is checked, not hoped for (spec/architecture.md, "Packages").
 
 ir/ imports neither refcomp/ nor codegen/; codegen/ does not import refcomp/.
 """

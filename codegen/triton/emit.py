@@ -5,7 +5,7 @@ and how to launch it: argument order, sizes, block sizes, grid), the block-size
 heuristic and the index-expression printer.  Must not know: graphs, torch,
 loading or launching (codegen/triton/launch.py).  Spec: spec/codegen.md, "Triton".
 
-Two kernel shapes (Note [Triton tiling]):
+Note [Triton tiling]: two kernel shapes:
 
 - pointwise (no `outer` space, no accumulators): a 1-d grid over the flattened
   stage space; each program owns XBLOCK consecutive elements

@@ -1,7 +1,7 @@
 """The opaque op `aten`: one call of a torch callable the IR has no rule for.
 
 Owns: the `aten` OpDef and the hook through which it is executed.  Spec: spec/ops.md,
-"Opaque torch calls", and spec/ir.md.
+"Extern", and spec/ir.md.
 
 The IR knows nothing of torch (tests/test_layering.py), so an `aten` node carries
 what is needed to *name* the call, never to understand it:

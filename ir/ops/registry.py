@@ -1,7 +1,7 @@
 """The op registry: `OpDef`, `defop`, categories, lookup by name.
 
 Owns: the data shape of an op and the table of all ops.  Holds no op definitions
-(those live in ir/ops/<category>.py).  Spec: spec/ir.md, "Ops".
+(those live in ir/ops/<category>.py).  Spec: spec/ops.md, "Conventions".
 
 An op is one registry entry (see STYLE.md section 2): its operands and attributes,
 its type rule (`infer`), its reference semantics on numpy (`ref`), its
@@ -60,6 +60,9 @@ class OpDef:
     vjp: Optional[Callable] = None  # vjp(b, grads, outs, *inputs, **attrs) -> input grads
     scalar: Optional[Callable] = None  # scalar(s, *operand_scalars, **attrs)
     effects: bool = False  # never removed, never merged (random draws, externs with effects)
+    # Note [Op facts]: what a pass or backend needs to know about an op is a fact declared
+    # once, here, and read where it matters, never a list of op names (the table of facts
+    # and their readers: spec/ops.md, "Op facts").
     index_map: bool = False  # result[i] = operand0[f(i)] (Note [Op facts])
     aliases: bool = False  # the result is a view of operand 0's storage (Note [Op facts])
     variadic: bool = False  # operands is one name bound to a list (cat)

@@ -1,4 +1,4 @@
-"""Shape and dtype rules shared by op definitions.  Spec: spec/ir.md, "Type rules".
+"""Shape and dtype rules shared by op definitions.  Spec: spec/ir.md, "Types".
 
 Each rule takes the operand types (and attributes) and returns the result type,
 raising `TypeError` with a message that names the op's problem.  The verifier

@@ -4,7 +4,7 @@ Owns: the dispatch from a callable to its treatment — inline a user function,
 apply a torch-table entry (refcomp/tracer/torch_table.py), call an nn.Module
 (refcomp/tracer/modules.py), evaluate a pure builtin on constants — and the
 Python-level semantics of operators on constants and containers.  Anything else
-raises Unsupported with a reason id.  Spec: spec/tracer.md, "Calls".
+raises Unsupported with a reason id.  Spec: spec/tracer.md, "Inlining".
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """refcomp.compile of any callable torch.compile accepts, and such callables called
-inside compiled code (spec/tracer.md, "Callables"; issue 12 Deliver 8)."""
+inside compiled code (spec/tracer.md, "Inlining"; issue 12 Deliver 8)."""
 
 import functools
 

@@ -1,5 +1,5 @@
 """Hypothesis strategy `programs()`: random, mostly well-typed Python functions over the
-torch API (spec/testing.md, "The differential fuzzer").
+torch API (spec/testing.md, "What is generated").
 
 How programs stay well-typed: every candidate statement is *executed* while it is drawn,
 in eager mode, on the real inputs of every call (one namespace per call).  A statement that

@@ -164,7 +164,7 @@ def _equal(a, b) -> bool:
         if a.shape != b.shape or a.dtype != b.dtype:
             return False
         # float32 and wider: 1e-4; half precision: assert_close's own tolerances for the
-        # dtype (spec/correctness.md, "What equal means for values")
+        # dtype (spec/correctness.md, section 1)
         tol = {} if a.dtype in (torch.float16, torch.bfloat16) else \
             {"atol": 1e-4, "rtol": 1e-4}
         try:

@@ -47,8 +47,8 @@ OPS = {
     "cat": lambda x, y: torch.cat([x, y]),  # nothing
     "clamp": lambda x, y: x.clamp(-0.5, 0.5),  # input
     "topk": lambda x, y: x.topk(1, dim=0).values,  # indices (an aten call: its own node)
-    "max_dim": lambda x, y: x.max(1).values,  # indices (built as a gather: Note [Gather
-    "min_dim_keepdim": lambda x, y: x.min(0, keepdim=True)[0],  # under autograd])
+    "max_dim": lambda x, y: x.max(1).values,  # indices (built as a gather under autograd)
+    "min_dim_keepdim": lambda x, y: x.min(0, keepdim=True)[0],  # (the same)
     "gather": lambda x, y: x.gather(1, torch.tensor([[0, 2], [1, 1], [3, 0]])),  # input
     # intermediates eager saves, x not: nothing is recomputed from x (Note [Caller
     # tensors eager does not save])

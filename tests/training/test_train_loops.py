@@ -1,4 +1,4 @@
-"""Training loops compiled by refcomp equal eager (spec/autograd.md, "Shows").
+"""Training loops compiled by refcomp equal eager (spec/autograd.md, "The runtime").
 
 An MLP, a small transformer block and a CNN with BatchNorm (train mode: running
 statistics updated by the compiled graph) are trained 20 steps with SGD and AdamW

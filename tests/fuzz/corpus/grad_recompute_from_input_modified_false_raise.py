@@ -5,7 +5,7 @@ the compiled Function saved v1 with save_for_backward and autograd's version che
 raised "one of the variables needed for gradient computation has been modified by an
 inplace operation".  A known gap (spec/autograd.md listed it as not matched), made a
 regression program on Nov 27 (main bcff9f3).  Fixed: no value is recomputed from a
-forward input that no eager node saves (Note [Inputs eager does not save],
+forward input that no eager node saves (Note [Caller tensors eager does not save],
 ir/autodiff.py); the exp is saved as eager saves it (issue 11)."""
 STATUS = "fixed"
 GRAD = True

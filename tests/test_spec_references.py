@@ -1,0 +1,68 @@
+"""Every Note and spec section named in the code or the spec exists (no stale reference).
+
+A Note is cited as `Note [Name]` and defined where a line starts with it
+(`Note [Name]:` in a docstring or comment, `### Note [Name]` or `**Note [Name]**` in spec/).
+A section is cited as `spec/file.md, "Title"` and exists when spec/file.md has a heading
+or a bold lead-in (`- **Title**`) starting with that title.  Citations may wrap across
+comment lines.
+"""
+
+import re
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+SOURCES = ("refcomp", "ir", "codegen", "spec", "tests", "bench")
+CITED_NOTE = re.compile(r"Note \[([^\]]+)\]")
+DEFINED_NOTE = re.compile(
+    r"^\s*(?:#+\s*|\"\"\"|[-*]\s*)?(?:\*\*)?Note \[([^\]]+)\](?:\*\*)?\s*(?:[:.(]|$)", re.M)
+CITED_SECTION = re.compile(r'spec/([a-z_]+\.md),? "([^"]+)"')
+ANCHOR = re.compile(r"^(?:#+\s*(.+?)\s*$|\s*(?:[-*]\s+)?\*\*(.+?)\*\*)", re.M)
+
+
+def _texts():
+    paths = [p for d in SOURCES for p in (ROOT / d).rglob("*") if p.suffix in (".py", ".md")]
+    for path in paths + [ROOT / "README.md"]:
+        if path.name != Path(__file__).name:
+            yield path.relative_to(ROOT), path.read_text()
+
+
+def _flat(text):
+    """The text with comment continuations and line breaks folded into single spaces."""
+    return re.sub(r"\s+", " ", re.sub(r"\n\s*#\s*", " ", text))
+
+
+def _anchors():
+    anchors = {}
+    for path in (ROOT / "spec").glob("*.md"):
+        found = anchors.setdefault(path.name, set())
+        for m in ANCHOR.finditer(path.read_text()):
+            found.add((m.group(1) or m.group(2)).strip().rstrip(".:"))
+    return anchors
+
+
+def test_every_cited_note_is_defined():
+    cited, defined = {}, set()
+    for path, text in _texts():
+        for m in CITED_NOTE.finditer(_flat(text)):
+            cited.setdefault(m.group(1), set()).add(str(path))
+        defined.update(" ".join(m.group(1).split()) for m in DEFINED_NOTE.finditer(text))
+    stale = {name: sorted(where) for name, where in cited.items() if name not in defined}
+    assert stale == {}
+
+
+def test_every_cited_spec_section_exists():
+    anchors, stale = _anchors(), {}
+    for path, text in _texts():
+        for m in CITED_SECTION.finditer(_flat(text)):
+            file, title = m.groups()
+            if not any(a.startswith(title) for a in anchors.get(file, ())):
+                stale.setdefault(f"{file}: {title}", set()).add(str(path))
+    assert stale == {}
+
+
+def test_the_checks_can_fail():
+    """A made-up citation is caught by both patterns (the checks are not vacuous)."""
+    text = 'see Note [No such note] and spec/tracer.md, "No such section"'
+    assert CITED_NOTE.findall(text) == ["No such note"]
+    assert CITED_SECTION.findall(text) == [("tracer.md", "No such section")]
+    assert not any(a.startswith("No such section") for a in _anchors()["tracer.md"])
