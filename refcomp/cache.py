@@ -30,6 +30,27 @@ from refcomp.tracer.context import VALUE
 HISTORY_LIMIT = 100  # misses kept per frame (the oldest are dropped, and counted)
 
 COUNTERS: Counter = Counter()
+# What each counter of `refcomp.stats()["counters"]` counts: the one declaration, rendered
+# into spec/runtime.md ("What is counted") and checked by tests/test_spec_tables.py.
+COUNTER_MEANINGS: dict = {
+    "calls": "calls of a compiled function or module, resume functions included",
+    "compiled_calls": "calls that ran an entry (a graph, or a graph that breaks)",
+    "eager_calls": "calls that ran eagerly: a whole-frame fallback, a stance, a full cache",
+    "misses": "calls that matched no entry (the first call of each frame included)",
+    "recompiles": "misses of a frame that already had an entry, which traced again",
+    "graphs": "entries traced with a graph (resume functions included; a graph that ends"
+              " in a break too; a symbolic trace retried with static sizes once)",
+    "breaks": "entries that end in a graph break",
+    "fallbacks": "entries that run their frame eagerly as a whole (with a reason id)",
+    "limit_hits": "misses past `cache_size_limit` (the call runs eagerly)",
+    "stance_eager": "misses run eagerly under `set_stance('eager_on_recompile')`",
+    "unstable_guards": "fresh entries whose guards failed right after tracing (run eagerly)",
+    "global_state_eager": "entries that run eagerly for global torch state (RB021)",
+    "dynamic_specialized": "traces with symbolic sizes that failed and were kept static",
+    "automatic_dynamic_dims": "argument dims automatic dynamic made symbolic",
+    "automatic_dynamic_ints": "int arguments automatic dynamic made symbolic",
+    "entries_freed": "entries dropped because a module they name was freed",
+}
 # Note [Per-call counters]: the counters every call bumps are a plain dict: an item
 # update costs ~2.5x as much on a Counter (CPython specializes subscripts of exact
 # dicts only).  `counters()` reports both as one.

@@ -120,7 +120,7 @@ def explain(fn, *args, backend=None, dynamic=None, **kwargs):
     result = compiled(*args, **kwargs)
     out = ExplainOutput(result=result)
     from refcomp.api import training_stats
-    from refcomp.resume import located_entries
+    from refcomp.resume import counts_as_graph, located_entries
 
     listed = set()
     code = cf.code
@@ -130,8 +130,7 @@ def explain(fn, *args, backend=None, dynamic=None, **kwargs):
         out.compile_time_s += entry.compile_time_s
         out.guards.extend(g.describe() for g in entry.guards.guards)
         out.notes.extend(entry.notes)
-        # A resume function that only hands values back records no graph worth counting.
-        if entry.graph is not None and (entry.graph.op_counts() or not entry.generated):
+        if counts_as_graph(entry):
             out.graph_count += 1
             out.graphs.append(print_graph(entry.graph))
             out.ir_graphs.append(entry.graph)

@@ -56,8 +56,18 @@ def compile_break(cf, fn, L, first=None, opaque=frozenset(), auto_dims=None) -> 
     entry.generated = fn.__code__ in bg.GENERATED
     entry.notes[:0] = ctx.notes  # which sizes are symbols and why (explain(), stats())
     entry.compile_time_s = time.perf_counter() - start
-    COUNTERS["breaks" if entry.resume is not None else "graphs"] += 1
+    if entry.resume is not None:
+        COUNTERS["breaks"] += 1
+    if counts_as_graph(entry):  # a graph that ends in a break is a graph too
+        COUNTERS["graphs"] += 1
     return entry
+
+
+def counts_as_graph(entry) -> bool:
+    """Whether explain() lists `entry`'s graph and `counters["graphs"]` counts it: it has
+    one, with ops, or it is the graph of a frame of the user's (a resume function's graph
+    that only hands values back is not counted)."""
+    return entry.graph is not None and bool(entry.graph.op_counts() or not entry.generated)
 
 
 def _generate(cf, fn, tx, brk) -> None:

@@ -33,3 +33,47 @@ def reason_table():
 def test_reason_table_is_the_registry():
     expected = reason_table()
     assert _table_after("tracer.md", "| id | title | what it means |") == expected, expected
+
+
+def pass_table():
+    import inspect
+
+    from ir.passes.registry import all_passes
+
+    rows = ["| pass | contract (the first paragraph of its docstring) |", "|---|---|"]
+    for name, fn in sorted(all_passes().items()):
+        contract = (inspect.getdoc(fn) or "").split("\n\n")[0].replace("\n", " ")
+        assert contract, f"pass {name!r} has no docstring: its contract"
+        rows.append(f"| `{name}` | {contract} |")
+    return "\n".join(rows)
+
+
+def test_pass_table_is_the_registry():
+    expected = pass_table()
+    header = "| pass | contract (the first paragraph of its docstring) |"
+    assert _table_after("passes.md", header) == expected, expected
+
+
+def counter_table():
+    from refcomp.cache import COUNTER_MEANINGS
+
+    rows = ["| counter | counts |", "|---|---|"]
+    rows += [f"| `{name}` | {meaning} |" for name, meaning in COUNTER_MEANINGS.items()]
+    return "\n".join(rows)
+
+
+def test_counter_table_is_the_declaration():
+    expected = counter_table()
+    assert _table_after("runtime.md", "| counter | counts |") == expected, expected
+
+
+def test_every_counter_bumped_is_declared():
+    import re
+
+    from refcomp.cache import CALLS, COUNTER_MEANINGS
+
+    root = SPEC.parent / "refcomp"
+    bumped = {m.group(1) for path in root.rglob("*.py")
+              for m in re.finditer(r'COUNTERS\["(\w+)"', path.read_text())}
+    bumped |= set(CALLS) - {"past_limit"}  # reported as misses, limit_hits, eager_calls
+    assert bumped and bumped - set(COUNTER_MEANINGS) == set()
