@@ -306,7 +306,11 @@ def generate(orig: types.CodeType, *, target: int, stack: list, local_names: tup
     frame it continues (a resume function) instead of fresh ones (the frame's own code).
     """
     a = analyze(orig)
-    bc = Bytecode.from_code(orig)  # a fresh copy: instructions are mutated below
+    # A fresh copy (instructions are mutated below) that keeps each try block's stack depth
+    # from the original's exception table: entered at `target`, a block whose start the
+    # prologue jumps over is unreachable by normal flow, so `bytecode` could not compute
+    # its depth and would write 32768 (a segfault when that handler runs).
+    bc = Bytecode.from_code(orig, conserve_exception_block_stackdepth=True)
     items = list(bc)
     first_line = orig.co_firstlineno
     free = cell_names(orig) if cells_free else tuple(orig.co_freevars)
@@ -376,11 +380,29 @@ def generate(orig: types.CodeType, *, target: int, stack: list, local_names: tup
     new.cellvars = [] if cells_free else list(orig.co_cellvars)
     new.freevars = list(free)
     new.flags = orig.co_flags & ~(0x04 | 0x08)  # no *args / **kwargs: all positional
-    code = new.to_code()
+    code = new.to_code(compute_exception_stack_depths=False)
+    check_code(code)
     GENERATED[code] = (orig, origin)
     LINES[code] = next((ins.lineno for ins in reversed(a.instrs[:target + 1])
                         if ins.lineno is not None), None)
     return code
+
+
+class BadCode(AssertionError):
+    """A generated code object CPython must not run (it would crash the interpreter)."""
+
+
+def check_code(code: types.CodeType) -> None:
+    """Raise BadCode unless every exception-table entry of `code` is one CPython can unwind
+    to: a handler inside the code, a stack depth that is set and within `co_stacksize`.
+    Run on every generated code object before it can run (cheap: once per compile)."""
+    size = len(code.co_code)
+    for e in dis._parse_exception_table(code):
+        if not (0 <= e.start < e.end <= size and 0 <= e.target < size):
+            raise BadCode(f"{code.co_name}: exception-table entry {e} outside the code")
+        if not 0 <= e.depth <= code.co_stacksize:
+            raise BadCode(f"{code.co_name}: exception-table entry {e} has stack depth"
+                          f" {e.depth}, outside 0..{code.co_stacksize}")
 
 
 def resume_line(code):
