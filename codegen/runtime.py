@@ -274,7 +274,7 @@ class Arena:
 
     def inplace_kernel(self, unit) -> Kernel:
         """The unit's kernel, marked to write outputs over the operands they reuse."""
-        pairs = []
+        pairs, moved = [], False
         for j, v in enumerate(unit.outputs):
             operand = self.reuses.get(v)
             if operand is None:
@@ -282,9 +282,11 @@ class Arena:
             if unit.inputs.count(operand) != 1:
                 del self.reuses[v]  # read through two buffers: keep the bytes apart
                 self.offset.pop(v)
+                moved = True
                 continue
             pairs.append((f"out{j}", f"in{unit.inputs.index(operand)}"))
-        self._settle()
+        if moved:  # (settling costs a pass over every buffer: only when one moved)
+            self._settle()
         return dataclasses.replace(unit.kernel, inplace=tuple(pairs)) if pairs else unit.kernel
 
     def separate_reuses(self) -> None:

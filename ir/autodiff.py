@@ -260,6 +260,75 @@ def eager_saved(graph: Graph, diff, outputs, extra=None) -> set:
     return {v for v in [*graph.inputs, *graph.outputs] if find(v) in classes}
 
 
+def eager_saved_each(graph: Graph, diff, outputs, extra=None) -> dict:
+    """`eager_saved(graph, diff, [k], extra)` for each k in `outputs`, in one pass over the
+    graph (a bitmask of outputs per value instead of one walk per output)."""
+    reach: dict = {}
+    for k in outputs:
+        if graph.outputs[k] in diff:
+            reach[graph.outputs[k]] = reach.get(graph.outputs[k], 0) | 1 << k
+    saved: dict = {}
+
+    def save(values, mask):
+        for v in values:
+            saved[v] = saved.get(v, 0) | mask
+
+    def propagate(node, mask):
+        for v in node.inputs:
+            if v in diff:
+                reach[v] = reach.get(v, 0) | mask
+    instead = extra.instead if extra is not None else {}
+    for node in reversed(graph.nodes):
+        if not any(v in diff for v in node.inputs):
+            continue
+        mask = 0
+        for v in node.outputs:
+            mask |= reach.get(v, 0)
+        if not mask:
+            continue  # every case below needs an output some asked gradient reaches
+        if instead and any(v in instead for v in node.outputs):
+            for v in node.outputs:
+                save(instead.get(v, ()), mask)
+            propagate(node, mask)
+            continue
+        propagate(node, mask)
+        saves = node.op.saves
+        if node.op.vjp is None or saves == {}:
+            continue
+        if saves is None or len(node.inputs) != len(node.op.operands) or \
+                len(node.outputs) != 1:
+            save(node.inputs, mask)
+            save(node.outputs, mask)
+            continue
+        named = dict(zip(node.op.operands, node.inputs), result=node.outputs[0])
+        for name, v in zip(node.op.operands, node.inputs):
+            if v in diff:
+                save([named[s] for s in saves.get(name, ())], mask)
+    if extra is not None and extra.casts:
+        view_of = {n.outputs[0]: n.inputs[0] for n in graph.nodes if n.op.aliases and n.inputs}
+
+        def operand(v):
+            while v in view_of and v not in extra.casts:
+                v = view_of[v]
+            return extra.casts.get(v)
+        moved: dict = {}
+        for v, mask in saved.items():
+            w = operand(v) or v
+            moved[w] = moved.get(w, 0) | mask
+        saved = moved
+    find = storage_classes(graph.nodes)
+    by_class: dict = {}
+    for v, mask in saved.items():
+        by_class[find(v)] = by_class.get(find(v), 0) | mask
+    out = {k: set() for k in outputs}
+    for v in [*graph.inputs, *graph.outputs]:
+        mask = by_class.get(find(v), 0)
+        for k in outputs:
+            if mask >> k & 1:
+                out[k].add(v)
+    return out
+
+
 def saved_by_eager(nodes, diff, reached=None, without_vjp=False, extra=None) -> set:
     """The values eager's autograd nodes for `nodes` save (Note [Saved by eager]): of
     every node that records one (an operand requires grad), or with `reached` (values

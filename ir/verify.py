@@ -34,9 +34,12 @@ class VerificationError(ValueError):
 
 def verify(graph: Graph) -> list[Diagnostic]:
     """All diagnostics for `graph` (an empty list means valid)."""
-    _, line_of = print_graph_with_lines(graph)
     out: list[Diagnostic] = []
-    _verify_graph(graph, line_of, out, f"func @{graph.name}")
+    _verify_graph(graph, {}, out, f"func @{graph.name}")
+    if out:  # name each problem by its printed line (printing costs more than checking)
+        _, line_of = print_graph_with_lines(graph)
+        out = []
+        _verify_graph(graph, line_of, out, f"func @{graph.name}")
     if graph.plan is not None and not out:  # a memory plan must hold (spec/memory.md)
         from ir.plan import check_plan
 

@@ -102,7 +102,7 @@ from typing import Any, Callable, Optional
 
 import torch
 
-from ir.autodiff import Joint, backward_for, differentiable_values, eager_saved
+from ir.autodiff import Joint, backward_for, differentiable_values, eager_saved_each
 from ir.facts import touches_rng
 from refcomp import global_state
 
@@ -481,15 +481,14 @@ def eager_version_plan(graph, wants_grad, written=None, unsure=frozenset(),
     written = written or {}
     diff = differentiable_values(graph, wants_grad)
     plan = {}
-    for k, v in enumerate(graph.outputs):
-        if v in diff:
-            vals = eager_saved(graph, diff, [k], extra)
-            ins = {i for i, u in enumerate(graph.inputs) if u in vals}
-            outs = {o for o, u in enumerate(graph.outputs) if u in vals}
-            ins |= {written[o] for o in outs if o in written}
-            outs = {o for o in outs if o not in written and o not in unsure}
-            if ins or outs:
-                plan[k] = (tuple(sorted(ins)), tuple(sorted(outs)))
+    wanted = [k for k, v in enumerate(graph.outputs) if v in diff]
+    for k, vals in eager_saved_each(graph, diff, wanted, extra).items():
+        ins = {i for i, u in enumerate(graph.inputs) if u in vals}
+        outs = {o for o, u in enumerate(graph.outputs) if u in vals}
+        ins |= {written[o] for o in outs if o in written}
+        outs = {o for o in outs if o not in written and o not in unsure}
+        if ins or outs:
+            plan[k] = (tuple(sorted(ins)), tuple(sorted(outs)))
     return plan
 
 
