@@ -35,6 +35,7 @@ class Backend:
     doc: str = ""
     inputs_guarded: bool = False
     row_major: bool = False
+    options: tuple = ()  # the `backend_options` names compile_graph accepts
 
 
 _BACKENDS: dict[str, Backend] = {}

@@ -713,6 +713,7 @@ def compile_graph(graph: Graph, options: dict) -> Callable:
 EAGER = register_backend(Backend(
     "eager", compile_graph, differentiable=True,
     doc="each op executed with torch on the tensors' device; records autograd",
+    options=("check",),
 ))
 
 # The opaque `aten` op's runner joins EAGER_OPS (and so every runtime that runs extern

@@ -46,7 +46,9 @@ def compile(fn_or_module=None, *, backend=None, dynamic=None, fullgraph=False, o
                                  options=options)
     if backend is not None:
         get_backend(backend)  # unknown backend: ValueError listing the valid ones now
-    opts = resolve_options(options)
+    opts = resolve_options(options, backend)
+    if not isinstance(fullgraph, bool):
+        raise ValueError(f"fullgraph must be True or False, got {fullgraph!r}")
     if dynamic not in (None, False, True):
         raise ValueError(f"dynamic must be None, False or True, got {dynamic!r}")
     if isinstance(fn_or_module, torch.nn.Module):
@@ -98,6 +100,8 @@ def mark_dynamic(t: torch.Tensor, dim) -> None:
     symbolic (size 0 or 1, a non-contiguous tensor, a use that needs a number) stays static,
     with a note in the entry and in explain().
     """
+    if not isinstance(t, torch.Tensor):
+        raise TypeError(f"mark_dynamic expects a torch.Tensor, got {type(t).__name__}")
     dims = [dim] if isinstance(dim, int) else list(dim)
     for d in dims:
         if not isinstance(d, int) or not -t.dim() <= d < t.dim():
@@ -448,7 +452,10 @@ class CompiledFunction:
         keep_fn = self.options["guard_filter_fn"]
         if keep_fn is None:
             return guards
-        keep = list(keep_fn(guards))
+        keep = keep_fn(guards)
+        if not isinstance(keep, (list, tuple)):
+            raise TypeError(f"options['guard_filter_fn'] must return a list of bools, one per"
+                            f" guard, got {type(keep).__name__}")
         if len(keep) != len(guards):
             raise ValueError(f"guard_filter_fn returned {len(keep)} flags for"
                              f" {len(guards)} guards")

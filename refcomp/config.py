@@ -8,8 +8,10 @@ Environment: REFCOMP_CACHE_SIZE_LIMIT overrides the default recompile limit.
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 
-from codegen.backends import available_backends
+from codegen.backends import available_backends, get_backend
+from ir.passes.registry import all_passes
 
 OPTIONS = {
     "cache_size_limit": (int(os.environ.get("REFCOMP_CACHE_SIZE_LIMIT", "8")),
@@ -24,7 +26,14 @@ OPTIONS = {
 }
 
 
-def resolve_options(options) -> dict:
+def resolve_options(options, backend=None) -> dict:
+    """The options with defaults filled in; a clear error naming any option that is
+    unknown or has a value of the wrong kind.  `backend`: the backend name given to
+    compile (None: the default backends), whose declared options `backend_options` may
+    use."""
+    if options is not None and not isinstance(options, Mapping):
+        raise TypeError(f"options must be a dict of option name -> value, got"
+                        f" {type(options).__name__}; valid options: {', '.join(sorted(OPTIONS))}")
     options = dict(options or {})
     unknown = sorted(set(options) - set(OPTIONS))
     if unknown:
@@ -39,7 +48,43 @@ def resolve_options(options) -> dict:
         raise ValueError("guard_filter_fn must be callable")
     if out["freeze"] not in (False, True) or not isinstance(out["freeze"], bool):
         raise ValueError(f"freeze must be True or False, got {out['freeze']!r}")
+    _check_passes(out["passes"])
+    _check_backend_options(out["backend_options"], backend)
     return out
+
+
+def _check_passes(passes) -> None:
+    """None, "fold,dce", or a list of registered pass names and callables Graph -> Graph."""
+    if passes is None:
+        return
+    names = passes.split(",") if isinstance(passes, str) else passes
+    if not isinstance(names, (list, tuple)):
+        raise TypeError(f"options['passes'] must be a list of pass names (or one string"
+                        f" 'fold,dce'), got {type(passes).__name__}")
+    valid = all_passes()
+    for name in names:
+        if isinstance(name, str) and name.strip() in valid or \
+                not isinstance(name, str) and callable(name):
+            continue
+        raise ValueError(f"options['passes']: unknown pass {name!r}; valid passes:"
+                         f" {', '.join(sorted(valid))} (or a callable Graph -> Graph)")
+
+
+def _check_backend_options(backend_options, backend) -> None:
+    """Each key must be an option the backend declares (`Backend.options`)."""
+    if not isinstance(backend_options, Mapping):
+        raise TypeError(f"options['backend_options'] must be a dict, got"
+                        f" {type(backend_options).__name__}")
+    if not backend_options or (backend is not None and not isinstance(backend, str)):
+        return  # a callable backend takes what its author decides
+    names = [backend] if backend is not None else \
+        [b for b in ("llvm", "triton") if b in available_backends()]
+    valid = sorted({o for name in names for o in get_backend(name).options})
+    unknown = sorted(set(backend_options) - set(valid))
+    if unknown:
+        raise ValueError(f"options['backend_options']: unknown option(s) {unknown} for"
+                         f" backend {' or '.join(repr(n) for n in names)}; valid:"
+                         f" {', '.join(valid) or 'none'}")
 
 
 def default_backend(device: str = "cpu") -> str:

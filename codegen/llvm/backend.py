@@ -102,5 +102,5 @@ def _guarded(flags, n_inputs: int) -> frozenset:
 LLVM = register_backend(Backend(
     "llvm", compile_graph, differentiable=False,
     doc="fused regions JIT-compiled by LLVM for the host CPU; externs and fallbacks via torch",
-    inputs_guarded=True, row_major=True,
+    inputs_guarded=True, row_major=True, options=OPTIONS,
 ))

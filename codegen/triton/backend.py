@@ -249,5 +249,5 @@ TRITON = register_backend(Backend(
     "triton", compile_graph, differentiable=False,
     doc="fused regions as Triton kernels: CUDA, or Triton's interpreter on the CPU;"
         " externs and fallbacks via torch",
-    row_major=True,
+    row_major=True, options=OPTIONS,
 ))
