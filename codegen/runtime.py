@@ -43,7 +43,7 @@ import torch
 from codegen import sizes as sz
 from codegen.kernel import Kernel
 from codegen.lower import Unsupported, lower_region, single_node_body
-from codegen.stats import STATS
+from codegen.stats import STATS, stage
 from codegen.torch_bridge import torch_dtype
 from ir.graph import Graph, Value
 from ir.ops.registry import COMPOSITE, EXTERN, POINTWISE, REDUCTION
@@ -168,6 +168,10 @@ class CompiledGraph:
     def __init__(self, graph: Graph,
                  compile_kernels: Callable[[list[Kernel]], list[Optional[Callable]]],
                  guarded: frozenset = frozenset()):
+        with stage("lower"):  # LLVM's own time, inside, is its stage "llvm"
+            self._build(graph, compile_kernels, guarded)
+
+    def _build(self, graph, compile_kernels, guarded) -> None:
         started = time.perf_counter()
         self.graph = graph
         self.bindings = symbol_bindings(graph)
@@ -212,10 +216,12 @@ def prepare(graph: Graph, options: dict) -> Graph:
         graph = get_pass("decompose")(graph)
         ops = {n.op.category for n in graph.nodes}
     if options.get("fuse", True) and ops & {POINTWISE, REDUCTION}:
-        graph = get_pass("fuse")(graph)
+        with stage("fuse"):
+            graph = get_pass("fuse")(graph)
     if options.get("plan", True) and graph.plan is None:
         try:
-            graph = get_pass("plan_memory")(graph)
+            with stage("plan_memory"):
+                graph = get_pass("plan_memory")(graph)
         except NotImplementedError:  # sizes that are not polynomials: no arena
             pass
     return graph

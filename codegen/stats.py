@@ -12,7 +12,15 @@ keeps one line per fallback: which op or region, and why it had no kernel.
 
 from __future__ import annotations
 
+import time
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
+
+# The stages of a compile, timed by `stage` (each one's own time: a stage nested in another
+# is not counted twice).  "trace" runs in refcomp/, "passes" is the pass manager's run of
+# the pipeline, "autodiff" the joint graph and its partition, "fuse" and "plan_memory" the
+# backends' passes, "lower" the kernels' construction, "llvm" LLVM's optimizer and JIT.
+STAGES = ("trace", "passes", "autodiff", "fuse", "plan_memory", "lower", "llvm")
 
 
 @dataclass
@@ -28,6 +36,7 @@ class CodegenStats:
     fallback_calls: int = 0  # ... and executed
     fallback_reasons: list = field(default_factory=list)
     compile_seconds: float = 0.0  # lowering + LLVM time, summed
+    stage_seconds: dict = field(default_factory=dict)  # stage -> seconds, every compile
 
     def fallback(self, what: str, why: str) -> None:
         self.fallback_nodes += 1
@@ -36,6 +45,39 @@ class CodegenStats:
 
 
 STATS = CodegenStats()
+_open: list = []  # the stages being timed, innermost last: [name, seconds of nested stages]
+_records: list = []  # the per-compile records collecting stage times (`collecting`)
+
+
+@contextmanager
+def stage(name: str):
+    """Time the block as stage `name` (one of STAGES), less the stages nested in it; the
+    time goes to STATS.stage_seconds and to every open `collecting` record."""
+    start = time.perf_counter()
+    _open.append([name, 0.0])
+    try:
+        yield
+    finally:
+        elapsed = time.perf_counter() - start
+        _, nested = _open.pop()
+        if _open:
+            _open[-1][1] += elapsed
+        own = elapsed - nested
+        STATS.stage_seconds[name] = STATS.stage_seconds.get(name, 0.0) + own
+        for record in _records:
+            record[name] = record.get(name, 0.0) + own
+
+
+@contextmanager
+def collecting():
+    """A dict filled with the seconds of each stage run inside the block (one graph's
+    compile: refcomp keeps it on the entry, stats() and explain() report it)."""
+    record: dict = {}
+    _records.append(record)
+    try:
+        yield record
+    finally:
+        _records.remove(record)
 
 
 def snapshot() -> dict:
@@ -50,3 +92,4 @@ def reset() -> None:
     fresh = CodegenStats()
     for name, value in asdict(fresh).items():
         setattr(STATS, name, value)
+    STATS.stage_seconds = {}

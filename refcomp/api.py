@@ -351,6 +351,14 @@ class CompiledFunction:
         return entry, inputs
 
     def _compile(self, L, auto_dims=None, fn=None):
+        """`_build_entry`, with the seconds of each compile stage kept on the entry
+        (`stage_times`: codegen.stats.STAGES)."""
+        with codegen_stats.collecting() as times:
+            entry = self._build_entry(L, auto_dims, fn)
+        entry.stage_times = times
+        return entry
+
+    def _build_entry(self, L, auto_dims=None, fn=None):
         """Trace and build an entry (a graph, a graph that breaks, or an eager fallback).
 
         Note [Automatic dynamic]: with dynamic=None a miss whose failing guard is only a
@@ -427,7 +435,8 @@ class CompiledFunction:
         check_code_supported(self.code)
         if self.fn is call_module:  # OptimizedModule.forward checks mod.forward per call
             ctx.checked_by_caller.add(("L['self']", "forward"))
-        result = trace(fn or self.fn, L, ctx)
+        with codegen_stats.stage("trace"):
+            result = trace(fn or self.fn, L, ctx)
         guards = self._filter(ctx.finish_guards())
         entry = build_whole(self, ctx, result.output, guards)
         COUNTERS["graphs"] += 1
@@ -581,6 +590,7 @@ def entry_stats(e) -> dict:
             # the size symbols' guards (duck sizing, decisions, specialisations), readable
             "shape_guards": [g.describe() for g in gs.guards if g.kind == SHAPE_ENV],
             "notes": list(e.notes), "guard_profile": gs.profile(),
+            "compile_time_s": e.compile_time_s, "stage_times": dict(e.stage_times),
             "training": training_stats(e.training)}
 
 
@@ -627,4 +637,5 @@ def training_stats(record) -> dict | None:
             "backward_kernels": record.backward_kernels,  # None: not compiled yet
             "saved_tensors": record.saved, "saved_bytes": record.saved_bytes,
             "recomputed_ops": record.recomputed, "backward_calls": record.backward_calls,
-            "backward_compile_s": record.backward_compile_s}
+            "backward_compile_s": record.backward_compile_s,
+            "backward_stage_times": dict(record.backward_stage_times)}

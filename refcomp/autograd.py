@@ -132,6 +132,7 @@ class TrainingRecord:
     forward_kernels: int = 0
     backward_kernels: Optional[int] = None  # None until the backward is compiled
     backward_compile_s: float = 0.0
+    backward_stage_times: dict = field(default_factory=dict)  # codegen.stats.STAGES
     backward_calls: int = 0
     backward_graph: Any = None  # the backward graph: as derived, then as optimized
     forward_graph: Any = None

@@ -30,6 +30,7 @@ class ExplainOutput:
     ops_per_graph: list = field(default_factory=list)  # {op name: count} per graph
     guards: list = field(default_factory=list)  # readable guard descriptions
     compile_time_s: float = 0.0
+    stage_times: dict = field(default_factory=dict)  # seconds per compile stage, summed
     notes: list = field(default_factory=list)
     # Per compiled forward + backward (spec/autograd.md): {"graph": index into graphs,
     # forward/backward ops and kernels, saved tensors and bytes, recomputed ops,
@@ -86,7 +87,10 @@ class ExplainOutput:
         if self.notes:
             lines.append("Notes:")
             lines.extend(f"  {n}" for n in self.notes)
-        lines.append(f"Compile Time: {self.compile_time_s * 1e3:.1f} ms")
+        stages = ", ".join(f"{name} {s * 1e3:.1f}" for name, s in self.stage_times.items()
+                           if s >= 5e-5)
+        lines.append(f"Compile Time: {self.compile_time_s * 1e3:.1f} ms"
+                     + (f" ({stages} ms)" if stages else ""))
         lines.append(f"Guards ({len(self.guards)}):")
         lines.extend(f"  {g}" for g in self.guards)
         return "\n".join(lines)
@@ -128,6 +132,8 @@ def explain(fn, *args, backend=None, dynamic=None, **kwargs):
     for entry, frame_at in located_entries(cf.cache, f"{code.co_filename}:"
                                                       f"{code.co_firstlineno}"):
         out.compile_time_s += entry.compile_time_s
+        for name, seconds in entry.stage_times.items():
+            out.stage_times[name] = out.stage_times.get(name, 0.0) + seconds
         out.guards.extend(g.describe() for g in entry.guards.guards)
         out.notes.extend(entry.notes)
         if counts_as_graph(entry):

@@ -29,6 +29,7 @@ from typing import Optional
 
 import torch
 
+from codegen.stats import stage
 from refcomp import bytecode_gen as bg
 from refcomp.break_trace import build_break, build_return, trace_to_break
 from refcomp.cache import COUNTERS, FrameCache
@@ -46,7 +47,8 @@ def compile_break(cf, fn, L, first=None, opaque=frozenset(), auto_dims=None) -> 
     Unsupported when the frame fails before any instruction of its own.
     """
     start = time.perf_counter()
-    ctx, tx, brk, reason = trace_to_break(cf, fn, L, opaque=opaque, first=first,
+    with stage("trace"):
+        ctx, tx, brk, reason = trace_to_break(cf, fn, L, opaque=opaque, first=first,
                                           auto_dims=auto_dims)
     if brk is None:
         entry = build_return(cf, ctx, reason)  # `reason` is the output here

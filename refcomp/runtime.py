@@ -76,6 +76,7 @@ from torch._prims_common import is_non_overlapping_and_dense_or_false
 
 from codegen import sizes as sz
 from codegen.backends import get_backend
+from codegen.stats import collecting, stage
 from ir.graph import Graph
 from ir.passes.registry import get_pass
 from refcomp import global_state, logs
@@ -117,6 +118,7 @@ class Entry:
     reason: Optional[Unsupported] = None
     notes: list = field(default_factory=list)
     compile_time_s: float = 0.0
+    stage_times: dict = field(default_factory=dict)  # seconds per compile stage
     hits: int = 0
     refs: list = field(default_factory=list)  # strong refs that keep ID_MATCH ids valid
     weakrefs: list = field(default_factory=list)
@@ -605,7 +607,8 @@ def build_entry(ctx: TraceContext, output: VT, backend_name: str, options: dict,
     needs_grad = any(outs.requires_grad)
     joint = None
     if needs_grad and not backend.differentiable:
-        joint, refusal = _joint_or_reason(ctx, captured, outs, writeback, frozen, backend)
+        with stage("autodiff"):
+            joint, refusal = _joint_or_reason(ctx, captured, outs, writeback, frozen, backend)
         if joint is None:
             notes.append(f"autograd: outputs require grad and {refusal}, so this graph runs"
                          f" on 'eager' (autograd records op by op)")
@@ -620,7 +623,8 @@ def build_entry(ctx: TraceContext, output: VT, backend_name: str, options: dict,
     if passes:
         from ir.passes.manager import run_pipeline
 
-        graph = run_pipeline(graph, passes, **print_ir)
+        with stage("passes"):
+            graph = run_pipeline(graph, passes, **print_ir)
     backend_options = dict(options["backend_options"])
     pinned = pinned_contiguous(guard_list, ctx.input_sources)
     if backend.inputs_guarded:  # the guards vouch: See Note [Guarded inputs]
@@ -777,7 +781,8 @@ def _compile_training(j, backend, backend_options, passes, outs: _Outputs, print
             return graph
         from ir.passes.manager import run_pipeline
 
-        return run_pipeline(graph, passes, **printing)
+        with stage("passes"):
+            return run_pipeline(graph, passes, **printing)
 
     record = TrainingRecord(forward_ops=len(j.forward.nodes), backward_ops=len(j.backward.nodes),
                             saved=j.n_saved, saved_bytes=j.saved_bytes(),
@@ -793,6 +798,13 @@ def _compile_training(j, backend, backend_options, passes, outs: _Outputs, print
     def compile_backward(graph, primary=True):
         # primary: the backward of every output's gradient (Note [Given gradients],
         # ir/autodiff.py), the one stats() and explain() report.
+        with collecting() as times:
+            fn = _compile_backward(graph, primary)
+        if primary:
+            record.backward_stage_times = times
+        return fn
+
+    def _compile_backward(graph, primary):
         graph = optimize(graph, logs.graph_captured(graph))
         graph = get_pass("materialize")(graph)  # a gradient two matmuls read: one copy
         options = {k: v for k, v in backend_options.items() if k != "inputs_guarded"}

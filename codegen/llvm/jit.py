@@ -18,6 +18,7 @@ import llvmlite.binding as llvm
 import llvmlite.ir as lir
 
 from codegen import diskcache, dumps
+from codegen.stats import stage
 
 _lock = threading.Lock()
 _state: dict = {}
@@ -83,7 +84,7 @@ def compile_module(module: lir.Module, keys: dict) -> tuple[dict, bool]:
     generating code again, and `from_disk` says so.
     """
     tm = target_machine()
-    with _lock:
+    with _lock, stage("llvm"):
         text = str(module)
         dumps.emit("llvm_ir", module.name, text)
         parsed = llvm.parse_assembly(text)

@@ -23,6 +23,8 @@ Graph inputs and outputs are never in the arena: the caller owns them.
 
 from __future__ import annotations
 
+import bisect
+
 from ir.graph import Graph
 from ir.passes.registry import register_pass
 from ir.plan import (
@@ -165,6 +167,9 @@ def _inplace_pairs(graph, buffers, live, view_of) -> dict:
 
 def _best_fit(size, conflicts):
     """The lowest-waste offset clear of every conflicting (first, last, offset, size)."""
+    if isinstance(size, int) and all(isinstance(c[2], int) and isinstance(c[3], int)
+                                     for c in conflicts):
+        return _best_fit_static(size, conflicts)
     candidates = [0] + [simplify_dim(c[2] + c[3]) for c in conflicts]
     best, best_key = None, None
     for offset in candidates:
@@ -178,6 +183,31 @@ def _best_fit(size, conflicts):
             best, best_key = offset, key
     if best is None:  # nothing provable: stack above everything it is live with
         best = simplify_dim(sum((c[2] + c[3] for c in conflicts), 0))
+    return best
+
+
+def _best_fit_static(size: int, conflicts) -> int:
+    """`_best_fit` where every size and offset is a number, in O(C log C): the occupied
+    bytes as merged intervals; a candidate (0 or the end of a conflict) fits when it
+    starts in a gap at least `size` long, and the tightest fit (then the lowest) wins."""
+    merged: list = []
+    for start, end in sorted((c[2], c[2] + c[3]) for c in conflicts):
+        if merged and start <= merged[-1][1]:
+            merged[-1][1] = max(merged[-1][1], end)
+        else:
+            merged.append([start, end])
+    starts = [m[0] for m in merged]
+    best, best_key = None, None
+    for offset in [0] + [c[2] + c[3] for c in conflicts]:
+        i = bisect.bisect_right(starts, offset)  # merged[i] is the first starting after it
+        if i and merged[i - 1][1] > offset:
+            continue  # inside occupied bytes
+        if i < len(merged) and offset + size > starts[i]:
+            continue  # runs into the next occupied bytes
+        hole = starts[i] - offset - size if i < len(merged) else None
+        key = (hole is None, hole if hole is not None else 0, offset)
+        if best_key is None or key < best_key:
+            best, best_key = offset, key
     return best
 
 
