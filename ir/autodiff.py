@@ -382,6 +382,60 @@ def saved_by_eager(nodes, diff, reached=None, without_vjp=False, extra=None) -> 
     return saved
 
 
+class SavedSoFar:
+    """`saved_by_eager(nodes, differentiable_values(...), without_vjp=True, extra=extra)`
+    of a graph still being recorded, kept up to date as nodes are appended: each node is
+    looked at once, not the whole graph per question (the tracer asks before every
+    in-place op).  Nodes are only ever appended; a list that changed otherwise is
+    started over."""
+
+    def __init__(self, extra: EagerSaves):
+        self.extra = extra
+        self._restart()
+
+    def _restart(self) -> None:
+        self.count, self.last = 0, None  # nodes looked at, and the last of them
+        self.n_inputs = 0
+        self.diff: set = set()
+        self.saved: set = set()
+        self.view_of: dict = {}
+        self.root: dict = {}
+
+    def _find(self, v):
+        while v in self.root:
+            v = self.root[v]
+        return v
+
+    def shares_storage(self, inputs, wants_grad, nodes, value) -> bool:
+        """Does a value eager saves so far share storage with `value`?"""
+        if len(nodes) < self.count or (self.count and nodes[self.count - 1] is not self.last):
+            self._restart()
+        for v, want in list(zip(inputs, wants_grad))[self.n_inputs:]:
+            if want and v.type.dtype.is_float:
+                self.diff.add(v)
+        self.n_inputs = len(inputs)
+        new = nodes[self.count:]
+        for node in new:
+            if any(v in self.diff for v in node.inputs):
+                self.diff.update(v for v in node.outputs if v.type.dtype.is_float)
+            if node.op.aliases and node.inputs:
+                self.view_of[node.outputs[0]] = node.inputs[0]
+                if self._find(node.outputs[0]) is not self._find(node.inputs[0]):
+                    self.root[self._find(node.outputs[0])] = self._find(node.inputs[0])
+        self.saved |= saved_by_eager(new, self.diff, without_vjp=True,
+                                     extra=EagerSaves(instead=self.extra.instead))
+        self.count, self.last = len(nodes), nodes[-1] if nodes else None
+        saved = self.saved
+        if self.extra.casts:  # as saved_by_eager maps them, over every node so far
+            def operand(v):
+                while v in self.view_of and v not in self.extra.casts:
+                    v = self.view_of[v]
+                return self.extra.casts.get(v)
+            saved = {operand(v) or v for v in saved}
+        target = self._find(value)
+        return any(self._find(v) is target for v in saved)
+
+
 def storage_classes(nodes) -> Callable:
     """find(v): one representative per storage (a view op's result shares its
     operand's: OpDef.aliases)."""

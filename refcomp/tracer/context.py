@@ -156,6 +156,7 @@ class TraceContext:
         # what eager's nodes save where the IR ops' `saves` differ: torch ops built from
         # several IR ops, promotion casts (Note [Saved by eager], ir/ops/registry.py)
         self.eager_saves = EagerSaves()
+        self._saved_so_far = None  # ir.autodiff.SavedSoFar, made by saved_for_backward
         # (source name, attribute) pairs the caller checks on every call itself, so no
         # guard is needed: OptimizedModule.forward looks up an instance `forward` of its
         # module before calling the compiled frame.
@@ -543,15 +544,14 @@ class TraceContext:
         compiled graph saves as eager would (Note [Saved by eager], ir/ops/registry.py)."""
         if not self.grad_enabled or not isinstance(tv.value, Value):
             return False
-        from ir.autodiff import differentiable_values, saved_by_eager, storage_classes
+        from ir.autodiff import SavedSoFar
 
-        graph = self.builder.build([])
+        if self._saved_so_far is None:
+            self._saved_so_far = SavedSoFar(self.eager_saves)
         wants = [src.name() in self.input_vars and self.input_vars[src.name()].requires_grad
                  for src in self.input_sources]
-        saved = saved_by_eager(graph.nodes, differentiable_values(graph, wants),
-                               without_vjp=True, extra=self.eager_saves)
-        find = storage_classes(graph.nodes)
-        return find(tv.value) in {find(v) for v in saved}
+        return self._saved_so_far.shares_storage(self.builder.inputs, wants,
+                                                 self.builder.nodes, tv.value)
 
     def set_grad_enabled(self, enabled: bool) -> None:
         self.grad_enabled = bool(enabled)
