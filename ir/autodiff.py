@@ -90,6 +90,7 @@ from typing import Callable, Optional
 
 from ir.builder import GraphBuilder
 from ir.graph import Graph, Node, Value
+from ir.layout import view_strides
 from ir.ops.registry import CREATION, LAYOUT, POINTWISE, RANDOM
 from ir.types import is_symbolic
 
@@ -167,11 +168,21 @@ def joint(graph: Graph, wants_grad, grad_outputs, checkpointed=frozenset()) -> J
     return j
 
 
+# Note [Gradients in the leaf's layout]: autograd's AccumulateGrad keeps ("steals") the
+# gradient a backward returns for a leaf when its strides are the leaf's, and copies it
+# into the leaf's layout otherwise -- on every step after `zero_grad()` (set_to_none).
+# Eager's formulas produce the leaf's layout: mm's backward makes the gradient of a
+# column-major operand (F.linear's w.t()) column-major, so w's gradient is row-major.
+# The matmul VJP does the same, reading the forward operands' strides from
+# `GraphBuilder.forward_strides` (ir.layout.view_strides), and simplify cancels the two
+# transposes: the compiled backward returns `g^T @ x`, as eager does.
 def _derive(graph: Graph, diff: set, grad_outputs, given):
     """The backward's live nodes (forward values read directly), one gradient input per
     output in `grad_outputs`, and the gradient of each value reached; gradients flow
     from the outputs in `given` only (Note [Given gradients])."""
     b = GraphBuilder("backward")
+    producers = graph.producers()
+    b.forward_strides = lambda v: view_strides(v, producers)
     grads: dict[Value, Value] = {}
 
     def accumulate(v: Value, g: Value) -> None:

@@ -13,7 +13,7 @@ spec/ir.md, "Graphs and the builder".
 
 from __future__ import annotations
 
-from typing import Optional, Sequence
+from typing import Callable, Optional, Sequence
 
 from ir.graph import Graph, Node, Value
 from ir.ops.registry import POINTWISE, OpDef, has_op, lookup
@@ -30,6 +30,9 @@ class GraphBuilder:
         self.name = name
         self.inputs: list[Value] = []
         self.nodes: list[Node] = []
+        # A backward's builder: strides(v) of a forward value as the backends lay it out
+        # (ir.layout.view_strides; None: unknown), for VJPs that pick eager's layout.
+        self.forward_strides: Optional[Callable] = None
 
     # --- graph structure ------------------------------------------------------------------
     def input(self, name: str, type: TensorType) -> Value:

@@ -123,13 +123,30 @@ def _matmul_ref(a, b):
 
 def _matmul_vjp(b, g, out, x, y):
     # Lift rank-1 operands to matrices ([k] -> [1, k] on the left, [k, 1] on the right),
-    # apply dx = g @ y^T, dy = x^T @ g, and reshape each gradient back.
+    # apply dx = g @ y^T, dy = x^T @ g, and reshape each gradient back.  A column-major
+    # matrix operand (a transposed weight: F.linear's w.t()) gets its gradient as the
+    # transpose of the product of transposes, as ATen's mm_mat1/mat2_backward do, so the
+    # weight's own gradient comes out row-major: its layout, which AccumulateGrad keeps
+    # without a copy (Note [Gradients in the leaf's layout], ir/autodiff.py).
     x2 = _reshaped(b, x, [1, x.type.shape[0]]) if x.type.rank == 1 else x
     y2 = _reshaped(b, y, [y.type.shape[0], 1]) if y.type.rank == 1 else y
     g2 = _reshaped(b, g, list(x2.type.shape[:-1]) + [y2.type.shape[-1]])
-    gx = b.matmul(g2, b.transpose(y2, -1, -2))
-    gy = b.matmul(b.transpose(x2, -1, -2), g2)
+    if _column_major(b, x):
+        gx = b.transpose(b.matmul(y2, b.transpose(g2, -1, -2)), -1, -2)
+    else:
+        gx = b.matmul(g2, b.transpose(y2, -1, -2))
+    if _column_major(b, y):
+        gy = b.transpose(b.matmul(b.transpose(g2, -1, -2), x2), -1, -2)
+    else:
+        gy = b.matmul(b.transpose(x2, -1, -2), g2)
     return (_reshaped(b, gx, list(x.type.shape)), _reshaped(b, gy, list(y.type.shape)))
+
+
+def _column_major(b, v) -> bool:
+    """A rank-2 forward value laid out column-major (ATen's test in mm_mat2_backward)."""
+    strides = b.forward_strides(v) if b.forward_strides is not None and v.type.rank == 2 \
+        else None
+    return strides is not None and strides[0] == 1 and strides[1] == v.type.shape[0]
 
 
 def _reshaped(b, v, shape):
