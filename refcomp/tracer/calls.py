@@ -1756,14 +1756,37 @@ def _hasattr(tx, args, kwargs):
     return ConstVar(_has_attr(tx, args[0], as_python(args[1])))
 
 
-def _minmax(fn, tensor_fn):
+def _minmax(fn, sym):
+    """Builtin min/max as CPython runs them: the first item, replaced by each later one
+    whose key compares `sym` (">" for max, "<" for min) to the best so far; the result
+    is that operand itself.  A comparison of tensors needs their values: RB003, and the
+    call then runs in CPython (Python's answer: the same object, its dtype, NaN ordered
+    as `>` orders it, "ambiguous" for a multi-element tensor)."""
     def handler(tx, args, kwargs):
+        unknown = set(kwargs) - {"key", "default"}
+        if unknown or not args:
+            raise Unsupported("RB017", f"{fn.__name__}() arguments {sorted(unknown)}")
         items = iterate(tx, args[0]) if len(args) == 1 else list(args)
-        if any(isinstance(i, TensorVar) for i in items):
-            if len(items) != 2:
-                raise Unsupported("RB003", f"{fn.__name__}() over tensors compares values")
-            return torch_table.call_torch(tx.ctx, tensor_fn, items, {})
-        return _fold(fn, [as_python(i) for i in items])
+        key = kwargs.get("key")
+        if key is not None and isinstance(key, ConstVar) and key.value is None:
+            key = None
+        if not items:
+            if "default" in kwargs and len(args) == 1:
+                return kwargs["default"]
+            raise Unsupported("RB017", f"{fn.__name__}() of an empty sequence")
+        if key is None and not any(isinstance(i, TensorVar) for i in items):
+            return _fold(fn, [as_python(i) for i in items])
+        keyed = (lambda item: item) if key is None else \
+            (lambda item: call_function(tx, key, [item], {}))
+        best, best_key = items[0], keyed(items[0])
+        for item in items[1:]:
+            item_key = keyed(item)
+            compared = binary(tx, sym, item_key, best_key)
+            if isinstance(compared, TensorVar):
+                raise Unsupported("RB003", f"{fn.__name__}() compares tensor values")
+            if truth(tx, compared):
+                best, best_key = item, item_key
+        return best
     return handler
 
 
@@ -1858,7 +1881,7 @@ _BUILTIN_HANDLERS = {
     tuple: _tuple, reversed: _reversed, isinstance: _isinstance, getattr: _getattr_builtin,
     hasattr: _hasattr, setattr: _setattr_builtin, delattr: _delattr_builtin,
     copy.deepcopy: copies.deepcopy, callable: _callable, inspect.signature: _signature,
-    min: _minmax(min, torch.minimum), max: _minmax(max, torch.maximum), sum: _sum,
+    min: _minmax(min, "<"), max: _minmax(max, ">"), sum: _sum,
     int: _to_python_number(int), float: _to_python_number(float),
     bool: _to_python_number(bool), abs: _abs, all: _all_any(False), any: _all_any(True),
     dict.get: _dict_get, itertools.repeat: _repeat, filter: _filter, map: _map, type: _type,
