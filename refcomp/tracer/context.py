@@ -519,7 +519,11 @@ class TraceContext:
         if tv.alias in self.input_aliases and self.input_vars.get(
                 tv.source.name() if tv.source is not None else None) is not tv:
             return True  # a view of the caller's tensor: eager mutates the caller's storage
-        seen = set()
+        return any(v is not tv and v.alias is tv.alias for v in self.live_tensors())
+
+    def live_tensors(self) -> list:
+        """Every TensorVar the frames hold (locals, stacks, inside containers)."""
+        seen, out = set(), []
         todo = [v for frame in self.frames for v in frame.live_values()]
         while todo:
             v = todo.pop()
@@ -527,15 +531,14 @@ class TraceContext:
                 continue
             seen.add(id(v))
             if isinstance(v, TensorVar):
-                if v is not tv and v.alias is tv.alias:
-                    return True
+                out.append(v)
             elif isinstance(v, (TupleVar, ListVar)):
                 todo.extend(v.items)
             elif isinstance(v, DictVar):
                 todo.extend(v.items.values())
             elif hasattr(v, "items") and isinstance(getattr(v, "items"), list):
                 todo.extend(v.items)  # iterators
-        return False
+        return out
 
     def saved_for_backward(self, tv: TensorVar) -> bool:
         """Does eager's backward of an op recorded so far save `tv` (or a tensor sharing

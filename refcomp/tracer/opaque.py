@@ -35,7 +35,7 @@ from codegen.opaque import OpaqueArgsError, callable_name, encode_args, flatten_
 from ir.ops.opaque import ATEN, format_results
 from ir.types import TensorType
 from refcomp.reasons import Unsupported
-from refcomp.tracer import autocast, eager_layout
+from refcomp.tracer import autocast, eager_layout, mutation
 from refcomp.tracer.context import ir_device, ir_dtype, meta_device
 from refcomp.tracer.torch_table import _specialize, refuse_self_overlap
 from refcomp.tracer.values import VT, ConstVar, ListVar, TensorVar, TupleVar, as_python
@@ -408,8 +408,9 @@ def call_opaque(ctx, fn, args: list, kwargs: dict, name: str | None = None) -> V
         if r.is_complex() and r.requires_grad:  # autograd of the IR is real-valued
             raise Unsupported("RB013", f"{name} returns a complex tensor that requires grad")
         ir_dtype(r.dtype)  # raises RB013 for dtypes the IR lacks
-    for i in mutates:
-        _check_writable(ctx, operands[i], name)
+    propagations = [_check_writable(ctx, operands[i], name) for i in mutates]
+    if len(mutates) > 1 and any(p is not None for p in propagations):
+        raise Unsupported("RB010", f"{name} writes several tensors, one through a view")
     # Results torch returns as (views of) an operand.
     mutated_ids = {id(metas[i]): i for i in mutates}
     views, view_base = [], {}
@@ -448,6 +449,9 @@ def call_opaque(ctx, fn, args: list, kwargs: dict, name: str | None = None) -> V
         tv.meta = metas[i].detach()
         if tv.source is not None and tv.source.name() in ctx.input_vars:
             ctx.record_mutation(tv, tv)
+    for propagate in propagations:
+        if propagate is not None:
+            propagate()
     wrapped = []
     for j, (r, v) in enumerate(zip(results, values)):
         if id(r) in mutated_ids:
@@ -569,16 +573,23 @@ def _view_meta(base_meta: torch.Tensor, r: torch.Tensor) -> torch.Tensor:
     return view.detach().requires_grad_(r.requires_grad) if r.requires_grad else view.detach()
 
 
-def _check_writable(ctx, tv: TensorVar, name: str) -> None:
+def _check_writable(ctx, tv: TensorVar, name: str):
+    """Raise where the write cannot be traced; return the propagation to run once the
+    operand has its new value when it writes through views (Note [Writes through
+    views], refcomp/tracer/mutation.py), else None."""
+    propagate = None
     if ctx.shares_storage_with_live(tv) or tv.is_view:
-        raise Unsupported("RB010", f"{name} writes a tensor that shares storage with another"
-                                   " live tensor")
+        propagate = mutation.through_views(ctx, tv, ctx.live_tensors())
+        if propagate is None:
+            raise Unsupported("RB010", f"{name} writes a tensor that shares storage with"
+                                       " another live tensor")
     if tv.requires_grad:
         raise Unsupported("RB010", f"{name} writes a tensor that requires grad")
     if ctx.saved_for_backward(tv):
         raise Unsupported("RB010", f"{name} writes a tensor that an earlier op saved for"
                                    " its backward")
     refuse_self_overlap(tv, name)
+    return propagate
 
 
 def _device(ctx, name, short, operands, kwargs, factory_device) -> str:

@@ -538,7 +538,7 @@ def tensor_setitem(ctx, tv: TensorVar, index: VT, value: VT) -> None:
     items = list(idx) if isinstance(idx, tuple) else [idx]
     if any(isinstance(it, (TensorVar, list, bool)) for it in items):
         raise Unsupported("RB013", "item assignment with tensor or list indices")
-    _check_inplace(ctx, tv, "item assignment")
+    propagate = _check_inplace(ctx, tv, "item assignment")
     if ctx.grad_enabled and isinstance(val, TensorVar) and val.requires_grad:
         raise Unsupported("RB010", "item assignment of a value that requires grad")
     if is_symbolic_shape(tv.value.type.shape):
@@ -585,6 +585,8 @@ def tensor_setitem(ctx, tv: TensorVar, index: VT, value: VT) -> None:
     mask = B.pad(B.op("full", value=True, shape=block_sizes, dtype=ir_dtype(torch.bool),
                       device=x.type.device), pads=mask_pads, value=False)
     _apply_inplace(ctx, tv, B.where(mask, placed, x), meta)
+    if propagate is not None:
+        propagate()
 
 
 def unbind(ctx, tv: TensorVar) -> list:

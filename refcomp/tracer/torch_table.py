@@ -23,7 +23,7 @@ import torch
 
 from ir.graph import Value
 from refcomp.reasons import Unsupported
-from refcomp.tracer import autocast, eager_layout
+from refcomp.tracer import autocast, eager_layout, mutation
 from refcomp.tracer.context import ir_dtype, meta_device, torch_dtype
 from refcomp.tracer.values import VIEW_BASE, VT, ConstVar, TensorVar, TupleVar, as_python
 
@@ -183,8 +183,9 @@ def call_torch(ctx, fn, args: list, kwargs: dict) -> VT:
         mkwargs["device"] = "meta"
     if fn is torch.Tensor.to:  # `.to("cpu")`: a device named by a string
         margs = [_meta_device(a) for a in margs]
+    propagate = None
     if e.inplace:
-        _check_inplace(ctx, pargs[0], name)
+        propagate = _check_inplace(ctx, pargs[0], name)
         _refuse_uncastable_result(name, margs, mkwargs)
         margs[0] = margs[0].detach().clone()
     try:
@@ -220,7 +221,10 @@ def call_torch(ctx, fn, args: list, kwargs: dict) -> VT:
             # grad); the write-back after the graph cannot, so such a step runs eagerly.
             raise Unsupported("RB010", f"{name} writes a value that requires grad into a"
                                        " tensor that does not")
-        return _apply_inplace(ctx, pargs[0], out, meta_out)
+        result = _apply_inplace(ctx, pargs[0], out, meta_out)
+        if propagate is not None:
+            propagate()
+        return result
     step = view_step(fn, pargs, pkwargs, operands[0]) if e.view and name in VIEW_OPS and \
         operands else None
     return _pair(ctx, out, meta_out, operands, e, name, step)
@@ -462,17 +466,23 @@ def view_step(fn, pargs, pkwargs, base, item=None):
 
 
 def _check_inplace(ctx, tv, name):
+    """Raise where eager's in-place semantics cannot be traced; return the propagation
+    to run after the op when it writes through views (Note [Writes through views])."""
     if not isinstance(tv, TensorVar):
         raise Unsupported("RB013", f"{name} on a non-tensor")
+    propagate = None
     if ctx.shares_storage_with_live(tv):
-        raise Unsupported("RB010", f"{name} on a tensor that shares storage with another"
-                                   " live tensor")
+        propagate = mutation.through_views(ctx, tv, ctx.live_tensors())
+        if propagate is None:
+            raise Unsupported("RB010", f"{name} on a tensor that shares storage with another"
+                                       " live tensor")
     if tv.requires_grad:
         raise Unsupported("RB010", f"{name} on a tensor that requires grad")
     if ctx.saved_for_backward(tv):
         raise Unsupported("RB010", f"{name} on a tensor that an earlier op saved for its"
                                    " backward")
     refuse_self_overlap(tv, name)
+    return propagate
 
 
 def _refuse_uncastable_result(name, margs, mkwargs):
@@ -499,9 +509,25 @@ def refuse_self_overlap(tv, name):
     `expand`) writes each location once per alias in eager: a functional graph cannot say
     that, and eager raises for most such ops anyway (fill-like ops are allowed).  Breaking
     lets torch run the op, so both the allowed and the raising cases are eager's."""
-    if torch._debug_has_internal_overlap(tv.meta) != 0:
+    overlap = torch._debug_has_internal_overlap(tv.meta)  # 0 no, 1 yes, 2 too hard
+    if overlap == 1 or (overlap == 2 and not _distinct_elements(tv.meta)):
         raise Unsupported("RB010", f"{name} on a tensor whose elements share memory"
                                    " (a stride-0 dim, e.g. from expand)")
+
+
+def _distinct_elements(m: torch.Tensor) -> bool:
+    """Each element at its own address: with the dims ordered by stride, each stride
+    passes the extent of the dims below it (a slice or narrow of a dense tensor; ATen
+    calls these "too hard" and, unlike a stride-0 dim, lets in-place ops write them)."""
+    if not all(isinstance(x, int) for x in (*m.shape, *m.stride())):
+        return False
+    extent = 0
+    dims = sorted((st, s) for s, st in zip(m.shape, m.stride()) if s > 1)
+    for stride, size in dims:
+        if stride <= extent:
+            return False
+        extent += stride * (size - 1)
+    return True
 
 
 def _apply_inplace(ctx, tv: TensorVar, out, meta_out) -> TensorVar:

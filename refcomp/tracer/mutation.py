@@ -1,0 +1,220 @@
+"""In-place writes through views of an intermediate, functionalized (issue 33).
+
+Owns: `through_views(ctx, tv, name)`: for an in-place op on `tv` whose storage other live
+tensors share, the function that, once the op's new value is `tv.value`, gives the base
+its new value and re-derives every live alias from it -- or None where this cannot be
+expressed (then the op breaks with RB010, as before).  Must not know the torch table.
+Spec: spec/correctness.md, "Mutation and write-back".
+
+Note [Writes through views]: the IR has no storage, only values.  A view op is an index
+map of its operand (OpDef.index_map), so a write into a view is a new value of the view
+*and* of its base: the base's new value is the old base with the view's elements
+replaced (the inverse of each view step: a reshape back, the inverse permutation, or the
+untouched parts of the base concatenated around a narrowed slice), and every other
+live view of that base is its view steps replayed on the new base.  Eager's aliasing is
+kept: after `u = v.view(-1); u.mul_(2)`, `v` reads the doubled values.  Handled: views of
+an intermediate (not of a graph input: its write-back is not modelled here), with static
+sizes, made by reshape/view/flatten/unflatten/view_as/reshape_as, squeeze/unsqueeze,
+permute/transpose/swapaxes/t, narrow and detach, none requiring grad.
+"""
+
+from __future__ import annotations
+
+import operator
+from typing import Callable, Optional
+
+import torch
+
+from ir.types import is_symbolic
+from refcomp.tracer.values import VIEW_BASE, TensorVar
+
+T = torch.Tensor
+_RESHAPES = {T.reshape, T.view, T.flatten, T.unflatten, T.view_as, T.reshape_as,
+             T.squeeze, T.unsqueeze, torch.reshape, torch.flatten, torch.squeeze,
+             torch.unsqueeze, torch.unflatten}
+_PERMUTES = {T.permute, T.transpose, T.swapaxes, T.t, torch.permute, torch.transpose,
+             torch.swapaxes, torch.t}
+_NARROWS = {T.narrow, torch.narrow}
+_IDENTITIES = {T.detach, torch.detach}
+
+
+def through_views(ctx, tv: TensorVar, live: list) -> Optional[Callable[[], None]]:
+    """The propagation for an in-place op on `tv` (see the module docstring), or None.
+    `live`: every live TensorVar (the frames' values)."""
+    chain = _chain(tv)
+    if chain is not None:
+        base, base_value, steps = chain
+    elif tv.view_base is None:  # the base itself is written: its views follow
+        base, base_value, steps = tv, tv.value, []
+    else:
+        return None
+    if tv.alias in ctx.input_aliases or any(is_symbolic(d) for d in base_value.type.shape):
+        return None
+    others = []
+    for v in live:
+        if v.alias is not tv.alias or v is tv:
+            continue
+        if v is base:
+            if base.value is not base_value:
+                return None  # the base changed since the view was taken
+            continue
+        other = _chain(v)
+        if other is None or other[0] is not base or other[1] is not base_value:
+            return None
+        others.append((v, other[2]))
+    if any(v.requires_grad for v in [tv, base, *(v for v, _ in others)]):
+        return None
+
+    def propagate() -> None:
+        b = ctx.builder
+        new_base = _write_back(b, base_value, steps, tv.value) if steps else tv.value
+        base.value = new_base
+        for v, v_steps in others:
+            v.value = _replay(b, new_base, v_steps)[-1]
+            v.view_base, v.view_made = (base, new_base), v.value
+        if steps:
+            tv.view_base, tv.view_made = (base, new_base), tv.value
+    return propagate
+
+
+def _chain(v: TensorVar):
+    """(root TensorVar, its value then, primitive steps) when v is a chain of supported
+    view steps of an intermediate, taken since v was made; else None."""
+    if v.view_base is None or v.view_steps is None or v.value is not v.view_made:
+        return None
+    root, value = v.view_base
+    steps = _primitives(value, v.view_steps)
+    return None if steps is None else (root, value, steps)
+
+
+def _primitives(value, view_steps) -> Optional[list]:
+    """The view steps as IR index maps: ("reshape", in shape, out shape), ("permute",
+    perm), ("slice", dim, start, stop); None where a step is not one of these."""
+    meta = torch.empty(tuple(int(d) for d in value.type.shape), device="meta")
+    out = []
+    for fn, args, kwargs, item in view_steps:
+        if item is not None:
+            return None
+        args = [meta if a is VIEW_BASE else a for a in args]
+        try:
+            result = fn(*args, **kwargs)
+        except Exception:
+            return None
+        if fn in _RESHAPES:
+            out.append(("reshape", list(meta.shape), list(result.shape)))
+        elif fn in _PERMUTES:
+            out.append(("permute", _perm(fn, meta.dim(), args[1:], kwargs)))
+        elif fn in _NARROWS:
+            dim, start, length = _narrow_args(meta.dim(), args[1:], kwargs)
+            out.append(("slice", dim, start, start + length))
+        elif fn is operator.getitem:
+            steps = _getitem_primitives(list(meta.shape), args[1])
+            if steps is None:
+                return None
+            out += steps
+        elif fn not in _IDENTITIES:
+            return None
+        meta = result
+    return out
+
+
+def _getitem_primitives(shape, index) -> Optional[list]:
+    """Basic indexing (ints, step-1 slices, None, Ellipsis) as primitive steps."""
+    items = list(index) if isinstance(index, tuple) else [index]
+    if sum(1 for it in items if it is Ellipsis) > 1 or \
+            not all(it is None or it is Ellipsis or isinstance(it, (int, slice))
+                    for it in items) or any(isinstance(it, bool) for it in items):
+        return None
+    used = sum(1 for it in items if it is not None and it is not Ellipsis)
+    if used > len(shape):
+        return None
+    if Ellipsis in items:
+        k = items.index(Ellipsis)
+        items = items[:k] + [slice(None)] * (len(shape) - used) + items[k + 1:]
+    steps, dim, shape = [], 0, list(shape)
+    for it in items:
+        if it is None:
+            new = shape[:dim] + [1] + shape[dim:]
+            steps.append(("reshape", shape, new))
+            shape, dim = new, dim + 1
+        elif isinstance(it, int):
+            i = it + shape[dim] if it < 0 else it
+            if not 0 <= i < shape[dim]:
+                return None
+            steps.append(("slice", dim, i, i + 1))
+            new = shape[:dim] + shape[dim + 1:]
+            steps.append(("reshape", shape[:dim] + [1] + shape[dim + 1:], new))
+            shape = new
+        else:
+            start, stop, step = it.indices(shape[dim])
+            if step != 1:
+                return None
+            stop = max(stop, start)
+            steps.append(("slice", dim, start, stop))
+            shape = shape[:dim] + [stop - start] + shape[dim + 1:]
+            dim += 1
+    return steps
+
+
+def _replay(b, value, steps) -> list:
+    """The value after each primitive step applied to `value`, first to last."""
+    values = [value]
+    for step in steps:
+        current = values[-1]
+        if step[0] == "reshape":
+            values.append(b.reshape(current, shape=step[2]))
+        elif step[0] == "permute":
+            values.append(b.permute(current, perm=step[1]))
+        else:
+            _, dim, start, stop = step
+            values.append(b.slice(current, dim=dim, start=start, stop=stop))
+    return values
+
+
+def _write_back(b, base_value, steps, new_view):
+    """The base's new value: each step inverted, from the view back to the base."""
+    values = _replay(b, base_value, steps)
+    new = new_view
+    for i in range(len(steps) - 1, -1, -1):
+        step, parent = steps[i], values[i]
+        if step[0] == "reshape":
+            new = b.reshape(new, shape=step[1])
+        elif step[0] == "permute":
+            new = b.permute(new, perm=_inverse(step[1]))
+        else:
+            _, dim, start, stop = step
+            size = int(parent.type.shape[dim])
+            parts = []
+            if start > 0:
+                parts.append(b.slice(parent, dim=dim, start=0, stop=start))
+            parts.append(new)
+            if stop < size:
+                parts.append(b.slice(parent, dim=dim, start=stop, stop=size))
+            new = b.cat(parts, dim=dim) if len(parts) > 1 else new
+    return new
+
+
+def _perm(fn, rank, args, kwargs) -> list:
+    if fn in (T.t, torch.t):
+        return list(range(rank))[::-1]
+    if fn in (T.permute, torch.permute):
+        dims = args[0] if len(args) == 1 and isinstance(args[0], (list, tuple)) else args
+        dims = kwargs.get("dims", dims)
+        return [d % rank for d in dims]
+    d0, d1 = (list(args) + [kwargs.get("dim0"), kwargs.get("dim1")])[:2]
+    perm = list(range(rank))
+    perm[d0 % rank], perm[d1 % rank] = perm[d1 % rank], perm[d0 % rank]
+    return perm
+
+
+def _inverse(perm) -> list:
+    out = [0] * len(perm)
+    for i, p in enumerate(perm):
+        out[p] = i
+    return out
+
+
+def _narrow_args(rank, args, kwargs):
+    values = list(args) + [kwargs.get(k) for k in ("dim", "start", "length")][len(args):]
+    dim, start, length = values[:3]
+    return dim % rank, int(start), int(length)

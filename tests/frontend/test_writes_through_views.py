@@ -1,0 +1,98 @@
+"""In-place writes through views of an intermediate are captured (Note [Writes through
+views], refcomp/tracer/mutation.py; issue 33): the base takes the written elements and
+every live view follows, equal to eager on every backend, in one graph."""
+
+import pytest
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+import refcomp
+
+
+def headline(x0, x1):  # issue 33's program: Graph Count 0 before
+    v3 = F.elu(1.0 / (x0.abs() + 1))
+    v5 = F.softmax(v3, -1)
+    v8 = v3.clone()
+    _u = v8.view(-1)
+    _u.mul_(2)
+    return v8, v5
+
+
+def slice_then_transpose(x):
+    t = x * 1.5
+    s = t[1:]
+    s.add_(10)
+    d = t.transpose(0, 1)
+    d.mul_(3)
+    return t, s, d
+
+
+def narrow_fill_then_base(x):
+    t = x + 1
+    n = t.narrow(1, 1, 2)
+    n.fill_(7)              # an opaque ATen write through the view
+    t.mul_(2)               # the base written: the view follows
+    return n, t
+
+
+def index_and_none(x):
+    t = x.exp()
+    row = t[1, None, ..., 1:3]
+    row.relu_()
+    row.sub_(0.5)
+    return t, row
+
+
+PROGRAMS = {
+    "headline": (headline, lambda: (torch.randn(3, 4), torch.randn(3, 4))),
+    "slice_then_transpose": (slice_then_transpose, lambda: (torch.randn(4, 4),)),
+    "narrow_fill_then_base": (narrow_fill_then_base, lambda: (torch.randn(3, 4),)),
+    "index_and_none": (index_and_none, lambda: (torch.randn(3, 5, 4),)),
+}
+
+
+@pytest.mark.parametrize("backend", ["interp", "eager", "llvm"])
+@pytest.mark.parametrize("name", sorted(PROGRAMS))
+def test_write_through_a_view_is_one_graph_equal_to_eager(name, backend):
+    fn, make = PROGRAMS[name]
+    args = make()
+    refcomp.reset()
+    report = refcomp.explain(fn, *[a.clone() for a in args], backend=backend)
+    assert (report.graph_count, report.graph_break_count) == (1, 0)
+    mine = [a.clone() for a in args]
+    theirs = [a.clone() for a in args]
+    got = refcomp.compile(fn, backend=backend)(*mine)
+    expected = fn(*theirs)
+    for g, e in zip(got, expected):
+        torch.testing.assert_close(g, e)
+    for m, t in zip(mine, theirs):  # inputs as eager leaves them
+        torch.testing.assert_close(m, t)
+
+
+def test_densenet_style_block_in_eval_is_one_graph():
+    class Layer(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.norm = nn.BatchNorm2d(8)
+            self.relu = nn.ReLU(inplace=True)
+            self.conv = nn.Conv2d(8, 4, 3, padding=1)
+
+        def forward(self, features):
+            return self.conv(self.relu(self.norm(torch.cat(features, 1))))
+
+    layer = Layer().eval()
+    feats = [torch.randn(2, 4, 6, 6), torch.randn(2, 4, 6, 6)]
+    with torch.no_grad():
+        report = refcomp.explain(layer, feats)
+        assert (report.graph_count, report.graph_break_count) == (1, 0)
+        torch.testing.assert_close(refcomp.compile(layer)(feats), layer(feats))
+
+
+def test_a_view_of_an_input_still_breaks():
+    def writes_input_view(x):
+        x.view(-1).mul_(2)
+        return x + 1
+
+    report = refcomp.explain(writes_input_view, torch.ones(2, 3))
+    assert [b["id"] for b in report.break_reasons] == ["RB010"]
