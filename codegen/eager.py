@@ -95,6 +95,7 @@ _POINTWISE = {
     "logical_not": torch.logical_not, "isnan": torch.isnan, "bitwise_not": torch.bitwise_not,
     "add": torch.add, "sub": torch.sub, "mul": torch.mul, "div": torch.true_divide,
     "floor_divide": torch.floor_divide, "remainder": torch.remainder, "fmod": torch.fmod,
+    "div_floor": lambda a, b: torch.div(a, b, rounding_mode="floor"),
     "pow": torch.pow, "maximum": torch.maximum, "minimum": torch.minimum,
     "atan2": torch.atan2,
     "eq": torch.eq, "ne": torch.ne, "lt": torch.lt, "le": torch.le, "gt": torch.gt,

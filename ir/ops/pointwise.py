@@ -323,6 +323,11 @@ _bin("div", rules.float_promoted, np.true_divide, lambda s, a, b: s.truediv(a, b
      "true division a / b (ints give floats); torch.true_divide", to_float=True)
 _bin("floor_divide", rules.non_bool, np.floor_divide, lambda s, a, b: s.floordiv(a, b),
      None, "floor(a / b); integer division by zero is undefined (torch raises)")
+_bin("div_floor", rules.non_bool, np.floor_divide, lambda s, a, b: s.floordiv(a, b),
+     # ATen's div(rounding_mode=...) backward: zeros for both operands (not g * 0)
+     lambda b, g, out, x, y: _grads(b, x, y, zeros(b, x), zeros(b, y)),
+     "torch.div(a, b, rounding_mode='floor'): floor_divide's values, with a zero gradient"
+     " (torch.floor_divide itself has none: eager raises under autograd)")
 _bin("remainder", rules.non_bool, np.remainder, lambda s, a, b: s.remainder(a, b),
      lambda b, g, out, x, y: _grads(b, x, y, g, b.neg(b.mul(g, b.floor_divide(x, y)))),
      "a - floor(a / b) * b (sign of b, like Python %)")

@@ -192,7 +192,7 @@ def _binary_builder(op):
         name = op
         if op == "div" and rounding_mode is not None:
             if rounding_mode == "floor":
-                name = "floor_divide"
+                name = "div_floor"
             elif rounding_mode == "trunc":
                 q = ctx.builder.div(x, y)
                 return ctx.builder.cast(ctx.builder.trunc(q), dtype=ir_dtype(dt)) \

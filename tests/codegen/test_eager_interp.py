@@ -166,8 +166,8 @@ SAMPLES = {
         "gt", "ge", "logical_and", "logical_or", "logical_xor", "bitwise_and", "bitwise_or",
         "bitwise_xor")},
     # Integer division by zero raises in torch and gives 0 in numpy: divisors are nonzero.
-    **{name: (_binary("nonzero"), ALL_DTYPES) for name in ("floor_divide", "remainder",
-                                                             "fmod")},
+    **{name: (_binary("nonzero"), ALL_DTYPES) for name in ("floor_divide", "div_floor",
+                                                             "remainder", "fmod")},
     "pow": (_binary("expo"), ALL_DTYPES),
     **{name: (_binary("shift"), ALL_DTYPES) for name in ("bitwise_left_shift",
                                                           "bitwise_right_shift")},

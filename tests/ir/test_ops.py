@@ -579,6 +579,8 @@ CASES = {
     "mul": (torch.mul, binary(ALL)),
     "div": (torch.div, binary(ALL, specials=True)),
     "floor_divide": (torch.floor_divide, nonzero_divisor(NON_BOOL)),
+    "div_floor": (lambda a, b: torch.div(a, b, rounding_mode="floor"),
+                  nonzero_divisor(NON_BOOL)),
     "remainder": (torch.remainder, nonzero_divisor(NON_BOOL)),
     "fmod": (torch.fmod, nonzero_divisor(NON_BOOL)),
     "pow": (torch.pow, power()),

@@ -150,6 +150,7 @@ VJP_CASES = {
         {"approximate": st.sampled_from(["none", "tanh"])})),
     "add": binary(F64), "sub": binary(F64), "mul": binary(F64), "div": nonzero_divisor(),
     "remainder": nonzero_divisor(), "fmod": nonzero_divisor(), "pow": pow_inputs(),
+    "div_floor": nonzero_divisor(),
     "maximum": binary(F64, lo=-2, hi=2), "minimum": binary(F64, lo=-2, hi=2),
     "atan2": binary(F64, lo=0.5, hi=3.0),
     "where": where_inputs(F64), "clamp": clamp_inputs(F64), "cast": cast_inputs(),
