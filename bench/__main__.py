@@ -12,6 +12,7 @@ report.  Numbers are whatever this machine gives in this run; nothing is asserte
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import platform
 import sys
 import time
@@ -27,6 +28,8 @@ def main(argv=None) -> int:
     ap.add_argument("--only", default="", help="comma-separated workload names")
     ap.add_argument("--reps", type=int, default=15, help="interleaved rounds per workload")
     ap.add_argument("--no-inductor", action="store_true", help="skip torch.compile")
+    ap.add_argument("--no-ort", action="store_true",
+                    help="skip ONNX Runtime (the 'bench' extra; inference rows only)")
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--no-plan", action="store_true",
                     help="also run refcomp without the memory plan (refcomp-noplan)")
@@ -42,6 +45,8 @@ def main(argv=None) -> int:
     candidates = {"eager": harness.eager_candidate}
     if not opts.no_inductor:
         candidates["inductor"] = harness.inductor_candidate
+    if not opts.no_ort and importlib.util.find_spec("onnxruntime") is not None:
+        candidates["ort"] = harness.ort_candidate
     candidates["refcomp"] = harness.refcomp_candidate
     if opts.no_plan:
         candidates["refcomp-noplan"] = harness.refcomp_noplan_candidate

@@ -30,9 +30,11 @@ be reused unseen.
 from __future__ import annotations
 
 import ctypes
+import logging
 import statistics
 import sys
 import time
+import warnings
 from dataclasses import dataclass, field
 from typing import Callable, Optional
 
@@ -217,6 +219,9 @@ def run_workload(workload, candidates: dict, reps: int) -> list[Result]:
     for name, factory in candidates.items():
         res = Result(name)
         results.append(res)
+        if workload.train and getattr(factory, "inference_only", False):
+            res.error = "inference only"
+            continue
         try:
             forward, count_kernels = factory(workload.fn)
             compiled = wrap(forward)
@@ -287,6 +292,49 @@ def refcomp_candidate(fn):
     from codegen import stats
 
     return refcomp.compile(fn), lambda: stats.STATS.kernels
+
+
+def ort_candidate(fn):
+    """ONNX Runtime: `fn` exported with `torch.onnx.export(dynamo=True)` on its first call's
+    inputs and run by an InferenceSession (ORT_ENABLE_ALL, one intra-op thread as the
+    others run).  Inference only; tensors cross as zero-copy numpy arrays."""
+    import onnxruntime as ort
+
+    state = {}
+
+    def run(*args):
+        session = state.get("session")
+        if session is None:
+            session = state["session"] = _ort_session(ort, fn, args)
+            state["names"] = [i.name for i in session.get_inputs()]
+        feed = {name: a.detach().numpy() for name, a in zip(state["names"], args)}
+        outs = [torch.from_numpy(o) for o in session.run(None, feed)]
+        return outs[0] if len(outs) == 1 else tuple(outs)
+    return run, lambda: None
+
+
+ort_candidate.inference_only = True
+
+
+def _ort_session(ort, fn, args):
+    class Wrapped(torch.nn.Module):
+        def forward(self, *xs):
+            return fn(*xs)
+
+    quiet = logging.getLogger("torch.onnx")
+    level, quiet.level = quiet.level, logging.ERROR  # "torchvision is not installed" x4
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            program = torch.onnx.export(Wrapped(), tuple(args), dynamo=True, verbose=False)
+    finally:
+        quiet.setLevel(level)
+    options = ort.SessionOptions()
+    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    options.intra_op_num_threads = torch.get_num_threads()
+    options.inter_op_num_threads = 1
+    return ort.InferenceSession(program.model_proto.SerializeToString(), options,
+                                providers=["CPUExecutionProvider"])
 
 
 def refcomp_noplan_candidate(fn):

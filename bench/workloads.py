@@ -61,6 +61,21 @@ def pointwise_transcendental(x, y):
     return e + c * b
 
 
+def pointwise_14(x, y):
+    """14 ops, sigmoid/tanh/gelu/exp among them (issue 38's transcendental row)."""
+    a = torch.sigmoid(x) * y
+    b = torch.tanh(a + 0.5)
+    c = F.gelu(b - y)
+    d = torch.exp(c * 0.25)
+    e = (d + x) * torch.sigmoid(y)
+    return torch.tanh(e) - b * 0.5
+
+
+def five_reductions(x):
+    """sum, mean, var and amax of one [1024, 1024, 4] tensor, over different dims."""
+    return x.sum(0), x.mean(1), x.var(2), x.amax(0), x.sum(dim=(0, 1))
+
+
 def softmax(x):
     return torch.softmax(x, dim=-1)
 
@@ -157,6 +172,9 @@ WORKLOADS = {w.name: w for w in [
     Workload("pointwise_transc", pointwise_transcendental,
              lambda: (_randn(N_POINTWISE), _randn(N_POINTWISE)), bytes=3 * 4 * N_POINTWISE,
              note="exp, tanh, sigmoid, log, erf + 6 cheap ops on 4M f32"),
+    Workload("pointwise_14", pointwise_14,
+             lambda: (_randn(N_POINTWISE), _randn(N_POINTWISE)), bytes=3 * 4 * N_POINTWISE,
+             note="14 ops with sigmoid, tanh, gelu and exp on 4M f32"),
     Workload("softmax", softmax, lambda: (_randn(4096, 1024),), bytes=2 * 4 * 4096 * 1024),
     Workload("layer_norm", layer_norm,
              lambda: (_randn(4096, 1024), _randn(1024), _randn(1024)),
@@ -191,6 +209,9 @@ WORKLOADS = {w.name: w for w in [
     Workload("var_dims01", var01, lambda: (_randn(*_R) + 3.0,),
              bytes=4 * (math.prod(_R) + 4), accuracy=True,
              note="var over dims (0, 1) of [1024,1024,4] (mean 3): 1M elements per result"),
+    Workload("reduce5", five_reductions, lambda: (_randn(*_R) + 1.0,),
+             bytes=4 * math.prod(_R), accuracy=True,
+             note="sum(0), mean(1), var(2), amax(0), sum((0, 1)) of one [1024,1024,4]"),
     Workload("sum_16m", sum_all, lambda: (_randn(N_SUM) + 1.0,), bytes=4 * N_SUM,
              accuracy=True, note="sum of all 16M f32 (mean 1)"),
     Workload("mean_rows", mean_rows, lambda: (_randn(64, 65536) + 1.0,),
