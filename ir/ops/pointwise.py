@@ -266,6 +266,8 @@ defop("bitwise_not", POINTWISE, operands=("x",), infer=rules.integral_only,
 _BINARY_SAVES = {
     "add": {}, "sub": {}, "mul": {"a": ("b",), "b": ("a",)},
     "div": {"a": ("b",), "b": ("a", "b")}, "remainder": {"b": ("a", "b")},
+    # ATen's div(rounding_mode=...) formulas name other (and self for other's gradient)
+    "div_floor": {"a": ("b",), "b": ("a", "b")},
     "fmod": {"b": ("a", "b")}, "pow": {"a": ("a", "b"), "b": ("a", "b", RESULT)},
     "maximum": saves_all(("a", "b"), ("a", "b")), "minimum": saves_all(("a", "b"), ("a", "b")),
     "atan2": saves_all(("a", "b"), ("a", "b")),

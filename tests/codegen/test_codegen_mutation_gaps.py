@@ -17,9 +17,12 @@ def test_reset_zeroes_every_counter():
     # a default 0 -> 1) shows only here.  refcomp.stats() reports these after reset().
     stats.STATS.kernels += 3
     stats.STATS.fallback("node %0", "why")
+    with stats.stage("lower"):
+        pass
     stats.reset()
     snap = stats.snapshot()
     assert snap.pop("fallback_reasons") == []
+    assert snap.pop("stage_seconds") == {}
     assert all(v == 0 for v in snap.values()), snap
 
 
