@@ -174,11 +174,18 @@ def _batch_size(fn, args) -> int:
 
 
 def train_step(forward: Callable) -> Callable:
-    """forward + backward: the loss and the gradients of the inputs that require grad."""
+    """A training step as users write it: `zero_grad()` (set_to_none, its default), the
+    forward, `loss.backward()`; returns the loss and the parameters' `.grad`.  With
+    set_to_none, autograd's AccumulateGrad keeps each gradient the backward returns when
+    its layout is the parameter's, and copies it otherwise (issue 35), which
+    `torch.autograd.grad` never shows."""
     def step(*args):
+        params = [a for a in args if isinstance(a, torch.Tensor) and a.requires_grad]
+        for p in params:
+            p.grad = None
         loss = forward(*args)
-        wants = [a for a in args if isinstance(a, torch.Tensor) and a.requires_grad]
-        return [loss.detach(), *torch.autograd.grad(loss, wants)]
+        loss.backward()
+        return [loss.detach(), *(p.grad for p in params)]
     return step
 
 

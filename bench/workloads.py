@@ -24,7 +24,8 @@ class Workload:
     bytes: Optional[int] = None  # minimal bytes moved per call (pointwise/reduction)
     note: str = ""
     # A training step: fn returns a scalar loss; each call is forward + backward
-    # (torch.autograd.grad for the inputs that require grad), timed as one step.
+    # (zero_grad with set_to_none, then loss.backward(), as users write it; the inputs that
+    # require grad are the parameters), timed as one step.
     train: bool = False
     # Checked against the float64 truth (bench/harness.py, Note [Accuracy check]): a
     # candidate whose error exceeds ACCURACY_SLACK x eager's (plus a floor) is WRONG.
