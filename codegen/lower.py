@@ -95,8 +95,10 @@ class _Recorder:
 
     def emit(self, op, args, attrs, dtype) -> _Temp:
         # The dtype is in the key: a constant's dtype is not among its attrs (0 as f32
-        # and 0 as f64 are two Lets).
-        key = (op, tuple(a.name for a in args), attrs, dtype)
+        # and 0 as f64 are two Lets); floats by their bits: -0.0 == 0.0 in Python, but
+        # they are two constants (clamp(x, -0.0, 0.0) read 0.0 as -0.0).
+        exact = tuple((k, v.hex() if isinstance(v, float) else v) for k, v in attrs)
+        key = (op, tuple(a.name for a in args), exact, dtype)
         if key in self.memo:
             return self.memo[key]
         name = f"{self.count}"

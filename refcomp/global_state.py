@@ -41,6 +41,7 @@ class GlobalState(NamedTuple):
     dispatch_modes: int  # depth of the torch dispatch mode stack
     deterministic: bool
     deterministic_warn_only: bool
+    fill_uninitialized: bool = False  # deterministic mode's NaN/max fill of `empty`
 
 
 def _autocast(device: str) -> tuple:
@@ -66,7 +67,9 @@ PLAIN_CHECKS = (_len_function_modes, _len_dispatch_modes, _deterministic, _any_a
 def snapshot() -> GlobalState:
     return GlobalState(tuple(_autocast(d) for d in AUTOCAST_DEVICES), _function_modes(),
                        _len_dispatch_modes(), bool(_deterministic()),
-                       bool(torch._C._get_deterministic_algorithms_warn_only()))
+                       bool(torch._C._get_deterministic_algorithms_warn_only()),
+                       bool(_deterministic() and
+                            torch.utils.deterministic.fill_uninitialized_memory))
 
 
 def is_plain(state: GlobalState) -> bool:
@@ -90,7 +93,8 @@ def describe(state: GlobalState) -> str:
     parts.append(f"torch function modes [{', '.join(state.function_modes)}]")
     parts.append(f"{state.dispatch_modes} dispatch mode(s)")
     parts.append("deterministic algorithms " + ("on" + (" (warn only)" if
-                 state.deterministic_warn_only else "") if state.deterministic else "off"))
+                 state.deterministic_warn_only else "") + (", empty filled" if
+                 state.fill_uninitialized else "") if state.deterministic else "off"))
     return ", ".join(parts)
 
 

@@ -159,8 +159,9 @@ _SAME_DTYPE_UNARY = {
             lambda b, g, out, x: (grad_for(b, b.neg(g), x),), "-x (ints wrap)"),
     "abs": (rules.non_bool, np.abs, lambda s, x: s.abs(x),
             _vjp_unary(lambda b, out, x: b.sign(x)), "|x|"),
-    "relu": (rules.non_bool, lambda x: np.maximum(x, np.zeros((), x.dtype)),
-             lambda s, x: s.maximum(x, s.const(0, x)),
+    # ATen: x < 0 ? 0 : x, so relu(-0.0) is -0.0 and NaN stays NaN (not max(x, 0))
+    "relu": (rules.non_bool, lambda x: np.where(x < 0, np.zeros((), x.dtype), x),
+             lambda s, x: s.where(s.compare("lt", x, s.const(0, x)), s.const(0, x), x),
              lambda b, g, out, x: (grad_for(b, b.where(b.gt(out, 0), g, b.zeros_like(g)), x),),
              "max(x, 0)"),
     "sign": (rules.promoted, _sign, lambda s, x: s.sign(x), _vjp_zero,
@@ -450,18 +451,25 @@ def _clamp_ref(x, min=None, max=None):
     elif x.dtype == np.bool_:
         x = x.astype(np.int64)
     (x,) = opmath(x)
-    if min is not None:
-        x = np.maximum(x, np.asarray(min).astype(x.dtype))
-    if max is not None:
-        x = np.minimum(x, np.asarray(max).astype(x.dtype))
+    for bound, outside in ((min, np.less), (max, np.greater)):
+        if bound is not None:
+            b = np.asarray(bound).astype(x.dtype)
+            x = np.where(outside(x, b) | np.isnan(b), b, x) if x.dtype.kind == "f" \
+                else np.where(outside(x, b), b, x)
     return x
 
 
 def _clamp_scalar(s, x, min=None, max=None):
-    if min is not None:
-        x = s.maximum(x, s.const(min, x))
-    if max is not None:
-        x = s.minimum(x, s.const(max, x))
+    # ATen's clamp keeps x where it is not outside a bound (clamp(-0.0, min=0.0) is -0.0,
+    # a NaN x stays NaN) and a NaN bound gives NaN
+    for bound, outside in ((min, "lt"), (max, "gt")):
+        if bound is None:
+            continue
+        if isinstance(bound, float) and math.isnan(bound):
+            x = s.const(bound, x)
+        else:
+            b = s.const(bound, x)
+            x = s.where(s.compare(outside, x, b), b, x)
     return x
 
 

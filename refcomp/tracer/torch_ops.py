@@ -874,12 +874,25 @@ def _full_builder(value):
             raise Unsupported("RB008", "a creation op with out=...")
         shape = [_dim(d) for d in _sizes(size)]
         return _Creation(lambda meta: ctx.builder.op(
-            "full", value=value, shape=shape, dtype=ir_dtype(meta.dtype),
-            device=_device(device)))
+            "full", value=value(meta.dtype) if callable(value) else value, shape=shape,
+            dtype=ir_dtype(meta.dtype), device=_device(device)))
     return build
 
 
-entry(torch.zeros, torch.empty, creation=True, sizes=True)(_full_builder(0))
+def uninitialized(dtype: torch.dtype):
+    """What `empty` holds, as eager makes it: under torch.use_deterministic_algorithms(True)
+    (with torch.utils.deterministic.fill_uninitialized_memory, guarded as global state)
+    NaN for floats, the largest value for integers, True for bools; else any value (0)."""
+    if not (torch.are_deterministic_algorithms_enabled() and
+            torch.utils.deterministic.fill_uninitialized_memory):
+        return 0
+    if dtype.is_floating_point or dtype.is_complex:
+        return float("nan")
+    return True if dtype == torch.bool else torch.iinfo(dtype).max
+
+
+entry(torch.zeros, creation=True, sizes=True)(_full_builder(0))
+entry(torch.empty, creation=True, sizes=True)(_full_builder(uninitialized))
 entry(torch.ones, creation=True, sizes=True)(_full_builder(1))
 
 
@@ -900,12 +913,14 @@ def _like_builder(value):
             raise Unsupported("RB013", "creating a leaf that requires grad inside the graph")
         fill = args[0] if value is None else value
         return _Creation(lambda meta: ctx.builder.op(
-            "full", value=fill, shape=list(x.value.type.shape), dtype=ir_dtype(meta.dtype),
+            "full", value=fill(meta.dtype) if callable(fill) else fill,
+            shape=list(x.value.type.shape), dtype=ir_dtype(meta.dtype),
             device=_device(device, x)))
     return build
 
 
-entry(torch.zeros_like, torch.empty_like)(_like_builder(0))
+entry(torch.zeros_like)(_like_builder(0))
+entry(torch.empty_like)(_like_builder(uninitialized))
 entry(torch.ones_like)(_like_builder(1))
 entry(torch.full_like)(_like_builder(None))
 
@@ -956,6 +971,12 @@ def _arange(ctx, start, end=None, step=1, *, dtype=None, device=None, requires_g
 @entry(torch.tensor, torch.as_tensor, creation=True)
 @handles(from_meta=("dtype",))
 def _tensor(ctx, data, *, dtype=None, device=None, requires_grad=False, pin_memory=False):
+    """Python data as a graph constant.  A numpy array is not: the caller may change its
+    values between calls (no guard reads them), and as_tensor shares its memory (a write
+    into the tensor reaches the array), so such a call runs in CPython (RB004)."""
+    if type(data).__module__ == "numpy" and hasattr(data, "__array_interface__"):
+        raise Unsupported("RB004", "torch.tensor/as_tensor of a numpy array: its values and"
+                                   " memory are the caller's")
     if requires_grad:
         raise Unsupported("RB013", "creating a leaf that requires grad inside the graph")
     if _tensors(data):

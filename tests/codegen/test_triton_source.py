@@ -44,7 +44,8 @@ func @f(%x: f32[6,5], %y: f32[5,6]) -> f32[6,5] {
 # CHECK-NEXT:   [[M:t[0-9]+]] = ([[X]] * [[Y]])
 # CHECK-NEXT:   [[T:t[0-9]+]] = _tanh([[M]])
 # CHECK-NEXT:   [[Z:t[0-9]+]] = tl.full([1], 0.0, tl.float32)
-# CHECK-NEXT:   [[R:t[0-9]+]] = tl.maximum([[T]], [[Z]], propagate_nan=tl.PropagateNan.ALL)
+# CHECK-NEXT:   [[C:t[0-9]+]] = ([[T]] < [[Z]])
+# CHECK-NEXT:   [[R:t[0-9]+]] = tl.where([[C]], [[Z]], [[T]])
 # CHECK-NEXT:   tl.store(out0 + (5 * [[I]] + [[J]]), [[R]], xmask)
 # CHECK-NOT:  tl.reduce
 """)
