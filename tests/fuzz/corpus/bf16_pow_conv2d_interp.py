@@ -1,8 +1,12 @@
-"""A value mismatch on interp only: a bfloat16 `x.abs() ** x` (shifted inputs: large
-values) fed to conv2d; the compiled interp result is +-inf where eager's is another value
-(NaN differences).  Found by the forward soak of session 14 (seed 3301, program 10,171
-of 10,807 per backend; eager and llvm pass).  Kept open: not yet triaged (issue 32's
-note lists it)."""
+"""A value mismatch on interp only: a bfloat16 `x.abs() ** x` of values near 100 is +inf
+everywhere, and a dilated conv2d of it with weights all negative (first output channel)
+or all positive (second) is -inf / +inf in float32 and about -1e213 / +1e214 in float64;
+refcomp's interp gives those infinities, eager's bfloat16 kernel NaN.  So refcomp is the
+one that agrees with float32 and float64 here; the oracle compares with eager's bfloat16
+result.  Found by the forward soak of session 14 (seed 3301, program 10,171 of 10,807
+per backend; eager and llvm pass: they call ATen's conv), present at the session's start
+(14eae1b).  Kept open until the oracle judges such a case against float64 (issue 32's
+note)."""
 STATUS = "open"
 BACKENDS = ["interp"]
 SYMPTOM = "value"
