@@ -89,6 +89,7 @@ _BINARY = {"+": operator.add, "-": operator.sub, "*": operator.mul, "/": operato
            "<<": operator.lshift, ">>": operator.rshift, "<": operator.lt,
            "<=": operator.le, "==": operator.eq, "!=": operator.ne, ">": operator.gt,
            ">=": operator.ge}
+_OPERATOR_SYMBOL = {fn: sym for sym, fn in _BINARY.items()}
 _INPLACE_METHOD = {"+": "add_", "-": "sub_", "*": "mul_", "/": "div_", "//": "floor_divide_",
                    "%": "remainder_", "**": "pow_", "&": "bitwise_and_", "|": "bitwise_or_",
                    "^": "bitwise_xor_"}
@@ -617,6 +618,8 @@ def call_function(tx, fn: VT, args: list, kwargs: dict) -> VT:
     grad = _grad_mode_call(tx, value, args, kwargs)
     if grad is not None:
         return grad
+    if _hashable(value) and value in _OPERATOR_SYMBOL and len(args) == 2 and not kwargs:
+        return binary(tx, _OPERATOR_SYMBOL[value], *args)  # operator.mul(a, b) is a * b
     if torch_table.has_entry(value):
         return _call_torch_or_opaque(tx, value, args, kwargs)
     if value is CHECKPOINT:  # Note [Checkpoint traced inline]
@@ -1417,6 +1420,10 @@ def _container_method(tx, obj, name, args, kwargs) -> VT:
             key = as_python(args[0])
             default = args[1] if len(args) > 1 else ConstVar(None)
             return obj.items.get(key, default)
+    if isinstance(obj, ListVar) and name == "copy" and not args and not kwargs:
+        return ListVar(list(obj.items))  # a new list of the same items (swin_t)
+    if isinstance(obj, DictVar) and name == "copy" and not args and not kwargs:
+        return DictVar(dict(obj.items))
     if isinstance(obj, (ListVar, TupleVar)):
         if name == "index" and not kwargs:
             return ConstVar([as_python(i) for i in obj.items].index(as_python(args[0])))
@@ -1630,6 +1637,38 @@ def _reduce(tx, args, kwargs):
     for item in items[1:]:
         acc = call_function(tx, args[0], [acc, item], {})
     return acc
+
+
+def _accumulate(tx, args, kwargs):
+    """itertools.accumulate(it[, fn][, initial=...]): the running results, unrolled
+    (torch.unravel_index); fn defaults to +."""
+    fn = args[1] if len(args) > 1 else kwargs.get("func", ConstVar(None))
+    if len(args) > 2 or set(kwargs) - {"func", "initial"}:
+        raise Unsupported("RB013", "itertools.accumulate with unusual arguments")
+    if isinstance(fn, ConstVar) and fn.value is None:
+        fn = ConstVar(operator.add)
+    items = iterate(tx, args[0])
+    initial = kwargs.get("initial", ConstVar(None))
+    if not (isinstance(initial, ConstVar) and initial.value is None):
+        items = [initial] + items
+    out = items[:1]
+    for item in items[1:]:
+        out.append(call_function(tx, fn, [out[-1], item], {}))
+    return IteratorVar(out)
+
+
+def _broadcast_shapes(tx, args, kwargs):
+    """torch.broadcast_shapes of constant shapes: computed now (its Python reads
+    torch.fx's nested-int helpers, on the inline skip list)."""
+    shapes = [as_python(a) for a in args] if not kwargs and all(
+        _is_constant(a) for a in args) else None
+    if shapes is None:
+        raise Unsupported("RB013", "torch.broadcast_shapes of sizes not known while tracing")
+    try:
+        got = torch.broadcast_shapes(*shapes)
+    except RuntimeError as e:
+        raise Unsupported("RB017", f"broadcast_shapes: RuntimeError: {e}") from None
+    return TupleVar([ConstVar(int(n)) for n in got], cls=torch.Size)
 
 
 def _torch_size(tx, args, kwargs):
@@ -1885,7 +1924,9 @@ _BUILTIN_HANDLERS = {
     int: _to_python_number(int), float: _to_python_number(float),
     bool: _to_python_number(bool), abs: _abs, all: _all_any(False), any: _all_any(True),
     dict.get: _dict_get, itertools.repeat: _repeat, filter: _filter, map: _map, type: _type,
-    functools.reduce: _reduce, next: _next, builtins.__build_class__: classes.build_class,
+    functools.reduce: _reduce, itertools.accumulate: _accumulate,
+    torch.broadcast_shapes: _broadcast_shapes, next: _next,
+    builtins.__build_class__: classes.build_class,
     staticmethod: classes.staticmethod_call,
     torch.Tensor.__getitem__: _tensor_getitem, torch.Size: _torch_size,
 }

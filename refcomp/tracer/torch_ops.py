@@ -738,6 +738,9 @@ def _batch_norm(ctx, x, running_mean, running_var, weight=None, bias=None, train
     _check_cpu_norm_dtypes("batch_norm", x, weight, bias, running_mean, running_var)
     B = ctx.builder
     like = x.value.type
+    if len(like.shape) < 2:  # no channel dim: ATen's kernel (an opaque node) decides
+        raise Unsupported("RB013", f"batch_norm of a {len(like.shape)}-d input (no channel"
+                                   " dim)")
     c = [like.shape[1]]
     w = weight.value if weight is not None else B.op(
         "full", value=1.0, shape=c, dtype=like.dtype, device=like.device)

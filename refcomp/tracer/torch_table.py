@@ -195,6 +195,9 @@ def call_torch(ctx, fn, args: list, kwargs: dict) -> VT:
     except Unsupported:
         raise
     except Exception as err:  # eager raises this too; it runs (and raises) there
+        if "cannot be called on meta tensors" in str(err):  # narrow's tensor `start`
+            raise Unsupported("RB002", f"{name} reads the value of a tensor argument on the"
+                                       " host") from None
         raise Unsupported("RB017", f"{name}: {type(err).__name__}: {err}") from None
     if e.python:
         return _python_query(ctx, fn, pargs, meta_out)
