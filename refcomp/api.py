@@ -419,7 +419,8 @@ class CompiledFunction:
                 raise CaptureError(reason) from err
             if self.resume_of is None:
                 try:
-                    entry = resume.compile_break(self, fn, L, auto_dims=auto_dims)
+                    entry = resume.compile_break(self, fn, L, auto_dims=auto_dims,
+                                                 pinned=pinned)
                     entry.notes[:0] = [n for n in ctx.notes if n not in entry.notes]
                     return entry  # split at the break, resumed after it (spec/runtime.md)
                 except Exception:  # Refused, Unsupported before any instruction, a bug

@@ -294,14 +294,16 @@ class Break:
     last: tuple = (None, None)  # (closure, function) of the last call
 
 
-def new_translator(cf, fn, L, *, stop=None, opaque=frozenset(), auto_dims=None):
+def new_translator(cf, fn, L, *, stop=None, opaque=frozenset(), auto_dims=None,
+                   pinned=None):
     """A FrameTranslator for a call of `fn` with locals `L` (a fresh trace context);
     `auto_dims`: the dims automatic dynamic made symbolic in this frame's cache (Note
-    [Automatic dynamic] in refcomp/api.py), for frames that break and resume functions."""
+    [Automatic dynamic] in refcomp/api.py), for frames that break and resume functions;
+    `pinned`: the sizes a failed symbolic trace of the frame made static."""
     code = fn.__code__
     # `dynamic` only where set (a symbolic size crossing a break: see Recipes._size).
     ctx = TraceContext(code.co_name, **({"dynamic": True} if getattr(cf, "dynamic", False)
-                                        else {}), auto_dims=auto_dims)
+                                        else {}), auto_dims=auto_dims, pinned=pinned)
     builtins = fn.__globals__.get("__builtins__", __builtins__)
     if not isinstance(builtins, dict):
         builtins = builtins.__dict__
@@ -332,7 +334,8 @@ def _call_start(tx, index) -> int:
     return start
 
 
-def trace_to_break(cf, fn, L, *, opaque=frozenset(), first=None, auto_dims=None):
+def trace_to_break(cf, fn, L, *, opaque=frozenset(), first=None, auto_dims=None,
+                   pinned=None):
     """Trace a call of `fn` up to its first break: (ctx, tx, Break, reason).
 
     `first`: a finished (ctx, tx) of the frame's whole trace, if one failed already.
@@ -340,7 +343,8 @@ def trace_to_break(cf, fn, L, *, opaque=frozenset(), first=None, auto_dims=None)
     Unsupported when the frame fails before any instruction of its own (not splittable).
     """
     if first is None:
-        ctx, tx = new_translator(cf, fn, L, opaque=opaque, auto_dims=auto_dims)
+        ctx, tx = new_translator(cf, fn, L, opaque=opaque, auto_dims=auto_dims,
+                                 pinned=pinned)
         try:
             output = tx.run()
             if not _generated(fn.__code__):
@@ -356,7 +360,7 @@ def trace_to_break(cf, fn, L, *, opaque=frozenset(), first=None, auto_dims=None)
     callee = tx.break_in_callee
     stop = _call_start(tx, index)
     ctx, tx = new_translator(cf, fn, L, stop=(stop, visit), opaque=opaque,
-                             auto_dims=auto_dims)
+                             auto_dims=auto_dims, pinned=pinned)
     try:
         tx.run()
         raise Refused("the second trace did not reach the break")

@@ -40,16 +40,18 @@ from refcomp.sources import LocalSource
 from refcomp.tracer.values import TensorVar
 
 
-def compile_break(cf, fn, L, first=None, opaque=frozenset(), auto_dims=None) -> Entry:
+def compile_break(cf, fn, L, first=None, opaque=frozenset(), auto_dims=None,
+                  pinned=None) -> Entry:
     """The entry of a frame that breaks, or of a generated frame that traces to its return.
 
     Raises Refused when the state at the break cannot be handed to generated code, and
-    Unsupported when the frame fails before any instruction of its own.
+    Unsupported when the frame fails before any instruction of its own.  `pinned`: the
+    sizes a failed symbolic trace made static (TraceContext), kept static here too.
     """
     start = time.perf_counter()
     with stage("trace"):
         ctx, tx, brk, reason = trace_to_break(cf, fn, L, opaque=opaque, first=first,
-                                          auto_dims=auto_dims)
+                                              auto_dims=auto_dims, pinned=pinned)
     if brk is None:
         entry = build_return(cf, ctx, reason)  # `reason` is the output here
     else:

@@ -100,3 +100,18 @@ def test_good_dynamic_is_one_graph_for_both_batch_sizes(backend):
     (entry,) = compiled._compiled_forward.cache.entries
     assert entry.hits == 1
     assert "s0" in str(entry.graph.inputs[0].type)
+
+
+def test_log_inside_forward_under_dynamic_breaks_once_as_in_the_article():
+    # Regression: with dynamic=True the linear's contraction dim was pinned static for the
+    # whole-frame trace, but the trace that splits at `.item()` forgot the pin, broke at
+    # the linear too (RB013) and reported 2 breaks where the article and Dynamo report 1.
+    torch.manual_seed(0)
+    model = LogInsideForward()
+    for n in (8, 12):
+        x = torch.randn(n, 16)
+        refcomp.reset()
+        report = refcomp.explain(model, x, backend="interp", dynamic=True)
+        assert (report.graph_count, report.graph_break_count) == (1, 1), str(report)
+        assert [r["id"] for r in report.break_reasons] == ["RB002"]
+        _assert_same(report.result, model(x))
