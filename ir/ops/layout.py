@@ -177,7 +177,7 @@ def _expand_vjp(b, g, out, x, shape):
 
 defop("expand", LAYOUT, **VIEW, operands=("x",), attrs={"shape": "dims"},
       infer=_expand_infer, vjp=_expand_vjp,
-      ref=lambda x, shape: np.broadcast_to(x, _static(shape)).copy(),
+      ref=lambda x, shape: np.broadcast_to(x, _static(shape)),  # a read-only view
       doc="broadcast size-1 dims to shape (same rank; the element is repeated, not copied)")
 
 

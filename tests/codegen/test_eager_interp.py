@@ -656,3 +656,22 @@ def test_layouts_under_test_are_really_non_contiguous():
     for layout in ("transposed", "strided"):
         t = as_tensor(array, f32, layout)
         assert not t.is_contiguous() and t.tolist() == array.tolist()
+
+
+def test_interp_expand_is_a_view_not_a_copy():
+    # Regression: the interpreter's expand copied its broadcast, so a (4, 2**33) expand of
+    # a (4, 1) tensor, sliced to two columns, tried to allocate 128 GiB (llvm computes it).
+    b = GraphBuilder("expand_slice")
+    x = b.input("x", TensorType(f32, (4, 1)))
+    wide = b.op("expand", x, shape=[4, 2 ** 33])
+    out = b.op("add", b.op("slice", wide, dim=1, start=0, stop=2), b.op("slice", wide, dim=1,
+                                                                       start=2 ** 33 - 2,
+                                                                       stop=2 ** 33))
+    graph = b.build([out])
+    verify(graph)
+    xs = np.arange(4, dtype=np.float32).reshape(4, 1)
+    (got,) = run(graph, [xs])
+    np.testing.assert_array_equal(got, np.broadcast_to(2 * xs, (4, 2)))
+    t = torch.from_numpy(xs)
+    fn = get_backend("interp").compile_graph(graph, {})
+    torch.testing.assert_close(fn(t)[0], (t.expand(4, 2 ** 33)[:, :2] * 2))
