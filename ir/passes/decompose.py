@@ -52,23 +52,30 @@ def _opmath(b: GraphBuilder, x: Value) -> Value:
 @decomposes("softmax")
 def softmax(b: GraphBuilder, x: Value, dim: int) -> Value:
     """softmax(x) = exp(x - max(x)) / sum(exp(x - max(x)))   along dim"""
-    d = normalize_dim(dim, x.type.rank)
-    if _dim_size_is_zero(x, [d]):
+    dims = _softmax_dims(x, dim)
+    if _dim_size_is_zero(x, dims):
         return x  # nothing to normalize: the result is empty, like x
     y = _opmath(b, x)
-    e = b.exp(b.sub(y, b.amax(y, dims=[d], keepdim=True)))
-    return _like(b, b.div(e, b.sum(e, dims=[d], keepdim=True)), x)
+    e = b.exp(b.sub(y, b.amax(y, dims=dims, keepdim=True)))
+    return _like(b, b.div(e, b.sum(e, dims=dims, keepdim=True)), x)
+
+
+def _softmax_dims(x: Value, dim: int) -> list:
+    """The reduced dims: [dim], or for a rank-0 x (torch accepts dim 0 and -1) every dim,
+    which is none: the element alone (softmax 1, log_softmax 0, NaN for inf and NaN)."""
+    return [normalize_dim(dim, x.type.rank)] if x.type.rank else []
 
 
 @decomposes("log_softmax")
 def log_softmax(b: GraphBuilder, x: Value, dim: int) -> Value:
     """log_softmax(x) = (x - max(x)) - log(sum(exp(x - max(x))))   along dim"""
-    d = normalize_dim(dim, x.type.rank)
-    if _dim_size_is_zero(x, [d]):
+    dims = _softmax_dims(x, dim)
+    if _dim_size_is_zero(x, dims):
         return x
     y = _opmath(b, x)
-    shifted = b.sub(y, b.amax(y, dims=[d], keepdim=True))
-    return _like(b, b.sub(shifted, b.log(b.sum(b.exp(shifted), dims=[d], keepdim=True))), x)
+    shifted = b.sub(y, b.amax(y, dims=dims, keepdim=True))
+    return _like(b, b.sub(shifted, b.log(b.sum(b.exp(shifted), dims=dims, keepdim=True))),
+                 x)
 
 
 @decomposes("layer_norm")
