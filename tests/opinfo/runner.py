@@ -1,4 +1,4 @@
-"""Run refcomp over PyTorch's OpInfo database (op_db): float32, first sample of each op.
+"""Run refcomp over PyTorch's OpInfo database (op_db): float32, first 5 samples of each op.
 
 Each sample is called as `fn(input, args, kwargs) = op.op(input, *args, **kwargs)`,
 compiled by refcomp (backend `llvm` on CPU) and by nothing (eager), each on its own
@@ -284,8 +284,8 @@ def main(argv=None):
     parser.add_argument("--only", default=None, help="comma-separated op names")
     parser.add_argument("--layout", choices=sorted(LAYOUTS), default=None,
                         help="lay tensor arguments out so; compare strides too")
-    parser.add_argument("--samples", type=int, default=1,
-                        help="the first N samples of each op")
+    parser.add_argument("--samples", type=int, default=5,
+                        help="the first N samples of each op (users' calls vary)")
     parser.add_argument("--dtype", default="float32", help="the samples' dtype")
     parser.add_argument("--list", action="store_true", help="print each op's outcome")
     a = parser.parse_args(argv)
