@@ -987,3 +987,19 @@ def _tensor(ctx, data, *, dtype=None, device=None, requires_grad=False, pin_memo
     return _Creation(lambda meta: ctx.builder.op(
         "constant", data=torch.tensor(data, dtype=meta.dtype).tolist(),
         dtype=ir_dtype(meta.dtype), device=_device(device)))
+
+
+@entry(T.copy_, inplace=True)
+def _copy_(ctx, dst, src, non_blocking=False):
+    """`dst.copy_(src)`: dst's new value is src broadcast to dst's shape (cast to its dtype
+    by the in-place machinery).  Copies between tensors sharing storage run in torch
+    (RB010): a partial overlap raises there, and the order of element writes matters."""
+    if not isinstance(src, TensorVar):
+        raise Unsupported("RB013", "copy_ from a non-tensor")
+    if src.alias is dst.alias:
+        raise Unsupported("RB010", "copy_ between tensors that share storage")
+    if src.value.type.device != dst.value.type.device:
+        raise Unsupported("RB013", "copy_ between devices")
+    if src.meta.is_complex() and not dst.meta.is_complex():
+        raise Unsupported("RB013", "copy_ of a complex tensor into a real one")
+    return ctx.builder.broadcast_to(src.value, list(dst.value.type.shape))

@@ -96,3 +96,58 @@ def test_a_view_of_an_input_still_breaks():
 
     report = refcomp.explain(writes_input_view, torch.ones(2, 3))
     assert [b["id"] for b in report.break_reasons] == ["RB010"]
+
+
+def _copy_cases():
+    def into_intermediate(x, y):
+        t = x * 2
+        t.copy_(y)                  # y broadcast to t's shape
+        return t + 1
+
+    def into_a_slice(x, y):
+        t = x.clone()
+        t[1:].copy_(y[0])           # through a view: the base follows
+        return t
+
+    def into_the_input(x, y):
+        x.copy_(y)                  # written back to the caller's tensor
+        return x * 2
+
+    def with_a_cast(x, y):
+        t = x * 1
+        t.copy_(y.int())
+        return t
+
+    return {"into_intermediate": (into_intermediate, (torch.randn(3, 4), torch.randn(4))),
+            "into_a_slice": (into_a_slice, (torch.randn(3, 4), torch.randn(2, 4))),
+            "into_the_input": (into_the_input, (torch.randn(3), torch.randn(3))),
+            "with_a_cast": (with_a_cast, (torch.randn(3), torch.randn(3) * 5))}
+
+
+@pytest.mark.parametrize("backend", ["interp", "eager", "llvm"])
+@pytest.mark.parametrize("name", sorted(_copy_cases()))
+def test_copy_is_captured(name, backend):
+    """Tensor.copy_ was on the opaque deny list (RB004): every fuzzer program left running
+    wholly in eager by this session's fixes was one."""
+    fn, args = _copy_cases()[name]
+    refcomp.reset()
+    report = refcomp.explain(fn, *[a.clone() for a in args], backend=backend)
+    assert (report.graph_count, report.graph_break_count) == (1, 0)
+    mine, theirs = [a.clone() for a in args], [a.clone() for a in args]
+    torch.testing.assert_close(refcomp.compile(fn, backend=backend)(*mine), fn(*theirs))
+    for m, t in zip(mine, theirs):
+        torch.testing.assert_close(m, t)
+
+
+@pytest.mark.parametrize("backend", ["interp", "eager", "llvm"])
+def test_overlapping_copy_raises_as_eager(backend):
+    def f(x):
+        x[1:].copy_(x[:-1])
+        return x
+
+    with pytest.raises(RuntimeError) as eager:
+        f(torch.randn(4))
+    refcomp.reset()
+    with pytest.raises(RuntimeError) as compiled:
+        refcomp.compile(f, backend=backend)(torch.randn(4))
+    assert str(compiled.value) == str(eager.value)
