@@ -235,13 +235,38 @@ def _multihead_attention(tx, m, query, key, value, key_padding_mask=None, need_w
             raise Unsupported("RB013", f"MultiheadAttention({name}=...)")
     kwargs = {"need_weights": need_weights or ConstVar(True),
               "attn_mask": attn_mask or ConstVar(None),
-              "average_attn_weights": average_attn_weights or ConstVar(True)}
+              "average_attn_weights": average_attn_weights or ConstVar(True),
+              "fast_path": ConstVar(_mha_fast_path(tx, m, query, key, value, attn_mask))}
     # The decomposition is plain Python over torch ops, traced (inlined) like user code.
     return calls.call_function(tx, ConstVar(mha_forward), [m, query, key, value], kwargs)
 
 
+def _mha_fast_path(tx, m, query, key, value, attn_mask) -> bool:
+    """Whether eager's MultiheadAttention.forward takes its native fast path (its
+    conditions, in torch 2.13's order; every fact read is guarded, but for
+    torch.backends.mha's flag).  The two paths differ on a row whose mask hides every key:
+    the native path's softmax gives NaN, the path through scaled_dot_product_attention
+    (need_weights=False) 0."""
+    if is_tensor(attn_mask) and attn_mask.meta.is_floating_point():
+        return False
+    if not torch.backends.mha.get_fastpath_enabled() or not is_tensor(query) or \
+            query.meta.dim() != 3 or query is not key or key is not value:
+        return False
+    w, b = _param(tx, m, "in_proj_weight"), _param(tx, m, "in_proj_bias")
+    if not (is_tensor(w) and is_tensor(b)) or \
+            not query.meta.dtype == w.meta.dtype == b.meta.dtype:
+        return False
+    if _training(tx, m) or _hyper(tx, m, "num_heads") % 2 or \
+            not _hyper(tx, m, "batch_first") or torch.is_autocast_enabled():
+        return False
+    out = calls.load_attr(tx, m, "out_proj")
+    params = [query, w, b, _param(tx, out, "weight"), _param(tx, out, "bias")]
+    return not (tx.ctx.grad_enabled and any(is_tensor(p) and p.requires_grad
+                                            for p in params))
+
+
 def mha_forward(mha, query, key, value, need_weights=True, attn_mask=None,
-                average_attn_weights=True):
+                average_attn_weights=True, fast_path=False):
     """nn.MultiheadAttention.forward in eval mode (no bias_k/v, no padding mask), as torch
     computes it when need_weights=True: softmax(q k^T / sqrt(d) + mask) v, then out_proj."""
     if query.dim() != 3:
@@ -270,6 +295,10 @@ def mha_forward(mha, query, key, value, need_weights=True, attn_mask=None,
         else:
             scores = scores + attn_mask
     weights = torch.softmax(scores, dim=-1)
+    if not (need_weights or fast_path):  # scaled_dot_product_attention's safe softmax: a
+        # row that masks every key attends to nothing (0), where the others give NaN
+        weights = torch.where((scores == float("-inf")).all(dim=-1, keepdim=True), 0.0,
+                              weights)
     out = (weights @ v).transpose(1, 2).reshape(n, tgt, e)
     out = F.linear(out, mha.out_proj.weight, mha.out_proj.bias)
     if not mha.batch_first:

@@ -3,6 +3,7 @@ break with a specific reason (never an internal error)."""
 
 import itertools
 
+import pytest
 import torch
 import torch.nn.functional as F
 
@@ -79,3 +80,25 @@ def test_list_and_dict_copy_are_new_containers():
     dims, opts = [0], {"a": 1}
     check_one_graph(f, torch.randn(2, 3, 4), dims, opts)
     assert dims == [0] and opts == {"a": 1}
+
+
+@pytest.mark.parametrize("grad,training,need_weights",
+                         [(True, False, False), (False, False, False), (True, True, False),
+                          (True, False, True), (False, False, True)])
+def test_multihead_attention_row_that_masks_every_key_equals_eager(grad, training,
+                                                                   need_weights):
+    # Regression: a row whose mask hides every key gave NaN where eager's path through
+    # scaled_dot_product_attention (need_weights=False, no native fast path) gives 0.
+    torch.manual_seed(0)
+    mha = torch.nn.MultiheadAttention(8, 2, batch_first=True).train(training)
+    x = torch.randn(2, 3, 8)
+    mask = torch.tensor([[False, True, True], [True, True, True], [False, False, True]])
+
+    def f(x, mask):
+        return mha(x, x, x, attn_mask=mask, need_weights=need_weights)[0]
+
+    with torch.set_grad_enabled(grad):
+        want = f(x, mask)
+        report = explain(f, x, mask)
+    assert (report.graph_count, report.graph_break_count) == (1, 0), report
+    torch.testing.assert_close(report.result, want, equal_nan=True)
