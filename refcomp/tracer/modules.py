@@ -167,14 +167,29 @@ def _activation(fn, **fixed):
     return handler
 
 
-MODULE_TABLE[nn.ReLU] = _activation(torch.relu)
+def _inplace_activation(fn, inplace_fn, **fixed):
+    """`nn.ReLU(inplace=True)` writes its input (a caller may read it after): traced as the
+    in-place op, with its aliasing checks and writes through views; `inplace_fn` None
+    passes the flag to `fn` (whose entry breaks on it).  `fixed` as for _activation."""
+    def handler(tx, m, x):
+        kwargs = {k: ConstVar(_hyper(tx, m, attr)) for k, attr in fixed.items()}
+        if not _hyper(tx, m, "inplace"):
+            return _torch(tx, fn, [x], kwargs)
+        if inplace_fn is None:
+            return _torch(tx, fn, [x], {**kwargs, "inplace": ConstVar(True)})
+        return _torch(tx, inplace_fn, [x], kwargs)
+    return handler
+
+
+MODULE_TABLE[nn.ReLU] = _inplace_activation(torch.relu, torch.relu_)
 MODULE_TABLE[nn.GELU] = _activation(F.gelu, approximate="approximate")
-MODULE_TABLE[nn.SiLU] = _activation(F.silu)
+MODULE_TABLE[nn.SiLU] = _inplace_activation(F.silu, None)
 MODULE_TABLE[nn.Tanh] = _activation(torch.tanh)
 MODULE_TABLE[nn.Sigmoid] = _activation(torch.sigmoid)
 MODULE_TABLE[nn.Softmax] = _activation(F.softmax, dim="dim")
 MODULE_TABLE[nn.LogSoftmax] = _activation(F.log_softmax, dim="dim")
-MODULE_TABLE[nn.LeakyReLU] = _activation(F.leaky_relu, negative_slope="negative_slope")
+MODULE_TABLE[nn.LeakyReLU] = _inplace_activation(F.leaky_relu, None,
+                                                 negative_slope="negative_slope")
 
 
 @module(nn.Identity)
