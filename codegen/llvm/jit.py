@@ -47,10 +47,15 @@ LLVM_OPTIONS: tuple = ()
 FULL_WIDTH_TUNING = "-prefer-256-bit"
 
 
+def host_has_avx512() -> bool:
+    """Whether the host has AVX-512F (Note [Full-width AVX-512], Note [exp's 2^n])."""
+    return "+avx512f" in llvm.get_host_cpu_features().flatten().split(",")
+
+
 def host_features() -> str:
     """The host CPU's features for the target machine (Note [Full-width AVX-512])."""
     features = llvm.get_host_cpu_features().flatten()
-    if "+avx512f" in features.split(","):
+    if host_has_avx512():
         features += "," + FULL_WIDTH_TUNING
     return features
 
