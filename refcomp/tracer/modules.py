@@ -245,24 +245,31 @@ def _multihead_attention(tx, m, query, key, value, key_padding_mask=None, need_w
         raise Unsupported("RB013", "MultiheadAttention with add_bias_kv or add_zero_attn")
     if _causal_hint_with_mask(attn_mask, is_causal):
         is_causal = None  # the mask is applied: See _causal_hint_with_mask
-    for name, vt in (("key_padding_mask", key_padding_mask), ("is_causal", is_causal)):
-        if vt is not None and not (isinstance(vt, ConstVar) and vt.value in (None, False)):
-            raise Unsupported("RB013", f"MultiheadAttention({name}=...)")
-    kwargs = {"need_weights": need_weights or ConstVar(True),
+    if is_causal is not None and not (isinstance(is_causal, ConstVar) and
+                                      is_causal.value in (None, False)):
+        raise Unsupported("RB013", "MultiheadAttention(is_causal=...)")
+    fast = _mha_fast_path(tx, m, query, key, value, attn_mask, key_padding_mask)
+    if fast and not (key_padding_mask is None or isinstance(key_padding_mask, ConstVar)):
+        # the native kernel's masked softmax of a padded row is not modelled
+        raise Unsupported("RB013", "MultiheadAttention(key_padding_mask=...) on torch's"
+                                   " native fast path")
+    kwargs = {"key_padding_mask": key_padding_mask or ConstVar(None),
+              "need_weights": need_weights or ConstVar(True),
               "attn_mask": attn_mask or ConstVar(None),
               "average_attn_weights": average_attn_weights or ConstVar(True),
-              "fast_path": ConstVar(_mha_fast_path(tx, m, query, key, value, attn_mask))}
+              "fast_path": ConstVar(fast)}
     # The decomposition is plain Python over torch ops, traced (inlined) like user code.
     return calls.call_function(tx, ConstVar(mha_forward), [m, query, key, value], kwargs)
 
 
-def _mha_fast_path(tx, m, query, key, value, attn_mask) -> bool:
+def _mha_fast_path(tx, m, query, key, value, attn_mask, key_padding_mask=None) -> bool:
     """Whether eager's MultiheadAttention.forward takes its native fast path (its
     conditions, in torch 2.13's order; every fact read is guarded, but for
     torch.backends.mha's flag).  The two paths differ on a row whose mask hides every key:
     the native path's softmax gives NaN, the path through scaled_dot_product_attention
     (need_weights=False) 0."""
-    if is_tensor(attn_mask) and attn_mask.meta.is_floating_point():
+    if any(is_tensor(mk) and mk.meta.is_floating_point() for mk in (attn_mask,
+                                                                   key_padding_mask)):
         return False
     if not torch.backends.mha.get_fastpath_enabled() or not is_tensor(query) or \
             query.meta.dim() != 3 or query is not key or key is not value:
@@ -281,7 +288,7 @@ def _mha_fast_path(tx, m, query, key, value, attn_mask) -> bool:
 
 
 def mha_forward(mha, query, key, value, need_weights=True, attn_mask=None,
-                average_attn_weights=True, fast_path=False):
+                average_attn_weights=True, fast_path=False, key_padding_mask=None):
     """nn.MultiheadAttention.forward in eval mode (no bias_k/v, no padding mask), as torch
     computes it when need_weights=True: softmax(q k^T / sqrt(d) + mask) v, then out_proj."""
     if query.dim() != 3:
@@ -304,6 +311,14 @@ def mha_forward(mha, query, key, value, need_weights=True, attn_mask=None,
     k = F.linear(key, wk, bk).reshape(n, src, h, d).transpose(1, 2)
     v = F.linear(value, wv, bv).reshape(n, src, h, d).transpose(1, 2)
     scores = (q * (1.0 / d) ** 0.5) @ k.transpose(-2, -1)
+    if key_padding_mask is not None:  # added to the mask first, as eager's slow path does
+        pad = key_padding_mask.view(n, 1, 1, src)
+        if pad.dtype == torch.bool:
+            pad = torch.zeros_like(pad, dtype=scores.dtype).masked_fill(pad, float("-inf"))
+        if attn_mask is not None and attn_mask.dtype == torch.bool:
+            attn_mask = torch.zeros_like(attn_mask, dtype=scores.dtype).masked_fill(
+                attn_mask, float("-inf"))
+        attn_mask = pad if attn_mask is None else attn_mask + pad
     if attn_mask is not None:
         if attn_mask.dtype == torch.bool:
             scores = scores.masked_fill(attn_mask, float("-inf"))
@@ -328,20 +343,31 @@ def _transformer_encoder_layer(tx, m, src, src_mask=None, src_key_padding_mask=N
                                is_causal=None):
     if _causal_hint_with_mask(src_mask, is_causal):
         is_causal = None
-    for name, vt in (("src_key_padding_mask", src_key_padding_mask), ("is_causal", is_causal)):
-        if vt is not None and not (isinstance(vt, ConstVar) and vt.value in (None, False)):
-            raise Unsupported("RB013", f"TransformerEncoderLayer({name}=...)")
+    if is_causal is not None and not (isinstance(is_causal, ConstVar) and
+                                      is_causal.value in (None, False)):
+        raise Unsupported("RB013", "TransformerEncoderLayer(is_causal=...)")
+    pad = src_key_padding_mask
+    if isinstance(pad, ConstVar) and pad.value is None:
+        pad = None
+    if pad is not None and (not is_tensor(pad) or _mha_fast_path(
+            tx, calls.load_attr(tx, m, "self_attn"), src, src, src, None)):
+        # eager's fused layer (or the stack's nested tensors) on its own path, not modelled;
+        # the masks are left out: the layer takes it with float masks too
+        raise Unsupported("RB013", "TransformerEncoderLayer(src_key_padding_mask=...) on"
+                                   " torch's fused eval path")
     # Dropout in training mode breaks in the Dropout handler (RB009) when its p > 0.
     return calls.call_function(tx, ConstVar(encoder_layer_forward),
-                               [m, src, src_mask or ConstVar(None)], {})
+                               [m, src, src_mask or ConstVar(None), pad or ConstVar(None)],
+                               {})
 
 
-def encoder_layer_forward(layer, x, src_mask):
+def encoder_layer_forward(layer, x, src_mask, key_padding_mask=None):
     """nn.TransformerEncoderLayer.forward without the fused fast path (which computes the
     same math): self-attention through the MultiheadAttention handler, then the
     feed-forward block, each with a residual and a LayerNorm before (norm_first) or after."""
     def sa_block(h):
         return layer.dropout1(layer.self_attn(h, h, h, attn_mask=src_mask,
+                                              key_padding_mask=key_padding_mask,
                                               need_weights=False)[0])
 
     def ff_block(h):

@@ -102,3 +102,31 @@ def test_multihead_attention_row_that_masks_every_key_equals_eager(grad, trainin
         report = explain(f, x, mask)
     assert (report.graph_count, report.graph_break_count) == (1, 0), report
     torch.testing.assert_close(report.result, want, equal_nan=True)
+
+
+@pytest.mark.parametrize("batch_first", [False, True])
+@pytest.mark.parametrize("grad,training", [(True, False), (False, False), (True, True)])
+def test_key_padding_masks_equal_eager(batch_first, grad, training):
+    # nn.MultiheadAttention(key_padding_mask=) and TransformerEncoder(src_key_padding_mask=)
+    # were RB013; now one graph equal to eager where eager's path is modelled (a row of
+    # the second batch masks every key), a break on torch's fused eval path.
+    torch.manual_seed(0)
+    mha = torch.nn.MultiheadAttention(8, 2, batch_first=batch_first).train(training)
+    layer = torch.nn.TransformerEncoderLayer(8, 2, 16, dropout=0.0, batch_first=batch_first)
+    enc = torch.nn.TransformerEncoder(layer, 2, enable_nested_tensor=False).train(training)
+    x = torch.randn(2, 3, 8) if batch_first else torch.randn(3, 2, 8)
+    pad = torch.tensor([[False, False, True], [True, True, True]])
+    float_pad = torch.zeros(2, 3).masked_fill(pad, float("-inf"))
+    attn = torch.tensor([[False, True, False]] * 3)
+    cases = [lambda x, p, a: mha(x, x, x, key_padding_mask=p, need_weights=False)[0],
+             lambda x, p, a: mha(x, x, x, key_padding_mask=p, attn_mask=a)[0],
+             lambda x, p, a: mha(x, x, x, key_padding_mask=p.float() * 0 + float_pad,
+                                 need_weights=False)[0],
+             lambda x, p, a: enc(x, src_key_padding_mask=p)]
+    for i, f in enumerate(cases):
+        with torch.set_grad_enabled(grad):
+            want = f(x, pad, attn)
+            report = explain(f, x, pad, attn)
+        fused = batch_first and not grad and not training and i != 2  # float: slow
+        assert report.graph_break_count == (1 if fused else 0), (i, report)
+        torch.testing.assert_close(report.result, want, equal_nan=True)
