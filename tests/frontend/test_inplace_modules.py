@@ -114,3 +114,41 @@ def test_functional_relu_inplace_on_a_view_is_captured():
     torch.testing.assert_close(refcomp.compile(f)(x), f(x), rtol=0, atol=0)
     report = refcomp.explain(f, x)
     assert report.graph_count == 1 and report.graph_break_count == 0
+
+
+class _BasicBlock(nn.Module):
+    """ResNet's basic block: `out += identity` on a tensor that requires grad."""
+
+    def __init__(self):
+        super().__init__()
+        self.c1, self.b1 = nn.Conv2d(4, 4, 3, padding=1), nn.BatchNorm2d(4)
+        self.c2, self.b2 = nn.Conv2d(4, 4, 3, padding=1), nn.BatchNorm2d(4)
+        self.relu = nn.ReLU(inplace=True)
+
+    def forward(self, x):
+        identity = x
+        out = self.relu(self.b1(self.c1(x)))
+        out = self.b2(self.c2(out))
+        out += identity
+        return self.relu(out)
+
+
+def test_resnet_block_training_step_is_one_graph():
+    torch.manual_seed(0)
+    m = _BasicBlock()
+    x = torch.randn(2, 4, 6, 6, requires_grad=True)
+    state = {k: v.clone() for k, v in m.state_dict().items()}
+    expected = m(x)
+    expected.sum().backward()
+    grads = [p.grad.clone() for p in m.parameters()] + [x.grad.clone()]
+    m.load_state_dict(state)
+    m.zero_grad()
+    x.grad = None
+    got = refcomp.compile(m)(x)
+    got.sum().backward()
+    torch.testing.assert_close(got, expected)
+    for e, g in zip(grads, [p.grad for p in m.parameters()] + [x.grad]):
+        torch.testing.assert_close(g, e, rtol=1e-4, atol=1e-4)
+    m.load_state_dict(state)
+    report = refcomp.explain(m, x)
+    assert report.graph_count == 1 and report.graph_break_count == 0
