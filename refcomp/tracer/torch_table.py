@@ -230,8 +230,7 @@ def call_torch(ctx, fn, args: list, kwargs: dict) -> VT:
     except TypeError as err:  # an argument form this entry does not model
         raise Unsupported("RB013", f"{name}: {err}") from None
     if e.inplace:
-        if isinstance(meta_out, torch.Tensor) and meta_out.requires_grad and \
-                not pargs[0].requires_grad:
+        if isinstance(meta_out, torch.Tensor) and meta_out.requires_grad:
             # Eager attaches the mutated tensor to autograd (buf.add_(w), w requiring
             # grad); the write-back after the graph cannot, so such a step runs eagerly.
             raise Unsupported("RB010", f"{name} writes a value that requires grad into a"
