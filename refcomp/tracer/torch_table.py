@@ -20,7 +20,6 @@ from typing import Callable
 
 import sympy
 import torch
-import torch.nn.functional as F
 
 from ir.graph import Value
 from refcomp.reasons import Unsupported
@@ -161,17 +160,7 @@ def _tensors(x) -> list:
     return []
 
 
-# `F.relu(x, inplace=True)` is `torch.relu_(x)`: the in-place entry's checks and writes
-# through views apply.
-_INPLACE_FLAG_FORMS = {F.relu: torch.relu_}
-
-
 def call_torch(ctx, fn, args: list, kwargs: dict) -> VT:
-    inplace_form = _INPLACE_FLAG_FORMS.get(fn)
-    if inplace_form is not None and len(args) <= 2 and set(kwargs) <= {"inplace"} and \
-            _unwrap(kwargs["inplace"] if "inplace" in kwargs else
-                    args[1] if len(args) == 2 else ConstVar(False)) is True:
-        return call_torch(ctx, inplace_form, args[:1], {})
     e = TABLE[fn]
     if e.host:
         e.build(ctx)
