@@ -398,9 +398,7 @@ def _new_tensor(ctx, value, meta, operands, view) -> TensorVar:
         base = operands[0]
         return TensorVar(value, meta, requires_grad=rg, grad_cut=grad_cut, alias=base.alias,
                          is_view=True)
-    tv = TensorVar(value, meta, requires_grad=rg, grad_cut=grad_cut)
-    tv.made_leaf = rg and not any(t.requires_grad for t in operands)
-    return tv
+    return TensorVar(value, meta, requires_grad=rg, grad_cut=grad_cut)
 
 
 # Torch ops whose result is a view of their first operand (reshape/view only when torch
@@ -481,24 +479,13 @@ def _check_inplace(ctx, tv, name):
         if propagate is None:
             raise Unsupported("RB010", f"{name} on a tensor that shares storage with another"
                                        " live tensor")
-    if tv.requires_grad and not _recorded_like_eager(ctx, tv, propagate):
+    if tv.requires_grad:
         raise Unsupported("RB010", f"{name} on a tensor that requires grad")
     if ctx.saved_for_backward(tv):
         raise Unsupported("RB010", f"{name} on a tensor that an earlier op saved for its"
                                    " backward")
     refuse_self_overlap(tv, name)
     return propagate
-
-
-def _recorded_like_eager(ctx, tv, propagate) -> bool:
-    """An in-place op on a tensor that requires grad, under grad mode, on a non-view
-    intermediate the graph computed (not an input, not a leaf, no other live alias):
-    eager's autograd records it as the out-of-place op on the old value, which is what
-    the functionalized IR differentiates (`out = bn(x); out.relu_()`).  The old value
-    saved by an earlier op's backward is refused after this (eager's "modified by an
-    inplace operation")."""
-    return ctx.grad_enabled and propagate is None and tv.source is None and \
-        not tv.is_view and tv.view_base is None and not tv.made_leaf
 
 
 def _refuse_uncastable_result(name, margs, mkwargs):

@@ -68,11 +68,9 @@ class TensorVar(VT):
     for a view of an intermediate instead, the (TensorVar, its ir.Value then) that the
     chain `view_steps` starts from, else None; view_made: this view's own ir.Value when
     its view op made it (an in-place op on the view since then replaces `value`, and the
-    chain no longer describes it).  made_leaf: created in the frame with requires_grad=True
-    (`torch.ones(3, requires_grad=True)`), a leaf eager refuses in-place ops on.
+    chain no longer describes it).
     """
 
-    made_leaf = False
     view_root = None
     view_grad = True
     view_steps = None
