@@ -25,7 +25,13 @@ from refcomp.break_trace import build_whole
 from refcomp.cache import CALLS, COUNTERS, FrameCache, cache_for, config_key
 from refcomp.config import resolve_options
 from refcomp.guards import SHAPE_ENV, TIME_EVERY
-from refcomp.reasons import CaptureError, Unsupported
+from refcomp.reasons import (
+    INTERNAL_ERROR,
+    NON_TENSOR_RESULT,
+    UNMODELLED_TORCH_STATE,
+    CaptureError,
+    Unsupported,
+)
 from refcomp.recipes import Refused
 from refcomp.runtime import fallback_entry
 from refcomp.stance import FORCE_EAGER, RecompileError
@@ -373,7 +379,7 @@ class CompiledFunction:
         why = global_state.eager_reason(state)
         if why is not None:  # See Note [Global state]: run eagerly, guarded by the state
             ctx = TraceContext(self.code.co_name, dynamic=bool(self.dynamic))
-            reason = Unsupported("RB021", why)
+            reason = Unsupported(UNMODELLED_TORCH_STATE, why)
             reason.locate(self.code.co_filename, self.code.co_firstlineno, "<frame>")
             COUNTERS["global_state_eager"] += 1
             entry = fallback_entry(ctx, reason, self._filter(list(ctx.guards.values())))
@@ -390,7 +396,7 @@ class CompiledFunction:
                         return resume.compile_break(self, fn, L, opaque=self.opaque,
                                                     auto_dims=auto_dims)
                     except Refused as refused:
-                        raise Unsupported("RB012", f"at a graph break: {refused}") \
+                        raise Unsupported(NON_TENSOR_RESULT, f"at a graph break: {refused}") \
                             from refused
                 entry = self._trace(ctx, L, fn)
                 err = None
@@ -403,7 +409,7 @@ class CompiledFunction:
                     break
         if err is not None:
             reason = err if isinstance(err, Unsupported) else Unsupported(
-                "RB018", f"{type(err).__name__}: {err}")
+                INTERNAL_ERROR, f"{type(err).__name__}: {err}")
             if not isinstance(err, Unsupported):
                 reason.__cause__ = err
                 reason.locate(self.code.co_filename, self.code.co_firstlineno, "<frame>")

@@ -28,7 +28,15 @@ import torch
 
 from ir.facts import has_effects
 from refcomp.guards import TYPE_MATCH
-from refcomp.reasons import Unsupported
+from refcomp.reasons import (
+    CHANGING_NUMBER,
+    INTERNAL_ERROR,
+    LOOP_ACROSS_BREAK,
+    NON_TENSOR_RESULT,
+    UNREPLAYABLE_SIDE_EFFECT,
+    UNSUPPORTED_CALL,
+    Unsupported,
+)
 from refcomp.recipes import (
     GRAD_CONTEXTS,
     GradExit,
@@ -138,7 +146,7 @@ class FrameTranslator(InstructionTranslator):
             raise
         except Exception as err:  # Note [Opaque numbers]: run it concretely instead
             self.break_at = self.break_at or (index, visit)
-            rid = "RB020" if self.any_opaque else "RB018"
+            rid = CHANGING_NUMBER if self.any_opaque else INTERNAL_ERROR
             raise Unsupported(rid, f"{type(err).__name__}: {err}") from err
 
     # Locals are read lazily: a local nobody reads installs no guard.
@@ -160,7 +168,8 @@ class FrameTranslator(InstructionTranslator):
     def LOAD_GLOBAL(self, inst):
         if inst.argval in self.stored_globals and \
                 (id(self.f_globals), inst.argval) not in self.ctx.global_writes:
-            raise Unsupported("RB008", f"global {inst.argval!r} is assigned in this frame;"
+            raise Unsupported(UNREPLAYABLE_SIDE_EFFECT,
+                              f"global {inst.argval!r} is assigned in this frame;"
                                        " it is read and updated outside the graph")
         super().LOAD_GLOBAL(inst)
 
@@ -172,18 +181,20 @@ class FrameTranslator(InstructionTranslator):
                 (id(obj.value), inst.argval) in self.ctx.attr_writes) and not (
                 isinstance(obj, ConstVar) and obj.source is not None and
                 calls.is_flag(getattr(obj.value, inst.argval, 0))):
-            raise Unsupported("RB008", f"attribute {inst.argval!r} is assigned in this"
+            raise Unsupported(UNREPLAYABLE_SIDE_EFFECT,
+                              f"attribute {inst.argval!r} is assigned in this"
                                        " frame; it is read and updated outside the graph")
         super().LOAD_ATTR(inst)
 
     def _no_opaque(self, vt, what):
         if isinstance(vt, OpaqueVar):
             if vt.kind in (list, dict):
-                raise Unsupported("RB008", f"{what} {vt.source.name()}, a {vt.kind.__name__}"
+                raise Unsupported(UNREPLAYABLE_SIDE_EFFECT,
+                                  f"{what} {vt.source.name()}, a {vt.kind.__name__}"
                                            " the frame mutates")
             if vt.kind in (int, float):
-                raise Unsupported("RB020", f"{what} {vt.source.name()}")
-            raise Unsupported("RB004", f"{what} {vt.source.name()}, a builtin method bound"
+                raise Unsupported(CHANGING_NUMBER, f"{what} {vt.source.name()}")
+            raise Unsupported(UNSUPPORTED_CALL, f"{what} {vt.source.name()}, a builtin method bound"
                                        " to a real object")
 
     def _no_opaque_deep(self, vts, what):
@@ -242,7 +253,7 @@ class FrameTranslator(InstructionTranslator):
 
     def FOR_ITER(self, inst):
         if not isinstance(self.stack[-1], (IteratorVar, GeneratorVar)):
-            raise Unsupported("RB019", "the loop's iterator is a real object")
+            raise Unsupported(LOOP_ACROSS_BREAK, "the loop's iterator is a real object")
         super().FOR_ITER(inst)
 
 
@@ -433,7 +444,8 @@ def build_whole(cf, ctx, output, guards) -> Entry:
     def target_of(vt):
         recipe = targets.of(vt)
         if targets.tensors:
-            raise Unsupported("RB008", f"a side effect on {vt!r}, which is no object of"
+            raise Unsupported(UNREPLAYABLE_SIDE_EFFECT,
+                              f"a side effect on {vt!r}, which is no object of"
                                        " the caller's")
         return recipe
 
@@ -499,7 +511,7 @@ def _build_object_return(cf, ctx, output, guards) -> Entry:
         effects = effect_recipes(ctx.effects, recipes.of, lambda vt: recipes.of(unsnap(vt)))
         recipes.check_aliasing()
     except Refused as refused:
-        raise Unsupported("RB012", f"returning an object read by the frame: {refused}") \
+        raise Unsupported(NON_TENSOR_RESULT, f"returning an object read by the frame: {refused}") \
             from None
     entry = build_entry(ctx, TupleVar(recipes.tensors), cf.backend, cf.options, guards)
     entry.resume = Break(-1, -1, effects=effects, result=result)

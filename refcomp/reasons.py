@@ -24,83 +24,86 @@ class Reason:
 REASONS: dict[str, Reason] = {}
 
 
-def _reason(rid, title, explanation, hint):
+def _reason(rid, title, explanation, hint) -> str:
+    """Register a reason; returns its id, bound to a named constant below."""
     REASONS[rid] = Reason(rid, title, explanation, hint)
+    return rid
 
 
-_reason("RB001", "unsupported opcode",
+UNSUPPORTED_OPCODE = _reason("RB001", "unsupported opcode",
         "The tracer has no handler for this bytecode instruction.",
         "Rewrite the construct with plain tensor ops, or keep the function eager.")
-_reason("RB002", "Tensor.item() / tensor to Python value",
+TENSOR_TO_PYTHON = _reason("RB002", "Tensor.item() / tensor to Python value",
         "The value of a tensor is needed on the host (item, tolist, int(), float(), bool()).",
         "Return the tensor instead and read it outside the compiled function.")
-_reason("RB003", "control flow on a tensor's value",
+TENSOR_CONTROL_FLOW = _reason("RB003", "control flow on a tensor's value",
         "A Python `if`/`while` (or `and`/`or`) depends on data inside a tensor.",
         "Use torch.where(cond, a, b) so both branches stay in the graph.")
-_reason("RB004", "call to an unsupported function",
+UNSUPPORTED_CALL = _reason("RB004", "call to an unsupported function",
         "The function is neither a user function the tracer can inline nor in the torch "
         "table.", "Use a supported torch op, or move the call outside the compiled code.")
-_reason("RB005", "unsupported tensor method or attribute",
+UNSUPPORTED_TENSOR_METHOD = _reason("RB005", "unsupported tensor method or attribute",
         "This Tensor method, attribute or argument combination is not in the torch table.",
         "Use an equivalent supported op (see spec/tracer.md, 'Torch coverage').")
-_reason("RB006", "try/except or try/finally in the frame (retired)",
+TRY_BLOCK_RETIRED = _reason("RB006", "try/except or try/finally in the frame (retired)",
         "No longer raised: try blocks are traced, and a break inside one runs in CPython "
         "inside the frame's own handlers (spec/runtime.md).",
         "Nothing to do.")
-_reason("RB007", "unsupported Python version",
+UNSUPPORTED_PYTHON = _reason("RB007", "unsupported Python version",
         "The tracer interprets CPython 3.11 bytecode only.", "Run on CPython 3.11.")
-_reason("RB008", "side effect that cannot be replayed, or a read of state the frame mutates unseen",
+UNREPLAYABLE_SIDE_EFFECT = _reason(
+    "RB008", "side effect that cannot be replayed, or a read of state the frame mutates unseen",
         "Mutations of outliving objects are replayed after the graph; this one needs a value"
         " the replay cannot be handed (a view of an input), or the trace reads a number,"
         " list or dict that the frame itself writes (spec/runtime.md, \"Side effects\").",
         "Return the new value instead of mutating state inside forward.")
-_reason("RB009", "module in training mode with state updates or randomness",
+TRAINING_MODE_STATE = _reason("RB009", "module in training mode with state updates or randomness",
         "BatchNorm in training mode updates running statistics and Dropout in training "
         "mode draws its own random mask; neither is captured.",
         "Call model.eval() for inference, or keep training steps eager.")
-_reason("RB010", "in-place op on an aliased tensor",
+INPLACE_ON_ALIAS = _reason("RB010", "in-place op on an aliased tensor",
         "An in-place op or item assignment touches a tensor that has views, is a view, "
         "or needs gradients; functionalizing it could change what aliases see.",
         "Use the out-of-place op (x = x + 1) or clone() first.")
-_reason("RB011", "gradient cut inside a differentiable graph",
+GRADIENT_CUT = _reason("RB011", "gradient cut inside a differentiable graph",
         "detach() or no_grad() feeds later ops while autograd is recording.",
         "Keep detach()/no_grad() results as outputs only, or run the step eagerly.")
-_reason("RB012", "graph result is not a tensor or Python constant",
+NON_TENSOR_RESULT = _reason("RB012", "graph result is not a tensor or Python constant",
         "The frame returns or builds a value the runtime cannot reconstruct.",
         "Return tensors, tuples/lists/dicts of tensors, or constants.")
-_reason("RB013", "torch op the IR cannot express with these arguments",
+INEXPRESSIBLE_OP = _reason("RB013", "torch op the IR cannot express with these arguments",
         "The op is known but this dtype, shape or argument is outside what the IR models.",
         "See spec/tracer.md for the supported argument forms.")
-_reason("RB014", "generator, coroutine or async frame",
+GENERATOR_FRAME = _reason("RB014", "generator, coroutine or async frame",
         "Generators suspend mid-frame; the tracer captures whole calls only.",
         "Return a list instead of yielding.")
-_reason("RB015", "recursion or inlining too deep",
+TOO_DEEP = _reason("RB015", "recursion or inlining too deep",
         "Inlining stopped at the depth limit (recursive user functions).",
         "Use a loop, or decorate the helper with refcomp.disable.")
-_reason("RB016", "function marked refcomp.disable",
+DISABLED_FUNCTION = _reason("RB016", "function marked refcomp.disable",
         "The user asked for this function to stay eager.", "Remove @refcomp.disable.")
-_reason("RB017", "exception raised while tracing",
+TRACE_EXCEPTION = _reason("RB017", "exception raised while tracing",
         "A Python-level operation raised during tracing (the eager run will raise it too).",
         "Fix the error in the eager program first.")
-_reason("RB018", "internal error in the tracer",
+INTERNAL_ERROR = _reason("RB018", "internal error in the tracer",
         "refcomp's tracer failed on this frame (a refcomp bug); the frame runs eagerly so "
         "the result stays correct.", "Please report it with the function that triggered it.")
-_reason("RB019", "loop continues across a graph break",
+LOOP_ACROSS_BREAK = _reason("RB019", "loop continues across a graph break",
         "An earlier break left the loop's iterator a real Python object, so each step of "
         "the loop is taken by CPython, outside the graph.",
         "Move the break (print, .item()...) out of the loop, or accept one graph per loop "
         "iteration.")
-_reason("RB020", "Python number that changes between calls",
+CHANGING_NUMBER = _reason("RB020", "Python number that changes between calls",
         "A number live at a resume point changed between calls, so it is not baked into "
         "the graph; the instruction that needs its value runs outside the graph.",
         "Keep the value in a tensor (e.g. do not call .item()), or accept the break.")
-_reason("RB021", "global torch state refcomp does not model",
+UNMODELLED_TORCH_STATE = _reason("RB021", "global torch state refcomp does not model",
         "torch.autocast, a TorchFunctionMode (torch.set_default_device installs one) or a "
         "TorchDispatchMode is active at the call: the traced graph would not apply it, so "
         "the frame runs eagerly under it (guarded by that state: leaving it compiles).",
         "Call the compiled function outside the autocast/mode block, or cast explicitly.")
 
-_reason("RB022", "op with a data-dependent output shape",
+DATA_DEPENDENT_SHAPE = _reason("RB022", "op with a data-dependent output shape",
         "The op's result shape depends on the values in a tensor (nonzero, unique, "
         "masked_select, boolean-mask indexing, torch.where(cond)); a graph's shapes are "
         "fixed by its inputs' shapes, so the op runs in torch at a break and the code after "
@@ -156,7 +159,7 @@ class Raised(Unsupported):
     an inlined frame whose exception table covers the instruction jumps to its handler;
     anywhere else it is the break it always was (RB017, or the id given)."""
 
-    def __init__(self, exc: BaseException, detail: str, rid: str = "RB017"):
+    def __init__(self, exc: BaseException, detail: str, rid: str = TRACE_EXCEPTION):
         self.exc = exc
         super().__init__(rid, detail)
 

@@ -34,6 +34,7 @@ from refcomp import bytecode_gen as bg
 from refcomp.break_trace import build_break, build_return, trace_to_break
 from refcomp.cache import COUNTERS, FrameCache
 from refcomp.guards import EQUALS_MATCH
+from refcomp.reasons import TENSOR_TO_PYTHON
 from refcomp.recipes import Refused, make, replay
 from refcomp.runtime import Entry
 from refcomp.sources import LocalSource
@@ -97,7 +98,7 @@ def _generate(cf, fn, tx, brk) -> None:
     n_call = a.instrs[k].arg if a.instrs[k].name == "CALL" else 0
     tensor_below = any(isinstance(vt, TensorVar) for vt in tx.stack[:len(tx.stack) - n_call - 2])
     # A call that returns a Python number (RB002) leaves plain Python work behind it.
-    maybe_tensor = tensor_below or brk.rid != "RB002"
+    maybe_tensor = tensor_below or brk.rid != TENSOR_TO_PYTHON
     if _resume_right_after(a, k, maybe_tensor):
         # Note [Stubs]: the rest of the statement calls again: continue compiled at once.
         n = a.instrs[k].arg

@@ -84,7 +84,7 @@ from refcomp.aliasing import outputs_maybe_views, outputs_to_copy, outputs_to_re
 from refcomp.autograd import check_versions_at_backward, eager_version_plan
 from refcomp.config import default_backend
 from refcomp.guards import GuardSet, pinned_contiguous
-from refcomp.reasons import Unsupported
+from refcomp.reasons import NON_TENSOR_RESULT, Unsupported
 from refcomp.tracer import eager_layout
 from refcomp.tracer.context import CONSTANT_TYPES, TraceContext
 from refcomp.tracer.torch_table import is_symbolic_shape
@@ -521,15 +521,15 @@ class _Outputs:
             return ("out", self.index[id(vt)])
         if isinstance(vt, ConstVar):
             if isinstance(vt.value, torch.Tensor):
-                raise Unsupported("RB012", "returning a tensor constant")
+                raise Unsupported(NON_TENSOR_RESULT, "returning a tensor constant")
             if isinstance(vt, MadeObjectVar):  # eager returns a new one at every call
-                raise Unsupported("RB012", f"returning {vt!r}")
+                raise Unsupported(NON_TENSOR_RESULT, f"returning {vt!r}")
             if isinstance(vt.value, sympy.Basic) and vt.value.free_symbols:
                 return self.size_spec(vt.value)
             if vt.source is not None and not _pinned_object(vt.value):
                 # Only its type is guarded: a later call's object differs.  The return
                 # becomes a graph break that CPython runs (spec/runtime.md).
-                raise Unsupported("RB012", f"returning {vt.source.name()}, an object of"
+                raise Unsupported(NON_TENSOR_RESULT, f"returning {vt.source.name()}, an object of"
                                            f" type {type(vt.value).__name__}")
             return ("const", vt.value)
         if isinstance(vt, TupleVar):
@@ -541,7 +541,7 @@ class _Outputs:
                     [(k, self.spec(v)) for k, v in vt.items.items()])
         if isinstance(vt, DictVar):
             return ("dict", [(k, self.spec(v)) for k, v in vt.items.items()])
-        raise Unsupported("RB012", f"returning {vt!r}")
+        raise Unsupported(NON_TENSOR_RESULT, f"returning {vt!r}")
 
 
 def _pinned_object(value) -> bool:

@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import torch
 
-from refcomp.reasons import Unsupported
+from refcomp.reasons import UNMODELLED_TORCH_STATE, Unsupported
 from refcomp.tracer.context import ir_dtype
 from refcomp.tracer.values import TensorVar
 
@@ -84,7 +84,8 @@ def _probe(fn, name, pargs, pkwargs, as_dtype, dtype):
         with FakeTensorMode(), torch.no_grad(), torch.autocast("cpu", dtype=dtype):
             out = fn(*_map(pargs, fake), **_map(pkwargs, fake))
     except Exception as err:
-        raise Unsupported("RB021", f"torch.autocast('cpu', dtype={dtype}) is active and"
+        raise Unsupported(UNMODELLED_TORCH_STATE,
+                          f"torch.autocast('cpu', dtype={dtype}) is active and"
                                    f" {name}'s casting rule could not be read off a fake"
                                    f" run ({type(err).__name__}): it runs eagerly") from None
     while isinstance(out, (tuple, list)) and out:
@@ -127,7 +128,8 @@ def cast_operands(ctx, fn, name, pargs, pkwargs):
         # autocast's promote rule raises on a half type other than its own ("Unexpected
         # floating ScalarType in at::autocast::prioritize"), also inside composite ops
         # whose fake run does not show it (roll: its CPU kernel calls cat): eager decides.
-        raise Unsupported("RB021", f"torch.autocast('cpu', dtype={dtype}) is active and"
+        raise Unsupported(UNMODELLED_TORCH_STATE,
+                          f"torch.autocast('cpu', dtype={dtype}) is active and"
                                    f" {name} has a {other_half.pop()} operand: it runs"
                                    " eagerly")
     rule = policy(fn, name, pargs, pkwargs, dtype)

@@ -27,7 +27,18 @@ import sympy
 import torch
 
 from refcomp import guards as G
-from refcomp.reasons import Raised, Unsupported
+from refcomp.reasons import (
+    DISABLED_FUNCTION,
+    INEXPRESSIBLE_OP,
+    TENSOR_CONTROL_FLOW,
+    TENSOR_TO_PYTHON,
+    TRACE_EXCEPTION,
+    UNREPLAYABLE_SIDE_EFFECT,
+    UNSUPPORTED_CALL,
+    UNSUPPORTED_TENSOR_METHOD,
+    Raised,
+    Unsupported,
+)
 from refcomp.sources import (
     ATTR,
     MODULE,
@@ -116,7 +127,8 @@ def load_global(tx, name: str) -> VT:
             tx.globals_source, name)
         if isinstance(value, CONSTANT_TYPES) and name in effects.stored_names(tx.code)[0]:
             # Note [Reading what the frame writes] (refcomp/side_effects.py).
-            raise Unsupported("RB008", f"global {name!r} is assigned in this frame;"
+            raise Unsupported(UNREPLAYABLE_SIDE_EFFECT,
+                              f"global {name!r} is assigned in this frame;"
                                        " it is read and updated outside the graph")
         if type(value) in (list, dict) and effects.mutated_by_pattern(tx.instructions,
                                                                       tx.ip - 1):
@@ -124,7 +136,7 @@ def load_global(tx, name: str) -> VT:
         return tx.ctx.wrap(value, source)
     if name in tx.f_builtins:
         return tx.ctx.wrap(tx.f_builtins[name], BuiltinSource(name))
-    raise Unsupported("RB017", f"name {name!r} is not defined")
+    raise Unsupported(TRACE_EXCEPTION, f"name {name!r} is not defined")
 
 
 def load_attr(tx, obj: VT, name: str) -> VT:
@@ -135,7 +147,7 @@ def load_attr(tx, obj: VT, name: str) -> VT:
     if isinstance(obj, OpaqueVar):
         if obj.kind in (list, dict) and name in effects.LIST_MUTATORS | effects.DICT_MUTATORS:
             return MethodVar(name, obj, name)
-        raise Unsupported("RB008", f"`.{name}` of {obj.source.name()}, a"
+        raise Unsupported(UNREPLAYABLE_SIDE_EFFECT, f"`.{name}` of {obj.source.name()}, a"
                                    f" {obj.kind.__name__} the frame mutates")
     if isinstance(obj, ConstVar):
         written = tx.ctx.attr_writes.get((id(obj.value), name))
@@ -145,7 +157,8 @@ def load_attr(tx, obj: VT, name: str) -> VT:
                 isinstance(getattr(obj.value, name, None), CONSTANT_TYPES) and \
                 not is_flag(getattr(obj.value, name, None)):
             # Note [Reading what the frame writes] (refcomp/side_effects.py).
-            raise Unsupported("RB008", f"attribute {name!r} is assigned in this frame;"
+            raise Unsupported(UNREPLAYABLE_SIDE_EFFECT,
+                              f"attribute {name!r} is assigned in this frame;"
                                        " it is read and updated outside the graph")
         if obj.source is not None and not effects.is_tensor_module_attr(obj.value, name) \
                 and tx.current is not None and tx.current.opname == "LOAD_ATTR" and \
@@ -167,7 +180,7 @@ def load_attr(tx, obj: VT, name: str) -> VT:
     if isinstance(obj, (TupleVar, ListVar, DictVar)):
         return MethodVar(name, obj, name)
     if not isinstance(obj, ConstVar):
-        raise Unsupported("RB013", f"attribute {name!r} of {obj!r}")
+        raise Unsupported(INEXPRESSIBLE_OP, f"attribute {name!r} of {obj!r}")
     value = obj.value
     if isinstance(value, types.ModuleType) and value in TRUSTED_MODULES:
         return tx.ctx.wrap(_getattr(value, name), None)
@@ -214,7 +227,7 @@ def _getattr(value, name):
     try:
         return getattr(value, name)
     except AttributeError as e:
-        raise Unsupported("RB017", str(e)) from None
+        raise Unsupported(TRACE_EXCEPTION, str(e)) from None
 
 
 # --- subscripts -----------------------------------------------------------------------------
@@ -229,7 +242,7 @@ def getitem(tx, obj: VT, index: VT) -> VT:
         try:
             return obj.items[key]
         except (IndexError, TypeError) as e:
-            raise Unsupported("RB017", f"index {key!r}: {e}") from None
+            raise Unsupported(TRACE_EXCEPTION, f"index {key!r}: {e}") from None
     if isinstance(obj, ModelOutputVar) and not isinstance(key, str):
         return getitem(tx, TupleVar(list(obj.items.values())), index)  # to_tuple()[key]
     if isinstance(obj, ModelOutputVar):
@@ -266,7 +279,8 @@ def getitem(tx, obj: VT, index: VT) -> VT:
             try:  # Note [Deep copies]: a mutable item stays the copy's own object
                 return copies.made_attr(tx, obj, value[key])
             except Exception as e:
-                raise Unsupported("RB017", f"{type(value).__name__}[{key!r}]: {e}") from None
+                raise Unsupported(TRACE_EXCEPTION,
+                                  f"{type(value).__name__}[{key!r}]: {e}") from None
         try:
             return tx.ctx.wrap(value[key], ItemSource(obj.source, key) if obj.source else None)
         except KeyError as e:
@@ -276,10 +290,10 @@ def getitem(tx, obj: VT, index: VT) -> VT:
                                   False)
                 raise Raised(KeyError(*e.args), f"{type(value).__name__}[{key!r}]: {e}") \
                     from None
-            raise Unsupported("RB017", f"{type(value).__name__}[{key!r}]: {e}") from None
+            raise Unsupported(TRACE_EXCEPTION, f"{type(value).__name__}[{key!r}]: {e}") from None
         except Exception as e:
-            raise Unsupported("RB017", f"{type(value).__name__}[{key!r}]: {e}") from None
-    raise Unsupported("RB013", f"subscript of {obj!r}")
+            raise Unsupported(TRACE_EXCEPTION, f"{type(value).__name__}[{key!r}]: {e}") from None
+    raise Unsupported(INEXPRESSIBLE_OP, f"subscript of {obj!r}")
 
 
 def setitem(tx, obj: VT, index: VT, value: VT) -> None:
@@ -289,26 +303,28 @@ def setitem(tx, obj: VT, index: VT, value: VT) -> None:
     if isinstance(obj, ModelOutputVar):
         key = model_output_key(obj.cls, as_python(require_const(tx, index, "subscript")))
         if key not in obj.fields:  # ModelOutput.__setitem__ also sets the attribute
-            raise Unsupported("RB004", f"{obj.cls.__name__}[{key!r}] = ..., not a field")
+            raise Unsupported(UNSUPPORTED_CALL, f"{obj.cls.__name__}[{key!r}] = ..., not a field")
         obj.items[key] = obj.fields[key] = value
         return
     if isinstance(obj, (ListVar, DictVar)):
         key = as_python(require_const(tx, index, "subscript"))
         if obj.source is not None:  # Note [Replayed side effects]
             if isinstance(obj, DictVar) and not isinstance(key, CONSTANT_TYPES):
-                raise Unsupported("RB008", f"item assignment into {obj.source.name()}")
+                raise Unsupported(UNREPLAYABLE_SIDE_EFFECT,
+                                  f"item assignment into {obj.source.name()}")
             effects.record(tx, "setitem", obj, None, [index, value],
                            what=f"{obj.source.name()}[{key!r}] = ...")
         try:
             obj.items[key] = value
         except (IndexError, TypeError) as e:
-            raise Unsupported("RB017", f"item assignment: {e}") from None
+            raise Unsupported(TRACE_EXCEPTION, f"item assignment: {e}") from None
         return
     if isinstance(obj, OpaqueVar) and obj.kind is dict:
         effects.record(tx, "setitem", obj, None, [index, value],
                        what=f"{obj.source.name()}[...] = ...")
         return
-    raise Unsupported("RB008", f"item assignment into {obj!r}, which outlives the frame")
+    raise Unsupported(UNREPLAYABLE_SIDE_EFFECT,
+                      f"item assignment into {obj!r}, which outlives the frame")
 
 
 def delitem(tx, obj: VT, index: VT) -> None:
@@ -319,7 +335,7 @@ def delitem(tx, obj: VT, index: VT) -> None:
         try:
             del obj.items[key]
         except (IndexError, KeyError, TypeError) as e:
-            raise Unsupported("RB017", f"del: {type(e).__name__} {e}") from None
+            raise Unsupported(TRACE_EXCEPTION, f"del: {type(e).__name__} {e}") from None
         if obj.source is not None:
             effects.record(tx, "delitem", obj, None, [index],
                            what=f"del {obj.source.name()}[{key!r}]")
@@ -336,7 +352,7 @@ def delitem(tx, obj: VT, index: VT) -> None:
             effects.record(tx, "delitem", obj, None, [index],
                            what=f"del {obj.source.name()}[{key!r}]")
             return
-    raise Unsupported("RB008", f"del of an item of {obj!r}")
+    raise Unsupported(UNREPLAYABLE_SIDE_EFFECT, f"del of an item of {obj!r}")
 
 
 # --- operators ------------------------------------------------------------------------------
@@ -369,7 +385,7 @@ def binary(tx, sym: str, a: VT, b: VT) -> VT:
         return _fold(_BINARY[sym], a.value, b.value)
     if sym in ("==", "!=") and all(isinstance(v, (TupleVar, ListVar, ConstVar)) for v in (a, b)):
         return _fold(_BINARY[sym], as_python(a), as_python(b))
-    raise Unsupported("RB013", f"operator {sym} on {a!r}, {b!r}")
+    raise Unsupported(INEXPRESSIBLE_OP, f"operator {sym} on {a!r}, {b!r}")
 
 
 def _symbolic(v: VT) -> bool:
@@ -414,7 +430,7 @@ def _sequence_op(sym, a, b):
             return ListVar(seq.items * n.value)
     if sym in ("==", "!="):
         return _fold(_BINARY[sym], as_python(a), as_python(b))
-    raise Unsupported("RB013", f"operator {sym} on {a!r}, {b!r}")
+    raise Unsupported(INEXPRESSIBLE_OP, f"operator {sym} on {a!r}, {b!r}")
 
 
 def inplace_binary(tx, sym: str, a: VT, b: VT) -> VT:
@@ -444,11 +460,11 @@ def _fold(fn, *args, **kwargs) -> ConstVar:
     if any(isinstance(a, sympy.Basic) and a.free_symbols for a in args) and fn not in (
             operator.add, operator.sub, operator.mul, operator.floordiv, operator.mod,
             operator.neg, operator.pos):
-        raise Unsupported("RB013", f"{getattr(fn, '__name__', fn)} of a dynamic size")
+        raise Unsupported(INEXPRESSIBLE_OP, f"{getattr(fn, '__name__', fn)} of a dynamic size")
     try:
         return ConstVar(fn(*args, **kwargs))
     except Exception as e:
-        raise Unsupported("RB017", f"{getattr(fn, '__name__', fn)}: {e}") from None
+        raise Unsupported(TRACE_EXCEPTION, f"{getattr(fn, '__name__', fn)}: {e}") from None
 
 
 def is_same(a: VT, b: VT, ctx=None) -> bool:
@@ -492,7 +508,7 @@ def contains(tx, container: VT, item: VT) -> bool:
         return as_python(require_const(tx, item, "key")) in container.items
     if isinstance(container, (TupleVar, ListVar)):
         if isinstance(item, TensorVar):
-            raise Unsupported("RB003", "`tensor in sequence` compares tensor values")
+            raise Unsupported(TENSOR_CONTROL_FLOW, "`tensor in sequence` compares tensor values")
         return as_python(item) in [as_python(i) for i in container.items
                                    if not isinstance(i, TensorVar)]
     if isinstance(container, ConstVar) and isinstance(item, ConstVar):
@@ -509,12 +525,12 @@ def contains(tx, container: VT, item: VT) -> bool:
             return result
         tx.ctx.guard_identity(item)
         return item.value in container.value
-    raise Unsupported("RB013", f"`in` on {container!r}")
+    raise Unsupported(INEXPRESSIBLE_OP, f"`in` on {container!r}")
 
 
 def truth(tx, v: VT) -> bool:
     if isinstance(v, TensorVar):
-        raise Unsupported("RB003", "the truth value of a tensor")
+        raise Unsupported(TENSOR_CONTROL_FLOW, "the truth value of a tensor")
     if isinstance(v, (TupleVar, ListVar, DictVar)):
         return bool(v.items)
     if _symbolic(v):
@@ -541,7 +557,7 @@ def key_of(v: VT):
 
 def require_const(tx, v: VT, what: str) -> VT:
     if isinstance(v, TensorVar):
-        raise Unsupported("RB002", f"{what} needs a tensor's value")
+        raise Unsupported(TENSOR_TO_PYTHON, f"{what} needs a tensor's value")
     return v
 
 
@@ -575,13 +591,13 @@ def iterate(tx, obj: VT) -> list:
                         constant_key(v) for v in wrapped.value):
                     # Regression: this recursed forever (RB018) on a sourced set whose
                     # items the guards cannot hold.
-                    raise Unsupported("RB013", f"iteration over {obj.source.name()}, a"
+                    raise Unsupported(INEXPRESSIBLE_OP, f"iteration over {obj.source.name()}, a"
                                                f" {type(value).__name__} of objects")
                 value = wrapped.value  # a set of constants: wrap guarded its contents
             return [ConstVar(v) for v in value]
     if isinstance(obj, (ConstVar, ObjectVar)) and objects.is_python_sequence(obj.python_type()):
         return objects.iterate_sequence(tx, obj)
-    raise Unsupported("RB013", f"iteration over {obj!r}")
+    raise Unsupported(INEXPRESSIBLE_OP, f"iteration over {obj!r}")
 
 
 # --- calls ----------------------------------------------------------------------------------
@@ -601,14 +617,14 @@ def call_function(tx, fn: VT, args: list, kwargs: dict) -> VT:
     if isinstance(fn, classes.ApplyVar):  # Fn.apply of a class made in the frame
         return classes.apply(tx, fn, args, kwargs)
     if isinstance(fn, classes.ClassVar):
-        raise Unsupported("RB004", f"an instance of {fn.name}, a class made in the frame")
+        raise Unsupported(UNSUPPORTED_CALL, f"an instance of {fn.name}, a class made in the frame")
     if isinstance(fn, PartialVar):  # partial(f, *a, **k)(*b, **l) is f(*a, *b, **k, **l)
         return call_function(tx, fn.fn, fn.args + list(args), {**fn.kwargs, **kwargs})
     if isinstance(fn, NullVar) or not isinstance(fn, ConstVar):
-        raise Unsupported("RB004", f"call of {fn!r}")
+        raise Unsupported(UNSUPPORTED_CALL, f"call of {fn!r}")
     value = fn.value
     if getattr(value, _DISABLED_ATTR, False):
-        raise Unsupported("RB016", f"{getattr(value, '__qualname__', value)}")
+        raise Unsupported(DISABLED_FUNCTION, f"{getattr(value, '__qualname__', value)}")
     if isinstance(value, torch.nn.Module):
         from refcomp.tracer import modules
 
@@ -659,7 +675,7 @@ def call_function(tx, fn: VT, args: list, kwargs: dict) -> VT:
         try:
             return ConstVar(value())
         except Exception as e:  # (torch.cuda's query on a CPU build raises): eager raises it
-            raise Raised(e, f"{_public_name(value)} raises here", "RB004") from None
+            raise Raised(e, f"{_public_name(value)} raises here", UNSUPPORTED_CALL) from None
     if isinstance(value, type) and is_model_output_class(value):
         return _new_model_output(tx, value, args, kwargs)
     if isinstance(value, type) and issubclass(value, BaseException) and \
@@ -700,7 +716,7 @@ def call_function(tx, fn: VT, args: list, kwargs: dict) -> VT:
             if value in (set, frozenset, dict, sorted) and _has_symbols(
                     [as_python(a) for a in args]):
                 # {s0, 3}, sorted([s0, 3]): the answer depends on the size's value
-                raise Unsupported("RB013", f"{value.__name__}() of dynamic sizes")
+                raise Unsupported(INEXPRESSIBLE_OP, f"{value.__name__}() of dynamic sizes")
             return _fold(value, *[as_python(a) for a in args],
                          **{k: as_python(v) for k, v in kwargs.items()})
     if effects.is_replayed_call(value):  # print, warnings.warn: after the graph
@@ -725,7 +741,7 @@ def call_function(tx, fn: VT, args: list, kwargs: dict) -> VT:
             _is_torch_function(value):
         return _new_torch_module(value, args, kwargs)
     if _is_torch_function(value) or isinstance(value, types.BuiltinFunctionType):
-        raise Unsupported("RB004", f"{_public_name(value)} is not in the torch table")
+        raise Unsupported(UNSUPPORTED_CALL, f"{_public_name(value)} is not in the torch table")
     if not isinstance(value, type) and \
             isinstance(getattr(type(value), "__call__", None), types.FunctionType):
         # A callable object: `obj(x)` is `type(obj).__call__(obj, x)`, traced like any
@@ -737,11 +753,12 @@ def call_function(tx, fn: VT, args: list, kwargs: dict) -> VT:
     if objects.is_object_init(value, args, kwargs):  # super().__init__() reaching object
         return ConstVar(None)
     if isinstance(value, type):
-        raise Unsupported("RB004", f"constructing a {value.__qualname__} ({value.__module__}):"
+        raise Unsupported(UNSUPPORTED_CALL,
+                          f"constructing a {value.__qualname__} ({value.__module__}):"
                                    " its class is not a plain Python class (a metaclass"
                                    " __call__, __new__, __slots__, a builtin base, its own"
                                    " __setattr__...), so its objects are not traced")
-    raise Unsupported("RB004", f"call of {type(value).__name__} {value!r}")
+    raise Unsupported(UNSUPPORTED_CALL, f"call of {type(value).__name__} {value!r}")
 
 
 # Methods of a set that read it and return a new value (a set the trace holds is a
@@ -774,7 +791,7 @@ def _frozen_dataclass(tx, cls, args, kwargs) -> ConstVar:
         bound = inspect.signature(cls).bind(*[as_python(a) for a in args],
                                             **{k: as_python(v) for k, v in kwargs.items()})
     except TypeError as e:
-        raise Unsupported("RB017", f"{cls.__name__}(): {e}") from None
+        raise Unsupported(TRACE_EXCEPTION, f"{cls.__name__}(): {e}") from None
     bound.apply_defaults()
     obj = object.__new__(cls)
     for f in cls.__dataclass_fields__.values():
@@ -800,16 +817,16 @@ def _new_torch_module(cls, args, kwargs) -> MadeObjectVar:
     calls and attribute reads cannot tell it from eager's."""
     what = f"constructing a {cls.__qualname__}"
     if not all(_is_constant(v) for v in list(args) + list(kwargs.values())):
-        raise Unsupported("RB004", f"{what} from traced values")
+        raise Unsupported(UNSUPPORTED_CALL, f"{what} from traced values")
     rng = torch.random.get_rng_state()
     try:
         m = cls(*[as_python(a) for a in args], **{k: as_python(v) for k, v in kwargs.items()})
     except Exception as e:
-        raise Unsupported("RB004", f"{what}: {type(e).__name__}: {e}") from None
+        raise Unsupported(UNSUPPORTED_CALL, f"{what}: {type(e).__name__}: {e}") from None
     if any(True for _ in m.parameters()) or any(True for _ in m.buffers()) or \
             not torch.equal(rng, torch.random.get_rng_state()):
         torch.random.set_rng_state(rng)  # the draws eager makes happen at the break
-        raise Unsupported("RB004", f"{what}: its parameters are initialized at every call")
+        raise Unsupported(UNSUPPORTED_CALL, f"{what}: its parameters are initialized at every call")
     return MadeObjectVar(m)
 
 # Note [Model outputs]: every transformers model returns a `ModelOutput`, a dataclass
@@ -891,26 +908,27 @@ def _new_model_output(tx, cls, args, kwargs) -> ModelOutputVar:
         for old in ("past_key_values", "cache_params"):  # _rename_kwargs_for_bc
             if old in kwargs:
                 if "cache" in kwargs:
-                    raise Unsupported("RB017", f"{cls.__name__}() got both `cache` and"
+                    raise Unsupported(TRACE_EXCEPTION, f"{cls.__name__}() got both `cache` and"
                                                f" `{old}`")
                 kwargs["cache"] = kwargs.pop(old)
                 break
     if len(args) > len(names):
-        raise Unsupported("RB017", f"{cls.__name__}() takes {len(names)} arguments")
+        raise Unsupported(TRACE_EXCEPTION, f"{cls.__name__}() takes {len(names)} arguments")
     given = dict(zip(names, args))
     for k, v in kwargs.items():
         if k not in names or k in given:
-            raise Unsupported("RB017", f"{cls.__name__}() got an unexpected or repeated {k!r}")
+            raise Unsupported(TRACE_EXCEPTION,
+                              f"{cls.__name__}() got an unexpected or repeated {k!r}")
         given[k] = v
     fields = {}
     for f in dataclasses.fields(cls):
         if f.name not in given and f.default is dataclasses.MISSING:
-            raise Unsupported("RB017", f"{cls.__name__}() missing argument {f.name!r}")
+            raise Unsupported(TRACE_EXCEPTION, f"{cls.__name__}() missing argument {f.name!r}")
         fields[f.name] = given.get(f.name, ConstVar(f.default))
     first = fields[names[0]]
     is_none = [isinstance(v, ConstVar) and v.value is None for v in fields.values()]
     if all(is_none[1:]) and not isinstance(first, TensorVar) and not is_none[0]:
-        raise Unsupported("RB004", f"{cls.__name__}({names[0]}=...) of a non-tensor alone:"
+        raise Unsupported(UNSUPPORTED_CALL, f"{cls.__name__}({names[0]}=...) of a non-tensor alone:"
                                    " __post_init__ reads it as key/value pairs")
     items = {k: v for k, v, none in zip(fields, fields.values(), is_none) if not none}
     return ModelOutputVar(cls, fields, items)
@@ -925,7 +943,7 @@ def _model_output_attr(tx, obj: ModelOutputVar, name: str) -> VT:
     attr = getattr(obj.cls, name, None)
     if attr is not None and isinstance(attr, CONSTANT_TYPES):
         return ConstVar(attr)  # a class-level constant (the class is fixed by the trace)
-    raise Unsupported("RB004", f"attribute {name!r} of a {obj.cls.__name__}")
+    raise Unsupported(UNSUPPORTED_CALL, f"attribute {name!r} of a {obj.cls.__name__}")
 
 
 def set_model_output_attr(obj: ModelOutputVar, name: str, value: VT) -> None:
@@ -933,7 +951,8 @@ def set_model_output_attr(obj: ModelOutputVar, name: str, value: VT) -> None:
     (then the item, if any, keeps its old value)."""
     name = model_output_key(obj.cls, name)
     if name not in obj.fields:
-        raise Unsupported("RB004", f"setting {name!r} of a {obj.cls.__name__}, not a field")
+        raise Unsupported(UNSUPPORTED_CALL,
+                          f"setting {name!r} of a {obj.cls.__name__}, not a field")
     obj.fields[name] = value
     if not (isinstance(value, ConstVar) and value.value is None):
         obj.items[name] = value
@@ -943,7 +962,7 @@ def new_exception(tx, cls: ConstVar, args, kwargs) -> ConstVar:
     """`KeyError(key)`: a builtin exception made from constants, for a traced `raise`
     (Note [Exceptions inside inlined frames], refcomp/tracer/frame.py)."""
     if kwargs or not all(_is_constant(a) for a in args):
-        raise Unsupported("RB004", f"{cls.value.__name__}() of traced values")
+        raise Unsupported(UNSUPPORTED_CALL, f"{cls.value.__name__}() of traced values")
     return ConstVar(cls.value(*[as_python(a) for a in args]))
 
 
@@ -952,7 +971,7 @@ def _super(tx, args, kwargs) -> SuperVar:
     """`super()` in the traced function `tx` (its `__class__` cell and first argument, as
     CPython reads them) or `super(cls, obj)`.  Spec: spec/tracer.md, "Python features"."""
     if kwargs or len(args) not in (0, 2):
-        raise Unsupported("RB004", "super() with other than zero or two arguments")
+        raise Unsupported(UNSUPPORTED_CALL, "super() with other than zero or two arguments")
     if args:
         cls, obj = args
     else:
@@ -962,15 +981,15 @@ def _super(tx, args, kwargs) -> SuperVar:
         if obj is None and first in tx.cells:  # the first argument lives in a cell
             obj = tx.cells[first].contents
         if cell is None or cell.contents is None or obj is None:
-            raise Unsupported("RB017", "super(): no __class__ cell or first argument")
+            raise Unsupported(TRACE_EXCEPTION, "super(): no __class__ cell or first argument")
         cls = cell.contents
     if not (isinstance(cls, ConstVar) and isinstance(cls.value, type)):
-        raise Unsupported("RB004", f"super() of {cls!r}")
+        raise Unsupported(UNSUPPORTED_CALL, f"super() of {cls!r}")
     if isinstance(obj, ObjectVar) and issubclass(obj.cls, cls.value):
         return SuperVar(cls.value, obj)  # self of an __init__ or method being inlined
     if not isinstance(obj, ConstVar) or isinstance(obj.value, type) or \
             not isinstance(obj.value, cls.value):
-        raise Unsupported("RB004", f"super() bound to {_describe_vt(obj)}")
+        raise Unsupported(UNSUPPORTED_CALL, f"super() bound to {_describe_vt(obj)}")
     return SuperVar(cls.value, obj)
 
 
@@ -992,7 +1011,7 @@ def _super_attr(tx, sup: SuperVar, name: str) -> VT:
             attr = vars(klass)[name]
             break
     else:
-        raise Unsupported("RB017", f"'super' object has no attribute {name!r}")
+        raise Unsupported(TRACE_EXCEPTION, f"'super' object has no attribute {name!r}")
     holder = ConstSource(klass, klass.__qualname__)
     found = tx.ctx.wrap(attr, DerivedSource(holder, lambda k, n=name: vars(k).get(n),
                                             f"{klass.__qualname__}.{name}"))
@@ -1004,7 +1023,7 @@ def _super_attr(tx, sup: SuperVar, name: str) -> VT:
                          types.WrapperDescriptorType)):
         return PartialVar(found, [obj], {})
     if hasattr(type(attr), "__get__"):  # a property or another descriptor
-        raise Unsupported("RB004", f"super().{name}, a {type(attr).__name__}")
+        raise Unsupported(UNSUPPORTED_CALL, f"super().{name}, a {type(attr).__name__}")
     return found
 
 
@@ -1012,13 +1031,13 @@ def _dict_get(tx, args, kwargs):
     """`dict.get(d, key[, default])`, reached through `super().get` of a dict subclass
     (transformers' `_CanRecordRegistry`): the item read is guarded like any other."""
     if kwargs or len(args) not in (2, 3):
-        raise Unsupported("RB017", "dict.get() takes a dict, a key and a default")
+        raise Unsupported(TRACE_EXCEPTION, "dict.get() takes a dict, a key and a default")
     d, key, default = args[0], args[1], args[2] if len(args) == 3 else ConstVar(None)
     key = as_python(require_const(tx, key, "key"))
     if isinstance(d, DictVar):
         return d.items.get(key, default)
     if not (isinstance(d, ConstVar) and isinstance(d.value, dict) and constant_key(key)):
-        raise Unsupported("RB004", f"dict.get of {_describe_vt(d)}")
+        raise Unsupported(UNSUPPORTED_CALL, f"dict.get of {_describe_vt(d)}")
     present = key in d.value
     if d.source is None:
         return ConstVar(d.value[key]) if present else default
@@ -1043,7 +1062,7 @@ def _unpack_partial(tx, fn: ConstVar) -> PartialVar:
     args = tx.ctx.wrap(value.args, AttrSource(src, "args"))
     keywords = tx.ctx.wrap(value.keywords, AttrSource(src, "keywords"))
     if not isinstance(args, TupleVar) or not isinstance(keywords, DictVar):
-        raise Unsupported("RB004", f"call of {value!r}")
+        raise Unsupported(UNSUPPORTED_CALL, f"call of {value!r}")
     return PartialVar(func, args.items, keywords.items)
 
 
@@ -1062,16 +1081,17 @@ def _namedtuple(cls, args, kwargs) -> TupleVar:
     generated __new__, not a user override: checked by the caller)."""
     fields, defaults = cls._fields, getattr(cls, "_field_defaults", {})
     if len(args) > len(fields):
-        raise Unsupported("RB017", f"{cls.__name__}() takes {len(fields)} arguments")
+        raise Unsupported(TRACE_EXCEPTION, f"{cls.__name__}() takes {len(fields)} arguments")
     items = dict(zip(fields, args))
     for k, v in kwargs.items():
         if k not in fields or k in items:
-            raise Unsupported("RB017", f"{cls.__name__}() got an unexpected or repeated {k!r}")
+            raise Unsupported(TRACE_EXCEPTION,
+                              f"{cls.__name__}() got an unexpected or repeated {k!r}")
         items[k] = v
     for k in fields:
         if k not in items:
             if k not in defaults:
-                raise Unsupported("RB017", f"{cls.__name__}() missing argument {k!r}")
+                raise Unsupported(TRACE_EXCEPTION, f"{cls.__name__}() missing argument {k!r}")
             items[k] = ConstVar(defaults[k])
     return TupleVar([items[k] for k in fields], cls=cls)
 
@@ -1122,7 +1142,7 @@ def _check_inlinable(fn) -> None:
     module = getattr(fn, "__module__", None) or ""
     for prefix in INLINE_SKIP:
         if module == prefix or module.startswith(prefix + "."):
-            raise Unsupported("RB004", f"{_public_name(fn)} is on the inline skip list"
+            raise Unsupported(UNSUPPORTED_CALL, f"{_public_name(fn)} is on the inline skip list"
                                        f" ({prefix})")
 
 
@@ -1217,12 +1237,12 @@ def _assumed_constant(value, args, kwargs) -> VT:
     name = getattr(value, "__qualname__", repr(value))
     values = list(args) + list(kwargs.values())
     if not all(_is_constant(v) for v in values) or _has_symbols([as_python(v) for v in values]):
-        raise Unsupported("RB004", f"{name} (assume_constant_result) of a non-constant"
+        raise Unsupported(UNSUPPORTED_CALL, f"{name} (assume_constant_result) of a non-constant"
                                    " argument")
     result = value(*[as_python(a) for a in args],
                    **{k: as_python(v) for k, v in kwargs.items()})
     if not isinstance(result, CONSTANT_TYPES):
-        raise Unsupported("RB004", f"{name} (assume_constant_result) returned a"
+        raise Unsupported(UNSUPPORTED_CALL, f"{name} (assume_constant_result) returned a"
                                    f" {type(result).__name__}, not a constant")
     return ConstVar(result)
 
@@ -1278,7 +1298,7 @@ def _real_closure(tx, fn, fn_source) -> tuple:
         try:
             contents = cell.cell_contents
         except ValueError:
-            raise Unsupported("RB017", "empty closure cell") from None
+            raise Unsupported(TRACE_EXCEPTION, "empty closure cell") from None
         source = None
         if fn_source is not None:
             source = AttrSource(ItemSource(AttrSource(fn_source, "__closure__"), i),
@@ -1321,7 +1341,7 @@ def _call_method(tx, m: MethodVar, args, kwargs) -> VT:
             return opaque.call_opaque(tx.ctx, method, [self_vt] + list(args), kwargs)
         if isinstance(method, types.FunctionType):  # Python-level (torch/_tensor.py)
             return call_function(tx, ConstVar(method), [self_vt] + list(args), kwargs)
-        raise Unsupported("RB005", f"Tensor.{m.name}")
+        raise Unsupported(UNSUPPORTED_TENSOR_METHOD, f"Tensor.{m.name}")
     if isinstance(self_vt, (TupleVar, ListVar, DictVar)):
         return _container_method(tx, self_vt, m.name, args, kwargs)
     if isinstance(self_vt, classes.FunctionCtxVar):  # ctx.save_for_backward(...): no grad
@@ -1341,7 +1361,7 @@ def _call_method(tx, m: MethodVar, args, kwargs) -> VT:
     if isinstance(m.fn, types.FunctionType):
         return call_function(tx, class_attr(tx, self_vt, m.name, m.fn),
                              [self_vt] + list(args), kwargs)
-    raise Unsupported("RB004", f"method {m.name} of {self_vt!r}")
+    raise Unsupported(UNSUPPORTED_CALL, f"method {m.name} of {self_vt!r}")
 
 
 # Note [Context variables]: transformers' `capture_outputs` wraps every model forward in
@@ -1358,7 +1378,7 @@ def _context_var_method(tx, var: ConstVar, name: str, args, kwargs) -> VT:
     tx.ctx.guard_identity(var)
     pending = [t for t in tx.ctx.context_tokens if t.var.value is var.value and not t.reset]
     if id(var.value) in tx.ctx.context_reset_real and name != "set":
-        raise Unsupported("RB004", f"ContextVar.{name} after a replayed reset")
+        raise Unsupported(UNSUPPORTED_CALL, f"ContextVar.{name} after a replayed reset")
     if name == "set" and len(args) == 1 and not kwargs:
         effects.record(tx, "method", var, "set", args, what=f"{var.source.name()}.set(...)"
                        if var.source is not None else "ContextVar.set(...)")
@@ -1381,7 +1401,7 @@ def _context_var_method(tx, var: ConstVar, name: str, args, kwargs) -> VT:
         effects.record(tx, "method", var, "reset", args, what="ContextVar.reset(...)")
         tx.ctx.context_reset_real.add(id(var.value))
         return ConstVar(None)
-    raise Unsupported("RB004", f"ContextVar.{name} of a context variable the trace did not"
+    raise Unsupported(UNSUPPORTED_CALL, f"ContextVar.{name} of a context variable the trace did not"
                                " set (or of another token)")
 
 
@@ -1405,7 +1425,7 @@ def _container_method(tx, obj, name, args, kwargs) -> VT:
         if name == "to_tuple" and not args and not kwargs:
             return TupleVar(list(obj.items.values()))
         if name not in ("keys", "values", "items", "get"):  # pop/update... raise in eager
-            raise Unsupported("RB004", f"{obj.cls.__name__}.{name}")
+            raise Unsupported(UNSUPPORTED_CALL, f"{obj.cls.__name__}.{name}")
         if name == "get" and args and not kwargs:
             key = model_output_key(obj.cls, as_python(require_const(tx, args[0], "key")))
             return obj.items.get(key, args[1] if len(args) > 1 else ConstVar(None))
@@ -1450,13 +1470,13 @@ def _container_method(tx, obj, name, args, kwargs) -> VT:
             else:
                 return obj.items.pop(*(as_python(a) for a in args))
         except (IndexError, TypeError) as e:
-            raise Unsupported("RB017", f"list.{name}: {e}") from None
+            raise Unsupported(TRACE_EXCEPTION, f"list.{name}: {e}") from None
         return ConstVar(None)
     if isinstance(obj, DictVar) and name in ("pop", "clear", "update", "setdefault") and \
             all(_is_constant(a) for a in args[:1]) and not (name == "update" and kwargs):
         key = as_python(args[0]) if args else None
         if name == "update" and not isinstance(args[0], DictVar):
-            raise Unsupported("RB013", "dict.update with a non-dict")
+            raise Unsupported(INEXPRESSIBLE_OP, "dict.update with a non-dict")
         if obj.source is not None:  # Note [Replayed side effects]
             effects.record(tx, "method", obj, name, args,
                            what=f"{obj.source.name()}.{name}(...)")
@@ -1471,9 +1491,9 @@ def _container_method(tx, obj, name, args, kwargs) -> VT:
         elif len(args) > 1:
             return args[1]
         else:
-            raise Unsupported("RB017", f"KeyError {key!r}")
+            raise Unsupported(TRACE_EXCEPTION, f"KeyError {key!r}")
         return ConstVar(None)
-    raise Unsupported("RB013", f"{obj.python_type().__name__}.{name}")
+    raise Unsupported(INEXPRESSIBLE_OP, f"{obj.python_type().__name__}.{name}")
 
 
 def _call_torch_or_opaque(tx, fn, args, kwargs) -> VT:
@@ -1482,7 +1502,7 @@ def _call_torch_or_opaque(tx, fn, args, kwargs) -> VT:
     try:
         return torch_table.call_torch(tx.ctx, fn, args, kwargs)
     except Unsupported as e:
-        if e.rid != "RB013" or torch_table.TABLE[fn].host:
+        if e.rid != INEXPRESSIBLE_OP or torch_table.TABLE[fn].host:
             raise
         if isinstance(fn, types.FunctionType):  # F.adaptive_avg_pool2d: trace its Python
             try:
@@ -1521,7 +1541,7 @@ def _len(tx, args, kwargs):
         return objects.call_dunder(tx, obj, "__len__")
     if isinstance(obj, TensorVar):
         if obj.meta.dim() == 0:
-            raise Unsupported("RB017", "len() of a 0-d tensor")
+            raise Unsupported(TRACE_EXCEPTION, "len() of a 0-d tensor")
         return ConstVar(obj.value.type.shape[0])
     if isinstance(obj, ConstVar) and isinstance(obj.value, (
             torch.nn.ModuleList, torch.nn.Sequential, torch.nn.ModuleDict)):
@@ -1550,10 +1570,11 @@ def _enumerate(tx, args, kwargs):
 def _zip(tx, args, kwargs):
     strict = as_python(kwargs.pop("strict", ConstVar(False)))
     if kwargs:
-        raise Unsupported("RB017", f"zip() got an unexpected keyword {next(iter(kwargs))!r}")
+        raise Unsupported(TRACE_EXCEPTION,
+                          f"zip() got an unexpected keyword {next(iter(kwargs))!r}")
     columns = [iterate(tx, a) for a in args]
     if strict and len({len(c) for c in columns}) > 1:
-        raise Unsupported("RB017", "zip(strict=True) over iterables of different lengths")
+        raise Unsupported(TRACE_EXCEPTION, "zip(strict=True) over iterables of different lengths")
     return ListVar([TupleVar(list(row)) for row in zip(*columns)])
 
 
@@ -1576,7 +1597,7 @@ def _expect_true(tx, args, kwargs):
     value = args[0] if args else kwargs["a"]
     if isinstance(value, TensorVar) or not (_symbolic(value) or isinstance(
             as_python(value), bool)):
-        raise Unsupported("RB017", f"expect_true of {value!r}: eager raises AssertionError")
+        raise Unsupported(TRACE_EXCEPTION, f"expect_true of {value!r}: eager raises AssertionError")
     return ConstVar(truth(tx, value))
 
 
@@ -1588,19 +1609,20 @@ def _filter(tx, args, kwargs):
     kept = [i for i in items if truth(tx, i if isinstance(fn, ConstVar) and fn.value is None
                                       else call_function(tx, fn, [i], {}))]
     if len(tx.ctx.effects) != before:
-        raise Unsupported("RB008", "filter() with a function that has side effects")
+        raise Unsupported(UNREPLAYABLE_SIDE_EFFECT,
+                          "filter() with a function that has side effects")
     return IteratorVar(kept)
 
 
 def _map(tx, args, kwargs):
     """map(fn, *its), evaluated when made (as filter above)."""
     if kwargs or len(args) < 2:
-        raise Unsupported("RB017", "map() needs a function and an iterable")
+        raise Unsupported(TRACE_EXCEPTION, "map() needs a function and an iterable")
     fn, columns = args[0], [iterate(tx, a) for a in args[1:]]
     before = len(tx.ctx.effects)
     items = [call_function(tx, fn, list(row), {}) for row in zip(*columns)]
     if len(tx.ctx.effects) != before:
-        raise Unsupported("RB008", "map() with a function that has side effects")
+        raise Unsupported(UNREPLAYABLE_SIDE_EFFECT, "map() with a function that has side effects")
     return IteratorVar(items)
 
 
@@ -1609,7 +1631,7 @@ def _type(tx, args, kwargs):
     (Tensor or Parameter) is pinned by its TENSOR_MATCH guard."""
     if len(args) != 1 or kwargs:  # type(name, bases, namespace) of constants: folded
         if not all(_is_constant(v) for v in list(args) + list(kwargs.values())):
-            raise Unsupported("RB004", "type() making a class of traced values")
+            raise Unsupported(UNSUPPORTED_CALL, "type() making a class of traced values")
         return _fold(type, *[as_python(a) for a in args],
                      **{k: as_python(v) for k, v in kwargs.items()})
     (obj,) = args
@@ -1621,18 +1643,18 @@ def _type(tx, args, kwargs):
     try:
         return ConstVar(obj.python_type())
     except NotImplementedError:
-        raise Unsupported("RB004", f"type() of {obj!r}") from None
+        raise Unsupported(UNSUPPORTED_CALL, f"type() of {obj!r}") from None
 
 
 def _reduce(tx, args, kwargs):
     """functools.reduce(fn, it[, initial]): the calls unrolled in order."""
     if kwargs or len(args) not in (2, 3):
-        raise Unsupported("RB013", "functools.reduce with unusual arguments")
+        raise Unsupported(INEXPRESSIBLE_OP, "functools.reduce with unusual arguments")
     items = iterate(tx, args[1])
     if len(args) == 3:
         items = [args[2]] + items
     if not items:
-        raise Unsupported("RB017", "reduce() of empty iterable with no initial value")
+        raise Unsupported(TRACE_EXCEPTION, "reduce() of empty iterable with no initial value")
     acc = items[0]
     for item in items[1:]:
         acc = call_function(tx, args[0], [acc, item], {})
@@ -1644,7 +1666,7 @@ def _accumulate(tx, args, kwargs):
     (torch.unravel_index); fn defaults to +."""
     fn = args[1] if len(args) > 1 else kwargs.get("func", ConstVar(None))
     if len(args) > 2 or set(kwargs) - {"func", "initial"}:
-        raise Unsupported("RB013", "itertools.accumulate with unusual arguments")
+        raise Unsupported(INEXPRESSIBLE_OP, "itertools.accumulate with unusual arguments")
     if isinstance(fn, ConstVar) and fn.value is None:
         fn = ConstVar(operator.add)
     items = iterate(tx, args[0])
@@ -1663,28 +1685,29 @@ def _broadcast_shapes(tx, args, kwargs):
     shapes = [as_python(a) for a in args] if not kwargs and all(
         _is_constant(a) for a in args) else None
     if shapes is None:
-        raise Unsupported("RB013", "torch.broadcast_shapes of sizes not known while tracing")
+        raise Unsupported(INEXPRESSIBLE_OP,
+                          "torch.broadcast_shapes of sizes not known while tracing")
     try:
         got = torch.broadcast_shapes(*shapes)
     except RuntimeError as e:
-        raise Unsupported("RB017", f"broadcast_shapes: RuntimeError: {e}") from None
+        raise Unsupported(TRACE_EXCEPTION, f"broadcast_shapes: RuntimeError: {e}") from None
     return TupleVar([ConstVar(int(n)) for n in got], cls=torch.Size)
 
 
 def _torch_size(tx, args, kwargs):
     """torch.Size(sizes): a tuple of (possibly symbolic) sizes of class torch.Size."""
     if kwargs or len(args) > 1:
-        raise Unsupported("RB013", "torch.Size with unusual arguments")
+        raise Unsupported(INEXPRESSIBLE_OP, "torch.Size with unusual arguments")
     items = iterate(tx, args[0]) if args else []
     if any(isinstance(i, TensorVar) for i in items):
-        raise Unsupported("RB002", "torch.Size of tensors")
+        raise Unsupported(TENSOR_TO_PYTHON, "torch.Size of tensors")
     return TupleVar(items, cls=torch.Size)
 
 
 def _tensor_getitem(tx, args, kwargs):
     """torch.Tensor.__getitem__(t, idx) called by name: `t[idx]`."""
     if len(args) != 2 or kwargs or not isinstance(args[0], TensorVar):
-        raise Unsupported("RB013", "Tensor.__getitem__ called with unusual arguments")
+        raise Unsupported(INEXPRESSIBLE_OP, "Tensor.__getitem__ called with unusual arguments")
     return getitem(tx, args[0], args[1])
 
 
@@ -1692,19 +1715,20 @@ def _next(tx, args, kwargs):
     """next(it[, default]) on an iterator the trace made (a generator expression, a loop's
     iterator)."""
     if kwargs or not args or not isinstance(args[0], (IteratorVar, GeneratorVar)):
-        raise Unsupported("RB013", "next() of an iterator the trace did not make")
+        raise Unsupported(INEXPRESSIBLE_OP, "next() of an iterator the trace did not make")
     item = args[0].next()
     if item is None:
         if len(args) > 1:
             return args[1]
-        raise Unsupported("RB017", "next() of an exhausted iterator: StopIteration")
+        raise Unsupported(TRACE_EXCEPTION, "next() of an exhausted iterator: StopIteration")
     return item
 
 
 def _repeat(tx, args, kwargs):
     """itertools.repeat(x, n) with a constant n: n references to x (torch's `_ntuple`)."""
     if len(args) + len(kwargs) != 2:
-        raise Unsupported("RB013", "itertools.repeat without a count (an endless iterator)")
+        raise Unsupported(INEXPRESSIBLE_OP,
+                          "itertools.repeat without a count (an endless iterator)")
     value = args[0] if args else kwargs["object"]
     times = as_python(args[1] if len(args) > 1 else kwargs["times"])
     return IteratorVar([value] * max(int(times), 0))
@@ -1766,28 +1790,29 @@ def _setattr_builtin(tx, args, kwargs):
     """`setattr(obj, name, value)` on an object the frame owns (Note [Deep copies], Note
     [Objects made in the frame]); on anything else a break, as before."""
     if len(args) != 3 or kwargs:
-        raise Unsupported("RB017", "setattr() takes three arguments")
+        raise Unsupported(TRACE_EXCEPTION, "setattr() takes three arguments")
     obj, name = args[0], as_python(require_const(tx, args[1], "attribute name"))
     if type(obj) is MadeObjectVar and not isinstance(obj.value, torch.nn.Module):
         copies.set_attr(tx, obj, name, args[2])
     elif isinstance(obj, ObjectVar):
         objects.store_attr(obj, name, args[2])
     else:
-        raise Unsupported("RB008", f"setattr on {_describe_vt(obj)}")
+        raise Unsupported(UNREPLAYABLE_SIDE_EFFECT, f"setattr on {_describe_vt(obj)}")
     return ConstVar(None)
 
 
 def _delattr_builtin(tx, args, kwargs):
     """`delattr(obj, name)`, `del obj.name`: as `_setattr_builtin`."""
     if len(args) != 2 or kwargs:
-        raise Unsupported("RB017", "delattr() takes two arguments")
+        raise Unsupported(TRACE_EXCEPTION, "delattr() takes two arguments")
     obj, name = args[0], as_python(require_const(tx, args[1], "attribute name"))
     if type(obj) is MadeObjectVar and not isinstance(obj.value, torch.nn.Module):
         copies.del_attr(tx, obj, name)
     elif isinstance(obj, ObjectVar):
         objects.del_attr(obj, name)
     else:
-        raise Unsupported("RB008", f"deleting attribute {name!r} of {_describe_vt(obj)}")
+        raise Unsupported(UNREPLAYABLE_SIDE_EFFECT,
+                          f"deleting attribute {name!r} of {_describe_vt(obj)}")
     return ConstVar(None)
 
 
@@ -1804,7 +1829,7 @@ def _minmax(fn, sym):
     def handler(tx, args, kwargs):
         unknown = set(kwargs) - {"key", "default"}
         if unknown or not args:
-            raise Unsupported("RB017", f"{fn.__name__}() arguments {sorted(unknown)}")
+            raise Unsupported(TRACE_EXCEPTION, f"{fn.__name__}() arguments {sorted(unknown)}")
         items = iterate(tx, args[0]) if len(args) == 1 else list(args)
         key = kwargs.get("key")
         if key is not None and isinstance(key, ConstVar) and key.value is None:
@@ -1812,7 +1837,7 @@ def _minmax(fn, sym):
         if not items:
             if "default" in kwargs and len(args) == 1:
                 return kwargs["default"]
-            raise Unsupported("RB017", f"{fn.__name__}() of an empty sequence")
+            raise Unsupported(TRACE_EXCEPTION, f"{fn.__name__}() of an empty sequence")
         if key is None and not any(isinstance(i, TensorVar) for i in items):
             return _fold(fn, [as_python(i) for i in items])
         keyed = (lambda item: item) if key is None else \
@@ -1822,7 +1847,7 @@ def _minmax(fn, sym):
             item_key = keyed(item)
             compared = binary(tx, sym, item_key, best_key)
             if isinstance(compared, TensorVar):
-                raise Unsupported("RB003", f"{fn.__name__}() compares tensor values")
+                raise Unsupported(TENSOR_CONTROL_FLOW, f"{fn.__name__}() compares tensor values")
             if truth(tx, compared):
                 best, best_key = item, item_key
         return best
@@ -1840,7 +1865,7 @@ def _sum(tx, args, kwargs):
 def _to_python_number(fn):
     def handler(tx, args, kwargs):
         if args and isinstance(args[0], TensorVar):
-            raise Unsupported("RB002", f"{fn.__name__}(tensor)")
+            raise Unsupported(TENSOR_TO_PYTHON, f"{fn.__name__}(tensor)")
         # int(size) of a dynamic size is a Python number: specialised, with a guard
         # `Eq(s0, 6)` (spec/guards.md, "Dynamic sizes").
         values = [as_python(a) for a in args]
@@ -1861,7 +1886,7 @@ def _callable(tx, args, kwargs):
     """callable(x) of any traced value (transformers' and_masks checks closures made in the
     frame).  Of a sourced object the answer is guarded: it follows the object's type."""
     if len(args) != 1 or kwargs:
-        raise Unsupported("RB017", "callable() takes exactly one argument")
+        raise Unsupported(TRACE_EXCEPTION, "callable() takes exactly one argument")
     obj = args[0]
     if isinstance(obj, (FunctionVar, MethodVar, PartialVar, classes.ClassVar,
                         classes.StaticMethodVar)):
@@ -1872,7 +1897,7 @@ def _callable(tx, args, kwargs):
         try:  # an instance is callable when its class defines __call__
             return ConstVar(any("__call__" in vars(k) for k in obj.python_type().__mro__))
         except NotImplementedError:
-            raise Unsupported("RB004", f"callable() of {_describe_vt(obj)}") from None
+            raise Unsupported(UNSUPPORTED_CALL, f"callable() of {_describe_vt(obj)}") from None
     result = callable(obj.value)
     if obj.source is not None and not isinstance(obj.value, CONSTANT_TYPES):
         tx.ctx.guard_fact(obj.source, callable, "callable({})", result)
@@ -1886,7 +1911,7 @@ def _signature(tx, args, kwargs):
     call (the code by identity, the defaults by value).  inspect's own code was traced
     and broke at its isinstance checks."""
     if len(args) != 1 or kwargs:
-        raise Unsupported("RB004", "inspect.signature() with options")
+        raise Unsupported(UNSUPPORTED_CALL, "inspect.signature() with options")
     obj, bound = args[0], False
     if isinstance(obj, MethodVar) and isinstance(obj.fn, types.FunctionType):
         fn, src, bound = obj.fn, ConstSource(obj.fn, obj.fn.__qualname__), True
@@ -1895,7 +1920,8 @@ def _signature(tx, args, kwargs):
         src = obj.source or ConstSource(fn, fn.__qualname__)
     elif isinstance(obj, FunctionVar):
         if not all(_is_constant(d) for d in list(obj.defaults) + list(obj.kwdefaults.values())):
-            raise Unsupported("RB004", "inspect.signature() of a function whose defaults are"
+            raise Unsupported(UNSUPPORTED_CALL,
+                              "inspect.signature() of a function whose defaults are"
                                        " traced values")
         fn = types.FunctionType(obj.code, {}, obj.name,
                                 tuple(as_python(d) for d in obj.defaults),
@@ -1903,9 +1929,9 @@ def _signature(tx, args, kwargs):
         fn.__kwdefaults__ = {k: as_python(v) for k, v in obj.kwdefaults.items()} or None
         return ConstVar(inspect.signature(fn))
     else:
-        raise Unsupported("RB004", f"inspect.signature() of {_describe_vt(obj)}")
+        raise Unsupported(UNSUPPORTED_CALL, f"inspect.signature() of {_describe_vt(obj)}")
     if any(hasattr(fn, a) for a in ("__signature__", "__wrapped__", "__text_signature__")):
-        raise Unsupported("RB004", f"inspect.signature() of {fn.__qualname__}, which"
+        raise Unsupported(UNSUPPORTED_CALL, f"inspect.signature() of {fn.__qualname__}, which"
                                    " overrides its signature")
     tx.ctx.wrap(fn.__code__, AttrSource(src, "__code__"))  # ID_MATCH, as for a call
     _wrap_defaults(tx, fn, src)

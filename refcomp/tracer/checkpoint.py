@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import torch.utils.checkpoint as ckpt
 
-from refcomp.reasons import Unsupported
+from refcomp.reasons import UNSUPPORTED_CALL, Unsupported
 from refcomp.tracer.values import ConstVar
 
 CHECKPOINT = ckpt.checkpoint
@@ -39,17 +39,18 @@ def call_checkpoint(tx, args: list, kwargs: dict, call_function):
     """The traced value of `checkpoint(function, *args, **kwargs)` (Note [Checkpoint
     traced inline]); `call_function(tx, fn, args, kwargs)` traces the region."""
     if not args:
-        raise Unsupported("RB004", "torch.utils.checkpoint.checkpoint() without a function")
+        raise Unsupported(UNSUPPORTED_CALL,
+                          "torch.utils.checkpoint.checkpoint() without a function")
     kwargs = dict(kwargs)
     options = {k: kwargs.pop(k) for k in _OPTIONS if k in kwargs}
     values = {}
     for name, v in options.items():
         if not isinstance(v, ConstVar):
-            raise Unsupported("RB004", f"torch.utils.checkpoint with a traced {name}=")
+            raise Unsupported(UNSUPPORTED_CALL, f"torch.utils.checkpoint with a traced {name}=")
         values[name] = v.value
     why = _eager_only(values)
     if why:
-        raise Unsupported("RB004", f"torch.utils.checkpoint with {why} runs eagerly (its"
+        raise Unsupported(UNSUPPORTED_CALL, f"torch.utils.checkpoint with {why} runs eagerly (its"
                                    " autograd semantics are not those of an inline call)")
     ctx = tx.ctx
     before = len(ctx.builder.nodes)

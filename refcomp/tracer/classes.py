@@ -27,7 +27,7 @@ import builtins
 
 import torch
 
-from refcomp.reasons import Unsupported
+from refcomp.reasons import TRACE_EXCEPTION, UNSUPPORTED_CALL, Unsupported
 from refcomp.tracer.values import VT, ConstVar, FunctionVar, TensorVar, TupleVar
 
 
@@ -84,23 +84,24 @@ def build_class(tx, args: list, kwargs: dict) -> ClassVar:
     from refcomp.tracer.frame import InstructionTranslator
 
     if kwargs:
-        raise Unsupported("RB004", f"class creation with keywords {sorted(kwargs)}"
+        raise Unsupported(UNSUPPORTED_CALL, f"class creation with keywords {sorted(kwargs)}"
                                    " (metaclass=...)")
     if len(args) < 2 or not isinstance(args[0], FunctionVar) or not isinstance(
             args[1], ConstVar) or not isinstance(args[1].value, str):
-        raise Unsupported("RB004", "__build_class__ called other than by a class statement")
+        raise Unsupported(UNSUPPORTED_CALL,
+                          "__build_class__ called other than by a class statement")
     body, name = args[0], args[1].value
     bases = []
     for b in args[2:]:
         if not (isinstance(b, ConstVar) and isinstance(b.value, type)):
-            raise Unsupported("RB004", f"class {name}: base {b!r} is not a class the trace"
+            raise Unsupported(UNSUPPORTED_CALL, f"class {name}: base {b!r} is not a class the trace"
                                        " read")
         if type(b.value) is not type and not issubclass(b.value, torch.autograd.Function):
-            raise Unsupported("RB004", f"class {name}: base {b.value.__name__} has the"
+            raise Unsupported(UNSUPPORTED_CALL, f"class {name}: base {b.value.__name__} has the"
                                        f" metaclass {type(b.value).__name__}")
         bases.append(b.value)
     if "__class__" in body.code.co_cellvars:
-        raise Unsupported("RB004", f"class {name} uses __class__ or super() in its body")
+        raise Unsupported(UNSUPPORTED_CALL, f"class {name} uses __class__ or super() in its body")
     cells = dict(zip(body.code.co_freevars, body.closure))
     child = InstructionTranslator(tx.ctx, body.code, body.f_globals, tx.f_builtins, {}, cells,
                                   parent=tx, globals_source=body.globals_source)
@@ -119,7 +120,7 @@ def class_attr(tx, cls: ClassVar, name: str) -> VT:
         for klass in base.__mro__:
             if name in vars(klass):
                 return ConstVar(getattr(base, name))
-    raise Unsupported("RB017", f"type object {cls.name!r} has no attribute {name!r}")
+    raise Unsupported(TRACE_EXCEPTION, f"type object {cls.name!r} has no attribute {name!r}")
 
 
 def apply(tx, fn: ApplyVar, args: list, kwargs: dict) -> VT:
@@ -128,16 +129,17 @@ def apply(tx, fn: ApplyVar, args: list, kwargs: dict) -> VT:
 
     cls = fn.cls
     if kwargs:
-        raise Unsupported("RB004", f"{cls.name}.apply with keyword arguments")
+        raise Unsupported(UNSUPPORTED_CALL, f"{cls.name}.apply with keyword arguments")
     tensors = [a for a in args if isinstance(a, TensorVar)]
     if tx.ctx.grad_enabled and any(t.requires_grad for t in tensors):
-        raise Unsupported("RB004", f"{cls.name}.apply (a custom autograd.Function defined in"
+        raise Unsupported(UNSUPPORTED_CALL,
+                          f"{cls.name}.apply (a custom autograd.Function defined in"
                                    " the frame) with an input that requires grad")
     if "setup_context" in cls.namespace:
-        raise Unsupported("RB004", f"{cls.name}.apply: a forward with setup_context")
+        raise Unsupported(UNSUPPORTED_CALL, f"{cls.name}.apply: a forward with setup_context")
     forward = cls.namespace.get("forward")
     if forward is None:
-        raise Unsupported("RB004", f"{cls.name}.apply without its own forward")
+        raise Unsupported(UNSUPPORTED_CALL, f"{cls.name}.apply without its own forward")
     forward = forward.fn if isinstance(forward, StaticMethodVar) else forward
     ctx = FunctionCtxVar(len(args))
     previous = tx.ctx.grad_enabled
@@ -165,12 +167,12 @@ def ctx_attr(ctx: FunctionCtxVar, name: str) -> VT:
         return MethodVar(name, ctx, name)
     if name in ctx.attrs:
         return ctx.attrs[name]
-    raise Unsupported("RB004", f"ctx.{name} of a custom autograd.Function's forward")
+    raise Unsupported(UNSUPPORTED_CALL, f"ctx.{name} of a custom autograd.Function's forward")
 
 
 def staticmethod_call(tx, args, kwargs):
     if len(args) != 1 or kwargs:
-        raise Unsupported("RB017", "staticmethod() takes one argument")
+        raise Unsupported(TRACE_EXCEPTION, "staticmethod() takes one argument")
     if isinstance(args[0], ConstVar):
         return ConstVar(staticmethod(args[0].value))
     return StaticMethodVar(args[0])

@@ -24,7 +24,13 @@ from ir.graph import Value
 from ir.types import BY_TORCH_NAME, size_symbol
 from refcomp import global_state
 from refcomp import guards as G
-from refcomp.reasons import Unsupported
+from refcomp.reasons import (
+    INEXPRESSIBLE_OP,
+    INPLACE_ON_ALIAS,
+    NON_TENSOR_RESULT,
+    UNREPLAYABLE_SIDE_EFFECT,
+    Unsupported,
+)
 from refcomp.sources import (
     ATTR,
     BUFFER,
@@ -63,7 +69,7 @@ CONSTANT_TYPES = (int, float, bool, str, type(None), complex, bytes)
 def ir_dtype(dtype: torch.dtype):
     name = str(dtype).split(".")[-1]
     if name not in BY_TORCH_NAME:
-        raise Unsupported("RB013", f"dtype {dtype} has no IR dtype")
+        raise Unsupported(INEXPRESSIBLE_OP, f"dtype {dtype} has no IR dtype")
     return BY_TORCH_NAME[name]
 
 
@@ -298,7 +304,7 @@ class TraceContext:
             return TupleVar(items, source, cls=type(value))
         if type(value) is dict:
             if not all(constant_key(k) for k in value):
-                raise Unsupported("RB012", f"dict {source.name()} has non-constant keys")
+                raise Unsupported(NON_TENSOR_RESULT, f"dict {source.name()} has non-constant keys")
             self.add_guard(G.DICT_KEYS, source, (dict, tuple(value)))
             return DictVar({k: self.wrap(v, ItemSource(source, k)) for k, v in value.items()},
                            source)
@@ -334,13 +340,15 @@ class TraceContext:
         the trace would not see the mutations (Note [Replayed side effects])."""
         seen = self.container_claims.setdefault(id(value), (how, source.name(), value))
         if seen[0] != how:
-            raise Unsupported("RB008", f"{source.name()} is the same {type(value).__name__}"
+            raise Unsupported(UNREPLAYABLE_SIDE_EFFECT,
+                              f"{source.name()} is the same {type(value).__name__}"
                                        f" as {seen[1]}, which the frame "
                                        f"{'mutates' if how == 'read' else 'reads'}")
 
     def _wrap_unsourced(self, value):
         if isinstance(value, torch.Tensor):
-            raise Unsupported("RB012", "a tensor reached without a source (cannot be an input)")
+            raise Unsupported(NON_TENSOR_RESULT,
+                              "a tensor reached without a source (cannot be an input)")
         if type(value) in (list, tuple):
             items = [self._wrap_unsourced(v) for v in value]
             return (ListVar if type(value) is list else TupleVar)(items)
@@ -348,11 +356,13 @@ class TraceContext:
 
     def _wrap_tensor(self, t: torch.Tensor, source: Optional[Source]) -> TensorVar:
         if source is None:
-            raise Unsupported("RB012", "a tensor reached without a source (cannot be an input)")
+            raise Unsupported(NON_TENSOR_RESULT,
+                              "a tensor reached without a source (cannot be an input)")
         if t.is_sparse or t.is_quantized or t.layout != torch.strided or t.is_complex():
-            raise Unsupported("RB013", f"{source.name()} is a {t.layout}/{t.dtype} tensor")
+            raise Unsupported(INEXPRESSIBLE_OP, f"{source.name()} is a {t.layout}/{t.dtype} tensor")
         if type(t) not in (torch.Tensor, torch.nn.Parameter):
-            raise Unsupported("RB013", f"{source.name()} is a tensor subclass {type(t).__name__}")
+            raise Unsupported(INEXPRESSIBLE_OP,
+                              f"{source.name()} is a tensor subclass {type(t).__name__}")
         dynamic_dims = self._dynamic_dims(t, source)
         facts = G.tensor_facts(t, dynamic_dims)
         self.add_guard(G.TENSOR_MATCH, source, facts)
@@ -575,7 +585,7 @@ class TraceContext:
     def record_mutation(self, old: TensorVar, new: TensorVar) -> None:
         """`old` (a graph input) now holds `new`'s value; written back after the graph runs."""
         if old.source is None or old.source.name() not in self.input_vars:
-            raise Unsupported("RB010", "in-place op on a tensor that is not a graph input")
+            raise Unsupported(INPLACE_ON_ALIAS, "in-place op on a tensor that is not a graph input")
         self.mutated[old.source.name()] = (old.source, new)
 
     def finish_guards(self) -> list:

@@ -52,7 +52,7 @@ import types
 
 import torch
 
-from refcomp.reasons import Unsupported
+from refcomp.reasons import UNREPLAYABLE_SIDE_EFFECT, UNSUPPORTED_CALL, Unsupported
 from refcomp.sources import AttrSource, ConstSource
 from refcomp.tracer.values import (
     VT,
@@ -162,7 +162,8 @@ def _check_not_pending(tx, vt: ConstVar) -> None:
         ctx.container_claims[i][0] == "mutated" or ctx.container_claims[i][1] in targets
         for i in reach.keys() & ctx.container_claims.keys())
     if stale:
-        raise Unsupported("RB008", f"copy.deepcopy of {vt!r}: the frame wrote to it before"
+        raise Unsupported(UNREPLAYABLE_SIDE_EFFECT,
+                          f"copy.deepcopy of {vt!r}: the frame wrote to it before"
                                    " (the write is replayed after the graph)")
 
 
@@ -172,7 +173,7 @@ def deepcopy(tx, args, kwargs):
         memo = args[1] if len(args) > 1 else kwargs.get("memo")
         if len(args) > 2 or set(kwargs) - {"memo"} or not (
                 isinstance(memo, ConstVar) and memo.value is None):
-            raise Unsupported("RB004", "copy.deepcopy with a memo")
+            raise Unsupported(UNSUPPORTED_CALL, "copy.deepcopy with a memo")
     return copy_vt(tx, args[0], {})
 
 
@@ -185,7 +186,7 @@ def copy_vt(tx, vt: VT, memo: dict) -> VT:
     if _constant(vt):  # deepcopy of an immutable value is the value (a size: an int)
         return vt
     if isinstance(vt, TensorVar):  # (Dynamo breaks here too)
-        raise Unsupported("RB004", f"copy.deepcopy of {_name(vt)}, a tensor")
+        raise Unsupported(UNSUPPORTED_CALL, f"copy.deepcopy of {_name(vt)}, a tensor")
     if isinstance(vt, (ListVar, TupleVar)) and not (isinstance(vt, TupleVar) and
                                                    vt.cls is not tuple):
         out = memo[id(vt)] = type(vt)([])
@@ -197,13 +198,13 @@ def copy_vt(tx, vt: VT, memo: dict) -> VT:
         return out
     if type(vt) is ObjectVar:
         if not _copied_by_default(vt.cls):
-            raise Unsupported("RB004", f"copy.deepcopy of {vt!r}: its class copies itself")
+            raise Unsupported(UNSUPPORTED_CALL, f"copy.deepcopy of {vt!r}: its class copies itself")
         out = memo[id(vt)] = ObjectVar(vt.cls, vt.cls_vt)
         out.attrs.update({k: copy_vt(tx, v, memo) for k, v in vt.attrs.items()})
         return out
     if type(vt) in (ConstVar, MadeObjectVar):
         return _copy_const(tx, vt)
-    raise Unsupported("RB004", f"copy.deepcopy of {_name(vt)}")
+    raise Unsupported(UNSUPPORTED_CALL, f"copy.deepcopy of {_name(vt)}")
 
 
 def _constant(vt: VT) -> bool:
@@ -233,10 +234,10 @@ def _copy_const(tx, vt: ConstVar) -> VT:
     try:
         state = _state(value, {}, [NODE_LIMIT])
     except _NotPlain as e:
-        raise Unsupported("RB004", f"copy.deepcopy of {_name(vt)}, which holds {e} (only"
+        raise Unsupported(UNSUPPORTED_CALL, f"copy.deepcopy of {_name(vt)}, which holds {e} (only"
                                    " plain Python data is copied while tracing)") from None
     except TypeError as e:
-        raise Unsupported("RB004", f"copy.deepcopy of {_name(vt)}: {e}") from None
+        raise Unsupported(UNSUPPORTED_CALL, f"copy.deepcopy of {_name(vt)}: {e}") from None
     if vt.source is not None:
         _check_not_pending(tx, vt)
         tx.ctx.guard_fact(vt.source, deep_state, "deep_state({})", state)
@@ -305,7 +306,7 @@ def _write(obj: MadeObjectVar, what: str, fn) -> None:
     try:
         fn()
     except Exception as e:  # eager raises it at the same place: CPython runs it there
-        raise Unsupported("RB004", f"{what} on {obj!r}: {type(e).__name__}: {e}") from None
+        raise Unsupported(UNSUPPORTED_CALL, f"{what} on {obj!r}: {type(e).__name__}: {e}") from None
 
 
 def set_attr(tx, obj: MadeObjectVar, name: str, value: VT) -> None:
@@ -319,7 +320,8 @@ def set_attr(tx, obj: MadeObjectVar, name: str, value: VT) -> None:
         real = value
     if isinstance(value, MadeObjectVar) or not _immutable(real) or \
             isinstance(real, torch.SymInt) or _symbolic(real):
-        raise Unsupported("RB008", f"setting {name!r} of {obj!r} to a traced value")
+        raise Unsupported(UNREPLAYABLE_SIDE_EFFECT,
+                          f"setting {name!r} of {obj!r} to a traced value")
     _write(obj, f"setting {name!r}", lambda: setattr(obj.value, name, real))
 
 

@@ -28,7 +28,7 @@ import copy
 
 import torch
 
-from refcomp.reasons import Unsupported
+from refcomp.reasons import UNREPLAYABLE_SIDE_EFFECT, Unsupported
 from refcomp.tracer.values import (
     VT,
     ConstVar,
@@ -60,7 +60,8 @@ def replayable(vt: VT, what: str, ctx) -> None:
         if isinstance(v, TensorVar):
             if v.alias in ctx.input_aliases and not (
                     v.source is not None and ctx.input_vars.get(v.source.name()) is v):
-                raise Unsupported("RB008", f"{what}: a view of an input tensor cannot be"
+                raise Unsupported(UNREPLAYABLE_SIDE_EFFECT,
+                                  f"{what}: a view of an input tensor cannot be"
                                            " handed to a replayed side effect")
             continue
         if isinstance(v, (TupleVar, ListVar)) and v.source is None:
@@ -73,7 +74,8 @@ def replayable(vt: VT, what: str, ctx) -> None:
         elif isinstance(v, ConstVar) and _immutable_const(v.value):
             continue
         else:
-            raise Unsupported("RB008", f"{what}: {v!r} cannot be handed to a replayed"
+            raise Unsupported(UNREPLAYABLE_SIDE_EFFECT,
+                              f"{what}: {v!r} cannot be handed to a replayed"
                                        " side effect")
 
 

@@ -16,7 +16,16 @@ from dataclasses import dataclass
 from typing import Optional
 
 from ir.builder import ExternOnlyDTypeError
-from refcomp.reasons import Raised, Unsupported
+from refcomp.reasons import (
+    GENERATOR_FRAME,
+    INEXPRESSIBLE_OP,
+    TOO_DEEP,
+    TRACE_EXCEPTION,
+    UNSUPPORTED_OPCODE,
+    UNSUPPORTED_PYTHON,
+    Raised,
+    Unsupported,
+)
 from refcomp.sources import ClosureSource, LocalSource
 from refcomp.tracer.context import TraceContext
 from refcomp.tracer.opcodes import OpcodeHandlers
@@ -70,10 +79,10 @@ def check_code_supported(code, *, generator: bool = False) -> None:
     the frame's own handlers: spec/runtime.md).
     """
     if sys.version_info[:2] != (3, 11):
-        err = Unsupported("RB007", f"running on Python {sys.version.split()[0]}")
+        err = Unsupported(UNSUPPORTED_PYTHON, f"running on Python {sys.version.split()[0]}")
     elif code.co_flags & _GENERATOR_FLAGS and not (
             generator and code.co_flags & _GENERATOR_FLAGS == inspect.CO_GENERATOR):
-        err = Unsupported("RB014", f"{code.co_name} is a generator or coroutine")
+        err = Unsupported(GENERATOR_FRAME, f"{code.co_name} is a generator or coroutine")
     else:
         err = None
     if err is not None:
@@ -109,7 +118,7 @@ class InstructionTranslator(OpcodeHandlers):
         self.ip = 0
         self.current = None
         if self.depth > MAX_INLINE_DEPTH:
-            raise Unsupported("RB015", f"inlining {code.co_name} at depth {self.depth}")
+            raise Unsupported(TOO_DEEP, f"inlining {code.co_name} at depth {self.depth}")
 
     # --- the loop ---------------------------------------------------------------------------
     def run(self) -> VT:
@@ -185,11 +194,11 @@ class InstructionTranslator(OpcodeHandlers):
         self.ip += 1
         handler = getattr(self, inst.opname, None)
         if handler is None:
-            raise Unsupported("RB001", f"opcode {inst.opname}")
+            raise Unsupported(UNSUPPORTED_OPCODE, f"opcode {inst.opname}")
         try:
             handler(inst)
         except ExternOnlyDTypeError as e:  # complex values: only opaque nodes take them
-            raise Unsupported("RB013", str(e)) from None
+            raise Unsupported(INEXPRESSIBLE_OP, str(e)) from None
 
     def live_values(self):
         """Every symbolic value this frame can still reach (locals, cells, stack)."""
@@ -236,30 +245,31 @@ def bind_arguments(code, args: list, kwargs: dict, defaults: tuple, kwdefaults: 
     has_varkw = bool(code.co_flags & inspect.CO_VARKEYWORDS)
     out: dict = {}
     if len(args) > npos and not has_varargs:
-        raise Unsupported("RB017", f"{code.co_name}() takes {npos} positional arguments"
+        raise Unsupported(TRACE_EXCEPTION, f"{code.co_name}() takes {npos} positional arguments"
                                    f" but {len(args)} were given")
     for name, value in zip(pos_names, args):
         out[name] = value
     extra_kw = {}
     for key, value in kwargs.items():
         if key in out:
-            raise Unsupported("RB017", f"{code.co_name}() got multiple values for {key!r}")
+            raise Unsupported(TRACE_EXCEPTION, f"{code.co_name}() got multiple values for {key!r}")
         if key in pos_names[code.co_posonlyargcount:] or key in kw_names:
             out[key] = value
         elif has_varkw:
             extra_kw[key] = value
         else:
-            raise Unsupported("RB017", f"{code.co_name}() got an unexpected keyword {key!r}")
+            raise Unsupported(TRACE_EXCEPTION,
+                              f"{code.co_name}() got an unexpected keyword {key!r}")
     first_default = npos - len(defaults)
     for i, name in enumerate(pos_names):
         if name not in out:
             if i < first_default:
-                raise Unsupported("RB017", f"{code.co_name}() missing argument {name!r}")
+                raise Unsupported(TRACE_EXCEPTION, f"{code.co_name}() missing argument {name!r}")
             out[name] = defaults[i - first_default]
     for name in kw_names:
         if name not in out:
             if name not in kwdefaults:
-                raise Unsupported("RB017", f"{code.co_name}() missing argument {name!r}")
+                raise Unsupported(TRACE_EXCEPTION, f"{code.co_name}() missing argument {name!r}")
             out[name] = kwdefaults[name]
     index = npos + nkw
     if has_varargs:
@@ -287,7 +297,7 @@ def trace(fn, bound_locals: dict, ctx: TraceContext) -> TraceResult:
         try:
             contents = cell.cell_contents
         except ValueError:  # an empty cell: reading it raises NameError in eager too
-            raise Unsupported("RB017", f"closure variable {name!r} is unbound") from None
+            raise Unsupported(TRACE_EXCEPTION, f"closure variable {name!r} is unbound") from None
         cells[name] = CellVar(ctx.wrap(contents, ClosureSource(i, name)))
         cells[name].real = True  # a store into it is a side effect (RB008)
     builtins = fn.__globals__.get("__builtins__", __builtins__)

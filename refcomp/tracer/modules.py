@@ -17,7 +17,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from refcomp import guards as G
-from refcomp.reasons import Unsupported
+from refcomp.reasons import INEXPRESSIBLE_OP, TRAINING_MODE_STATE, UNSUPPORTED_CALL, Unsupported
 from refcomp.sources import AttrSource
 from refcomp.tracer import calls, torch_ops, torch_table
 from refcomp.tracer.values import ConstVar, TensorVar
@@ -62,7 +62,7 @@ def _torch(tx, fn, args, kwargs=None):
 def call_module(tx, mod_vt, args, kwargs):
     m = mod_vt.value
     if has_hooks(m):
-        raise Unsupported("RB004", f"{type(m).__name__} has hooks")
+        raise Unsupported(UNSUPPORTED_CALL, f"{type(m).__name__} has hooks")
     # A hook registered after compiling (on this module, or globally) changes what the
     # call runs: guarded, so the call recompiles (and then breaks here) instead of
     # returning the hook-less result.
@@ -103,7 +103,7 @@ def _linear(tx, m, x):
 def _conv2d(tx, m, x):
     padding_mode = _hyper(tx, m, "padding_mode")
     if padding_mode != "zeros":
-        raise Unsupported("RB013", f"Conv2d padding_mode={padding_mode!r}")
+        raise Unsupported(INEXPRESSIBLE_OP, f"Conv2d padding_mode={padding_mode!r}")
     return _torch(tx, F.conv2d, [x, _param(tx, m, "weight"), _param(tx, m, "bias")] + [
         ConstVar(_hyper(tx, m, k)) for k in ("stride", "padding", "dilation", "groups")])
 
@@ -129,7 +129,8 @@ def _batch_norm(tx, m, x):
                                          ConstVar(average),
                                          ConstVar(_hyper(tx, m, "eps"))])
     if not tracking:
-        raise Unsupported("RB009", f"{type(bn).__name__} without running statistics uses"
+        raise Unsupported(TRAINING_MODE_STATE,
+                          f"{type(bn).__name__} without running statistics uses"
                                    " batch statistics in eval mode")
     return _torch(tx, F.batch_norm, [x, _param(tx, m, "running_mean"),
                                      _param(tx, m, "running_var"), _param(tx, m, "weight"),
@@ -147,7 +148,7 @@ def _layer_norm(tx, m, x):
 @module(nn.Embedding)
 def _embedding(tx, m, x):
     if _hyper(tx, m, "max_norm") is not None:
-        raise Unsupported("RB013", "Embedding(max_norm=...) renormalizes in place")
+        raise Unsupported(INEXPRESSIBLE_OP, "Embedding(max_norm=...) renormalizes in place")
     return _torch(tx, F.embedding, [x, _param(tx, m, "weight")])
 
 
@@ -240,18 +241,18 @@ def _causal_hint_with_mask(mask, is_causal) -> bool:
 def _multihead_attention(tx, m, query, key, value, key_padding_mask=None, need_weights=None,
                          attn_mask=None, average_attn_weights=None, is_causal=None):
     if _training(tx, m) and _hyper(tx, m, "dropout") > 0:
-        raise Unsupported("RB009", "MultiheadAttention dropout in training mode")
+        raise Unsupported(TRAINING_MODE_STATE, "MultiheadAttention dropout in training mode")
     if not isinstance(_param(tx, m, "bias_k"), ConstVar) or _hyper(tx, m, "add_zero_attn"):
-        raise Unsupported("RB013", "MultiheadAttention with add_bias_kv or add_zero_attn")
+        raise Unsupported(INEXPRESSIBLE_OP, "MultiheadAttention with add_bias_kv or add_zero_attn")
     if _causal_hint_with_mask(attn_mask, is_causal):
         is_causal = None  # the mask is applied: See _causal_hint_with_mask
     if is_causal is not None and not (isinstance(is_causal, ConstVar) and
                                       is_causal.value in (None, False)):
-        raise Unsupported("RB013", "MultiheadAttention(is_causal=...)")
+        raise Unsupported(INEXPRESSIBLE_OP, "MultiheadAttention(is_causal=...)")
     fast = _mha_fast_path(tx, m, query, key, value, attn_mask, key_padding_mask)
     if fast and not (key_padding_mask is None or isinstance(key_padding_mask, ConstVar)):
         # the native kernel's masked softmax of a padded row is not modelled
-        raise Unsupported("RB013", "MultiheadAttention(key_padding_mask=...) on torch's"
+        raise Unsupported(INEXPRESSIBLE_OP, "MultiheadAttention(key_padding_mask=...) on torch's"
                                    " native fast path")
     kwargs = {"key_padding_mask": key_padding_mask or ConstVar(None),
               "need_weights": need_weights or ConstVar(True),
@@ -345,7 +346,7 @@ def _transformer_encoder_layer(tx, m, src, src_mask=None, src_key_padding_mask=N
         is_causal = None
     if is_causal is not None and not (isinstance(is_causal, ConstVar) and
                                       is_causal.value in (None, False)):
-        raise Unsupported("RB013", "TransformerEncoderLayer(is_causal=...)")
+        raise Unsupported(INEXPRESSIBLE_OP, "TransformerEncoderLayer(is_causal=...)")
     pad = src_key_padding_mask
     if isinstance(pad, ConstVar) and pad.value is None:
         pad = None
@@ -353,7 +354,7 @@ def _transformer_encoder_layer(tx, m, src, src_mask=None, src_key_padding_mask=N
             tx, calls.load_attr(tx, m, "self_attn"), src, src, src, None)):
         # eager's fused layer (or the stack's nested tensors) on its own path, not modelled;
         # the masks are left out: the layer takes it with float masks too
-        raise Unsupported("RB013", "TransformerEncoderLayer(src_key_padding_mask=...) on"
+        raise Unsupported(INEXPRESSIBLE_OP, "TransformerEncoderLayer(src_key_padding_mask=...) on"
                                    " torch's fused eval path")
     # Dropout in training mode breaks in the Dropout handler (RB009) when its p > 0.
     return calls.call_function(tx, ConstVar(encoder_layer_forward),

@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import types
 
-from refcomp.reasons import Raised, Unsupported
+from refcomp.reasons import INEXPRESSIBLE_OP, TRACE_EXCEPTION, UNSUPPORTED_CALL, Raised, Unsupported
 from refcomp.tracer.values import VT, ConstVar, ObjectVar, PartialVar
 
 _OWN = ("__setattr__", "__getattribute__", "__delattr__")
@@ -69,12 +69,12 @@ def new_object(tx, cls_vt: ConstVar, args, kwargs) -> ObjectVar:
     obj = ObjectVar(cls, cls_vt)
     if cls.__init__ is object.__init__:
         if args or kwargs:
-            raise Unsupported("RB017", f"{cls.__name__}() takes no arguments")
+            raise Unsupported(TRACE_EXCEPTION, f"{cls.__name__}() takes no arguments")
         return obj
     result = calls.call_function(tx, calls.load_attr(tx, cls_vt, "__init__"),
                                  [obj] + list(args), kwargs)
     if not (isinstance(result, ConstVar) and result.value is None):
-        raise Unsupported("RB017", f"{cls.__name__}.__init__ returned a value")
+        raise Unsupported(TRACE_EXCEPTION, f"{cls.__name__}.__init__ returned a value")
     return obj
 
 
@@ -102,13 +102,13 @@ def load_attr(tx, obj: ObjectVar, name: str) -> VT:
         if isinstance(raw, property) and isinstance(raw.fget, types.FunctionType):
             prop = calls.load_attr(tx, obj.cls_vt, name)  # the property, under a guard
             return calls.call_function(tx, calls.load_attr(tx, prop, "fget"), [obj], {})
-        raise Unsupported("RB004", f"attribute {name!r} of {obj!r}: a"
+        raise Unsupported(UNSUPPORTED_CALL, f"attribute {name!r} of {obj!r}: a"
                                    f" {type(raw).__name__} on its class")
     if name in obj.attrs:
         return obj.attrs[name]
     if raw is None:
         if _lookup(obj.cls, "__getattr__") is not None:
-            raise Unsupported("RB004", f"attribute {name!r} of {obj!r}, read through"
+            raise Unsupported(UNSUPPORTED_CALL, f"attribute {name!r} of {obj!r}, read through"
                                        " its class's __getattr__")
         raise Raised(AttributeError(f"'{obj.cls.__name__}' object has no attribute"
                                     f" '{name}'"), f"{obj!r} has no attribute {name!r}")
@@ -116,14 +116,14 @@ def load_attr(tx, obj: ObjectVar, name: str) -> VT:
         return PartialVar(calls.load_attr(tx, obj.cls_vt, name), [obj], {})
     if isinstance(raw, (staticmethod, classmethod)) or not hasattr(type(raw), "__get__"):
         return calls.load_attr(tx, obj.cls_vt, name)  # read from the class, guarded
-    raise Unsupported("RB004", f"attribute {name!r} of {obj!r}: a {type(raw).__name__}"
+    raise Unsupported(UNSUPPORTED_CALL, f"attribute {name!r} of {obj!r}: a {type(raw).__name__}"
                                " on its class")
 
 
 def store_attr(obj: ObjectVar, name: str, value: VT) -> None:
     raw = _lookup(obj.cls, name)
     if raw is not None and _data_descriptor(raw):
-        raise Unsupported("RB004", f"setting {name!r} of {obj!r}: a {type(raw).__name__}"
+        raise Unsupported(UNSUPPORTED_CALL, f"setting {name!r} of {obj!r}: a {type(raw).__name__}"
                                    " on its class")
     obj.attrs[name] = value
 
@@ -132,7 +132,7 @@ def del_attr(obj: ObjectVar, name: str) -> None:
     """`del obj.name`, `delattr(obj, name)`: from the attributes stored so far."""
     raw = _lookup(obj.cls, name)
     if raw is not None and _data_descriptor(raw):
-        raise Unsupported("RB004", f"deleting {name!r} of {obj!r}: a {type(raw).__name__}"
+        raise Unsupported(UNSUPPORTED_CALL, f"deleting {name!r} of {obj!r}: a {type(raw).__name__}"
                                    " on its class")
     if name not in obj.attrs:
         raise Raised(AttributeError(name), f"{obj!r} has no attribute {name!r} to delete")
@@ -148,7 +148,7 @@ def call_dunder(tx, obj: ObjectVar, name: str) -> VT:
     from refcomp.tracer import calls
 
     if not isinstance(_lookup(obj.cls, name), types.FunctionType):
-        raise Unsupported("RB004", f"{name} of {obj!r}")
+        raise Unsupported(UNSUPPORTED_CALL, f"{name} of {obj!r}")
     return calls.call_function(tx, calls.load_attr(tx, obj.cls_vt, name), [obj], {})
 
 
@@ -194,4 +194,4 @@ def iterate_sequence(tx, obj: VT) -> list:
             if isinstance(raised.exc, IndexError):
                 return items
             raise
-    raise Unsupported("RB013", f"iteration over {obj!r}: more than {SEQUENCE_LIMIT} items")
+    raise Unsupported(INEXPRESSIBLE_OP, f"iteration over {obj!r}: more than {SEQUENCE_LIMIT} items")

@@ -34,7 +34,13 @@ import torch
 from codegen.opaque import OpaqueArgsError, callable_name, encode_args, flatten_results
 from ir.ops.opaque import ATEN, format_results
 from ir.types import TensorType
-from refcomp.reasons import Unsupported
+from refcomp.reasons import (
+    INEXPRESSIBLE_OP,
+    INPLACE_ON_ALIAS,
+    TENSOR_TO_PYTHON,
+    UNSUPPORTED_CALL,
+    Unsupported,
+)
 from refcomp.tracer import autocast, eager_layout, mutation
 from refcomp.tracer.context import ir_device, ir_dtype, meta_device
 from refcomp.tracer.torch_table import _specialize, refuse_self_overlap
@@ -83,7 +89,7 @@ def _typed_on_zeros(ctx, name, fn, pargs, pkwargs, operands, index):
         with torch.set_grad_enabled(ctx.grad_enabled):
             out = fn(*_substitute(pargs, zeros, index), **_substitute(pkwargs, zeros, index))
     except Exception as err:
-        raise Unsupported("RB004", f"{name} has no meta kernel and raises on zeros:"
+        raise Unsupported(UNSUPPORTED_CALL, f"{name} has no meta kernel and raises on zeros:"
                                    f" {type(err).__name__}") from None
 
     def meta(r):
@@ -93,12 +99,12 @@ def _typed_on_zeros(ctx, name, fn, pargs, pkwargs, operands, index):
         if not isinstance(r, torch.Tensor):
             return r
         if any(torch._C._is_alias_of(r, z) for z in zeros):
-            raise Unsupported("RB004", f"{name} (no meta kernel) returns a view")
+            raise Unsupported(UNSUPPORTED_CALL, f"{name} (no meta kernel) returns a view")
         m = torch.empty_strided(tuple(r.shape), tuple(r.stride()), dtype=r.dtype,
                                 device="meta")
         return m.requires_grad_(True) if r.requires_grad else m
     if [z._version for z in zeros] != versions:
-        raise Unsupported("RB004", f"{name} (no meta kernel) writes an operand")
+        raise Unsupported(UNSUPPORTED_CALL, f"{name} (no meta kernel) writes an operand")
     return meta(out)
 
 
@@ -240,7 +246,8 @@ def _check_storage_read(ctx, name, short, pargs, pkwargs):
     if exact and 0 not in size:
         exact = sum((n - 1) * st for n, st in zip(size, stride)) < m.numel()
     if not exact:
-        raise Unsupported("RB013", f"{name} addresses its operand's storage, which the graph"
+        raise Unsupported(INEXPRESSIBLE_OP,
+                          f"{name} addresses its operand's storage, which the graph"
                                    " does not hold as eager does (an operand not contiguous,"
                                    " an offset of its own, or elements beyond it)")
     if offset is not None:
@@ -262,7 +269,7 @@ def _guard_input_offsets(ctx, name, x):
             continue
         where = ctx.examples[source_name].storage_offset()
         if where:
-            raise Unsupported("RB013", f"{name} counts an explicit storage offset from the"
+            raise Unsupported(INEXPRESSIBLE_OP, f"{name} counts an explicit storage offset from the"
                                        f" start of {source_name}'s storage, which {source_name}"
                                        f" starts at offset {where} (the graph may hold a copy)")
         ctx.guard_fact(tv.source, torch.Tensor.storage_offset, "{}.storage_offset()", 0)
@@ -301,22 +308,23 @@ def call_opaque(ctx, fn, args: list, kwargs: dict, name: str | None = None) -> V
     """Trace `fn(*args, **kwargs)` as one `aten` node, or raise Unsupported (a break)."""
     name = name or opaque_name(fn)
     if name is None:
-        raise Unsupported("RB004", f"{getattr(fn, '__qualname__', fn)!r} cannot be named for"
+        raise Unsupported(UNSUPPORTED_CALL,
+                          f"{getattr(fn, '__qualname__', fn)!r} cannot be named for"
                                    " an opaque call")
     # the op's name, which the rules below are keyed by: an OpOverload's is its packet's
     # (`torch.ops.aten.copysign.Tensor` is `copysign`, not `Tensor`)
     short = fn._opname if isinstance(fn, torch._ops.OpOverload) else name.rsplit(".", 1)[-1]
     if short in DENY or short.startswith("_foreach") and short.endswith("_"):
-        raise Unsupported("RB004", f"{name} changes state beyond its operands (deny list)")
+        raise Unsupported(UNSUPPORTED_CALL, f"{name} changes state beyond its operands (deny list)")
     try:
         pargs = [as_python(a, keep_tensors=True) for a in args]
         pkwargs = {k: as_python(v, keep_tensors=True) for k, v in kwargs.items()}
     except TypeError:
-        raise Unsupported("RB013", f"{name}: an argument is not a tensor or a constant")\
+        raise Unsupported(INEXPRESSIBLE_OP, f"{name}: an argument is not a tensor or a constant")\
             from None
     pargs, pkwargs = _specialize(ctx, pargs), _specialize(ctx, pkwargs)
     if pkwargs.get("generator") is not None:
-        raise Unsupported("RB004", f"{name} draws from a generator object; the graph draws"
+        raise Unsupported(UNSUPPORTED_CALL, f"{name} draws from a generator object; the graph draws"
                                    " only from torch's default generator")
     if not short.endswith("_") and "out" not in pkwargs:  # Note [Autocast policy]
         pargs, pkwargs = autocast.cast_operands(ctx, fn, name, pargs, pkwargs)
@@ -325,7 +333,7 @@ def call_opaque(ctx, fn, args: list, kwargs: dict, name: str | None = None) -> V
     _collect(pkwargs, operands)
     factory = not operands
     if factory and short not in FACTORIES and not _draws_random(fn, short):
-        raise Unsupported("RB004", f"{name} takes no tensor and is not a known factory")
+        raise Unsupported(UNSUPPORTED_CALL, f"{name} takes no tensor and is not a known factory")
     for tv in operands:
         for d in tv.value.type.shape:
             if not isinstance(d, int) and getattr(d, "free_symbols", None):
@@ -335,14 +343,15 @@ def call_opaque(ctx, fn, args: list, kwargs: dict, name: str | None = None) -> V
                 # step: specialized, every step recompiled up to the limit), so the call
                 # runs at a break instead and the size stays symbolic around it.
                 if d.free_symbols & ctx.automatic_symbols:
-                    raise Unsupported("RB013", f"{name} of a tensor whose size changes"
+                    raise Unsupported(INEXPRESSIBLE_OP, f"{name} of a tensor whose size changes"
                                                " between calls (an opaque call needs"
                                                " static sizes)")
                 ctx.specialize(d)
     if short in STORAGE_READERS:
         _check_storage_read(ctx, name, short, pargs, pkwargs)
     if short in ("conv3d", "conv_transpose3d") and _channels_last_3d_conv(pargs, pkwargs):
-        raise Unsupported("RB013", f"{name} of a channels_last_3d operand: ATen's result is"
+        raise Unsupported(INEXPRESSIBLE_OP,
+                          f"{name} of a channels_last_3d operand: ATen's result is"
                                    " channels_last_3d or row-major by the kernel it picks"
                                    " (mkldnn or slow3d: by sizes and thread count)")
     index = {id(tv): i for i, tv in enumerate(operands)}
@@ -350,7 +359,7 @@ def call_opaque(ctx, fn, args: list, kwargs: dict, name: str | None = None) -> V
         text = encode_args(pargs, pkwargs,
                            lambda v: index.get(id(v)) if isinstance(v, TensorVar) else None)
     except OpaqueArgsError as e:
-        raise Unsupported("RB013", f"{name}: {e}") from None
+        raise Unsupported(INEXPRESSIBLE_OP, f"{name}: {e}") from None
 
     # The meta run, on fresh copies of the operands.
     metas = [_fresh_meta(tv.meta) for tv in operands]
@@ -373,20 +382,21 @@ def call_opaque(ctx, fn, args: list, kwargs: dict, name: str | None = None) -> V
     except NotImplementedError as err:
         if short not in SHAPE_ONLY or factory:
             detail = str(err).split("\n")[0][:160]
-            raise Unsupported("RB004", f"{name} cannot be typed on meta tensors (no meta"
+            raise Unsupported(UNSUPPORTED_CALL, f"{name} cannot be typed on meta tensors (no meta"
                                        f" kernel, or an output shape that depends on data):"
                                        f" NotImplementedError: {detail}") from None
         out = _typed_on_zeros(ctx, name, fn, pargs, pkwargs, operands, index)
     except Exception as err:
         detail = str(err).split("\n")[0][:160]
-        raise Unsupported("RB004", f"{name} cannot be typed on meta tensors (no meta kernel,"
+        raise Unsupported(UNSUPPORTED_CALL,
+                          f"{name} cannot be typed on meta tensors (no meta kernel,"
                                    f" or an output shape that depends on data):"
                                    f" {type(err).__name__}: {detail}") from None
     mutates = []
     written = _schema_writes(fn, short, pargs, pkwargs, index)
     for i, (m, facts, version) in enumerate(zip(metas, before, versions)):
         if _facts(m) != facts:
-            raise Unsupported("RB010", f"{name} changes the sizes, strides, dtype or"
+            raise Unsupported(INPLACE_ON_ALIAS, f"{name} changes the sizes, strides, dtype or"
                                        " requires_grad of a tensor in place")
         if m._version != version or i in written:
             mutates.append(i)
@@ -397,20 +407,21 @@ def call_opaque(ctx, fn, args: list, kwargs: dict, name: str | None = None) -> V
         flatten_results(out) if isinstance(out, (tuple, list)) else [out])
     if not (results or mutates) or not all(isinstance(r, torch.Tensor) for r in results):
         kinds = sorted({type(r).__name__ for r in results}) or [repr(out)]
-        raise Unsupported("RB002", f"{name} returns {', '.join(kinds)}, not tensors")
+        raise Unsupported(TENSOR_TO_PYTHON, f"{name} returns {', '.join(kinds)}, not tensors")
     if short in eager_layout.BATCH_NORM_OPS and len(results) >= 3 and \
             eager_layout.batch_norm_in_eval(short, pargs, pkwargs):
         results = results[:1] + [torch.empty((0,), dtype=r.dtype, device="meta")
                                  for r in results[1:3]] + results[3:]
     for r in results:
         if r.layout != torch.strided or r.is_quantized:
-            raise Unsupported("RB013", f"{name} returns a {r.layout}/{r.dtype} tensor")
+            raise Unsupported(INEXPRESSIBLE_OP, f"{name} returns a {r.layout}/{r.dtype} tensor")
         if r.is_complex() and r.requires_grad:  # autograd of the IR is real-valued
-            raise Unsupported("RB013", f"{name} returns a complex tensor that requires grad")
+            raise Unsupported(INEXPRESSIBLE_OP,
+                              f"{name} returns a complex tensor that requires grad")
         ir_dtype(r.dtype)  # raises RB013 for dtypes the IR lacks
     propagations = [_check_writable(ctx, operands[i], name) for i in mutates]
     if len(mutates) > 1 and any(p is not None for p in propagations):
-        raise Unsupported("RB010", f"{name} writes several tensors, one through a view")
+        raise Unsupported(INPLACE_ON_ALIAS, f"{name} writes several tensors, one through a view")
     # Results torch returns as (views of) an operand.
     mutated_ids = {id(metas[i]): i for i in mutates}
     views, view_base = [], {}
@@ -581,12 +592,12 @@ def _check_writable(ctx, tv: TensorVar, name: str):
     if ctx.shares_storage_with_live(tv) or tv.is_view:
         propagate = mutation.through_views(ctx, tv, ctx.live_tensors())
         if propagate is None:
-            raise Unsupported("RB010", f"{name} writes a tensor that shares storage with"
+            raise Unsupported(INPLACE_ON_ALIAS, f"{name} writes a tensor that shares storage with"
                                        " another live tensor")
     if tv.requires_grad:
-        raise Unsupported("RB010", f"{name} writes a tensor that requires grad")
+        raise Unsupported(INPLACE_ON_ALIAS, f"{name} writes a tensor that requires grad")
     if ctx.saved_for_backward(tv):
-        raise Unsupported("RB010", f"{name} writes a tensor that an earlier op saved for"
+        raise Unsupported(INPLACE_ON_ALIAS, f"{name} writes a tensor that an earlier op saved for"
                                    " its backward")
     refuse_self_overlap(tv, name)
     return propagate
@@ -598,7 +609,7 @@ def _device(ctx, name, short, operands, kwargs, factory_device) -> str:
     if operands:
         asked = kwargs.get("device")
         if short in ("cpu", "cuda", "to"):
-            raise Unsupported("RB013", f"{name} moves tensors between devices")
+            raise Unsupported(INEXPRESSIBLE_OP, f"{name} moves tensors between devices")
     else:
         asked = factory_device
     if asked is not None:
@@ -606,6 +617,6 @@ def _device(ctx, name, short, operands, kwargs, factory_device) -> str:
     if not devices:
         devices.add(ir_device(torch.device("cpu")))
     if len(devices) != 1:
-        raise Unsupported("RB013", f"{name} mixes devices {sorted(devices)}")
+        raise Unsupported(INEXPRESSIBLE_OP, f"{name} mixes devices {sorted(devices)}")
     return devices.pop()
 

@@ -3,7 +3,7 @@
 Owns: the stack effect of each supported instruction.  What a call, attribute
 read or operator *means* is decided in refcomp/tracer/calls.py; this module only
 moves values between the stack, locals, cells and the instruction pointer.
-An opcode without a handler raises Unsupported("RB001").  Spec: spec/tracer.md,
+An opcode without a handler raises Unsupported(UNSUPPORTED_OPCODE).  Spec: spec/tracer.md,
 "Supported opcodes" (tested against this class's handler list).
 """
 
@@ -13,7 +13,14 @@ import dis
 
 import torch
 
-from refcomp.reasons import Raised, Unsupported
+from refcomp.reasons import (
+    INEXPRESSIBLE_OP,
+    TRACE_EXCEPTION,
+    UNREPLAYABLE_SIDE_EFFECT,
+    UNSUPPORTED_OPCODE,
+    Raised,
+    Unsupported,
+)
 from refcomp.tracer import calls, classes, copies, effects, objects, rng
 from refcomp.tracer.values import (
     NULL,
@@ -66,7 +73,7 @@ class OpcodeHandlers:
 
     def LOAD_FAST(self, inst):
         if inst.argval not in self.locals:
-            raise Unsupported("RB017", f"local {inst.argval!r} read before assignment")
+            raise Unsupported(TRACE_EXCEPTION, f"local {inst.argval!r} read before assignment")
         self.push(self.locals[inst.argval])
 
     def STORE_FAST(self, inst):
@@ -101,7 +108,7 @@ class OpcodeHandlers:
 
     def LOAD_NAME(self, inst):
         if not getattr(self, "class_body", False):
-            raise Unsupported("RB001", "opcode LOAD_NAME outside a class body")
+            raise Unsupported(UNSUPPORTED_OPCODE, "opcode LOAD_NAME outside a class body")
         if inst.argval in self.locals:
             self.push(self.locals[inst.argval])
         else:
@@ -109,7 +116,7 @@ class OpcodeHandlers:
 
     def STORE_NAME(self, inst):
         if not getattr(self, "class_body", False):
-            raise Unsupported("RB001", "opcode STORE_NAME outside a class body")
+            raise Unsupported(UNSUPPORTED_OPCODE, "opcode STORE_NAME outside a class body")
         self.locals[inst.argval] = self.pop()
 
     def LOAD_CLOSURE(self, inst):
@@ -118,13 +125,15 @@ class OpcodeHandlers:
     def LOAD_DEREF(self, inst):
         cell = self.cells[inst.argval]
         if cell.contents is None:
-            raise Unsupported("RB017", f"free variable {inst.argval!r} read before assignment")
+            raise Unsupported(TRACE_EXCEPTION,
+                              f"free variable {inst.argval!r} read before assignment")
         self.push(cell.contents)
 
     def STORE_DEREF(self, inst):
         cell = self.cells[inst.argval]
         if getattr(cell, "real", False):
-            raise Unsupported("RB008", f"assignment to closure variable {inst.argval!r}")
+            raise Unsupported(UNREPLAYABLE_SIDE_EFFECT,
+                              f"assignment to closure variable {inst.argval!r}")
         cell.contents = self.pop()
 
     # --- attributes and items ---------------------------------------------------------------
@@ -146,7 +155,7 @@ class OpcodeHandlers:
         level = as_python(self.pop())
         name = inst.argval
         if level != 0 or name not in sys.modules:
-            raise Unsupported("RB001", f"IMPORT_NAME {name!r} (relative, or not yet"
+            raise Unsupported(UNSUPPORTED_OPCODE, f"IMPORT_NAME {name!r} (relative, or not yet"
                                        " imported)")
         module = sys.modules[name] if fromlist else sys.modules[name.split(".")[0]]
         self.push(ConstVar(module))
@@ -177,7 +186,8 @@ class OpcodeHandlers:
         if not isinstance(obj, ConstVar) or obj.source is None or \
                 effects.is_tensor_module_attr(obj.value, name) or \
                 isinstance(getattr(type(obj.value), name, None), property):
-            raise Unsupported("RB008", f"assignment to attribute {name!r} of {obj!r}")
+            raise Unsupported(UNREPLAYABLE_SIDE_EFFECT,
+                              f"assignment to attribute {name!r} of {obj!r}")
         # Replayed after the graph (setattr runs nn.Module.__setattr__ as eager does);
         # this trace reads the value back (Note [Replayed side effects]).
         effects.record(self, "setattr", obj, name, [value],
@@ -254,7 +264,7 @@ class OpcodeHandlers:
                 raise TypeError  # {s0, 3}: whether they collapse depends on s0's value
             self.push(ConstVar(set(values)))
         except TypeError:
-            raise Unsupported("RB013", "a set of values that are not constants") from None
+            raise Unsupported(INEXPRESSIBLE_OP, "a set of values that are not constants") from None
 
     def BUILD_MAP(self, inst):
         items = self.popn(2 * inst.arg)
@@ -299,7 +309,7 @@ class OpcodeHandlers:
     def DICT_UPDATE(self, inst):
         other = self.pop()
         if not isinstance(other, DictVar):
-            raise Unsupported("RB013", f"dict update with {other!r}")
+            raise Unsupported(INEXPRESSIBLE_OP, f"dict update with {other!r}")
         self.stack[-inst.arg].items.update(other.items)
 
     DICT_MERGE = DICT_UPDATE
@@ -307,7 +317,7 @@ class OpcodeHandlers:
     def UNPACK_SEQUENCE(self, inst):
         items = calls.iterate(self, self.pop())
         if len(items) != inst.arg:
-            raise Unsupported("RB017", f"cannot unpack {len(items)} values into {inst.arg}")
+            raise Unsupported(TRACE_EXCEPTION, f"cannot unpack {len(items)} values into {inst.arg}")
         for item in reversed(items):
             self.push(item)
 
@@ -315,7 +325,7 @@ class OpcodeHandlers:
         items = calls.iterate(self, self.pop())
         before, after = inst.arg & 0xFF, inst.arg >> 8
         if len(items) < before + after:
-            raise Unsupported("RB017", "not enough values to unpack")
+            raise Unsupported(TRACE_EXCEPTION, "not enough values to unpack")
         middle = ListVar(items[before:len(items) - after])
         for item in reversed(items[len(items) - after:]):
             self.push(item)
@@ -349,7 +359,7 @@ class OpcodeHandlers:
         if self.stack and self.stack[-1] is NULL:
             self.pop()
         if not isinstance(kwargs, DictVar):
-            raise Unsupported("RB013", "**kwargs that is not a dict")
+            raise Unsupported(INEXPRESSIBLE_OP, "**kwargs that is not a dict")
         self.push(calls.call_function(self, fn, calls.iterate(self, args), dict(kwargs.items)))
 
     def MAKE_FUNCTION(self, inst):
@@ -430,14 +440,14 @@ class OpcodeHandlers:
     # --- exceptions (Note [Exceptions inside inlined frames], frame.py) -------------------
     def RAISE_VARARGS(self, inst):
         if inst.arg == 0:
-            raise Unsupported("RB001", "bare `raise` outside an exception handler")
+            raise Unsupported(UNSUPPORTED_OPCODE, "bare `raise` outside an exception handler")
         cause = self.pop() if inst.arg == 2 else None
         exc = self.pop()
         value = exc.value if isinstance(exc, ConstVar) else None
         if isinstance(value, type) and issubclass(value, BaseException):
             value = calls.new_exception(self, exc, [], {}).value
         if not isinstance(value, BaseException):
-            raise Unsupported("RB017", f"raise of {exc!r}")
+            raise Unsupported(TRACE_EXCEPTION, f"raise of {exc!r}")
         if cause is not None:
             cause_value = as_python(cause)
             value.__cause__ = cause_value  # `from None` also suppresses the context
@@ -449,7 +459,7 @@ class OpcodeHandlers:
         if inst.arg:
             self.pop()  # the saved f_lasti
         if not (isinstance(exc, ConstVar) and isinstance(exc.value, BaseException)):
-            raise Unsupported("RB001", "RERAISE of an exception the trace did not raise")
+            raise Unsupported(UNSUPPORTED_OPCODE, "RERAISE of an exception the trace did not raise")
         raise Raised(exc.value, f"{type(exc.value).__name__}: {exc.value}")
 
     def PUSH_EXC_INFO(self, inst):
@@ -473,7 +483,7 @@ class OpcodeHandlers:
             self.push(ConstVar(None))
             return
         if not isinstance(ctx_vt, GradModeVar):
-            raise Unsupported("RB013", f"`with` on {ctx_vt!r}: only grad-mode contexts and"
+            raise Unsupported(INEXPRESSIBLE_OP, f"`with` on {ctx_vt!r}: only grad-mode contexts and"
                                        " freeze_rng_state")
         previous = ctx_vt.previous if ctx_vt.applied else self.ctx.grad_enabled
         self.ctx.set_grad_enabled(ctx_vt.enabled)

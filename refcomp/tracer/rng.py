@@ -27,7 +27,7 @@ import torch
 
 from ir.ops.opaque import ATEN, NO_RESULTS, format_results
 from ir.types import TensorType, u8
-from refcomp.reasons import Unsupported
+from refcomp.reasons import TRACE_EXCEPTION, UNSUPPORTED_CALL, Unsupported
 from refcomp.tracer.values import VT, ConstVar, TensorVar, as_python
 
 
@@ -48,7 +48,7 @@ def set_rng_state(ctx, state: VT) -> ConstVar:
     """`torch.set_rng_state(state)`: an effect-only node (its result is a token)."""
     if not isinstance(state, TensorVar) or state.meta.dtype != torch.uint8 or \
             state.value.type.device != "cpu" or state.meta.dim() != 1:
-        raise Unsupported("RB004", f"torch.set_rng_state of {state!r}: the graph restores"
+        raise Unsupported(UNSUPPORTED_CALL, f"torch.set_rng_state of {state!r}: the graph restores"
                                    " only a CPU uint8 state tensor")
     _effect(ctx, "torch.set_rng_state", [state.value], "T[0]")
     return ConstVar(None)
@@ -62,7 +62,7 @@ def manual_seed(ctx, seed: VT) -> ConstVar:
     except TypeError:
         s = None
     if type(s) is not int:
-        raise Unsupported("RB004", f"torch.manual_seed of {seed!r}: the graph seeds only"
+        raise Unsupported(UNSUPPORTED_CALL, f"torch.manual_seed of {seed!r}: the graph seeds only"
                                    " with a constant int")
     _effect(ctx, "torch.manual_seed", [], repr(s))
     return ConstVar(torch.random.default_generator)
@@ -80,7 +80,7 @@ class RngFreezeVar(VT):
 
     def enter(self, ctx) -> VT:
         if torch.accelerator.is_available():
-            raise Unsupported("RB004", "freeze_rng_state with an accelerator available: it"
+            raise Unsupported(UNSUPPORTED_CALL, "freeze_rng_state with an accelerator available: it"
                                        " also saves that device's generator")
         return RngRestoreVar(get_rng_state(ctx))
 
@@ -97,25 +97,25 @@ class RngRestoreVar(VT):
 
 def _call_manual_seed(tx, args, kwargs):
     if len(args) + len(kwargs) != 1 or kwargs and "seed" not in kwargs:
-        raise Unsupported("RB017", "manual_seed() takes one argument, seed")
+        raise Unsupported(TRACE_EXCEPTION, "manual_seed() takes one argument, seed")
     return manual_seed(tx.ctx, args[0] if args else kwargs["seed"])
 
 
 def _call_get_rng_state(tx, args, kwargs):
     if args or kwargs:
-        raise Unsupported("RB017", "get_rng_state() takes no arguments")
+        raise Unsupported(TRACE_EXCEPTION, "get_rng_state() takes no arguments")
     return get_rng_state(tx.ctx)
 
 
 def _call_set_rng_state(tx, args, kwargs):
     if len(args) + len(kwargs) != 1 or kwargs and "new_state" not in kwargs:
-        raise Unsupported("RB017", "set_rng_state() takes one argument, new_state")
+        raise Unsupported(TRACE_EXCEPTION, "set_rng_state() takes one argument, new_state")
     return set_rng_state(tx.ctx, args[0] if args else kwargs["new_state"])
 
 
 def _call_freeze(tx, args, kwargs):
     if args or kwargs:
-        raise Unsupported("RB017", "freeze_rng_state() takes no arguments")
+        raise Unsupported(TRACE_EXCEPTION, "freeze_rng_state() takes no arguments")
     return RngFreezeVar()
 
 

@@ -14,7 +14,14 @@ import sympy
 import torch
 
 from ir.graph import Value
-from refcomp.reasons import Unsupported
+from refcomp.reasons import (
+    DATA_DEPENDENT_SHAPE,
+    INEXPRESSIBLE_OP,
+    INPLACE_ON_ALIAS,
+    TRACE_EXCEPTION,
+    UNSUPPORTED_TENSOR_METHOD,
+    Unsupported,
+)
 from refcomp.tracer import eager_layout
 from refcomp.tracer.context import ir_device, ir_dtype
 from refcomp.tracer.torch_table import (
@@ -48,7 +55,7 @@ from refcomp.tracer.values import VIEW_BASE, VT, ConstVar, TensorVar, TupleVar
 @handles(varargs=True)
 def _reshape(ctx, x, *args, shape=None):
     if args and isinstance(args[0], torch.dtype):
-        raise Unsupported("RB013", "view(dtype) reinterprets bits")
+        raise Unsupported(INEXPRESSIBLE_OP, "view(dtype) reinterprets bits")
     target = _sizes(args) if shape is None else list(shape)
     if -1 in target:
         known = _prod([d for d in target if not (isinstance(d, int) and d == -1)])
@@ -164,11 +171,11 @@ def _contiguous(ctx, x, memory_format=torch.contiguous_format):
     # asked for*, else a copy in that format (its meta's strides: Note [Output layout]);
     # a row-major x.contiguous(memory_format=torch.channels_last) is a new tensor.
     if not isinstance(memory_format, torch.memory_format):
-        raise Unsupported("RB013", f"contiguous(memory_format={memory_format!r})")
+        raise Unsupported(INEXPRESSIBLE_OP, f"contiguous(memory_format={memory_format!r})")
     try:
         already = x.meta.is_contiguous(memory_format=memory_format)
     except RuntimeError as err:  # preserve_format: eager raises the same
-        raise Unsupported("RB013", f"contiguous(memory_format={memory_format}): {err}")\
+        raise Unsupported(INEXPRESSIBLE_OP, f"contiguous(memory_format={memory_format}): {err}")\
             from None
     return x if already else _Copy()
 
@@ -206,9 +213,10 @@ def _to(ctx, x, *args, **kwargs):
     for a in list(args) + list(kwargs.values()):
         if isinstance(a, (str, torch.device)) and ir_device(torch.device(a)) != \
                 x.value.type.device:
-            raise Unsupported("RB013", f"moving a tensor to {a} inside the graph")
+            raise Unsupported(INEXPRESSIBLE_OP, f"moving a tensor to {a} inside the graph")
         if isinstance(a, TensorVar) and a.value.type.device != x.value.type.device:
-            raise Unsupported("RB013", "moving a tensor to another device inside the graph")
+            raise Unsupported(INEXPRESSIBLE_OP,
+                              "moving a tensor to another device inside the graph")
     return _Cast(None)  # the target dtype is read off the meta result
 
 
@@ -232,7 +240,7 @@ def _static_size(x, dim, name):
     d = dim % r
     size = x.value.type.shape[d]
     if not isinstance(size, int):
-        raise Unsupported("RB013", f"{name} along a dynamic size")
+        raise Unsupported(INEXPRESSIBLE_OP, f"{name} along a dynamic size")
     return d, size
 
 
@@ -264,10 +272,10 @@ def _split(ctx, x, split_size_or_sections, dim=0):
         return _pieces(ctx, x, d, list(sections))
     if isinstance(sections, (list, tuple)):
         if not ctx.decide(sympy.Eq(sum(sections), size)):
-            raise Unsupported("RB013", "split sections that do not sum to the size")
+            raise Unsupported(INEXPRESSIBLE_OP, "split sections that do not sum to the size")
         return _pieces(ctx, x, d, list(sections))
     if not ctx.decide(sympy.Ge(sections, 1)):
-        raise Unsupported("RB013", f"split size {sections} < 1")
+        raise Unsupported(INEXPRESSIBLE_OP, f"split size {sections} < 1")
     count = ctx.specialize(sympy.floor((size + sections - 1) / sections))  # the piece count
     bounds = [i * sections for i in range(count)] + [size]
     out = []
@@ -297,12 +305,12 @@ def _narrow(ctx, x, dim, start, length):
     d = dim % r
     size = x.value.type.shape[d]
     if isinstance(start, TensorVar) or isinstance(length, TensorVar):
-        raise Unsupported("RB013", "narrow with a tensor start")
+        raise Unsupported(INEXPRESSIBLE_OP, "narrow with a tensor start")
     if not ctx.decide(sympy.Ge(start, 0)):
         start = start + size
     if not (ctx.decide(sympy.Ge(start, 0)) and ctx.decide(sympy.Ge(length, 0))
             and ctx.decide(sympy.Le(start + length, size))):
-        raise Unsupported("RB013", "narrow out of range (eager raises)")
+        raise Unsupported(INEXPRESSIBLE_OP, "narrow out of range (eager raises)")
     return ctx.builder.slice(x.value, dim=d, start=_dim(start), stop=_dim(start + length))
 
 
@@ -343,21 +351,22 @@ def tensor_attr(ctx, tv: TensorVar, name: str) -> VT:
         if tv.source is not None and \
                 isinstance(ctx.examples.get(tv.source.name()), torch.nn.Parameter):
             return ConstVar(True)
-        raise Unsupported("RB005", "Tensor.is_leaf of a view or an input that requires grad")
+        raise Unsupported(UNSUPPORTED_TENSOR_METHOD,
+                          "Tensor.is_leaf of a view or an input that requires grad")
     if name in ("H", "mH") and not tv.meta.is_complex():  # conj() of a real tensor: itself
         if name == "H" and tv.meta.dim() not in (0, 2) or name == "mH" and tv.meta.dim() < 2:
-            raise Unsupported("RB017", f"Tensor.{name} of a {tv.meta.dim()}-d tensor")
+            raise Unsupported(TRACE_EXCEPTION, f"Tensor.{name} of a {tv.meta.dim()}-d tensor")
         name = "T" if name == "H" else "mT"
     if name == "T" or name == "mT":
         return call_torch(ctx, T.permute if name == "T" else T.transpose,
                           [tv] + ([ConstVar(list(range(tv.meta.dim()))[::-1])] if name == "T"
                                   else [ConstVar(-2), ConstVar(-1)]), {})
     if name in ("data", "grad", "grad_fn", "_version"):
-        raise Unsupported("RB005", f"Tensor.{name}")
+        raise Unsupported(UNSUPPORTED_TENSOR_METHOD, f"Tensor.{name}")
     method = getattr(T, name, None)
     if method is not None and callable(method):
         return MethodVar(name, tv, name)
-    raise Unsupported("RB005", f"Tensor.{name}")
+    raise Unsupported(UNSUPPORTED_TENSOR_METHOD, f"Tensor.{name}")
 
 
 def _real_device(tv):
@@ -375,7 +384,8 @@ def tensor_getitem(ctx, tv: TensorVar, index: VT) -> VT:
         idx = tuple(items) if isinstance(idx, tuple) else items[0]
     for it in items:
         if isinstance(it, TensorVar) and it.meta.dtype == torch.bool:
-            raise Unsupported("RB022", "boolean-mask indexing has a data-dependent shape")
+            raise Unsupported(DATA_DEPENDENT_SHAPE,
+                              "boolean-mask indexing has a data-dependent shape")
     if any(isinstance(it, list) or (isinstance(it, TensorVar) and it.meta.dim() != 1)
            for it in items) or sum(isinstance(it, TensorVar) for it in items) > 1:
         # Advanced indexing the IR has no rule for (several or n-d index tensors, lists):
@@ -388,7 +398,7 @@ def tensor_getitem(ctx, tv: TensorVar, index: VT) -> VT:
         meta_idx = _to_meta(idx, ctx)
         meta = tv.meta[meta_idx]
     except Exception as err:
-        raise Unsupported("RB017", f"indexing: {type(err).__name__}: {err}") from None
+        raise Unsupported(TRACE_EXCEPTION, f"indexing: {type(err).__name__}: {err}") from None
     if any(isinstance(it, TensorVar) for it in items) and meta.numel():
         # Note [Eager's layout, not the meta kernel's] (refcomp/tracer/eager_layout.py)
         meta = eager_layout.restrided(meta, eager_layout.getitem_strides(tv.meta, meta_idx))
@@ -496,7 +506,7 @@ def _basic_index(ctx, v: Value, items) -> Value:
             v = B.unsqueeze(v, dim=dim)
             dim += 1
         elif isinstance(it, bool):
-            raise Unsupported("RB013", "indexing with a Python bool")
+            raise Unsupported(INEXPRESSIBLE_OP, "indexing with a Python bool")
         elif it == slice(None):
             dim += 1
         elif isinstance(it, slice) and _bounded_slice(ctx, it, v.type.shape[dim]):
@@ -509,7 +519,7 @@ def _basic_index(ctx, v: Value, items) -> Value:
             v = _symbolic_slice(ctx, v, dim, it)  # Note [Symbolic slice bounds]
             dim += 1
         elif not isinstance(v.type.shape[dim], int) and not (isinstance(it, int) and it >= 0):
-            raise Unsupported("RB013", f"index {it!r} into a dynamic size"
+            raise Unsupported(INEXPRESSIBLE_OP, f"index {it!r} into a dynamic size"
                                        f" {v.type.shape[dim]}")
         elif isinstance(it, int):
             size = v.type.shape[dim]
@@ -518,7 +528,7 @@ def _basic_index(ctx, v: Value, items) -> Value:
         elif isinstance(it, slice):
             start, stop, step = it.indices(v.type.shape[dim])
             if step < 1:
-                raise Unsupported("RB013", "negative slice step")
+                raise Unsupported(INEXPRESSIBLE_OP, "negative slice step")
             if (start, stop, step) != (0, v.type.shape[dim], 1):
                 v = B.slice(v, dim=dim, start=start, stop=max(stop, start), step=step)
             dim += 1
@@ -527,7 +537,7 @@ def _basic_index(ctx, v: Value, items) -> Value:
             v = B.index_select(v, it.value, dim=dim)
             dim += 1
         else:
-            raise Unsupported("RB013", f"index {it!r}")
+            raise Unsupported(INEXPRESSIBLE_OP, f"index {it!r}")
     return v
 
 
@@ -537,17 +547,18 @@ def tensor_setitem(ctx, tv: TensorVar, index: VT, value: VT) -> None:
     val = _unwrap(value)
     items = list(idx) if isinstance(idx, tuple) else [idx]
     if any(isinstance(it, (TensorVar, list, bool)) for it in items):
-        raise Unsupported("RB013", "item assignment with tensor or list indices")
+        raise Unsupported(INEXPRESSIBLE_OP, "item assignment with tensor or list indices")
     propagate = _check_inplace(ctx, tv, "item assignment")
     if ctx.grad_enabled and isinstance(val, TensorVar) and val.requires_grad:
-        raise Unsupported("RB010", "item assignment of a value that requires grad")
+        raise Unsupported(INPLACE_ON_ALIAS, "item assignment of a value that requires grad")
     if is_symbolic_shape(tv.value.type.shape):
-        raise Unsupported("RB013", "item assignment into a tensor with a dynamic size")
+        raise Unsupported(INEXPRESSIBLE_OP, "item assignment into a tensor with a dynamic size")
     meta = tv.meta.detach().clone()
     try:
         meta[idx] = _to_meta(val)
     except Exception as err:
-        raise Unsupported("RB017", f"item assignment: {type(err).__name__}: {err}") from None
+        raise Unsupported(TRACE_EXCEPTION,
+                          f"item assignment: {type(err).__name__}: {err}") from None
     B = ctx.builder
     x = tv.value
     shape = list(x.type.shape)
@@ -564,7 +575,7 @@ def tensor_setitem(ctx, tv: TensorVar, index: VT, value: VT) -> None:
         else:
             start, stop, step = it.indices(size)
             if step != 1:
-                raise Unsupported("RB013", "item assignment into a strided slice")
+                raise Unsupported(INEXPRESSIBLE_OP, "item assignment into a strided slice")
             block_starts.append(start)
             block_sizes.append(max(stop - start, 0))
         dim += 1
@@ -591,6 +602,6 @@ def tensor_setitem(ctx, tv: TensorVar, index: VT, value: VT) -> None:
 
 def unbind(ctx, tv: TensorVar) -> list:
     if tv.meta.dim() == 0:
-        raise Unsupported("RB017", "iteration over a 0-d tensor")
+        raise Unsupported(TRACE_EXCEPTION, "iteration over a 0-d tensor")
     n = ctx.specialize(tv.value.type.shape[0])  # unrolling fixes the count (guarded)
     return [tensor_getitem(ctx, tv, ConstVar(i)) for i in range(n)]

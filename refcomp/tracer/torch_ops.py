@@ -17,7 +17,16 @@ import torch.nn.functional as F
 from ir.graph import Value
 from ir.ops.rules import broadcast_shapes
 from ir.types import bf16, f16, f32, f64
-from refcomp.reasons import Unsupported
+from refcomp.reasons import (
+    DATA_DEPENDENT_SHAPE,
+    INEXPRESSIBLE_OP,
+    INPLACE_ON_ALIAS,
+    TRACE_EXCEPTION,
+    TRAINING_MODE_STATE,
+    UNREPLAYABLE_SIDE_EFFECT,
+    UNSUPPORTED_CALL,
+    Unsupported,
+)
 from refcomp.tracer import eager_layout
 from refcomp.tracer.context import ir_device, ir_dtype
 from refcomp.tracer.torch_table import (
@@ -65,7 +74,8 @@ def _unary_builder(op):
         if op == "abs" and x.meta.dtype == torch.bool:
             # torch's meta kernel accepts it, its CPU kernel raises ("abs_cpu" not
             # implemented for 'Bool'): break so eager raises it (found by the fuzzer).
-            raise Unsupported("RB017", "abs of a bool tensor: torch raises NotImplementedError")
+            raise Unsupported(TRACE_EXCEPTION,
+                              "abs of a bool tensor: torch raises NotImplementedError")
         return ctx.builder.op(op, x.value)
     return build
 
@@ -74,7 +84,7 @@ def _unary_inplace_flag(op):
     """F.relu / F.silu (x, inplace=False): inplace=True mutates x (a break)."""
     def build(ctx, x, inplace=False):
         if inplace:
-            raise Unsupported("RB010", f"{op}(inplace=True)")
+            raise Unsupported(INPLACE_ON_ALIAS, f"{op}(inplace=True)")
         return ctx.builder.op(op, x.value)
     return build
 
@@ -118,7 +128,7 @@ def _gelu(ctx, x, approximate="none"):
 @entry(F.leaky_relu, ir_meta=True, pointwise=True)
 def _leaky_relu(ctx, x, negative_slope=0.01, inplace=False):
     if inplace:
-        raise Unsupported("RB010", "leaky_relu(inplace=True)")
+        raise Unsupported(INPLACE_ON_ALIAS, "leaky_relu(inplace=True)")
     b = ctx.builder
     out = b.where(b.gt(x.value, 0), x.value, b.mul(x.value, negative_slope))
     ctx.eager_saves.instead[out] = (x.value,)  # LeakyReluBackward saves self (Note [Saved
@@ -157,17 +167,17 @@ _REVERSED = {operator.matmul}
 def _binary_builder(op):
     def build(ctx, a, b, *, alpha=1, rounding_mode=None, out=None):
         if out is not None:
-            raise Unsupported("RB008", f"{op}(out=...)")
+            raise Unsupported(UNREPLAYABLE_SIDE_EFFECT, f"{op}(out=...)")
         if op == "sub" and any(isinstance(v, bool) or (isinstance(v, TensorVar) and
                                                        v.meta.dtype == torch.bool)
                                for v in (a, b)):
             # torch refuses it; the IR-typed meta shortcut would not notice (eager raises)
-            raise Unsupported("RB017", "subtraction with a bool: eager raises RuntimeError")
+            raise Unsupported(TRACE_EXCEPTION, "subtraction with a bool: eager raises RuntimeError")
         if op == "pow" and type(b) is int and b < 0 and isinstance(a, TensorVar) and \
                 not (a.meta.dtype.is_floating_point or a.meta.dtype.is_complex):
             # torch checks the Python exponent before computing (a tensor exponent is
             # allowed: 2 ** -1 gives 0 there); eager raises, so the frame runs eagerly.
-            raise Unsupported("RB017", "an integer tensor to a negative integer power:"
+            raise Unsupported(TRACE_EXCEPTION, "an integer tensor to a negative integer power:"
                               " eager raises RuntimeError")
         if isinstance(alpha, sympy.Basic):
             alpha = ctx.specialize(alpha)
@@ -248,7 +258,7 @@ def _check_nonzero_divisor(ctx, y, x):
     shape = broadcast_shapes(*(v.type.shape for v in (x, y) if isinstance(v, Value)))
     if not isinstance(y, Value):
         if y == 0 and 0 not in shape:
-            raise Unsupported("RB017", "integer division by zero (eager raises"
+            raise Unsupported(TRACE_EXCEPTION, "integer division by zero (eager raises"
                                        " ZeroDivisionError)")
         return
     ctx.add_check(ctx.builder.eq(y, 0), "ZeroDivisionError", shape)
@@ -283,7 +293,7 @@ def _rpow(ctx, a, b):
 @entry(torch.where, T.where, ir_meta=True, pointwise=True)
 def _where(ctx, cond, a=None, b=None):
     if a is None:
-        raise Unsupported("RB022", "torch.where(cond) has a data-dependent shape")
+        raise Unsupported(DATA_DEPENDENT_SHAPE, "torch.where(cond) has a data-dependent shape")
     dt = result_dtype(a, b)
     c = cond.value if isinstance(cond, TensorVar) else cond
     return ctx.builder.where(c, cast(ctx, a, dt), cast(ctx, b, dt))
@@ -382,12 +392,12 @@ def _minmax_builder(reduce_op, arg_op, binary_op):
         # eager raises it (a size-0 dim is always static), even when the result is dead.
         name = reduce_op[1:]
         if dim is None and 0 in x.meta.shape:
-            raise Unsupported("RB017", f"{name}(): RuntimeError: Expected reduction dim to"
+            raise Unsupported(TRACE_EXCEPTION, f"{name}(): RuntimeError: Expected reduction dim to"
                                        " be specified for input.numel() == 0")
         if dim is None:
             return ctx.builder.op(reduce_op, x.value, dims=[])
         if x.meta.dim() and x.meta.shape[dim] == 0:
-            raise Unsupported("RB017", f"{name}(): IndexError: Expected reduction dim {dim}"
+            raise Unsupported(TRACE_EXCEPTION, f"{name}(): IndexError: Expected reduction dim {dim}"
                                        " to have non-zero size")
         indices = ctx.builder.op(arg_op, x.value, dim=dim, keepdim=keepdim)
         if ctx.grad_enabled and x.requires_grad:
@@ -455,7 +465,7 @@ def _f_log_softmax(ctx, x, dim=None, _stacklevel=3, dtype=None):
 
 def _softmax_like(ctx, op, x, dim, dtype):
     if dim is None:
-        raise Unsupported("RB013", f"{op} without dim (implicit dim is deprecated)")
+        raise Unsupported(INEXPRESSIBLE_OP, f"{op} without dim (implicit dim is deprecated)")
     v = cast(ctx, x, dtype) if dtype is not None else x.value
     return ctx.builder.op(op, v, dim=dim)
 
@@ -518,7 +528,7 @@ def _linear(ctx, x, weight, bias=None):
         # ATen's linear promotes nothing (mm and addmm check their operands' dtypes); the
         # IR's matmul and add would.  Eager raises at the break.
         if p is not None and p.meta.dtype != x.meta.dtype:
-            raise Unsupported("RB017", f"F.linear: RuntimeError: expected {x.meta.dtype}"
+            raise Unsupported(TRACE_EXCEPTION, f"F.linear: RuntimeError: expected {x.meta.dtype}"
                                        f" operands, found {p.meta.dtype}")
     fused = _fuses_bias(x, weight, bias)
     if fused:
@@ -549,7 +559,7 @@ def _conv2d_layout(meta, x, weight, *args, **kwargs):
 def _conv2d(ctx, x, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     if isinstance(padding, str):
         if padding != "valid":
-            raise Unsupported("RB013", f"conv2d padding={padding!r}")
+            raise Unsupported(INEXPRESSIBLE_OP, f"conv2d padding={padding!r}")
         padding = 0
     B = ctx.builder
     out = B.conv2d(x.value, weight.value, stride=_pair2(stride), padding=_pair2(padding),
@@ -573,7 +583,7 @@ def _pool2d(ctx, op, x, attrs):
 def _max_pool2d(ctx, x, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
                 return_indices=False):
     if return_indices:
-        raise Unsupported("RB013", "max_pool2d(return_indices=True): the IR has no argmax"
+        raise Unsupported(INEXPRESSIBLE_OP, "max_pool2d(return_indices=True): the IR has no argmax"
                                    " windows")
     stride = kernel_size if stride is None or stride == [] else stride
     return _pool2d(ctx, "max_pool2d", x, {
@@ -585,7 +595,7 @@ def _max_pool2d(ctx, x, kernel_size, stride=None, padding=0, dilation=1, ceil_mo
 def _avg_pool2d(ctx, x, kernel_size, stride=None, padding=0, ceil_mode=False,
                 count_include_pad=True, divisor_override=None):
     if divisor_override is not None:
-        raise Unsupported("RB013", "avg_pool2d(divisor_override=...)")
+        raise Unsupported(INEXPRESSIBLE_OP, "avg_pool2d(divisor_override=...)")
     stride = kernel_size if stride is None or stride == [] else stride
     return _pool2d(ctx, "avg_pool2d", x, {
         "kernel_size": _pair2(kernel_size), "stride": _pair2(stride),
@@ -603,12 +613,12 @@ def _adaptive_avg_pool2d(ctx, x, output_size):
     if want == [1, 1]:
         return ctx.builder.mean(x.value, dims=[-2, -1], keepdim=True)
     if any(not isinstance(h, int) or o < 1 or h % o for h, o in zip(hw, want)):
-        raise Unsupported("RB013", f"adaptive_avg_pool2d from {hw} to {want}: only output"
+        raise Unsupported(INEXPRESSIBLE_OP, f"adaptive_avg_pool2d from {hw} to {want}: only output"
                                    " sizes that divide the input size are captured")
     if any(d == 0 for d in x.value.type.shape[-3:-2]):
         # ATen's avg_pool2d refuses an input with no channels, its adaptive_avg_pool2d
         # does not (corpus adaptive_avg_pool_of_empty_channels_crash): eager runs it.
-        raise Unsupported("RB013", "adaptive_avg_pool2d of an input with no channels")
+        raise Unsupported(INEXPRESSIBLE_OP, "adaptive_avg_pool2d of an input with no channels")
     k = [h // o for h, o in zip(hw, want)]
     return _pool2d(ctx, "avg_pool2d", x, {"kernel_size": k, "stride": k})
 
@@ -636,14 +646,14 @@ def vector_norm(ctx, v: Value, p, dims, keepdim, x=None) -> Value:
     elif isinstance(p, (int, float)) and 0 < p < float("inf"):
         if masked and p < 1:
             # ATen also masks |x|^(p-1) where x is 0; the pow VJP there is inf * sign 0.
-            raise Unsupported("RB013", f"the gradient of a norm with p={p!r} < 1")
+            raise Unsupported(INEXPRESSIBLE_OP, f"the gradient of a norm with p={p!r} < 1")
         s = B.sum(B.pow(B.abs(v), float(p)), dims=dims, keepdim=keepdim)
 
         def root(t):
             return B.pow(t, 1.0 / p)
         out = _root_masked_at_zero(B, s, root) if masked else root(s)
     else:
-        raise Unsupported("RB013", f"norm with p={p!r}")
+        raise Unsupported(INEXPRESSIBLE_OP, f"norm with p={p!r}")
     ctx.eager_saves.instead[out] = (v, out)  # eager's norm backward saves self and result
     return out
 
@@ -655,7 +665,7 @@ def _norm_input(ctx, x, dtype):
 @entry(torch.norm, T.norm, ir_meta=True)
 def _norm(ctx, x, p="fro", dim=None, keepdim=False, out=None, dtype=None):
     if out is not None:
-        raise Unsupported("RB008", "norm(out=...)")
+        raise Unsupported(UNREPLAYABLE_SIDE_EFFECT, "norm(out=...)")
     if p is None:
         p = "fro"
     return vector_norm(ctx, _norm_input(ctx, x, dtype), p, _dims(dim), keepdim, x)
@@ -664,7 +674,7 @@ def _norm(ctx, x, p="fro", dim=None, keepdim=False, out=None, dtype=None):
 @entry(torch.linalg.vector_norm, ir_meta=True)
 def _vector_norm(ctx, x, ord=2, dim=None, keepdim=False, *, dtype=None, out=None):
     if out is not None:
-        raise Unsupported("RB008", "vector_norm(out=...)")
+        raise Unsupported(UNREPLAYABLE_SIDE_EFFECT, "vector_norm(out=...)")
     return vector_norm(ctx, _norm_input(ctx, x, dtype), ord, _dims(dim), keepdim, x)
 
 
@@ -673,7 +683,7 @@ def _normalize(ctx, x, p=2.0, dim=1, eps=1e-12, out=None):
     """x / max(norm(x, p, dim, keepdim=True), eps), as torch writes it; the division is
     TensorIterator's, so the result keeps x's memory order (`pointwise`)."""
     if out is not None:
-        raise Unsupported("RB008", "normalize(out=...)")
+        raise Unsupported(UNREPLAYABLE_SIDE_EFFECT, "normalize(out=...)")
     B = ctx.builder
     denom = B.clamp(vector_norm(ctx, x.value, p, _dims(dim), True, x), min=eps)
     return B.div(x.value, denom)
@@ -683,7 +693,8 @@ def _normalize(ctx, x, p=2.0, dim=1, eps=1e-12, out=None):
 def _embedding(ctx, indices, weight, padding_idx=None, max_norm=None, norm_type=2.0,
                scale_grad_by_freq=False, sparse=False):
     if max_norm is not None:
-        raise Unsupported("RB013", "embedding(max_norm=...) renormalizes the weight in place")
+        raise Unsupported(INEXPRESSIBLE_OP,
+                          "embedding(max_norm=...) renormalizes the weight in place")
     return ctx.builder.embedding(weight.value, indices.value)
 
 
@@ -701,14 +712,16 @@ def _check_cpu_norm_dtypes(name, x, *params):
     if given[0].meta.dtype == x.meta.dtype:  # not mixed: every parameter is read so
         for p in given:
             if p.meta.dtype != x.meta.dtype:
-                raise Unsupported("RB017", f"{name}: RuntimeError: expected scalar type"
+                raise Unsupported(TRACE_EXCEPTION, f"{name}: RuntimeError: expected scalar type"
                                            f" {x.meta.dtype} but found {p.meta.dtype}")
         return
     if x.meta.dtype not in (torch.float32, torch.float16, torch.bfloat16):
-        raise Unsupported("RB017", f"{name}: RuntimeError: mixed dtype (CPU): all inputs must"
+        raise Unsupported(TRACE_EXCEPTION,
+                          f"{name}: RuntimeError: mixed dtype (CPU): all inputs must"
                                    " share same datatype.")
     if any(p.meta.dtype != torch.float32 for p in given):
-        raise Unsupported("RB017", f"{name}: RuntimeError: mixed dtype (CPU): expect parameter"
+        raise Unsupported(TRACE_EXCEPTION,
+                          f"{name}: RuntimeError: mixed dtype (CPU): expect parameter"
                                    " to have scalar type of Float")
 
 
@@ -739,7 +752,7 @@ def _batch_norm(ctx, x, running_mean, running_var, weight=None, bias=None, train
     B = ctx.builder
     like = x.value.type
     if len(like.shape) < 2:  # no channel dim: ATen's kernel (an opaque node) decides
-        raise Unsupported("RB013", f"batch_norm of a {len(like.shape)}-d input (no channel"
+        raise Unsupported(INEXPRESSIBLE_OP, f"batch_norm of a {len(like.shape)}-d input (no channel"
                                    " dim)")
     c = [like.shape[1]]
     w = weight.value if weight is not None else B.op(
@@ -750,7 +763,7 @@ def _batch_norm(ctx, x, running_mean, running_var, weight=None, bias=None, train
         mean, var = _batch_stats(ctx, x, running_mean, running_var, momentum)
         return B.batch_norm(x.value, mean, var, w, bb, eps=float(eps))
     if running_mean is None:
-        raise Unsupported("RB009", "batch_norm without running statistics in eval mode")
+        raise Unsupported(TRAINING_MODE_STATE, "batch_norm without running statistics in eval mode")
     return B.batch_norm(x.value, running_mean.value, running_var.value, w, bb, eps=float(eps))
 
 
@@ -780,19 +793,21 @@ def _batch_stats(ctx, x, running_mean, running_var, momentum):
     for d in dims:
         n = n * shape[d]
     if not isinstance(n, int):
-        raise Unsupported("RB009", "training-mode batch_norm with a dynamic batch size")
+        raise Unsupported(TRAINING_MODE_STATE, "training-mode batch_norm with a dynamic batch size")
     if n <= 1:  # eager raises ValueError("Expected more than 1 value per channel ...")
-        raise Unsupported("RB009", "training-mode batch_norm over one value per channel")
+        raise Unsupported(TRAINING_MODE_STATE,
+                          "training-mode batch_norm over one value per channel")
     mean = B.mean(x.value, dims=dims)
     var = B.var(x.value, dims=dims, correction=0)
     if running_mean is not None:
         if momentum is None:
-            raise Unsupported("RB009", "batch_norm momentum=None (cumulative average)")
+            raise Unsupported(TRAINING_MODE_STATE, "batch_norm momentum=None (cumulative average)")
         # The unbiased variance as ATen computes it (sum of squares / (n - 1)): one rounding.
         unbiased = B.var(x.value, dims=dims, correction=1)
         for buf, stat in ((running_mean, mean), (running_var, unbiased)):
             if buf.requires_grad:
-                raise Unsupported("RB010", "batch_norm running statistics that require grad")
+                raise Unsupported(INPLACE_ON_ALIAS,
+                                  "batch_norm running statistics that require grad")
             t = buf.value.type
             m, keep = _momentum(B, momentum, t)
             new = B.add(B.mul(buf.value, keep), B.mul(B.cast(stat, dtype=t.dtype)
@@ -823,17 +838,18 @@ def _dropout(ctx, x, p=0.5, training=True, inplace=False):
         # is never symbolic: corpus dropout_of_empty_input_is_the_input)
         return x
     if inplace:
-        raise Unsupported("RB010", "dropout(inplace=True) in training mode")
+        raise Unsupported(INPLACE_ON_ALIAS, "dropout(inplace=True) in training mode")
     B = ctx.builder
     t = x.value.type
     if not t.dtype.is_float or not 0 < p <= 1:
-        raise Unsupported("RB009", f"dropout in training mode with p={p} on {t.dtype}")
+        raise Unsupported(TRAINING_MODE_STATE, f"dropout in training mode with p={p} on {t.dtype}")
     if p == 1:  # ATen multiplies by zeros and draws nothing
         return B.mul(x.value, 0.0)
     # The mask is drawn as ATen's CPU dropout draws it (codegen/eager.py), from torch's
     # generator at this point of the program: the same stream as eager (spec/autograd.md).
     if t.device != "cpu":
-        raise Unsupported("RB009", "dropout in training mode off the CPU (eager fuses the"
+        raise Unsupported(TRAINING_MODE_STATE,
+                          "dropout in training mode off the CPU (eager fuses the"
                                    " draw into native_dropout there)")
     # ... on `empty_like(x)`: x's layout when x is dense (Note [Random draws in eager's
     # layout], refcomp/tracer/eager_layout.py)
@@ -846,7 +862,7 @@ def _dropout(ctx, x, p=0.5, training=True, inplace=False):
 @entry(F.pad)
 def _pad(ctx, x, pad, mode="constant", value=None):
     if mode != "constant" or any(p < 0 for p in pad):
-        raise Unsupported("RB013", f"pad mode={mode!r} or negative padding")
+        raise Unsupported(INEXPRESSIBLE_OP, f"pad mode={mode!r} or negative padding")
     return ctx.builder.pad(x.value, pads=list(pad), value=0.0 if value is None else value)
 
 
@@ -872,9 +888,10 @@ def _full_builder(value):
     def build(ctx, *size, dtype=None, device=None, requires_grad=False, layout=None,
               pin_memory=False, out=None):
         if requires_grad:
-            raise Unsupported("RB013", "creating a leaf that requires grad inside the graph")
+            raise Unsupported(INEXPRESSIBLE_OP,
+                              "creating a leaf that requires grad inside the graph")
         if out is not None:
-            raise Unsupported("RB008", "a creation op with out=...")
+            raise Unsupported(UNREPLAYABLE_SIDE_EFFECT, "a creation op with out=...")
         shape = [_dim(d) for d in _sizes(size)]
         return _Creation(lambda meta: ctx.builder.op(
             "full", value=value(meta.dtype) if callable(value) else value, shape=shape,
@@ -903,7 +920,7 @@ entry(torch.ones, creation=True, sizes=True)(_full_builder(1))
 def _full(ctx, size, fill_value, *, dtype=None, device=None, requires_grad=False,
           layout=None, out=None):
     if out is not None:
-        raise Unsupported("RB008", "full(out=...)")
+        raise Unsupported(UNREPLAYABLE_SIDE_EFFECT, "full(out=...)")
     return _full_builder(fill_value)(ctx, size, dtype=dtype, device=device,
                                      requires_grad=requires_grad)
 
@@ -913,7 +930,8 @@ def _like_builder(value):
     def build(ctx, x, *args, dtype=None, device=None, requires_grad=False, layout=None,
               memory_format=None, pin_memory=False):
         if requires_grad:
-            raise Unsupported("RB013", "creating a leaf that requires grad inside the graph")
+            raise Unsupported(INEXPRESSIBLE_OP,
+                              "creating a leaf that requires grad inside the graph")
         fill = args[0] if value is None else value
         return _Creation(lambda meta: ctx.builder.op(
             "full", value=fill(meta.dtype) if callable(fill) else fill,
@@ -933,11 +951,12 @@ def _random_builder(op, like):
     def build(ctx, *args, dtype=None, device=None, generator=None, requires_grad=False,
               layout=None, pin_memory=False, memory_format=None, out=None):
         if requires_grad:
-            raise Unsupported("RB013", "creating a leaf that requires grad inside the graph")
+            raise Unsupported(INEXPRESSIBLE_OP,
+                              "creating a leaf that requires grad inside the graph")
         if out is not None:
-            raise Unsupported("RB008", f"{op}(out=...)")
+            raise Unsupported(UNREPLAYABLE_SIDE_EFFECT, f"{op}(out=...)")
         if generator is not None:
-            raise Unsupported("RB013", f"{op}(generator=...)")
+            raise Unsupported(INEXPRESSIBLE_OP, f"{op}(generator=...)")
         src = args[0] if like else None
         shape = list(src.value.type.shape) if like else [_dim(d) for d in _sizes(args)]
         # eager fills the result in its memory order (`*_like`: the operand's, when dense;
@@ -959,13 +978,13 @@ entry(torch.randn_like)(_random_builder("randn", True))
 def _arange(ctx, start, end=None, step=1, *, dtype=None, device=None, requires_grad=False,
             layout=None, out=None):
     if requires_grad:
-        raise Unsupported("RB013", "creating a leaf that requires grad inside the graph")
+        raise Unsupported(INEXPRESSIBLE_OP, "creating a leaf that requires grad inside the graph")
     if out is not None:
-        raise Unsupported("RB008", "arange(out=...)")
+        raise Unsupported(UNREPLAYABLE_SIDE_EFFECT, "arange(out=...)")
     if end is None:
         start, end = 0, start
     if not all(isinstance(v, int) for v in (start, end, step)):
-        raise Unsupported("RB013", "arange with non-integer bounds")
+        raise Unsupported(INEXPRESSIBLE_OP, "arange with non-integer bounds")
     return _Creation(lambda meta: ctx.builder.op(
         "arange", start=start, end=end, step=step, dtype=ir_dtype(meta.dtype),
         device=_device(device)))
@@ -978,12 +997,13 @@ def _tensor(ctx, data, *, dtype=None, device=None, requires_grad=False, pin_memo
     values between calls (no guard reads them), and as_tensor shares its memory (a write
     into the tensor reaches the array), so such a call runs in CPython (RB004)."""
     if type(data).__module__ == "numpy" and hasattr(data, "__array_interface__"):
-        raise Unsupported("RB004", "torch.tensor/as_tensor of a numpy array: its values and"
+        raise Unsupported(UNSUPPORTED_CALL,
+                          "torch.tensor/as_tensor of a numpy array: its values and"
                                    " memory are the caller's")
     if requires_grad:
-        raise Unsupported("RB013", "creating a leaf that requires grad inside the graph")
+        raise Unsupported(INEXPRESSIBLE_OP, "creating a leaf that requires grad inside the graph")
     if _tensors(data):
-        raise Unsupported("RB013", "torch.tensor() of tensors copies their values")
+        raise Unsupported(INEXPRESSIBLE_OP, "torch.tensor() of tensors copies their values")
     return _Creation(lambda meta: ctx.builder.op(
         "constant", data=torch.tensor(data, dtype=meta.dtype).tolist(),
         dtype=ir_dtype(meta.dtype), device=_device(device)))
@@ -995,11 +1015,11 @@ def _copy_(ctx, dst, src, non_blocking=False):
     by the in-place machinery).  Copies between tensors sharing storage run in torch
     (RB010): a partial overlap raises there, and the order of element writes matters."""
     if not isinstance(src, TensorVar):
-        raise Unsupported("RB013", "copy_ from a non-tensor")
+        raise Unsupported(INEXPRESSIBLE_OP, "copy_ from a non-tensor")
     if src.alias is dst.alias:
-        raise Unsupported("RB010", "copy_ between tensors that share storage")
+        raise Unsupported(INPLACE_ON_ALIAS, "copy_ between tensors that share storage")
     if src.value.type.device != dst.value.type.device:
-        raise Unsupported("RB013", "copy_ between devices")
+        raise Unsupported(INEXPRESSIBLE_OP, "copy_ between devices")
     if src.meta.is_complex() and not dst.meta.is_complex():
-        raise Unsupported("RB013", "copy_ of a complex tensor into a real one")
+        raise Unsupported(INEXPRESSIBLE_OP, "copy_ of a complex tensor into a real one")
     return ctx.builder.broadcast_to(src.value, list(dst.value.type.shape))

@@ -22,7 +22,15 @@ import sympy
 import torch
 
 from ir.graph import Value
-from refcomp.reasons import Unsupported
+from refcomp.reasons import (
+    DATA_DEPENDENT_SHAPE,
+    GRADIENT_CUT,
+    INEXPRESSIBLE_OP,
+    INPLACE_ON_ALIAS,
+    TENSOR_TO_PYTHON,
+    TRACE_EXCEPTION,
+    Unsupported,
+)
 from refcomp.tracer import autocast, eager_layout, mutation
 from refcomp.tracer.context import ir_dtype, meta_device, torch_dtype
 from refcomp.tracer.values import VIEW_BASE, VT, ConstVar, TensorVar, TupleVar, as_python
@@ -96,7 +104,7 @@ def _unwrap(vt):
     try:
         return as_python(vt, keep_tensors=True)
     except TypeError:
-        raise Unsupported("RB013", f"argument {vt!r}") from None
+        raise Unsupported(INEXPRESSIBLE_OP, f"argument {vt!r}") from None
 
 
 def _to_meta(x, ctx=None):
@@ -174,7 +182,8 @@ def call_torch(ctx, fn, args: list, kwargs: dict) -> VT:
         pargs, pkwargs = autocast.cast_operands(ctx, fn, name, pargs, pkwargs)
     operands = _tensors(pargs) + _tensors(pkwargs)
     if any(t.meta.is_complex() for t in operands):
-        raise Unsupported("RB013", f"{name} of a complex tensor (only opaque calls take them)")
+        raise Unsupported(INEXPRESSIBLE_OP,
+                          f"{name} of a complex tensor (only opaque calls take them)")
     if e.ir_meta and _float_operands(operands) and \
             not (e.memory_format and any(map(_channels_last, operands))):
         return _call_ir_typed(ctx, e, name, pargs, pkwargs, operands)
@@ -196,9 +205,10 @@ def call_torch(ctx, fn, args: list, kwargs: dict) -> VT:
         raise
     except Exception as err:  # eager raises this too; it runs (and raises) there
         if "cannot be called on meta tensors" in str(err):  # narrow's tensor `start`
-            raise Unsupported("RB002", f"{name} reads the value of a tensor argument on the"
+            raise Unsupported(TENSOR_TO_PYTHON,
+                              f"{name} reads the value of a tensor argument on the"
                                        " host") from None
-        raise Unsupported("RB017", f"{name}: {type(err).__name__}: {err}") from None
+        raise Unsupported(TRACE_EXCEPTION, f"{name}: {type(err).__name__}: {err}") from None
     if e.python:
         return _python_query(ctx, fn, pargs, meta_out)
     if e.pointwise and not e.inplace and isinstance(meta_out, torch.Tensor) and \
@@ -217,12 +227,12 @@ def call_torch(ctx, fn, args: list, kwargs: dict) -> VT:
     except Unsupported:
         raise
     except TypeError as err:  # an argument form this entry does not model
-        raise Unsupported("RB013", f"{name}: {err}") from None
+        raise Unsupported(INEXPRESSIBLE_OP, f"{name}: {err}") from None
     if e.inplace:
         if isinstance(meta_out, torch.Tensor) and meta_out.requires_grad:
             # Eager attaches the mutated tensor to autograd (buf.add_(w), w requiring
             # grad); the write-back after the graph cannot, so such a step runs eagerly.
-            raise Unsupported("RB010", f"{name} writes a value that requires grad into a"
+            raise Unsupported(INPLACE_ON_ALIAS, f"{name} writes a value that requires grad into a"
                                        " tensor that does not")
         result = _apply_inplace(ctx, pargs[0], out, meta_out)
         if propagate is not None:
@@ -280,9 +290,9 @@ def _call_ir_typed(ctx, e, name, pargs, pkwargs, operands):
     except Unsupported:
         raise
     except TypeError as err:  # a form this entry does not model, or one torch rejects
-        raise Unsupported("RB013", f"{name}: {err}") from None
+        raise Unsupported(INEXPRESSIBLE_OP, f"{name}: {err}") from None
     if not isinstance(out, Value):
-        raise Unsupported("RB013", f"{name}: an ir_meta entry must build one IR value")
+        raise Unsupported(INEXPRESSIBLE_OP, f"{name}: an ir_meta entry must build one IR value")
     shape = [ctx.concrete(d) if not isinstance(d, int) else d for d in out.type.shape]
     # an empty result keeps the meta kernel's layout: ATen's kernels differ there
     strides = _pointwise_strides(shape, operands, torch_dtype(out.type.dtype)) \
@@ -341,7 +351,7 @@ def _pair(ctx, out, meta, operands, e, name, step=None):
         out = out.make(meta)
     if isinstance(out, Value):
         if not isinstance(meta, torch.Tensor):
-            raise Unsupported("RB013", f"{name}: torch returns {type(meta).__name__}")
+            raise Unsupported(INEXPRESSIBLE_OP, f"{name}: torch returns {type(meta).__name__}")
         _check_type(out, meta, name, ctx)
         tv = _new_tensor(ctx, out, meta, operands, view)
         if view and name in VIEW_OPS:
@@ -349,7 +359,8 @@ def _pair(ctx, out, meta, operands, e, name, step=None):
         return tv
     if isinstance(out, tuple):
         if not isinstance(meta, (tuple, list)) or len(meta) != len(out):
-            raise Unsupported("RB013", f"{name}: IR gives {len(out)} results, torch another"
+            raise Unsupported(INEXPRESSIBLE_OP,
+                              f"{name}: IR gives {len(out)} results, torch another"
                                        " number")
         cls = type(meta) if isinstance(meta, tuple) else tuple  # torch.return_types.*
         return TupleVar([_pair(ctx, o, m, operands, e, name,
@@ -378,7 +389,7 @@ def _check_type(value: Value, meta: torch.Tensor, name: str, ctx=None) -> None:
     if ctx is not None and is_symbolic_shape(have):
         have = tuple(ctx.concrete(d) for d in have)
     if value.type.dtype != want_dtype or have != want_shape:
-        raise Unsupported("RB013", f"{name}: IR gives {value.type}, torch gives"
+        raise Unsupported(INEXPRESSIBLE_OP, f"{name}: IR gives {value.type}, torch gives"
                                    f" {meta.dtype} {list(want_shape)}")
 
 
@@ -386,7 +397,7 @@ def _new_tensor(ctx, value, meta, operands, view) -> TensorVar:
     rg = bool(meta.requires_grad)
     cut_in = any(t.grad_cut for t in operands)
     if rg and cut_in:
-        raise Unsupported("RB011", "a detached / no_grad value feeds an op that records"
+        raise Unsupported(GRADIENT_CUT, "a detached / no_grad value feeds an op that records"
                                    " gradients")
     # Only a floating result can carry a gradient, so only it can be a cut: a comparison
     # or argmax of a tensor that requires grad is just an integer/bool value (where's
@@ -472,17 +483,18 @@ def _check_inplace(ctx, tv, name):
     """Raise where eager's in-place semantics cannot be traced; return the propagation
     to run after the op when it writes through views (Note [Writes through views])."""
     if not isinstance(tv, TensorVar):
-        raise Unsupported("RB013", f"{name} on a non-tensor")
+        raise Unsupported(INEXPRESSIBLE_OP, f"{name} on a non-tensor")
     propagate = None
     if ctx.shares_storage_with_live(tv):
         propagate = mutation.through_views(ctx, tv, ctx.live_tensors())
         if propagate is None:
-            raise Unsupported("RB010", f"{name} on a tensor that shares storage with another"
+            raise Unsupported(INPLACE_ON_ALIAS,
+                              f"{name} on a tensor that shares storage with another"
                                        " live tensor")
     if tv.requires_grad:
-        raise Unsupported("RB010", f"{name} on a tensor that requires grad")
+        raise Unsupported(INPLACE_ON_ALIAS, f"{name} on a tensor that requires grad")
     if ctx.saved_for_backward(tv):
-        raise Unsupported("RB010", f"{name} on a tensor that an earlier op saved for its"
+        raise Unsupported(INPLACE_ON_ALIAS, f"{name} on a tensor that an earlier op saved for its"
                                    " backward")
     refuse_self_overlap(tv, name)
     return propagate
@@ -503,7 +515,7 @@ def _refuse_uncastable_result(name, margs, mkwargs):
     except Exception:  # noqa: BLE001 -- the in-place meta run below reports errors
         return
     if isinstance(result, torch.Tensor) and not torch.can_cast(result.dtype, self_meta.dtype):
-        raise Unsupported("RB017", f"{name}: RuntimeError: result type {result.dtype} can't"
+        raise Unsupported(TRACE_EXCEPTION, f"{name}: RuntimeError: result type {result.dtype} can't"
                                    f" be cast to the tensor's dtype {self_meta.dtype}")
 
 
@@ -514,7 +526,7 @@ def refuse_self_overlap(tv, name):
     lets torch run the op, so both the allowed and the raising cases are eager's."""
     overlap = torch._debug_has_internal_overlap(tv.meta)  # 0 no, 1 yes, 2 too hard
     if overlap == 1 or (overlap == 2 and not _distinct_elements(tv.meta)):
-        raise Unsupported("RB010", f"{name} on a tensor whose elements share memory"
+        raise Unsupported(INPLACE_ON_ALIAS, f"{name} on a tensor whose elements share memory"
                                    " (a stride-0 dim, e.g. from expand)")
 
 
@@ -538,7 +550,7 @@ def _apply_inplace(ctx, tv: TensorVar, out, meta_out) -> TensorVar:
         out = out.value
     b = ctx.builder
     if out.type.shape != tv.value.type.shape:
-        raise Unsupported("RB013", "in-place result has a different shape")
+        raise Unsupported(INEXPRESSIBLE_OP, "in-place result has a different shape")
     if out.type.dtype != tv.value.type.dtype:
         out = b.cast(out, dtype=tv.value.type.dtype)
     _check_type(out, meta_out, "in-place op", ctx)
@@ -597,7 +609,7 @@ def _dim(d):
     if isinstance(d, sympy.Basic):
         d = sympy.simplify(d)
         if not d.is_Integer and not d.free_symbols:
-            raise Unsupported("RB017", f"size {d} is not an integer")
+            raise Unsupported(TRACE_EXCEPTION, f"size {d} is not an integer")
         return int(d) if d.is_Integer else d
     return d
 
@@ -613,7 +625,7 @@ class _Shaped:
 def _resolve_shaped(ctx, x: TensorVar, shaped: _Shaped, meta) -> Value:
     if shaped.shape is None:
         if is_symbolic_shape(x.value.type.shape):
-            raise Unsupported("RB013", "unflatten of a tensor with a dynamic size")
+            raise Unsupported(INEXPRESSIBLE_OP, "unflatten of a tensor with a dynamic size")
         shape = list(meta.shape)
     else:
         shape = [_dim(d) for d in shaped.shape]
@@ -652,13 +664,13 @@ for _fn in (T.size, T.dim, T.ndimension, T.numel, T.nelement, torch.numel, T.is_
 
 def _needs_value(name):
     def build(ctx, *args, **kwargs):
-        raise Unsupported("RB002", f"Tensor.{name}()")
+        raise Unsupported(TENSOR_TO_PYTHON, f"Tensor.{name}()")
     return build
 
 
 def _data_dependent_shape(name):
     def build(ctx, *args, **kwargs):
-        raise Unsupported("RB022", f"{name}()")
+        raise Unsupported(DATA_DEPENDENT_SHAPE, f"{name}()")
     return build
 
 
