@@ -298,14 +298,18 @@ class _Groups:
                 return bound
             bound = higher
 
-    def _creates_cycle(self, union: set) -> bool:
+    def _creates_cycle(self, union: set, bound: Optional[int] = None) -> bool:
+        """Whether merging `union` forms a cycle, walking no node past `bound` (default
+        `_bound(union)`, the last position a path can come back from; a test passes the
+        graph's end to walk every path)."""
         # A path leaving the union and re-entering it through a non-free node means the
         # region would both feed and consume another kernel.  Paths made only of free
         # nodes are copied into the body and are harmless.  Another group is one kernel:
         # a path reaching one of its members goes on from all of them (the union feeding
         # one member of a group whose other member feeds the union is a cycle too:
         # corpus grad_fuse_cyclic_region_graph).  Nodes past `_bound` cannot lead back.
-        bound, order = self._bound(union), self.order
+        bound = self._bound(union) if bound is None else bound
+        order = self.order
         stack = [(s, not is_free(s)) for m in union for s in self.succ[m]
                  if s not in union and order[s] <= bound]
         seen = set()

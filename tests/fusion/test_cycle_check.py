@@ -7,28 +7,11 @@ import torch.nn as nn
 
 import ir.passes.fuse as fuse
 import refcomp
-from ir.passes.fuse import is_free
 
 
 def _full_walk(groups, union) -> bool:
-    """The check as it was: every path out of the union, with no bound."""
-    stack = [(s, not is_free(s)) for m in union for s in groups.succ[m] if s not in union]
-    seen, expanded = set(), set()
-    while stack:
-        node, real = stack.pop()
-        if node in union:
-            if real:
-                return True
-            continue
-        if (node, real) in seen:
-            continue
-        seen.add((node, real))
-        if node in groups.parent and groups.find(node) not in expanded:
-            expanded.add(groups.find(node))
-            stack.extend((m, True) for m in groups.members[groups.find(node)] if m is not node)
-        for s in groups.succ[node]:
-            stack.append((s, real or (s not in union and not is_free(s))))
-    return False
+    """The check with no bound: every path out of the union, to the graph's end."""
+    return groups._creates_cycle(union, bound=len(groups.graph.nodes))
 
 
 def test_bounded_check_decides_as_the_full_walk(monkeypatch):
