@@ -48,7 +48,7 @@ from refcomp.recipes import (
 from refcomp.runtime import Entry, build_entry, make_guard_set
 from refcomp.side_effects import mutated_containers, stored_names
 from refcomp.sources import AttrSource, ClosureSource, LocalSource
-from refcomp.tracer import calls
+from refcomp.tracer import attributes
 from refcomp.tracer.context import TraceContext
 from refcomp.tracer.effects import DICT_MUTATORS, LIST_MUTATORS, unsnap
 from refcomp.tracer.frame import InstructionTranslator, _Return
@@ -180,7 +180,7 @@ class FrameTranslator(InstructionTranslator):
                 isinstance(obj, ConstVar) and
                 (id(obj.value), inst.argval) in self.ctx.attr_writes) and not (
                 isinstance(obj, ConstVar) and obj.source is not None and
-                calls.is_flag(getattr(obj.value, inst.argval, 0))):
+                attributes.is_flag(getattr(obj.value, inst.argval, 0))):
             raise Unsupported(UNREPLAYABLE_SIDE_EFFECT,
                               f"attribute {inst.argval!r} is assigned in this"
                                        " frame; it is read and updated outside the graph")

@@ -145,7 +145,7 @@ class Recipes:
             return ("tuple", [self.of(i) for i in vt.items], vt.cls)
         if isinstance(vt, ListVar):
             return ("list", [self.of(i) for i in vt.items])
-        if isinstance(vt, ModelOutputVar):  # Note [Model outputs] (refcomp/tracer/calls.py)
+        if isinstance(vt, ModelOutputVar):  # Note [Model outputs] (refcomp/tracer/constructors.py)
             return ("model_output", vt.cls, [(k, self.of(v)) for k, v in vt.fields.items()],
                     [(k, self.of(v)) for k, v in vt.items.items()])
         if isinstance(vt, DictVar):
@@ -156,7 +156,7 @@ class Recipes:
         if isinstance(vt, IteratorVar):
             return ("iter", [self.of(i) for i in vt.items[vt.pos:]])
         if isinstance(vt, ContextTokenVar):
-            # Note [Context variables] (refcomp/tracer/calls.py): a token live at the break
+            # Note [Context variables] (refcomp/tracer/methods.py): a token live at the break
             # is made by the set itself, run when the state is rebuilt (before the replayed
             # effects: none of those reads a context variable), so its recorded set leaves
             # the effects.

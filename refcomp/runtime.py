@@ -536,7 +536,7 @@ class _Outputs:
             return ("tuple", [self.spec(i) for i in vt.items], vt.cls)
         if isinstance(vt, ListVar):
             return ("list", [self.spec(i) for i in vt.items])
-        if isinstance(vt, ModelOutputVar):  # Note [Model outputs] (refcomp/tracer/calls.py)
+        if isinstance(vt, ModelOutputVar):  # Note [Model outputs] (refcomp/tracer/constructors.py)
             return ("model_output", vt.cls, [(k, self.spec(v)) for k, v in vt.fields.items()],
                     [(k, self.spec(v)) for k, v in vt.items.items()])
         if isinstance(vt, DictVar):

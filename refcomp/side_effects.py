@@ -16,7 +16,7 @@ the break, spec/runtime.md, "Side effects"), and the guards never mention it.  A
 None or str attribute (a
 flag such as transformers' `self.compiling`, or a setting decided on the first call such
 as `config.problem_type`) is the exception: it takes few values, so guarding it costs at
-most a recompile per value, and it is read like any other attribute (`calls.is_flag`).
+most a recompile per value, and it is read like any other attribute (`attributes.is_flag`).
 Inside an inlined function, an attribute is a counter only when some store of it is
 computed from it (`counted_attrs`): `self.n += 1`, `self.n = self.n + 1`, a value that
 names the object itself (`self.n = self.next()`) or a local computed from the attribute.

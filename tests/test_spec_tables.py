@@ -79,3 +79,19 @@ def test_every_counter_bumped_is_declared():
               for m in re.finditer(r'COUNTERS\["(\w+)"', path.read_text())}
     bumped |= set(CALLS) - {"past_limit"}  # reported as misses, limit_hits, eager_calls
     assert bumped and bumped - set(COUNTER_MEANINGS) == set()
+
+
+def callable_kind_table():
+    from refcomp.tracer.dispatch import KINDS
+
+    rows = ["| # | callable kind | what a call of it does | refused with |", "|---|---|---|---|"]
+    for i, kind in enumerate(KINDS, 1):
+        assert (kind.handle is None) == (kind.refused is not None), kind.name
+        rows.append(f"| {i} | {kind.name} | {kind.summary} | {kind.refused or ''} |")
+    return "\n".join(rows)
+
+
+def test_callable_kind_table_is_the_dispatch_table():
+    expected = callable_kind_table()
+    header = "| # | callable kind | what a call of it does | refused with |"
+    assert _table_after("tracer.md", header) == expected, expected

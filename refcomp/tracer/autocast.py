@@ -1,10 +1,11 @@
 """Autocast inside a trace: torch's per-op casting rules, applied to a traced call's operands.
 
-Owns `cast_operands(ctx, fn, pargs, pkwargs)`: while a CPU `torch.autocast` is active,
-the tensor operands of a traced torch call are cast as torch's autocast kernel for that
-op would cast them, so the graph computes in the dtypes eager computes in.  The graph
-then runs with autocast switched off (`refcomp.global_state.autocast_off`): its casts are
-explicit IR `cast` nodes, and a backend that calls ATen must not cast a second time.
+Owns `cast_operands(ctx, fn, name, pargs, pkwargs, new_tensor)`: while a CPU
+`torch.autocast` is active, the tensor operands of a traced torch call are cast as
+torch's autocast kernel for that op would cast them, so the graph computes in the
+dtypes eager computes in.  The graph then runs with autocast switched off
+(`refcomp.global_state.autocast_off`): its casts are explicit IR `cast` nodes, and a
+backend that calls ATen must not cast a second time.
 Spec: spec/guards.md, "Global torch state".
 
 Note [Autocast policy]: torch keeps its casting lists (lower_precision_fp, fp32, promote)
@@ -113,8 +114,9 @@ def policy(fn, name, pargs, pkwargs, dtype):
     return answer
 
 
-def cast_operands(ctx, fn, name, pargs, pkwargs):
-    """(pargs, pkwargs) with operands cast as active CPU autocast casts them for fn."""
+def cast_operands(ctx, fn, name, pargs, pkwargs, new_tensor):
+    """(pargs, pkwargs) with operands cast as active CPU autocast casts them for fn;
+    `new_tensor(ctx, value, meta, operands, view)` makes each cast's TensorVar."""
     dtype = active_dtype()
     if dtype is None:
         return pargs, pkwargs
@@ -142,11 +144,9 @@ def cast_operands(ctx, fn, name, pargs, pkwargs):
         if not _eligible(tv) or tv.meta.dtype == target:
             return tv
         if id(tv) not in casts:
-            from refcomp.tracer.torch_table import _new_tensor
-
             with torch.set_grad_enabled(ctx.grad_enabled):
                 meta = tv.meta.to(target)
             value = ctx.builder.cast(tv.value, dtype=ir_dtype(target))
-            casts[id(tv)] = _new_tensor(ctx, value, meta, [tv], False)
+            casts[id(tv)] = new_tensor(ctx, value, meta, [tv], False)
         return casts[id(tv)]
     return _map(pargs, cast), _map(pkwargs, cast)

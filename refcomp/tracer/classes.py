@@ -81,8 +81,6 @@ CTX_NO_OPS = frozenset({"save_for_backward", "mark_non_differentiable", "mark_di
 
 def build_class(tx, args: list, kwargs: dict) -> ClassVar:
     """`__build_class__(body, name, *bases, **kw)` as LOAD_BUILD_CLASS's call does it."""
-    from refcomp.tracer.frame import InstructionTranslator
-
     if kwargs:
         raise Unsupported(UNSUPPORTED_CALL, f"class creation with keywords {sorted(kwargs)}"
                                    " (metaclass=...)")
@@ -103,8 +101,7 @@ def build_class(tx, args: list, kwargs: dict) -> ClassVar:
     if "__class__" in body.code.co_cellvars:
         raise Unsupported(UNSUPPORTED_CALL, f"class {name} uses __class__ or super() in its body")
     cells = dict(zip(body.code.co_freevars, body.closure))
-    child = InstructionTranslator(tx.ctx, body.code, body.f_globals, tx.f_builtins, {}, cells,
-                                  parent=tx, globals_source=body.globals_source)
+    child = tx.child(body.code, body.f_globals, {}, cells, body.globals_source)
     child.class_body = True
     child.run()
     return ClassVar(name, tuple(bases) or (object,), dict(child.locals))
@@ -125,7 +122,7 @@ def class_attr(tx, cls: ClassVar, name: str) -> VT:
 
 def apply(tx, fn: ApplyVar, args: list, kwargs: dict) -> VT:
     """`Fn.apply(*args)`: forward inlined under no_grad (Note [Classes made in the frame])."""
-    from refcomp.tracer import calls, torch_table
+    from refcomp.tracer import torch_table
 
     cls = fn.cls
     if kwargs:
@@ -145,7 +142,7 @@ def apply(tx, fn: ApplyVar, args: list, kwargs: dict) -> VT:
     previous = tx.ctx.grad_enabled
     tx.ctx.set_grad_enabled(False)  # eager runs forward under no_grad
     try:
-        out = calls.call_function(tx, forward, [ctx] + list(args), {})
+        out = tx.call_function(forward, [ctx] + list(args), {})
     finally:
         tx.ctx.set_grad_enabled(previous)
 

@@ -255,7 +255,7 @@ class TraceContext:
         """A module container (ModuleList/Sequential/ModuleDict) was iterated, indexed or
         measured: guard its submodules' names, in order.  A slice made in the frame is
         pinned by the guard on the container it was cut from (Note [Sliced module
-        containers], refcomp/tracer/calls.py)."""
+        containers], refcomp/tracer/containers.py)."""
         if vt.source is not None and not isinstance(vt.source, ModuleSliceSource):
             modules = vt.value._modules
             source = ModuleDictSource(vt.source, MODULE)

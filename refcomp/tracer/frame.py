@@ -3,7 +3,9 @@
 Owns: `InstructionTranslator` (one per traced or inlined frame): it walks the
 instructions of a code object from `dis`, dispatching each to the handler of the
 same name (refcomp/tracer/opcodes.py), and `trace`, the entry point that captures
-a function call into a graph.  Calls are resolved in refcomp/tracer/calls.py.
+a function call into a graph.  Calls are resolved by the table of callable kinds
+(refcomp/tracer/dispatch.py).  The modules below the translator never import it: they
+call back through `child`, `call_function` and `load_attr`.
 Must not know guards' code generation or the cache.  Spec: spec/tracer.md.
 """
 
@@ -27,9 +29,10 @@ from refcomp.reasons import (
     Unsupported,
 )
 from refcomp.sources import ClosureSource, LocalSource
+from refcomp.tracer import attributes, dispatch
 from refcomp.tracer.context import TraceContext
 from refcomp.tracer.opcodes import OpcodeHandlers
-from refcomp.tracer.values import VT, CellVar, ConstVar, DictVar, TupleVar
+from refcomp.tracer.values import VT, CellVar, ConstVar
 
 MAX_INLINE_DEPTH = 32
 _GENERATOR_FLAGS = (inspect.CO_GENERATOR | inspect.CO_COROUTINE | inspect.CO_ASYNC_GENERATOR
@@ -119,6 +122,22 @@ class InstructionTranslator(OpcodeHandlers):
         self.current = None
         if self.depth > MAX_INLINE_DEPTH:
             raise Unsupported(TOO_DEEP, f"inlining {code.co_name} at depth {self.depth}")
+
+    # --- what the modules below call back through ---------------------------------------
+    def child(self, code, f_globals, locals_: dict, cells: dict, globals_source, *,
+              generator=False) -> InstructionTranslator:
+        """A translator for code this frame calls (an inlined function, a generator)."""
+        return InstructionTranslator(self.ctx, code, f_globals, self.f_builtins, locals_, cells,
+                                     parent=self, globals_source=globals_source,
+                                     generator=generator)
+
+    def call_function(self, fn: VT, args: list, kwargs: dict) -> VT:
+        """`fn(*args, **kwargs)` as the table of callable kinds treats it."""
+        return dispatch.call_function(self, fn, args, kwargs)
+
+    def load_attr(self, obj: VT, name: str) -> VT:
+        """`obj.name`, guarded where it is read."""
+        return attributes.load_attr(self, obj, name)
 
     # --- the loop ---------------------------------------------------------------------------
     def run(self) -> VT:
@@ -234,50 +253,6 @@ class InstructionTranslator(OpcodeHandlers):
 class TraceResult:
     ctx: TraceContext
     output: VT  # the frame's return value, symbolically
-
-
-def bind_arguments(code, args: list, kwargs: dict, defaults: tuple, kwdefaults: dict) -> dict:
-    """Bind VT arguments to the parameters of `code` like a Python call does."""
-    names = code.co_varnames
-    npos, nkw = code.co_argcount, code.co_kwonlyargcount
-    pos_names, kw_names = names[:npos], names[npos:npos + nkw]
-    has_varargs = bool(code.co_flags & inspect.CO_VARARGS)
-    has_varkw = bool(code.co_flags & inspect.CO_VARKEYWORDS)
-    out: dict = {}
-    if len(args) > npos and not has_varargs:
-        raise Unsupported(TRACE_EXCEPTION, f"{code.co_name}() takes {npos} positional arguments"
-                                   f" but {len(args)} were given")
-    for name, value in zip(pos_names, args):
-        out[name] = value
-    extra_kw = {}
-    for key, value in kwargs.items():
-        if key in out:
-            raise Unsupported(TRACE_EXCEPTION, f"{code.co_name}() got multiple values for {key!r}")
-        if key in pos_names[code.co_posonlyargcount:] or key in kw_names:
-            out[key] = value
-        elif has_varkw:
-            extra_kw[key] = value
-        else:
-            raise Unsupported(TRACE_EXCEPTION,
-                              f"{code.co_name}() got an unexpected keyword {key!r}")
-    first_default = npos - len(defaults)
-    for i, name in enumerate(pos_names):
-        if name not in out:
-            if i < first_default:
-                raise Unsupported(TRACE_EXCEPTION, f"{code.co_name}() missing argument {name!r}")
-            out[name] = defaults[i - first_default]
-    for name in kw_names:
-        if name not in out:
-            if name not in kwdefaults:
-                raise Unsupported(TRACE_EXCEPTION, f"{code.co_name}() missing argument {name!r}")
-            out[name] = kwdefaults[name]
-    index = npos + nkw
-    if has_varargs:
-        out[names[index]] = TupleVar(args[npos:])
-        index += 1
-    if has_varkw:
-        out[names[index]] = DictVar(extra_kw)
-    return out
 
 
 def trace(fn, bound_locals: dict, ctx: TraceContext) -> TraceResult:

@@ -19,7 +19,7 @@ import torch.nn.functional as F
 from refcomp import guards as G
 from refcomp.reasons import INEXPRESSIBLE_OP, TRAINING_MODE_STATE, UNSUPPORTED_CALL, Unsupported
 from refcomp.sources import AttrSource
-from refcomp.tracer import calls, torch_ops, torch_table
+from refcomp.tracer import attributes, containers, torch_ops, torch_table
 from refcomp.tracer.values import ConstVar, TensorVar
 
 MODULE_TABLE: dict = {}
@@ -37,7 +37,7 @@ def _param(tx, mod_vt, name):
     """A parameter or buffer as a symbolic value (None stays None; guarded either way)."""
     if getattr(mod_vt.value, name) is None and mod_vt.source is None:
         return ConstVar(None)
-    return calls.load_attr(tx, mod_vt, name)
+    return tx.load_attr(mod_vt, name)
 
 
 def _hyper(tx, mod_vt, name):
@@ -71,14 +71,14 @@ def call_module(tx, mod_vt, args, kwargs):
     if override is not None:  # an instance-level forward: what Module.__call__ runs
         fwd = tx.ctx.wrap(override, AttrSource(mod_vt.source, "forward")) \
             if mod_vt.source is not None else ConstVar(override)
-        return calls.call_function(tx, fwd, list(args), kwargs)
+        return tx.call_function(fwd, list(args), kwargs)
     tx.ctx.guard_not_overridden(mod_vt.source, "forward")
     handler = MODULE_TABLE.get(type(m))
     if handler is not None:
         return handler(tx, mod_vt, *args, **kwargs)
     # Any other module (torch.nn's own included) runs its forward inlined.
-    forward = calls.class_attr(tx, mod_vt, "forward", type(m).forward)
-    return calls.call_function(tx, forward, [mod_vt] + list(args), kwargs)
+    forward = attributes.class_attr(tx, mod_vt, "forward", type(m).forward)
+    return tx.call_function(forward, [mod_vt] + list(args), kwargs)
 
 
 def has_hooks(m) -> bool:
@@ -224,8 +224,8 @@ def _adaptive_avg_pool2d(tx, m, x):
 
 @module(nn.Sequential)
 def _sequential(tx, m, x):
-    for child in calls.iterate(tx, m):
-        x = calls.call_function(tx, child, [x], {})
+    for child in containers.iterate(tx, m):
+        x = tx.call_function(child, [x], {})
     return x
 
 
@@ -260,7 +260,7 @@ def _multihead_attention(tx, m, query, key, value, key_padding_mask=None, need_w
               "average_attn_weights": average_attn_weights or ConstVar(True),
               "fast_path": ConstVar(fast)}
     # The decomposition is plain Python over torch ops, traced (inlined) like user code.
-    return calls.call_function(tx, ConstVar(mha_forward), [m, query, key, value], kwargs)
+    return tx.call_function(ConstVar(mha_forward), [m, query, key, value], kwargs)
 
 
 def _mha_fast_path(tx, m, query, key, value, attn_mask, key_padding_mask=None) -> bool:
@@ -282,7 +282,7 @@ def _mha_fast_path(tx, m, query, key, value, attn_mask, key_padding_mask=None) -
     if _training(tx, m) or _hyper(tx, m, "num_heads") % 2 or \
             not _hyper(tx, m, "batch_first") or torch.is_autocast_enabled():
         return False
-    out = calls.load_attr(tx, m, "out_proj")
+    out = tx.load_attr(m, "out_proj")
     params = [query, w, b, _param(tx, out, "weight"), _param(tx, out, "bias")]
     return not (tx.ctx.grad_enabled and any(is_tensor(p) and p.requires_grad
                                             for p in params))
@@ -351,13 +351,13 @@ def _transformer_encoder_layer(tx, m, src, src_mask=None, src_key_padding_mask=N
     if isinstance(pad, ConstVar) and pad.value is None:
         pad = None
     if pad is not None and (not is_tensor(pad) or _mha_fast_path(
-            tx, calls.load_attr(tx, m, "self_attn"), src, src, src, None)):
+            tx, tx.load_attr(m, "self_attn"), src, src, src, None)):
         # eager's fused layer (or the stack's nested tensors) on its own path, not modelled;
         # the masks are left out: the layer takes it with float masks too
         raise Unsupported(INEXPRESSIBLE_OP, "TransformerEncoderLayer(src_key_padding_mask=...) on"
                                    " torch's fused eval path")
     # Dropout in training mode breaks in the Dropout handler (RB009) when its p > 0.
-    return calls.call_function(tx, ConstVar(encoder_layer_forward),
+    return tx.call_function(ConstVar(encoder_layer_forward),
                                [m, src, src_mask or ConstVar(None), pad or ConstVar(None)],
                                {})
 

@@ -61,7 +61,6 @@ def _plain_fact(cls) -> bool:
 
 def new_object(tx, cls_vt: ConstVar, args, kwargs) -> ObjectVar:
     """`cls(*args, **kwargs)` of a plain class: its `__init__` inlined on a new ObjectVar."""
-    from refcomp.tracer import calls
 
     cls = cls_vt.value
     if cls_vt.source is not None:
@@ -71,7 +70,7 @@ def new_object(tx, cls_vt: ConstVar, args, kwargs) -> ObjectVar:
         if args or kwargs:
             raise Unsupported(TRACE_EXCEPTION, f"{cls.__name__}() takes no arguments")
         return obj
-    result = calls.call_function(tx, calls.load_attr(tx, cls_vt, "__init__"),
+    result = tx.call_function(tx.load_attr(cls_vt, "__init__"),
                                  [obj] + list(args), kwargs)
     if not (isinstance(result, ConstVar) and result.value is None):
         raise Unsupported(TRACE_EXCEPTION, f"{cls.__name__}.__init__ returned a value")
@@ -93,15 +92,14 @@ def _data_descriptor(raw) -> bool:
 
 def load_attr(tx, obj: ObjectVar, name: str) -> VT:
     """`obj.name` in Python's order: data descriptor, instance dict, class attribute."""
-    from refcomp.tracer import calls
 
     if name == "__class__":
         return obj.cls_vt
     raw = _lookup(obj.cls, name)
     if raw is not None and _data_descriptor(raw):
         if isinstance(raw, property) and isinstance(raw.fget, types.FunctionType):
-            prop = calls.load_attr(tx, obj.cls_vt, name)  # the property, under a guard
-            return calls.call_function(tx, calls.load_attr(tx, prop, "fget"), [obj], {})
+            prop = tx.load_attr(obj.cls_vt, name)  # the property, under a guard
+            return tx.call_function(tx.load_attr(prop, "fget"), [obj], {})
         raise Unsupported(UNSUPPORTED_CALL, f"attribute {name!r} of {obj!r}: a"
                                    f" {type(raw).__name__} on its class")
     if name in obj.attrs:
@@ -113,9 +111,9 @@ def load_attr(tx, obj: ObjectVar, name: str) -> VT:
         raise Raised(AttributeError(f"'{obj.cls.__name__}' object has no attribute"
                                     f" '{name}'"), f"{obj!r} has no attribute {name!r}")
     if isinstance(raw, types.FunctionType):  # a method: bound to the object
-        return PartialVar(calls.load_attr(tx, obj.cls_vt, name), [obj], {})
+        return PartialVar(tx.load_attr(obj.cls_vt, name), [obj], {})
     if isinstance(raw, (staticmethod, classmethod)) or not hasattr(type(raw), "__get__"):
-        return calls.load_attr(tx, obj.cls_vt, name)  # read from the class, guarded
+        return tx.load_attr(obj.cls_vt, name)  # read from the class, guarded
     raise Unsupported(UNSUPPORTED_CALL, f"attribute {name!r} of {obj!r}: a {type(raw).__name__}"
                                " on its class")
 
@@ -145,11 +143,10 @@ def has_attr(obj: ObjectVar, name: str) -> bool:
 
 def call_dunder(tx, obj: ObjectVar, name: str) -> VT:
     """`type(obj).name(obj)` (len, bool): looked up on the class, as CPython does."""
-    from refcomp.tracer import calls
 
     if not isinstance(_lookup(obj.cls, name), types.FunctionType):
         raise Unsupported(UNSUPPORTED_CALL, f"{name} of {obj!r}")
-    return calls.call_function(tx, calls.load_attr(tx, obj.cls_vt, name), [obj], {})
+    return tx.call_function(tx.load_attr(obj.cls_vt, name), [obj], {})
 
 
 def truth(tx, obj: ObjectVar) -> VT | None:
@@ -183,13 +180,12 @@ def is_python_sequence(cls) -> bool:
 def iterate_sequence(tx, obj: VT) -> list:
     """`for v in seq` as `Sequence.__iter__` runs it: `seq[0]`, `seq[1]`... each
     `__getitem__` inlined, until one raises IndexError."""
-    from refcomp.tracer import calls
 
-    getitem = calls.load_attr(tx, obj, "__getitem__")
+    getitem = tx.load_attr(obj, "__getitem__")
     items = []
     for i in range(SEQUENCE_LIMIT):
         try:
-            items.append(calls.call_function(tx, getitem, [ConstVar(i)], {}))
+            items.append(tx.call_function(getitem, [ConstVar(i)], {}))
         except Raised as raised:
             if isinstance(raised.exc, IndexError):
                 return items

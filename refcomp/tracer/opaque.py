@@ -43,7 +43,7 @@ from refcomp.reasons import (
 )
 from refcomp.tracer import autocast, eager_layout, mutation
 from refcomp.tracer.context import ir_device, ir_dtype, meta_device
-from refcomp.tracer.torch_table import _specialize, refuse_self_overlap
+from refcomp.tracer.torch_table import new_tensor, refuse_self_overlap, specialize_sizes
 from refcomp.tracer.values import VT, ConstVar, ListVar, TensorVar, TupleVar, as_python
 
 # Calls whose effect reaches beyond their operands and result (global state, hooks,
@@ -322,12 +322,12 @@ def call_opaque(ctx, fn, args: list, kwargs: dict, name: str | None = None) -> V
     except TypeError:
         raise Unsupported(INEXPRESSIBLE_OP, f"{name}: an argument is not a tensor or a constant")\
             from None
-    pargs, pkwargs = _specialize(ctx, pargs), _specialize(ctx, pkwargs)
+    pargs, pkwargs = specialize_sizes(ctx, pargs), specialize_sizes(ctx, pkwargs)
     if pkwargs.get("generator") is not None:
         raise Unsupported(UNSUPPORTED_CALL, f"{name} draws from a generator object; the graph draws"
                                    " only from torch's default generator")
     if not short.endswith("_") and "out" not in pkwargs:  # Note [Autocast policy]
-        pargs, pkwargs = autocast.cast_operands(ctx, fn, name, pargs, pkwargs)
+        pargs, pkwargs = autocast.cast_operands(ctx, fn, name, pargs, pkwargs, new_tensor)
     operands: list[TensorVar] = []
     _collect(pargs, operands)
     _collect(pkwargs, operands)
@@ -470,7 +470,7 @@ def call_opaque(ctx, fn, args: list, kwargs: dict, name: str | None = None) -> V
             continue
         if j in view_base:
             base = operands[view_base[j]]
-            tv = torch_table._new_tensor(ctx, v, _view_meta(base.meta, r), [base] + [
+            tv = torch_table.new_tensor(ctx, v, _view_meta(base.meta, r), [base] + [
                 t for t in operands if t is not base], True)
             step = torch_table.view_step(
                 fn, pargs, pkwargs, base, j if isinstance(out, (tuple, list)) else None)
@@ -483,8 +483,8 @@ def call_opaque(ctx, fn, args: list, kwargs: dict, name: str | None = None) -> V
                 meta, _eager_strides(short, margs, mkwargs, metas, meta, j))
         if short in CHANNELS_LAST and operands and (short != "roll" or _rolls_every_dim(
                 operands[0], pargs, pkwargs)):  # eager's CPU kernel, not the meta kernel
-            meta = torch_table._as_channels_last(meta, operands[:1])
-        wrapped.append(torch_table._new_tensor(ctx, v, meta, operands, False))
+            meta = torch_table.as_channels_last(meta, operands[:1])
+        wrapped.append(torch_table.new_tensor(ctx, v, meta, operands, False))
     if out is None:
         return ConstVar(None)
     if not isinstance(out, (tuple, list)):

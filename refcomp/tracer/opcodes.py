@@ -1,7 +1,8 @@
 """One handler per CPython 3.11 opcode, named as `dis` names it.
 
 Owns: the stack effect of each supported instruction.  What a call, attribute
-read or operator *means* is decided in refcomp/tracer/calls.py; this module only
+read or operator *means* is decided in refcomp/tracer/dispatch.py (calls),
+attributes.py, containers.py and operators.py; this module only
 moves values between the stack, locals, cells and the instruction pointer.
 An opcode without a handler raises Unsupported(UNSUPPORTED_OPCODE).  Spec: spec/tracer.md,
 "Supported opcodes" (tested against this class's handler list).
@@ -21,7 +22,18 @@ from refcomp.reasons import (
     Raised,
     Unsupported,
 )
-from refcomp.tracer import calls, classes, copies, effects, objects, rng
+from refcomp.tracer import (
+    attributes,
+    classes,
+    constructors,
+    containers,
+    copies,
+    effects,
+    facts,
+    objects,
+    operators,
+    rng,
+)
 from refcomp.tracer.values import (
     NULL,
     CellVar,
@@ -85,7 +97,7 @@ class OpcodeHandlers:
     def LOAD_GLOBAL(self, inst):
         if inst.arg & 1:
             self.push(NULL)
-        self.push(calls.load_global(self, inst.argval))
+        self.push(attributes.load_global(self, inst.argval))
 
     def STORE_GLOBAL(self, inst):
         # Replayed after the graph; this trace reads the value back (Note [Replayed side
@@ -112,7 +124,7 @@ class OpcodeHandlers:
         if inst.argval in self.locals:
             self.push(self.locals[inst.argval])
         else:
-            self.push(calls.load_global(self, inst.argval))
+            self.push(attributes.load_global(self, inst.argval))
 
     def STORE_NAME(self, inst):
         if not getattr(self, "class_body", False):
@@ -138,13 +150,13 @@ class OpcodeHandlers:
 
     # --- attributes and items ---------------------------------------------------------------
     def LOAD_ATTR(self, inst):
-        self.push(calls.load_attr(self, self.pop(), inst.argval))
+        self.push(attributes.load_attr(self, self.pop(), inst.argval))
 
     def LOAD_METHOD(self, inst):
         # Always the [NULL, bound callable] form: CALL treats both forms alike.
         obj = self.pop()
         self.push(NULL)
-        self.push(calls.load_attr(self, obj, inst.argval))
+        self.push(attributes.load_attr(self, obj, inst.argval))
 
     def IMPORT_NAME(self, inst):
         # `import m` / `from m import x` inside library code: a module already imported is
@@ -162,7 +174,7 @@ class OpcodeHandlers:
 
     def IMPORT_FROM(self, inst):
         module = self.stack[-1]
-        self.push(calls.load_attr(self, module, inst.argval))
+        self.push(attributes.load_attr(self, module, inst.argval))
 
     def STORE_ATTR(self, inst):
         obj, value = self.stack[-1], self.stack[-2]
@@ -172,7 +184,7 @@ class OpcodeHandlers:
             obj.attrs[name] = value
             return
         if isinstance(obj, ModelOutputVar):  # made by the trace: changed symbolically
-            calls.set_model_output_attr(obj, name, value)
+            constructors.set_model_output_attr(obj, name, value)
             self.popn(2)
             return
         if isinstance(obj, ObjectVar):  # Note [Objects made in the frame]
@@ -197,55 +209,55 @@ class OpcodeHandlers:
 
     def DELETE_ATTR(self, inst):
         obj = self.pop()
-        calls.call_function(self, ConstVar(delattr), [obj, ConstVar(inst.argval)], {})
+        self.call_function(ConstVar(delattr), [obj, ConstVar(inst.argval)], {})
 
     def BINARY_SUBSCR(self, inst):
         index = self.pop()
         obj = self.pop()
-        self.push(calls.getitem(self, obj, index))
+        self.push(containers.getitem(self, obj, index))
 
     def STORE_SUBSCR(self, inst):
         index, obj, value = self.pop(), self.pop(), self.pop()
-        calls.setitem(self, obj, index, value)
+        containers.setitem(self, obj, index, value)
 
     def DELETE_SUBSCR(self, inst):
         index, obj = self.pop(), self.pop()
-        calls.delitem(self, obj, index)
+        containers.delitem(self, obj, index)
 
     # --- operators --------------------------------------------------------------------------
     def BINARY_OP(self, inst):
         b, a = self.pop(), self.pop()
         sym = NB_OPS[inst.arg]
         if sym.endswith("=") and sym not in ("==",):
-            self.push(calls.inplace_binary(self, sym[:-1], a, b))
+            self.push(operators.inplace_binary(self, sym[:-1], a, b))
         else:
-            self.push(calls.binary(self, sym, a, b))
+            self.push(operators.binary(self, sym, a, b))
 
     def COMPARE_OP(self, inst):
         b, a = self.pop(), self.pop()
-        self.push(calls.binary(self, inst.argval, a, b))
+        self.push(operators.binary(self, inst.argval, a, b))
 
     def IS_OP(self, inst):
         b, a = self.pop(), self.pop()
-        result = calls.is_same(a, b, self.ctx)
+        result = operators.is_same(a, b, self.ctx)
         self.push(ConstVar(result != bool(inst.arg)))
 
     def CONTAINS_OP(self, inst):
         container, item = self.pop(), self.pop()
-        result = calls.contains(self, container, item)
+        result = containers.contains(self, container, item)
         self.push(ConstVar(result != bool(inst.arg)))
 
     def UNARY_NEGATIVE(self, inst):
-        self.push(calls.unary(self, "neg", self.pop()))
+        self.push(operators.unary(self, "neg", self.pop()))
 
     def UNARY_POSITIVE(self, inst):
-        self.push(calls.unary(self, "pos", self.pop()))
+        self.push(operators.unary(self, "pos", self.pop()))
 
     def UNARY_INVERT(self, inst):
-        self.push(calls.unary(self, "invert", self.pop()))
+        self.push(operators.unary(self, "invert", self.pop()))
 
     def UNARY_NOT(self, inst):
-        self.push(ConstVar(not calls.truth(self, self.pop())))
+        self.push(ConstVar(not operators.truth(self, self.pop())))
 
     # --- building containers ----------------------------------------------------------------
     def BUILD_TUPLE(self, inst):
@@ -268,7 +280,7 @@ class OpcodeHandlers:
 
     def BUILD_MAP(self, inst):
         items = self.popn(2 * inst.arg)
-        self.push(DictVar({calls.key_of(items[i]): items[i + 1]
+        self.push(DictVar({operators.key_of(items[i]): items[i + 1]
                            for i in range(0, len(items), 2)}))
 
     def BUILD_CONST_KEY_MAP(self, inst):
@@ -277,7 +289,7 @@ class OpcodeHandlers:
         self.push(DictVar(dict(zip(keys, values))))
 
     def BUILD_SLICE(self, inst):
-        parts = [as_python(calls.require_const(self, v, "slice bound"))
+        parts = [as_python(facts.require_const(self, v, "slice bound"))
                  for v in self.popn(inst.arg)]
         self.push(ConstVar(slice(*parts)))
 
@@ -287,7 +299,7 @@ class OpcodeHandlers:
 
     def FORMAT_VALUE(self, inst):
         spec = as_python(self.pop()) if (inst.arg & 0x04) else ""
-        value = as_python(calls.require_const(self, self.pop(), "f-string value"))
+        value = as_python(facts.require_const(self, self.pop(), "f-string value"))
         conv = {1: str, 2: repr, 3: ascii}.get(inst.arg & 0x03)
         self.push(ConstVar(format(conv(value) if conv else value, spec)))
 
@@ -296,7 +308,7 @@ class OpcodeHandlers:
         self.stack[-inst.arg].items.append(item)
 
     def LIST_EXTEND(self, inst):
-        items = calls.iterate(self, self.pop())
+        items = containers.iterate(self, self.pop())
         self.stack[-inst.arg].items.extend(items)
 
     def LIST_TO_TUPLE(self, inst):
@@ -304,7 +316,7 @@ class OpcodeHandlers:
 
     def MAP_ADD(self, inst):
         value, key = self.pop(), self.pop()
-        self.stack[-inst.arg].items[calls.key_of(key)] = value
+        self.stack[-inst.arg].items[operators.key_of(key)] = value
 
     def DICT_UPDATE(self, inst):
         other = self.pop()
@@ -315,14 +327,14 @@ class OpcodeHandlers:
     DICT_MERGE = DICT_UPDATE
 
     def UNPACK_SEQUENCE(self, inst):
-        items = calls.iterate(self, self.pop())
+        items = containers.iterate(self, self.pop())
         if len(items) != inst.arg:
             raise Unsupported(TRACE_EXCEPTION, f"cannot unpack {len(items)} values into {inst.arg}")
         for item in reversed(items):
             self.push(item)
 
     def UNPACK_EX(self, inst):
-        items = calls.iterate(self, self.pop())
+        items = containers.iterate(self, self.pop())
         before, after = inst.arg & 0xFF, inst.arg >> 8
         if len(items) < before + after:
             raise Unsupported(TRACE_EXCEPTION, "not enough values to unpack")
@@ -350,7 +362,7 @@ class OpcodeHandlers:
         if kw_names:
             kwargs = dict(zip(kw_names, args[len(args) - len(kw_names):]))
             args = args[:len(args) - len(kw_names)]
-        self.push(calls.call_function(self, fn, args, kwargs))
+        self.push(self.call_function(fn, args, kwargs))
 
     def CALL_FUNCTION_EX(self, inst):
         kwargs = self.pop() if inst.arg & 1 else DictVar({})
@@ -360,7 +372,7 @@ class OpcodeHandlers:
             self.pop()
         if not isinstance(kwargs, DictVar):
             raise Unsupported(INEXPRESSIBLE_OP, "**kwargs that is not a dict")
-        self.push(calls.call_function(self, fn, calls.iterate(self, args), dict(kwargs.items)))
+        self.push(self.call_function(fn, containers.iterate(self, args), dict(kwargs.items)))
 
     def MAKE_FUNCTION(self, inst):
         code = self.pop().value
@@ -387,16 +399,16 @@ class OpcodeHandlers:
             self.jump(inst)
 
     def POP_JUMP_FORWARD_IF_TRUE(self, inst):
-        self._jump_if(inst, lambda v: calls.truth(self, v))
+        self._jump_if(inst, lambda v: operators.truth(self, v))
 
     def POP_JUMP_FORWARD_IF_FALSE(self, inst):
-        self._jump_if(inst, lambda v: not calls.truth(self, v))
+        self._jump_if(inst, lambda v: not operators.truth(self, v))
 
     def POP_JUMP_FORWARD_IF_NONE(self, inst):
-        self._jump_if(inst, lambda v: calls.is_same(v, ConstVar(None)))
+        self._jump_if(inst, lambda v: operators.is_same(v, ConstVar(None)))
 
     def POP_JUMP_FORWARD_IF_NOT_NONE(self, inst):
-        self._jump_if(inst, lambda v: not calls.is_same(v, ConstVar(None)))
+        self._jump_if(inst, lambda v: not operators.is_same(v, ConstVar(None)))
 
     POP_JUMP_BACKWARD_IF_TRUE = POP_JUMP_FORWARD_IF_TRUE
     POP_JUMP_BACKWARD_IF_FALSE = POP_JUMP_FORWARD_IF_FALSE
@@ -404,13 +416,13 @@ class OpcodeHandlers:
     POP_JUMP_BACKWARD_IF_NOT_NONE = POP_JUMP_FORWARD_IF_NOT_NONE
 
     def JUMP_IF_TRUE_OR_POP(self, inst):
-        if calls.truth(self, self.stack[-1]):
+        if operators.truth(self, self.stack[-1]):
             self.jump(inst)
         else:
             self.pop()
 
     def JUMP_IF_FALSE_OR_POP(self, inst):
-        if not calls.truth(self, self.stack[-1]):
+        if not operators.truth(self, self.stack[-1]):
             self.jump(inst)
         else:
             self.pop()
@@ -418,7 +430,7 @@ class OpcodeHandlers:
     def GET_ITER(self, inst):
         obj = self.pop()
         self.push(obj if isinstance(obj, (IteratorVar, GeneratorVar))
-                  else IteratorVar(calls.iterate(self, obj)))
+                  else IteratorVar(containers.iterate(self, obj)))
 
     # --- generator expressions (Note [Generator expressions], values.py) -----------------
     def RETURN_GENERATOR(self, inst):
@@ -445,7 +457,7 @@ class OpcodeHandlers:
         exc = self.pop()
         value = exc.value if isinstance(exc, ConstVar) else None
         if isinstance(value, type) and issubclass(value, BaseException):
-            value = calls.new_exception(self, exc, [], {}).value
+            value = constructors.new_exception(self, exc, [], {}).value
         if not isinstance(value, BaseException):
             raise Unsupported(TRACE_EXCEPTION, f"raise of {exc!r}")
         if cause is not None:

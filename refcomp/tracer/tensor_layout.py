@@ -18,6 +18,7 @@ from refcomp.reasons import (
     DATA_DEPENDENT_SHAPE,
     INEXPRESSIBLE_OP,
     INPLACE_ON_ALIAS,
+    TENSOR_TO_PYTHON,
     TRACE_EXCEPTION,
     UNSUPPORTED_TENSOR_METHOD,
     Unsupported,
@@ -25,26 +26,26 @@ from refcomp.reasons import (
 from refcomp.tracer import eager_layout
 from refcomp.tracer.context import ir_device, ir_dtype
 from refcomp.tracer.torch_table import (
+    Cast,
+    Copy,
+    Shaped,
     T,
-    _apply_inplace,
-    _Cast,
-    _check_inplace,
-    _check_type,
-    _Copy,
-    _dim,
-    _dims,
-    _new_tensor,
-    _prod,
-    _Shaped,
-    _sizes,
-    _to_meta,
-    _unwrap,
+    apply_inplace,
+    as_dims,
     call_torch,
     cast,
+    check_inplace,
+    check_type,
     entry,
     handles,
+    ir_size,
     is_symbolic_shape,
+    new_tensor,
+    prod_of,
     result_dtype,
+    sizes_of,
+    to_meta,
+    unwrap,
     view_root,
 )
 from refcomp.tracer.values import VIEW_BASE, VT, ConstVar, TensorVar, TupleVar
@@ -56,10 +57,10 @@ from refcomp.tracer.values import VIEW_BASE, VT, ConstVar, TensorVar, TupleVar
 def _reshape(ctx, x, *args, shape=None):
     if args and isinstance(args[0], torch.dtype):
         raise Unsupported(INEXPRESSIBLE_OP, "view(dtype) reinterprets bits")
-    target = _sizes(args) if shape is None else list(shape)
+    target = sizes_of(args) if shape is None else list(shape)
     if -1 in target:
-        known = _prod([d for d in target if not (isinstance(d, int) and d == -1)])
-        numel = sympy.sympify(_prod(x.value.type.shape))
+        known = prod_of([d for d in target if not (isinstance(d, int) and d == -1)])
+        numel = sympy.sympify(prod_of(x.value.type.shape))
         rest = sympy.simplify(numel / known)
         if rest.free_symbols and not rest.is_integer:
             # `x.view(-1, n)` with n an int symbol equal to one of x's size symbols (the
@@ -77,7 +78,7 @@ def _reshape(ctx, x, *args, shape=None):
             target = [ctx.concrete(d) if isinstance(d, sympy.Basic) and d.free_symbols & fixed
                       else d for d in target]
         target = [rest if isinstance(d, int) and d == -1 else d for d in target]
-    return _Shaped("reshape", target)
+    return Shaped("reshape", target)
 
 
 def _equate_symbols(ctx, target, known, numel):
@@ -100,37 +101,37 @@ def _equate_symbols(ctx, target, known, numel):
 def _flatten(ctx, x, start_dim=0, end_dim=-1):
     shape = list(x.value.type.shape)
     if not shape:
-        return _Shaped("reshape", [1])
+        return Shaped("reshape", [1])
     r = len(shape)
     a, b = start_dim % r, end_dim % r
     if a == b:
         return x  # torch returns the tensor itself (found by the fuzzer: aliasing)
-    return _Shaped("reshape", shape[:a] + [_prod(shape[a:b + 1])] + shape[b + 1:])
+    return Shaped("reshape", shape[:a] + [prod_of(shape[a:b + 1])] + shape[b + 1:])
 
 
 @entry(T.unflatten, torch.unflatten, view=True)
 @handles(from_meta=("dim", "sizes"))
 def _unflatten(ctx, x, dim, sizes):
-    return _Shaped("reshape", None)  # static shapes only: the meta result's
+    return Shaped("reshape", None)  # static shapes only: the meta result's
 
 
 @entry(T.view_as, T.reshape_as, view=True)
 def _view_as(ctx, x, other):
-    return _Shaped("reshape", list(other.value.type.shape))
+    return Shaped("reshape", list(other.value.type.shape))
 
 
 @entry(T.expand, torch.broadcast_to, T.broadcast_to, view=True, sizes=True)
 @handles(varargs=True)
 def _expand(ctx, x, *args):
-    target = _sizes(args)
+    target = sizes_of(args)
     lead = len(target) - x.value.type.rank
-    return _Shaped("expand", [x.value.type.shape[i - lead] if isinstance(d, int) and d == -1
+    return Shaped("expand", [x.value.type.shape[i - lead] if isinstance(d, int) and d == -1
                               else d for i, d in enumerate(target)])
 
 
 @entry(T.expand_as, view=True)
 def _expand_as(ctx, x, other):
-    return _Shaped("expand", list(other.value.type.shape))
+    return Shaped("expand", list(other.value.type.shape))
 
 
 @entry(T.permute, torch.permute, view=True)
@@ -161,8 +162,8 @@ def _unsqueeze(ctx, x, dim):
 @entry(T.squeeze, torch.squeeze, view=True)
 def _squeeze(ctx, x, dim=None):
     if x.meta.dim() == 0:  # torch takes dim 0 / -1 of a 0-d tensor: a view of it as it is
-        return _Copy()
-    return ctx.builder.squeeze(x.value, dims=_dims(dim))
+        return Copy()
+    return ctx.builder.squeeze(x.value, dims=as_dims(dim))
 
 
 @entry(T.contiguous, view=True)
@@ -177,22 +178,22 @@ def _contiguous(ctx, x, memory_format=torch.contiguous_format):
     except RuntimeError as err:  # preserve_format: eager raises the same
         raise Unsupported(INEXPRESSIBLE_OP, f"contiguous(memory_format={memory_format}): {err}")\
             from None
-    return x if already else _Copy()
+    return x if already else Copy()
 
 
 @entry(T.clone, torch.clone)
 def _clone(ctx, x, memory_format=None):
-    return _Copy()
+    return Copy()
 
 
 @entry(T.detach, torch.detach, view=True)
 def _detach(ctx, x):
-    return _Copy()
+    return Copy()
 
 
 def _cast_builder(dtype):
     def build(ctx, x, memory_format=None):
-        return _Cast(dtype)
+        return Cast(dtype)
     return build
 
 
@@ -206,6 +207,8 @@ for _name, _dt in {"float": torch.float32, "double": torch.float64, "half": torc
 @entry(T.to, T.type, T.type_as, view=True)
 @handles(varargs=True, from_meta=("device", "dtype", "copy", "other", "non_blocking",
                                   "memory_format"))
+
+
 def _to(ctx, x, *args, **kwargs):
     # copy= and memory_format= decide whether torch returns `x` itself or a new tensor
     # (the meta call answers; see _pair); the IR has no layouts, so a memory format
@@ -217,7 +220,7 @@ def _to(ctx, x, *args, **kwargs):
         if isinstance(a, TensorVar) and a.value.type.device != x.value.type.device:
             raise Unsupported(INEXPRESSIBLE_OP,
                               "moving a tensor to another device inside the graph")
-    return _Cast(None)  # the target dtype is read off the meta result
+    return Cast(None)  # the target dtype is read off the meta result
 
 
 @entry(torch.cat, torch.concat, torch.concatenate, ir_meta=True, memory_format=True)
@@ -282,7 +285,7 @@ def _split(ctx, x, split_size_or_sections, dim=0):
     for i in range(count):
         stop = bounds[i + 1] if i + 1 == count or ctx.decide(sympy.Le(bounds[i + 1], size)) \
             else size
-        out.append(ctx.builder.slice(x.value, dim=d, start=_dim(bounds[i]), stop=_dim(stop)))
+        out.append(ctx.builder.slice(x.value, dim=d, start=ir_size(bounds[i]), stop=ir_size(stop)))
     return tuple(out)
 
 
@@ -292,7 +295,7 @@ def _chunk(ctx, x, chunks, dim=0):
     r = max(x.value.type.rank, 1)
     size = x.value.type.shape[dim % r]
     step = -(-size // chunks) if isinstance(size, int) else \
-        _dim(sympy.floor((size + chunks - 1) / chunks))
+        ir_size(sympy.floor((size + chunks - 1) / chunks))
     return _split(ctx, x, step, dim % r)
 
 
@@ -311,7 +314,7 @@ def _narrow(ctx, x, dim, start, length):
     if not (ctx.decide(sympy.Ge(start, 0)) and ctx.decide(sympy.Ge(length, 0))
             and ctx.decide(sympy.Le(start + length, size))):
         raise Unsupported(INEXPRESSIBLE_OP, "narrow out of range (eager raises)")
-    return ctx.builder.slice(x.value, dim=d, start=_dim(start), stop=_dim(start + length))
+    return ctx.builder.slice(x.value, dim=d, start=ir_size(start), stop=ir_size(start + length))
 
 
 # --- attributes, indexing, item assignment --------------------------------------------------
@@ -375,7 +378,7 @@ def _real_device(tv):
 
 
 def tensor_getitem(ctx, tv: TensorVar, index: VT) -> VT:
-    idx = _unwrap(index)
+    idx = unwrap(index)
     items = list(idx) if isinstance(idx, tuple) else [idx]
     if any(_symbolic_item(it) for it in items):
         # A dynamic size used as an index needs its number: specialised to the traced
@@ -395,7 +398,7 @@ def tensor_getitem(ctx, tv: TensorVar, index: VT) -> VT:
         return opaque.call_opaque(ctx, torch.Tensor.__getitem__, [tv, index], {},
                                   name="torch.Tensor.__getitem__")
     try:
-        meta_idx = _to_meta(idx, ctx)
+        meta_idx = to_meta(idx, ctx)
         meta = tv.meta[meta_idx]
     except Exception as err:
         raise Unsupported(TRACE_EXCEPTION, f"indexing: {type(err).__name__}: {err}") from None
@@ -403,10 +406,10 @@ def tensor_getitem(ctx, tv: TensorVar, index: VT) -> VT:
         # Note [Eager's layout, not the meta kernel's] (refcomp/tracer/eager_layout.py)
         meta = eager_layout.restrided(meta, eager_layout.getitem_strides(tv.meta, meta_idx))
     value = _basic_index(ctx, tv.value, items)
-    _check_type(value, meta, "getitem", ctx)
+    check_type(value, meta, "getitem", ctx)
     operands = [tv] + [it for it in items if isinstance(it, TensorVar)]
     view = not any(isinstance(it, TensorVar) for it in items)
-    out = _new_tensor(ctx, value, meta, operands, view=view)
+    out = new_tensor(ctx, value, meta, operands, view=view)
     if view:
         out.view_root = view_root(ctx, tv, out, (operator.getitem, (VIEW_BASE, idx), {}, None))
     return out
@@ -439,8 +442,8 @@ def _symbolic_slice(ctx, v: Value, dim: int, it: slice) -> Value:
     stop = _clamped_bound(ctx, it.stop, size, size)
     if not ctx.decide(sympy.Le(start, stop)):
         stop = start  # an empty slice
-    start, stop = _dim(start), _dim(stop)
-    if start == 0 and step == 1 and _dim(stop - size) == 0:
+    start, stop = ir_size(start), ir_size(stop)
+    if start == 0 and step == 1 and ir_size(stop - size) == 0:
         return v
     return ctx.builder.slice(v, dim=dim, start=start, stop=stop, step=step)
 
@@ -543,19 +546,19 @@ def _basic_index(ctx, v: Value, items) -> Value:
 
 def tensor_setitem(ctx, tv: TensorVar, index: VT, value: VT) -> None:
     """`x[idx] = v` as x' = where(mask, v placed in x's shape, x); x takes x's place."""
-    idx = _unwrap(index)
-    val = _unwrap(value)
+    idx = unwrap(index)
+    val = unwrap(value)
     items = list(idx) if isinstance(idx, tuple) else [idx]
     if any(isinstance(it, (TensorVar, list, bool)) for it in items):
         raise Unsupported(INEXPRESSIBLE_OP, "item assignment with tensor or list indices")
-    propagate = _check_inplace(ctx, tv, "item assignment")
+    propagate = check_inplace(ctx, tv, "item assignment")
     if ctx.grad_enabled and isinstance(val, TensorVar) and val.requires_grad:
         raise Unsupported(INPLACE_ON_ALIAS, "item assignment of a value that requires grad")
     if is_symbolic_shape(tv.value.type.shape):
         raise Unsupported(INEXPRESSIBLE_OP, "item assignment into a tensor with a dynamic size")
     meta = tv.meta.detach().clone()
     try:
-        meta[idx] = _to_meta(val)
+        meta[idx] = to_meta(val)
     except Exception as err:
         raise Unsupported(TRACE_EXCEPTION,
                           f"item assignment: {type(err).__name__}: {err}") from None
@@ -595,7 +598,7 @@ def tensor_setitem(ctx, tv: TensorVar, index: VT, value: VT) -> None:
     placed = B.pad(v, pads=pads, value=0)
     mask = B.pad(B.op("full", value=True, shape=block_sizes, dtype=ir_dtype(torch.bool),
                       device=x.type.device), pads=mask_pads, value=False)
-    _apply_inplace(ctx, tv, B.where(mask, placed, x), meta)
+    apply_inplace(ctx, tv, B.where(mask, placed, x), meta)
     if propagate is not None:
         propagate()
 
@@ -605,3 +608,30 @@ def unbind(ctx, tv: TensorVar) -> list:
         raise Unsupported(TRACE_EXCEPTION, "iteration over a 0-d tensor")
     n = ctx.specialize(tv.value.type.shape[0])  # unrolling fixes the count (guarded)
     return [tensor_getitem(ctx, tv, ConstVar(i)) for i in range(n)]
+
+
+# --- Python-valued queries (answered from guarded facts) -----------------------------------
+for _fn in (T.size, T.dim, T.ndimension, T.numel, T.nelement, torch.numel, T.is_contiguous,
+            T.is_floating_point, torch.is_floating_point, T.element_size, T.stride,
+            torch.is_tensor, T.is_complex, T.get_device):
+    entry(_fn, python=True)(None)
+
+
+def _needs_value(name):
+    def build(ctx, *args, **kwargs):
+        raise Unsupported(TENSOR_TO_PYTHON, f"Tensor.{name}()")
+    return build
+
+
+def _data_dependent_shape(name):
+    def build(ctx, *args, **kwargs):
+        raise Unsupported(DATA_DEPENDENT_SHAPE, f"{name}()")
+    return build
+
+
+for _name in ("item", "tolist", "numpy", "__bool__", "__int__", "__float__", "__index__"):
+    if hasattr(T, _name):
+        entry(getattr(T, _name), host=True)(_needs_value(_name))
+for _name in ("nonzero", "unique", "masked_select"):
+    entry(getattr(T, _name), host=True)(_data_dependent_shape(f"Tensor.{_name}"))
+    entry(getattr(torch, _name), host=True)(_data_dependent_shape(f"torch.{_name}"))

@@ -30,19 +30,19 @@ from refcomp.reasons import (
 from refcomp.tracer import eager_layout
 from refcomp.tracer.context import ir_device, ir_dtype
 from refcomp.tracer.torch_table import (
+    Creation,
     T,
     TensorVar,
-    _apply_inplace,
-    _Creation,
-    _dim,
-    _dims,
-    _prod,
-    _sizes,
-    _tensors,
+    apply_inplace,
+    as_dims,
     cast,
     entry,
     handles,
+    ir_size,
+    prod_of,
     result_dtype,
+    sizes_of,
+    tensors_in,
 )
 
 # --- pointwise ------------------------------------------------------------------------------
@@ -328,7 +328,7 @@ def _clamp(ctx, x, min=None, max=None):
 def _reduce_builder(op):
     def build(ctx, x, dim=None, keepdim=False, *, dtype=None):
         v = cast(ctx, x, dtype) if dtype is not None else x.value
-        dims = _dims(dim)
+        dims = as_dims(dim)
         if op in ("amax", "amin") and not dims:
             # `torch.amax(x)` names every dim: amax's backward multiplies its share by
             # the mask, where `dims=()` is x.max()'s, which leaves the others exactly 0
@@ -368,10 +368,10 @@ def _var_builder(std):
             # ATen's std of a half tensor is sqrt of the float32 variance, rounded once;
             # rounding the variance to half first put the result an ulp off (thorough
             # profile, corpus half_std_rounded_once)
-            out = sqrt(B.var(B.cast(v, dtype=f32), dims=_dims(dim), keepdim=keepdim,
+            out = sqrt(B.var(B.cast(v, dtype=f32), dims=as_dims(dim), keepdim=keepdim,
                              correction=int(corr)))
             return B.cast(out, dtype=v.type.dtype)
-        out = B.var(v, dims=_dims(dim), keepdim=keepdim, correction=int(corr))
+        out = B.var(v, dims=as_dims(dim), keepdim=keepdim, correction=int(corr))
         if not std:
             return out
         out = sqrt(out)
@@ -486,7 +486,7 @@ def matmul(ctx, x: Value, y: Value) -> Value:
         # matmul of an expanded operand, whose gradient is a batched product summed
         # over the batch: 8x the scratch and a GEMM with a short contraction.
         lead = list(x.type.shape[:-1])
-        flat = B.reshape(x, shape=[_prod(lead), x.type.shape[-1]])
+        flat = B.reshape(x, shape=[prod_of(lead), x.type.shape[-1]])
         y2 = B.unsqueeze(y, dim=1) if y.type.rank == 1 else y
         out = B.matmul(flat, y2)
         return B.reshape(out, shape=lead + list(y.type.shape[1:]))
@@ -536,7 +536,7 @@ def _linear(ctx, x, weight, bias=None):
     wt = B.transpose(w, 0, 1) if w.type.rank == 2 else w
     if v.type.rank > 2:
         lead = v.type.shape[:-1]
-        flat = B.reshape(v, shape=[_prod(lead), v.type.shape[-1]])
+        flat = B.reshape(v, shape=[prod_of(lead), v.type.shape[-1]])
         out = B.reshape(B.matmul(flat, wt), shape=list(lead) + [wt.type.shape[-1]])
     else:
         out = B.matmul(v, wt)
@@ -668,14 +668,14 @@ def _norm(ctx, x, p="fro", dim=None, keepdim=False, out=None, dtype=None):
         raise Unsupported(UNREPLAYABLE_SIDE_EFFECT, "norm(out=...)")
     if p is None:
         p = "fro"
-    return vector_norm(ctx, _norm_input(ctx, x, dtype), p, _dims(dim), keepdim, x)
+    return vector_norm(ctx, _norm_input(ctx, x, dtype), p, as_dims(dim), keepdim, x)
 
 
 @entry(torch.linalg.vector_norm, ir_meta=True)
 def _vector_norm(ctx, x, ord=2, dim=None, keepdim=False, *, dtype=None, out=None):
     if out is not None:
         raise Unsupported(UNREPLAYABLE_SIDE_EFFECT, "vector_norm(out=...)")
-    return vector_norm(ctx, _norm_input(ctx, x, dtype), ord, _dims(dim), keepdim, x)
+    return vector_norm(ctx, _norm_input(ctx, x, dtype), ord, as_dims(dim), keepdim, x)
 
 
 @entry(F.normalize, ir_meta=True, pointwise=True)
@@ -685,7 +685,7 @@ def _normalize(ctx, x, p=2.0, dim=1, eps=1e-12, out=None):
     if out is not None:
         raise Unsupported(UNREPLAYABLE_SIDE_EFFECT, "normalize(out=...)")
     B = ctx.builder
-    denom = B.clamp(vector_norm(ctx, x.value, p, _dims(dim), True, x), min=eps)
+    denom = B.clamp(vector_norm(ctx, x.value, p, as_dims(dim), True, x), min=eps)
     return B.div(x.value, denom)
 
 
@@ -814,7 +814,7 @@ def _batch_stats(ctx, x, running_mean, running_var, momentum):
                                                       if stat.type.dtype != t.dtype
                                                       else stat, m))
             ctx.grad_free.add(new)
-            _apply_inplace(ctx, buf, new, buf.meta)
+            apply_inplace(ctx, buf, new, buf.meta)
     return mean, var
 
 
@@ -892,8 +892,8 @@ def _full_builder(value):
                               "creating a leaf that requires grad inside the graph")
         if out is not None:
             raise Unsupported(UNREPLAYABLE_SIDE_EFFECT, "a creation op with out=...")
-        shape = [_dim(d) for d in _sizes(size)]
-        return _Creation(lambda meta: ctx.builder.op(
+        shape = [ir_size(d) for d in sizes_of(size)]
+        return Creation(lambda meta: ctx.builder.op(
             "full", value=value(meta.dtype) if callable(value) else value, shape=shape,
             dtype=ir_dtype(meta.dtype), device=_device(device)))
     return build
@@ -933,7 +933,7 @@ def _like_builder(value):
             raise Unsupported(INEXPRESSIBLE_OP,
                               "creating a leaf that requires grad inside the graph")
         fill = args[0] if value is None else value
-        return _Creation(lambda meta: ctx.builder.op(
+        return Creation(lambda meta: ctx.builder.op(
             "full", value=fill(meta.dtype) if callable(fill) else fill,
             shape=list(x.value.type.shape), dtype=ir_dtype(meta.dtype),
             device=_device(device, x)))
@@ -958,10 +958,10 @@ def _random_builder(op, like):
         if generator is not None:
             raise Unsupported(INEXPRESSIBLE_OP, f"{op}(generator=...)")
         src = args[0] if like else None
-        shape = list(src.value.type.shape) if like else [_dim(d) for d in _sizes(args)]
+        shape = list(src.value.type.shape) if like else [ir_size(d) for d in sizes_of(args)]
         # eager fills the result in its memory order (`*_like`: the operand's, when dense;
         # Note [Random draws in eager's layout])
-        return _Creation(lambda meta: ctx.builder.op(
+        return Creation(lambda meta: ctx.builder.op(
             op, shape=shape, dtype=ir_dtype(meta.dtype), device=_device(device, src),
             order=eager_layout.memory_order(meta) if like else None))
     return build
@@ -985,7 +985,7 @@ def _arange(ctx, start, end=None, step=1, *, dtype=None, device=None, requires_g
         start, end = 0, start
     if not all(isinstance(v, int) for v in (start, end, step)):
         raise Unsupported(INEXPRESSIBLE_OP, "arange with non-integer bounds")
-    return _Creation(lambda meta: ctx.builder.op(
+    return Creation(lambda meta: ctx.builder.op(
         "arange", start=start, end=end, step=step, dtype=ir_dtype(meta.dtype),
         device=_device(device)))
 
@@ -1002,9 +1002,9 @@ def _tensor(ctx, data, *, dtype=None, device=None, requires_grad=False, pin_memo
                                    " memory are the caller's")
     if requires_grad:
         raise Unsupported(INEXPRESSIBLE_OP, "creating a leaf that requires grad inside the graph")
-    if _tensors(data):
+    if tensors_in(data):
         raise Unsupported(INEXPRESSIBLE_OP, "torch.tensor() of tensors copies their values")
-    return _Creation(lambda meta: ctx.builder.op(
+    return Creation(lambda meta: ctx.builder.op(
         "constant", data=torch.tensor(data, dtype=meta.dtype).tolist(),
         dtype=ir_dtype(meta.dtype), device=_device(device)))
 

@@ -1,9 +1,11 @@
 """The torch table: torch functions, Tensor methods and operators -> IR builders.
 
 Owns: `TABLE` (callable -> `Entry`), `entry` (registration), `call_torch` (the one
-way a torch call is traced) and the result markers builders return.  The entries
-live in refcomp/tracer/torch_ops.py (math) and refcomp/tracer/tensor_layout.py
-(layout, dtype, indexing, attributes).  Every call is checked twice: torch itself
+way a torch call is traced) and the result markers builders return.  It holds no
+entries: they live in refcomp/tracer/torch_ops.py (math) and
+refcomp/tracer/tensor_layout.py (layout, dtype, indexing, attributes, Python-valued
+queries), which register them when imported (refcomp/tracer/dispatch.py imports both),
+as ir/ops/ modules register their OpDefs.  Every call is checked twice: torch itself
 runs the op on meta tensors (the type oracle: dtype, shape, requires_grad and any
 error eager would raise), and the IR the builder produced must have exactly that
 dtype and shape, else the frame falls back (RB013) rather than risk a wrong
@@ -23,7 +25,6 @@ import torch
 
 from ir.graph import Value
 from refcomp.reasons import (
-    DATA_DEPENDENT_SHAPE,
     GRADIENT_CUT,
     INEXPRESSIBLE_OP,
     INPLACE_ON_ALIAS,
@@ -99,7 +100,7 @@ def entry(*fns, **flags):
 
 
 # --- calling --------------------------------------------------------------------------------
-def _unwrap(vt):
+def unwrap(vt):
     """A torch call's argument: constants as Python values, tensors kept symbolic."""
     try:
         return as_python(vt, keep_tensors=True)
@@ -107,18 +108,18 @@ def _unwrap(vt):
         raise Unsupported(INEXPRESSIBLE_OP, f"argument {vt!r}") from None
 
 
-def _to_meta(x, ctx=None):
+def to_meta(x, ctx=None):
     """Arguments for the meta call: tensors as meta tensors, sizes at their traced value."""
     if isinstance(x, TensorVar):
         return x.meta
     if isinstance(x, (list, tuple)):
-        return type(x)(_to_meta(i, ctx) for i in x)
+        return type(x)(to_meta(i, ctx) for i in x)
     if isinstance(x, dict):
-        return {k: _to_meta(v, ctx) for k, v in x.items()}
+        return {k: to_meta(v, ctx) for k, v in x.items()}
     if isinstance(x, sympy.Basic):
         return ctx.concrete(x)
     if isinstance(x, slice):
-        return slice(_to_meta(x.start, ctx), _to_meta(x.stop, ctx), _to_meta(x.step, ctx))
+        return slice(to_meta(x.start, ctx), to_meta(x.stop, ctx), to_meta(x.step, ctx))
     if isinstance(x, torch.device):
         # `m.to(device=x.device)`: a traced op stays on its operands' device (the entries
         # refuse a move), and a meta tensor moved to a real device has no data to copy.
@@ -144,11 +145,11 @@ def _has_symbolic(x) -> bool:
     return isinstance(x, sympy.Basic) and bool(x.free_symbols)
 
 
-def _specialize(ctx, x):
+def specialize_sizes(ctx, x):
     if isinstance(x, (list, tuple)):
-        return type(x)(_specialize(ctx, i) for i in x)
+        return type(x)(specialize_sizes(ctx, i) for i in x)
     if isinstance(x, dict):
-        return {k: _specialize(ctx, v) for k, v in x.items()}
+        return {k: specialize_sizes(ctx, v) for k, v in x.items()}
     if isinstance(x, sympy.Basic):
         return ctx.specialize(x)
     return x
@@ -158,13 +159,13 @@ def is_symbolic_shape(shape) -> bool:
     return any(not isinstance(d, int) for d in shape)
 
 
-def _tensors(x) -> list:
+def tensors_in(x) -> list:
     if isinstance(x, TensorVar):
         return [x]
     if isinstance(x, (list, tuple)):
-        return [t for i in x for t in _tensors(i)]
+        return [t for i in x for t in tensors_in(i)]
     if isinstance(x, dict):
-        return [t for v in x.values() for t in _tensors(v)]
+        return [t for v in x.values() for t in tensors_in(v)]
     return []
 
 
@@ -172,29 +173,30 @@ def call_torch(ctx, fn, args: list, kwargs: dict) -> VT:
     e = TABLE[fn]
     if e.host:
         e.build(ctx)
-    pargs = [_unwrap(a) for a in args]
-    pkwargs = {k: _unwrap(v) for k, v in kwargs.items()}
+    pargs = [unwrap(a) for a in args]
+    pkwargs = {k: unwrap(v) for k, v in kwargs.items()}
     name = getattr(fn, "__name__", str(fn))
     if not e.sizes and (_has_symbolic(pargs) or _has_symbolic(pkwargs)):
         # A symbolic size where this op needs a number: specialize it (guarded).
-        pargs, pkwargs = _specialize(ctx, pargs), _specialize(ctx, pkwargs)
+        pargs, pkwargs = specialize_sizes(ctx, pargs), specialize_sizes(ctx, pkwargs)
     if not (e.inplace or e.python):  # under torch.autocast: Note [Autocast policy]
-        pargs, pkwargs = autocast.cast_operands(ctx, fn, name, pargs, pkwargs)
-    operands = _tensors(pargs) + _tensors(pkwargs)
+        pargs, pkwargs = autocast.cast_operands(ctx, fn, name, pargs, pkwargs,
+                                                 new_tensor)
+    operands = tensors_in(pargs) + tensors_in(pkwargs)
     if any(t.meta.is_complex() for t in operands):
         raise Unsupported(INEXPRESSIBLE_OP,
                           f"{name} of a complex tensor (only opaque calls take them)")
     if e.ir_meta and _float_operands(operands) and \
             not (e.memory_format and any(map(_channels_last, operands))):
         return _call_ir_typed(ctx, e, name, pargs, pkwargs, operands)
-    margs, mkwargs = _to_meta(pargs, ctx), _to_meta(pkwargs, ctx)
+    margs, mkwargs = to_meta(pargs, ctx), to_meta(pkwargs, ctx)
     if e.creation or "device" in mkwargs:
         mkwargs["device"] = "meta"
     if fn is torch.Tensor.to:  # `.to("cpu")`: a device named by a string
         margs = [_meta_device(a) for a in margs]
     propagate = None
     if e.inplace:
-        propagate = _check_inplace(ctx, pargs[0], name)
+        propagate = check_inplace(ctx, pargs[0], name)
         _refuse_uncastable_result(name, margs, mkwargs)
         margs[0] = margs[0].detach().clone()
     try:
@@ -219,7 +221,7 @@ def call_torch(ctx, fn, args: list, kwargs: dict) -> VT:
         meta_out = eager_layout.restrided(
             meta_out, _pointwise_strides(meta_out.shape, operands, meta_out.dtype))
     if e.channels_last:
-        meta_out = _as_channels_last(meta_out, operands)
+        meta_out = as_channels_last(meta_out, operands)
     if e.layout is not None and isinstance(meta_out, torch.Tensor) and meta_out.numel():
         meta_out = eager_layout.restrided(meta_out, e.layout(meta_out, *pargs, **pkwargs))
     try:
@@ -234,7 +236,7 @@ def call_torch(ctx, fn, args: list, kwargs: dict) -> VT:
             # grad); the write-back after the graph cannot, so such a step runs eagerly.
             raise Unsupported(INPLACE_ON_ALIAS, f"{name} writes a value that requires grad into a"
                                        " tensor that does not")
-        result = _apply_inplace(ctx, pargs[0], out, meta_out)
+        result = apply_inplace(ctx, pargs[0], out, meta_out)
         if propagate is not None:
             propagate()
         return result
@@ -303,16 +305,16 @@ def _call_ir_typed(ctx, e, name, pargs, pkwargs, operands):
         meta = torch.empty_strided(shape, strides, dtype=torch_dtype(out.type.dtype),
                                    device="meta")
     if e.channels_last:
-        meta = _as_channels_last(meta, operands)
+        meta = as_channels_last(meta, operands)
     if e.layout is not None and 0 not in shape:
         meta = eager_layout.restrided(meta, e.layout(meta, *pargs, **pkwargs))
     if ctx.grad_enabled and meta.is_floating_point() and \
             any(t.requires_grad for t in operands):
         meta.requires_grad_()
-    return _new_tensor(ctx, out, meta, operands, e.view)
+    return new_tensor(ctx, out, meta, operands, e.view)
 
 
-def _as_channels_last(meta, operands):
+def as_channels_last(meta, operands):
     """`meta` laid out channels_last (channels_last_3d) where eager's CPU kernel makes it
     so: a 4-d (5-d) result with elements, of an op with an operand of its rank whose
     suggested memory format is that one (entries flagged `channels_last`, the opaque ops
@@ -331,15 +333,15 @@ def _pair(ctx, out, meta, operands, e, name, step=None):
     if isinstance(out, TensorVar):  # identity ops return their operand itself
         return out
     view = e.view
-    if isinstance(out, _Shaped) and operands and meta is getattr(operands[0], "meta", None):
+    if isinstance(out, Shaped) and operands and meta is getattr(operands[0], "meta", None):
         return operands[0]  # torch returned the tensor itself (flatten of a 1-d tensor)
-    if isinstance(out, _Shaped):
+    if isinstance(out, Shaped):
         out = _resolve_shaped(ctx, operands[0], out, meta)
-    elif isinstance(out, _Copy):
+    elif isinstance(out, Copy):
         # the operand's own value: a view of it for detach and a 0-d squeeze (corpus
         # squeeze_of_0d_input_is_a_view), a copy for clone/contiguous
         out, view = operands[0].value, name in ("detach", "squeeze")
-    elif isinstance(out, _Cast):
+    elif isinstance(out, Cast):
         x = operands[0]
         if meta is x.meta:
             return x  # torch returned the tensor itself (a no-op cast)
@@ -347,13 +349,13 @@ def _pair(ctx, out, meta, operands, e, name, step=None):
             out, view = x.value, False
         else:
             out, view = ctx.builder.cast(x.value, dtype=ir_dtype(meta.dtype)), False
-    elif isinstance(out, _Creation):
+    elif isinstance(out, Creation):
         out = out.make(meta)
     if isinstance(out, Value):
         if not isinstance(meta, torch.Tensor):
             raise Unsupported(INEXPRESSIBLE_OP, f"{name}: torch returns {type(meta).__name__}")
-        _check_type(out, meta, name, ctx)
-        tv = _new_tensor(ctx, out, meta, operands, view)
+        check_type(out, meta, name, ctx)
+        tv = new_tensor(ctx, out, meta, operands, view)
         if view and name in VIEW_OPS:
             tv.view_root = view_root(ctx, operands[0], tv, step)
         return tv
@@ -379,11 +381,11 @@ def _python_query(ctx, fn, pargs, meta_out):
                 return ConstVar(shape[pargs[1]])
             return TupleVar([ConstVar(d) for d in shape], cls=torch.Size)
         if fn in (T.numel, T.nelement, torch.numel):
-            return ConstVar(sympy.simplify(_prod(shape)))
+            return ConstVar(sympy.simplify(prod_of(shape)))
     return ctx.wrap(meta_out, None)
 
 
-def _check_type(value: Value, meta: torch.Tensor, name: str, ctx=None) -> None:
+def check_type(value: Value, meta: torch.Tensor, name: str, ctx=None) -> None:
     want_dtype, want_shape = ir_dtype(meta.dtype), tuple(meta.shape)
     have = tuple(value.type.shape)
     if ctx is not None and is_symbolic_shape(have):
@@ -393,7 +395,7 @@ def _check_type(value: Value, meta: torch.Tensor, name: str, ctx=None) -> None:
                                    f" {meta.dtype} {list(want_shape)}")
 
 
-def _new_tensor(ctx, value, meta, operands, view) -> TensorVar:
+def new_tensor(ctx, value, meta, operands, view) -> TensorVar:
     rg = bool(meta.requires_grad)
     cut_in = any(t.grad_cut for t in operands)
     if rg and cut_in:
@@ -474,12 +476,12 @@ def view_step(fn, pargs, pkwargs, base, item=None):
         return x
 
     args, kwargs = mark(tuple(pargs)), mark(dict(pkwargs))
-    if _tensors(list(args)) or _tensors(kwargs):
+    if tensors_in(list(args)) or tensors_in(kwargs):
         return None
     return (fn, args, kwargs, item)
 
 
-def _check_inplace(ctx, tv, name):
+def check_inplace(ctx, tv, name):
     """Raise where eager's in-place semantics cannot be traced; return the propagation
     to run after the op when it writes through views (Note [Writes through views])."""
     if not isinstance(tv, TensorVar):
@@ -545,7 +547,7 @@ def _distinct_elements(m: torch.Tensor) -> bool:
     return True
 
 
-def _apply_inplace(ctx, tv: TensorVar, out, meta_out) -> TensorVar:
+def apply_inplace(ctx, tv: TensorVar, out, meta_out) -> TensorVar:
     if isinstance(out, TensorVar):
         out = out.value
     b = ctx.builder
@@ -553,7 +555,7 @@ def _apply_inplace(ctx, tv: TensorVar, out, meta_out) -> TensorVar:
         raise Unsupported(INEXPRESSIBLE_OP, "in-place result has a different shape")
     if out.type.dtype != tv.value.type.dtype:
         out = b.cast(out, dtype=tv.value.type.dtype)
-    _check_type(out, meta_out, "in-place op", ctx)
+    check_type(out, meta_out, "in-place op", ctx)
     tv.value = out
     tv.meta = meta_out.detach()
     if tv.source is not None and tv.source.name() in ctx.input_vars:
@@ -591,20 +593,19 @@ def cast(ctx, x, dtype):
     return out
 
 
-def _dims(dim):
+def as_dims(dim):
     if dim is None:
         return []
     return [dim] if isinstance(dim, int) else list(dim)
 
 
-
 # --- result markers: what a builder asks call_torch to finish ---------------------------
-def _sizes(args):
+def sizes_of(args):
     return list(args[0]) if len(args) == 1 and isinstance(args[0], (list, tuple)) \
         else list(args)
 
 
-def _dim(d):
+def ir_size(d):
     """A size as the IR wants it: an int, or a sympy expression with symbols."""
     if isinstance(d, sympy.Basic):
         d = sympy.simplify(d)
@@ -614,7 +615,7 @@ def _dim(d):
     return d
 
 
-class _Shaped:
+class Shaped:
     """A reshape/expand to `shape` (sizes may be symbolic); None: the meta result's."""
 
     def __init__(self, kind, shape):
@@ -622,66 +623,34 @@ class _Shaped:
         self.shape = shape
 
 
-def _resolve_shaped(ctx, x: TensorVar, shaped: _Shaped, meta) -> Value:
+def _resolve_shaped(ctx, x: TensorVar, shaped: Shaped, meta) -> Value:
     if shaped.shape is None:
         if is_symbolic_shape(x.value.type.shape):
             raise Unsupported(INEXPRESSIBLE_OP, "unflatten of a tensor with a dynamic size")
         shape = list(meta.shape)
     else:
-        shape = [_dim(d) for d in shaped.shape]
+        shape = [ir_size(d) for d in shaped.shape]
     if shaped.kind == "reshape":
         return ctx.builder.reshape(x.value, shape=shape)
     return ctx.builder.broadcast_to(x.value, shape)
 
 
-class _Copy:
+class Copy:
     """A fresh tensor with the operand's value (clone)."""
 
 
-class _Cast:
+class Cast:
     def __init__(self, dtype):
         self.dtype = dtype
 
 
-class _Creation:
+class Creation:
     def __init__(self, make):
         self.make = make
 
 
-def _prod(dims):
+def prod_of(dims):
     n = 1
     for d in dims:
         n = n * d
     return n
-
-
-# --- Python-valued queries (answered from guarded facts) -----------------------------------
-for _fn in (T.size, T.dim, T.ndimension, T.numel, T.nelement, torch.numel, T.is_contiguous,
-            T.is_floating_point, torch.is_floating_point, T.element_size, T.stride,
-            torch.is_tensor, T.is_complex, T.get_device):
-    entry(_fn, python=True)(None)
-
-
-def _needs_value(name):
-    def build(ctx, *args, **kwargs):
-        raise Unsupported(TENSOR_TO_PYTHON, f"Tensor.{name}()")
-    return build
-
-
-def _data_dependent_shape(name):
-    def build(ctx, *args, **kwargs):
-        raise Unsupported(DATA_DEPENDENT_SHAPE, f"{name}()")
-    return build
-
-
-for _name in ("item", "tolist", "numpy", "__bool__", "__int__", "__float__", "__index__"):
-    if hasattr(T, _name):
-        entry(getattr(T, _name), host=True)(_needs_value(_name))
-for _name in ("nonzero", "unique", "masked_select"):
-    entry(getattr(T, _name), host=True)(_data_dependent_shape(f"Tensor.{_name}"))
-    entry(getattr(torch, _name), host=True)(_data_dependent_shape(f"torch.{_name}"))
-
-
-# The entries themselves (registered on import).  See refcomp/tracer/torch_ops.py and
-# refcomp/tracer/tensor_layout.py.
-from refcomp.tracer import tensor_layout, torch_ops  # noqa: E402,F401

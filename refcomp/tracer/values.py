@@ -177,7 +177,7 @@ class DictVar(VT):
 
 class ModelOutputVar(DictVar):
     """A transformers `ModelOutput` (an OrderedDict subclass and a dataclass) made while
-    tracing (Note [Model outputs], refcomp/tracer/calls.py): `fields` holds every field's
+    tracing (Note [Model outputs], refcomp/tracer/constructors.py): `fields` holds every field's
     value (None included, as its attributes), `items` the dict part (the non-None fields,
     in field order, and keys set later).  As a DictVar it iterates, tests `in` and has a
     length like the dict it is."""
@@ -355,7 +355,7 @@ class SuperVar(VT):
 
 class ContextTokenVar(VT):
     """The Token of a `ContextVar.set(value)` the trace recorded (Note [Context variables],
-    refcomp/tracer/calls.py): `effect` is the recorded set, `reset` marks it undone."""
+    refcomp/tracer/methods.py): `effect` is the recorded set, `reset` marks it undone."""
 
     def __init__(self, var: VT, value: VT, effect):
         self.var, self.value, self.effect = var, value, effect

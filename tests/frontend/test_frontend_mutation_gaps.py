@@ -43,7 +43,7 @@ def calls_a_c_builtin(x):
 
 
 def test_a_c_builtin_outside_the_tables_breaks_naming_it():
-    # calls.py: a C builtin (not only a torch function) is named as "not in the torch
+    # dispatch.py: a C builtin (not only a torch function) is named as "not in the torch
     # table" (mutant: `or` -> `and`, which reports it as a call of its type).
     report = refcomp.explain(calls_a_c_builtin, torch.ones(2), backend="eager")
     (reason,) = [r for r in report.break_reasons if r["id"] == "RB004"]
@@ -225,7 +225,7 @@ def matmul_is_leaf(x, w):
 
 
 def test_an_op_result_that_requires_grad_is_not_a_leaf():
-    # torch_table._new_tensor keeps a meta result that has a grad_fn as it is, so
+    # torch_table.new_tensor keeps a meta result that has a grad_fn as it is, so
     # `is_leaf` reads False like eager (mutant: `rg and grad_fn is None` -> `or`, which
     # detached it into a leaf).  (Pointwise results, whose meta comes from IR types, still
     # answer True: reported in tests/MUTANTS.md as a known gap, not pinned here.)

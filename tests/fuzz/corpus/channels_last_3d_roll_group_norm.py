@@ -4,7 +4,7 @@ eager's CPU kernels return channels_last_3d results (group_norm: strides
 rule that gave them a channels_last layout for 4-d inputs (CHANNELS_LAST in
 refcomp/tracer/opaque.py) covered 4-d results only.  Found probing 3-d CNN ops on
 channels_last_3d inputs (Nov 27, main 8a5518a).  Fixed: the rule covers 5-d results and
-channels_last_3d (torch_table._as_channels_last) (issue 11)."""
+channels_last_3d (torch_table.as_channels_last) (issue 11)."""
 STATUS = "fixed"
 BACKENDS = ["interp", "eager", "llvm"]
 SYMPTOM = "stride"

@@ -1,0 +1,259 @@
+"""Reading names and attributes: globals, attributes of traced values, class attributes.
+
+Owns: `load_global`, `load_attr` (each read guarded where it was read), `class_attr`,
+`has_attr` and `super()`.  A property or
+`__getattr__` is user code: it is called through the translator.  Spec:
+spec/tracer.md, "Python features"; spec/guards.md.
+"""
+
+from __future__ import annotations
+
+import builtins
+import contextvars
+import math
+import operator
+import types
+
+import torch
+
+from refcomp.reasons import (
+    INEXPRESSIBLE_OP,
+    TRACE_EXCEPTION,
+    UNREPLAYABLE_SIDE_EFFECT,
+    UNSUPPORTED_CALL,
+    Unsupported,
+)
+from refcomp.sources import (
+    ATTR,
+    AttrSource,
+    BuiltinSource,
+    ConstSource,
+    DerivedSource,
+    GlobalSource,
+    ItemSource,
+)
+from refcomp.tracer import (
+    classes,
+    copies,
+    effects,
+    objects,
+    tensor_layout,
+)
+from refcomp.tracer.constructors import model_output_attr
+from refcomp.tracer.context import CONSTANT_TYPES, module_attr_source
+from refcomp.tracer.facts import describe_vt, is_torch_function
+from refcomp.tracer.values import (
+    VT,
+    ConstVar,
+    DictVar,
+    ListVar,
+    MadeObjectVar,
+    MethodVar,
+    ModelOutputVar,
+    ObjectVar,
+    OpaqueVar,
+    PartialVar,
+    SuperVar,
+    TensorVar,
+    TupleVar,
+)
+
+# Modules whose attributes are trusted not to change: reading torch.relu installs no
+# guard.  See spec/guards.md, "Deliberately not guarded".
+TRUSTED_MODULES = (torch, torch.nn.functional, torch.nn, math, operator, builtins)
+
+
+# --- reading names and attributes -----------------------------------------------------------
+def load_global(tx, name: str) -> VT:
+    written = tx.ctx.global_writes.get((id(tx.f_globals), name))
+    if written is not None:  # Note [Replayed side effects]: the value this trace stored
+        return written
+    if name in tx.f_globals:
+        value = tx.f_globals[name]
+        source = GlobalSource(name) if tx.globals_source is None else ItemSource(
+            tx.globals_source, name)
+        if isinstance(value, CONSTANT_TYPES) and name in effects.stored_names(tx.code)[0]:
+            # Note [Reading what the frame writes] (refcomp/side_effects.py).
+            raise Unsupported(UNREPLAYABLE_SIDE_EFFECT,
+                              f"global {name!r} is assigned in this frame;"
+                                       " it is read and updated outside the graph")
+        if type(value) in (list, dict) and effects.mutated_by_pattern(tx.instructions,
+                                                                      tx.ip - 1):
+            return effects.opaque_container(tx.ctx, value, source)
+        return tx.ctx.wrap(value, source)
+    if name in tx.f_builtins:
+        return tx.ctx.wrap(tx.f_builtins[name], BuiltinSource(name))
+    raise Unsupported(TRACE_EXCEPTION, f"name {name!r} is not defined")
+
+
+def load_attr(tx, obj: VT, name: str) -> VT:
+    if isinstance(obj, SuperVar):
+        return super_attr(tx, obj, name)
+    if isinstance(obj, TensorVar):
+        return tensor_layout.tensor_attr(tx.ctx, obj, name)
+    if isinstance(obj, OpaqueVar):
+        if obj.kind in (list, dict) and name in effects.LIST_MUTATORS | effects.DICT_MUTATORS:
+            return MethodVar(name, obj, name)
+        raise Unsupported(UNREPLAYABLE_SIDE_EFFECT, f"`.{name}` of {obj.source.name()}, a"
+                                   f" {obj.kind.__name__} the frame mutates")
+    if isinstance(obj, ConstVar):
+        written = tx.ctx.attr_writes.get((id(obj.value), name))
+        if written is not None:  # Note [Replayed side effects]: the value this trace stored
+            return written
+        if obj.source is not None and name in effects.counted_attrs(tx.code) and \
+                isinstance(getattr(obj.value, name, None), CONSTANT_TYPES) and \
+                not is_flag(getattr(obj.value, name, None)):
+            # Note [Reading what the frame writes] (refcomp/side_effects.py).
+            raise Unsupported(UNREPLAYABLE_SIDE_EFFECT,
+                              f"attribute {name!r} is assigned in this frame;"
+                                       " it is read and updated outside the graph")
+        if obj.source is not None and not effects.is_tensor_module_attr(obj.value, name) \
+                and tx.current is not None and tx.current.opname == "LOAD_ATTR" and \
+                type(getattr(obj.value, name, None)) in (list, dict) and \
+                effects.mutated_by_pattern(tx.instructions, tx.ip - 1):
+            src = module_attr_source(obj.value, obj.source, name) if isinstance(
+                obj.value, torch.nn.Module) else AttrSource(obj.source, name, ATTR)
+            return effects.opaque_container(tx.ctx, getattr(obj.value, name), src)
+    if isinstance(obj, classes.ClassVar):
+        return classes.class_attr(tx, obj, name)
+    if isinstance(obj, classes.FunctionCtxVar):
+        return classes.ctx_attr(obj, name)
+    if isinstance(obj, ModelOutputVar):
+        return model_output_attr(tx, obj, name)
+    if isinstance(obj, ObjectVar):  # Note [Objects made in the frame]
+        return objects.load_attr(tx, obj, name)
+    if isinstance(obj, TupleVar) and obj.field(name) is not None:
+        return obj.field(name)  # r.values of torch.return_types.max
+    if isinstance(obj, (TupleVar, ListVar, DictVar)):
+        return MethodVar(name, obj, name)
+    if not isinstance(obj, ConstVar):
+        raise Unsupported(INEXPRESSIBLE_OP, f"attribute {name!r} of {obj!r}")
+    value = obj.value
+    if isinstance(value, types.ModuleType) and value in TRUSTED_MODULES:
+        return tx.ctx.wrap(_getattr(value, name), None)
+    if isinstance(value, torch.nn.Module):
+        attr = _getattr(value, name)
+        if isinstance(attr, types.MethodType) and attr.__self__ is value:
+            tx.ctx.guard_not_overridden(obj.source, name)
+            return MethodVar(attr.__func__, obj, name)
+        if obj.source is None:
+            return tx.ctx.wrap(attr, None)
+        return tx.ctx.wrap(attr, module_attr_source(value, obj.source, name))
+    if effects.is_logger_method(obj, name):  # replayed (Note [Replayed side effects])
+        return MethodVar(name, obj, name)
+    if isinstance(value, contextvars.ContextVar) and name in ("set", "reset", "get"):
+        return MethodVar(name, obj, name)  # Note [Context variables]
+    attr = _getattr(value, name)
+    # A method bound at this access (`opt.zero_grad`: torch's own methods too) is a new
+    # object every time: the function is what is guarded (an identity guard on the bound
+    # method failed right after tracing, so a training step re-traced on every call).
+    if isinstance(attr, types.MethodType) and isinstance(attr.__func__, types.FunctionType) \
+            and (not is_torch_function(attr.__func__) or attr.__self__ is value):
+        if attr.__self__ is value and hasattr(value, "__dict__"):
+            tx.ctx.guard_not_overridden(obj.source, name)
+        return MethodVar(attr.__func__, obj, name)
+    if isinstance(attr, types.BuiltinMethodType) and attr.__self__ is value:
+        # `s.startswith`: a new bound object at every access (an identity guard on it
+        # could never pass); what it does is fixed by `value`, guarded where it was read.
+        return tx.ctx.wrap(attr, None)
+    if type(obj) is MadeObjectVar and not isinstance(value, torch.nn.Module):
+        return copies.made_attr(tx, obj, attr, name)  # Note [Deep copies]
+    source = AttrSource(obj.source, name, ATTR) if obj.source is not None else None
+    return tx.ctx.wrap(attr, source)
+
+
+def is_flag(value) -> bool:
+    """A bool, None or str attribute the frame also assigns (`self.compiling = False`,
+    `config.problem_type = "regression"`) is read and guarded like any other: it takes few
+    values, so it recompiles at most that often; counters and other numbers stay breaks
+    (Note [Reading what the frame writes])."""
+    return value is None or isinstance(value, bool) or type(value) is str
+
+
+def _getattr(value, name):
+    try:
+        return getattr(value, name)
+    except AttributeError as e:
+        raise Unsupported(TRACE_EXCEPTION, str(e)) from None
+
+
+# --- super() -------------------------------------------------------------------------------
+def new_super(tx, args, kwargs) -> SuperVar:
+    """`super()` in the traced function `tx` (its `__class__` cell and first argument, as
+    CPython reads them) or `super(cls, obj)`.  Spec: spec/tracer.md, "Python features"."""
+    if kwargs or len(args) not in (0, 2):
+        raise Unsupported(UNSUPPORTED_CALL, "super() with other than zero or two arguments")
+    if args:
+        cls, obj = args
+    else:
+        cell = tx.cells.get("__class__")
+        first = tx.code.co_varnames[0] if tx.code.co_argcount else None
+        obj = tx.locals.get(first) if first is not None else None
+        if obj is None and first in tx.cells:  # the first argument lives in a cell
+            obj = tx.cells[first].contents
+        if cell is None or cell.contents is None or obj is None:
+            raise Unsupported(TRACE_EXCEPTION, "super(): no __class__ cell or first argument")
+        cls = cell.contents
+    if not (isinstance(cls, ConstVar) and isinstance(cls.value, type)):
+        raise Unsupported(UNSUPPORTED_CALL, f"super() of {cls!r}")
+    if isinstance(obj, ObjectVar) and issubclass(obj.cls, cls.value):
+        return SuperVar(cls.value, obj)  # self of an __init__ or method being inlined
+    if not isinstance(obj, ConstVar) or isinstance(obj.value, type) or \
+            not isinstance(obj.value, cls.value):
+        raise Unsupported(UNSUPPORTED_CALL, f"super() bound to {describe_vt(obj)}")
+    return SuperVar(cls.value, obj)
+
+
+def super_attr(tx, sup: SuperVar, name: str) -> VT:
+    """`super().name`: the first class after `sup.cls` in the object's MRO that defines
+    `name`, bound as CPython binds it.  The object's type is guarded where it was read
+    and the attribute found is guarded by identity on its class."""
+    obj = sup.obj
+    mro = obj.python_type().__mro__
+    for klass in mro[mro.index(sup.cls) + 1:]:
+        if name in vars(klass):
+            attr = vars(klass)[name]
+            break
+    else:
+        raise Unsupported(TRACE_EXCEPTION, f"'super' object has no attribute {name!r}")
+    holder = ConstSource(klass, klass.__qualname__)
+    found = tx.ctx.wrap(attr, DerivedSource(holder, lambda k, n=name: vars(k).get(n),
+                                            f"{klass.__qualname__}.{name}"))
+    if isinstance(attr, staticmethod):
+        return ConstVar(attr.__func__)
+    if isinstance(attr, classmethod):
+        return PartialVar(ConstVar(attr.__func__), [ConstVar(obj.python_type())], {})
+    if isinstance(attr, (types.FunctionType, types.MethodDescriptorType,
+                         types.WrapperDescriptorType)):
+        return PartialVar(found, [obj], {})
+    if hasattr(type(attr), "__get__"):  # a property or another descriptor
+        raise Unsupported(UNSUPPORTED_CALL, f"super().{name}, a {type(attr).__name__}")
+    return found
+
+
+def class_attr(tx, obj: VT, name: str, value) -> VT:
+    """`type(obj).name` (a method the trace calls), read from the object's class so that
+    replacing it on the class (`M.forward = other`) is guarded like any other read."""
+    if obj.source is None and type(obj) is MadeObjectVar and \
+            getattr(type(obj.value), name, None) is value:  # Note [Deep copies]
+        return tx.ctx.wrap(value, AttrSource(copies.class_source(type(obj.value)), name))
+    if obj.source is None or getattr(type(obj.value), name, None) is not value:
+        return ConstVar(value)
+    cls = DerivedSource(obj.source, type, "type({})")
+    return tx.ctx.wrap(value, AttrSource(cls, name))
+
+
+def has_attr(tx, obj: VT, name: str) -> bool:
+    """hasattr(obj, name); on a sourced object the answer is guarded."""
+    if isinstance(obj, TensorVar):
+        return hasattr(obj.meta, name)
+    if isinstance(obj, ObjectVar):
+        return objects.has_attr(obj, name)
+    if not isinstance(obj, ConstVar):
+        return hasattr(obj.python_type(), name)
+    result = hasattr(obj.value, name)
+    if not isinstance(obj.value, CONSTANT_TYPES) and not (
+            isinstance(obj.value, types.ModuleType) and obj.value in TRUSTED_MODULES):
+        tx.ctx.guard_fact(obj.source, lambda o, n=name: hasattr(o, n),
+                          f"hasattr({{}}, {name!r})", result)
+    return result
