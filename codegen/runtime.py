@@ -43,10 +43,10 @@ import torch
 from codegen import sizes as sz
 from codegen.kernel import Kernel
 from codegen.lower import Unsupported, lower_region, single_node_body
-from codegen.stats import STATS, stage
+from codegen.stats import STAGES, STATS, stage
 from codegen.torch_bridge import torch_dtype
 from ir.graph import Graph, Value
-from ir.ops.registry import COMPOSITE, EXTERN, POINTWISE, REDUCTION
+from ir.ops.registry import EXTERN, POINTWISE, REDUCTION
 from ir.plan import ALIGN, aligned, views_in
 from ir.types import is_symbolic
 
@@ -207,24 +207,14 @@ class CompiledGraph:
 
 
 def prepare(graph: Graph, options: dict) -> Graph:
-    """The graph both kernel backends run: composites decomposed, regions fused (unless
-    the graph already holds regions), memory planned (options `fuse`, `plan`)."""
-    from ir.passes.registry import get_pass
+    """The graph both kernel backends run: the kernel passes of ir/passes/pipelines.py
+    (composites decomposed, regions fused, memory planned; options `fuse`, `plan`), each
+    through the pass manager and timed as its compile stage."""
+    from ir.passes.manager import run_pipeline
+    from ir.passes.pipelines import kernel_passes
 
-    ops = {n.op.category for n in graph.nodes}
-    if COMPOSITE in ops:
-        graph = get_pass("decompose")(graph)
-        ops = {n.op.category for n in graph.nodes}
-    if options.get("fuse", True) and ops & {POINTWISE, REDUCTION}:
-        with stage("fuse"):
-            graph = get_pass("fuse")(graph)
-    if options.get("plan", True) and graph.plan is None:
-        try:
-            with stage("plan_memory"):
-                graph = get_pass("plan_memory")(graph)
-        except NotImplementedError:  # sizes that are not polynomials: no arena
-            pass
-    return graph
+    return run_pipeline(graph, kernel_passes(graph, options),
+                        around=lambda name: stage(name if name in STAGES else "passes"))
 
 
 class Arena:

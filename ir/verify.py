@@ -79,7 +79,42 @@ def _verify_graph(graph: Graph, line_of: dict, out: list, header: str) -> None:
             out.append(Diagnostic(f"returned value {value!r} is not defined", header))
 
 
+# Note [Verified node shapes]: a node's own checks depend only on its op, attrs and the
+# types of its operands and results, and a deep model repeats the same few (80 conv blocks
+# are one conv, one batch_norm... each checked once).  The verifier runs after every pass
+# (spec/passes.md, "Pipelines"), so these checks are memoized by that key; only nodes
+# that passed are remembered (a failing node is re-checked, to report it with its line).
+_PASSED: dict = {}
+_PASSED_LIMIT = 1 << 16
+
+
+def _node_key(node: Node):
+    try:
+        attrs = tuple(sorted((k, repr(v)) for k, v in node.attrs.items()))
+        key = (node.op.name, id(node.op), tuple(v.type for v in node.inputs),
+               tuple(v.type for v in node.outputs), attrs)
+        hash(key)
+        return key
+    except TypeError:  # an unhashable type: not memoized
+        return None
+
+
 def _verify_node(node: Node, line: str, out: list) -> None:
+    if node.body is not None or node.op.category == FUSED:
+        _check_node(node, line, out)
+        return
+    key = _node_key(node)
+    if key is not None and key in _PASSED:
+        return
+    before = len(out)
+    _check_node(node, line, out)
+    if key is not None and len(out) == before:
+        if len(_PASSED) >= _PASSED_LIMIT:
+            _PASSED.clear()
+        _PASSED[key] = True
+
+
+def _check_node(node: Node, line: str, out: list) -> None:
     op = node.op
     if not op.variadic and len(node.inputs) != len(op.operands):
         out.append(Diagnostic(f"{op.name} takes {len(op.operands)} operand(s),"

@@ -47,10 +47,10 @@ class ExplainOutput:
 
         graphs = self.ir_graphs
         if fused:
-            from ir.passes.manager import DEFAULT_PIPELINE, run_pipeline
+            from ir.passes.manager import run_pipeline
+            from ir.passes.pipelines import KERNEL_VIEW_PIPELINE
 
-            graphs = [run_pipeline(g, list(DEFAULT_PIPELINE) + ["fuse", "plan_memory"])
-                      for g in graphs]
+            graphs = [run_pipeline(g, KERNEL_VIEW_PIPELINE) for g in graphs]
         breaks = [f"[{r['id']}] {r['reason']} at {r['where']}" for r in self.break_reasons]
         return graphs_to_dot(graphs, breaks, title="explain", show_plan=fused)
 

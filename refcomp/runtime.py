@@ -78,7 +78,9 @@ from codegen import sizes as sz
 from codegen.backends import get_backend
 from codegen.stats import collecting, stage
 from ir.graph import Graph
-from ir.passes.registry import get_pass
+from ir.passes.manager import run_pipeline
+from ir.passes.pipelines import optimize_passes
+from ir.passes.registry import all_passes
 from refcomp import global_state, logs
 from refcomp.aliasing import outputs_maybe_views, outputs_to_copy, outputs_to_rewrap
 from refcomp.autograd import check_versions_at_backward, eager_version_plan
@@ -111,8 +113,9 @@ class Entry:
     graph: Optional[Graph] = None  # None: the frame runs eagerly (see `reason`)
     fn: Any = None
     output_spec: Any = None
-    writeback: list = field(default_factory=list)  # (input index, output index)
-    detach: frozenset = frozenset()  # output indices eager would not attach to autograd
+    # What run() does to the outputs before the caller sees them: one OutputFix per output
+    # that needs anything (below).
+    outputs: tuple = ()
     contiguous: bool = False
     backend: str = ""
     reason: Optional[Unsupported] = None
@@ -125,36 +128,25 @@ class Entry:
     refs_to_hold: tuple = ()  # ID_MATCH objects, handed to the cache (modules: weakly)
     resume: Any = None  # a graph break's Break (refcomp/break_trace.py), else None
     generated: bool = False  # an entry of a resume function (refcomp/resume.py)
-    # Output index when `run` would only pick one output of fn (nothing to copy back,
-    # detach or make contiguous): the call path then calls fn itself, saving ~0.2 us.
+    # Output index when `run` would only pick one output of fn (no output fix, no
+    # contiguity pass): the call path then calls fn itself, saving ~0.2 us.
     lone: Optional[int] = None
     # Returned views of inputs (Note [Returned views]): (input index, size, stride,
     # storage offset minus the input's, grad): the grad mode the view was made under
     # when the input requires grad, else None.
     views: list = field(default_factory=list)
-    # Outputs the backend may hand back sharing memory where eager's would not: cloned
-    # first thing (Note [Fresh outputs], refcomp/aliasing.py).
-    fresh: frozenset = frozenset()
-    # Those of `fresh` that eager lays out row-major (`x.contiguous()` of a transposed
-    # input folds to `x`): cloned row-major, not in the backend tensor's memory order.
-    fresh_row_major: frozenset = frozenset()
-    rewrap: frozenset = frozenset()  # Note [Fresh outputs], refcomp/aliasing.py
-    # (output index, message): raise RuntimeError(message) when that 0-d bool output is
-    # true (Note [Runtime checks]).
-    checks: list = field(default_factory=list)
-    # (output index, eager's strides, eager's (dim, stride) of dims of size > 1), or with
-    # dynamic sizes (output index, None, eager's dim order, outermost first): outputs
-    # restrided to eager's memory order when the backend's differs (Note [Output layout]).
-    layouts: list = field(default_factory=list)
-    # Outputs eager lays out row-major, on a backend whose results may follow their
-    # operands' memory order (Backend.row_major false): made row-major where they are not
-    # (Note [Output layout]).
-    row_major: tuple = ()
     # A compiled forward + backward (refcomp/autograd.py): its TrainingRecord, else None.
     training: Any = None
     # Eager's version checks at backward (Note [Saved by eager], ir/ops/registry.py): per
     # output, the inputs and outputs eager's nodes on its path save.
     version_plan: dict = field(default_factory=dict)
+
+    def __post_init__(self):
+        fixes = self.outputs
+        self._checks = tuple((f.index, f.check) for f in fixes if f.check is not None)
+        self._settle = tuple(f for f in fixes if f.settles)
+        self._writeback = tuple((i, f.index) for f in fixes for i in f.writes_back)
+        self._detach = frozenset(f.index for f in fixes if f.detach)
 
     def run(self, inputs):
         if self.contiguous:
@@ -162,47 +154,98 @@ class Entry:
         else:
             call_inputs = inputs
         outs = self.fn(*call_inputs)
-        for i, message in self.checks:
+        for i, message in self._checks:
             if outs[i]:  # the exception type eager raises, named by the message
                 raise (IndexError if message.startswith("IndexError") else RuntimeError)(
                     message)
-        if self.fresh:
-            outs = [(o.clone(memory_format=torch.contiguous_format)
-                     if i in self.fresh_row_major else o.clone()) if i in self.fresh else o
-                    for i, o in enumerate(outs)]
-        if self.layouts:
+        if self._settle:
             outs = list(outs)
-            for i, strides, dims in self.layouts:
-                o = outs[i]
-                got = o.stride()
-                if strides is None:  # dynamic sizes: `dims` is eager's memory order
-                    if _permuted(o.shape, got, dims):
-                        outs[i] = torch.empty_permuted(o.shape, dims, dtype=o.dtype,
-                                                       device=o.device).copy_(o)
-                    continue
-                if any(got[d] != st for d, st in dims):
-                    outs[i] = torch.empty_strided(o.shape, strides, dtype=o.dtype,
-                                                  device=o.device).copy_(o)
-        if self.row_major:
-            outs = list(outs)
-            for i in self.row_major:
-                if not outs[i].is_contiguous():
-                    outs[i] = outs[i].contiguous()
-        if self.rewrap:  # a view of an input, handed back as the input object itself
-            outs = list(outs)
-            for i in self.rewrap:
-                if any(outs[i] is t for t in call_inputs):
-                    outs[i] = outs[i].view(outs[i].shape)
-        if self.writeback:
+            for fix in self._settle:
+                outs[fix.index] = fix.settle(outs[fix.index], call_inputs)
+        if self._writeback:
             with torch.no_grad():
-                for i, o in self.writeback:
+                for i, o in self._writeback:
                     inputs[i].copy_(outs[o])
-        if self.detach:
-            outs = [o.detach() if i in self.detach else o for i, o in enumerate(outs)]
+        if self._detach:
+            outs = [o.detach() if i in self._detach else o for i, o in enumerate(outs)]
         if self.version_plan:
             check_versions_at_backward(self.version_plan, inputs, outs)
         views = [_view(inputs, *v) for v in self.views] if self.views else None
         return _rebuild(self.output_spec, outs, inputs, views)
+
+
+@dataclass(frozen=True)
+class OutputFix:
+    """What `Entry.run` does to one output of the compiled function, in this order: raise
+    where a runtime check fails; make the tensor the caller gets (`settle`: a clone,
+    eager's memory order, the input object's own view); copy it into the inputs it writes
+    back to; detach it.  Each field says why in its Note."""
+
+    index: int  # the output of the compiled function
+    # Note [Runtime checks]: raise RuntimeError(check) when this 0-d bool output is true.
+    check: Optional[str] = None
+    # Note [Fresh outputs] (refcomp/aliasing.py): the backend may hand back memory eager's
+    # result does not share: "clone" it, or "row_major" (eager lays it out row-major:
+    # `x.contiguous()` of a transposed input folds to `x`).
+    clone: Optional[str] = None
+    # Note [Output layout]: (eager's strides, eager's (dim, stride) of dims of size > 1),
+    # or with dynamic sizes (None, eager's dim order, outermost first): restrided to
+    # eager's memory order when the backend's differs.
+    layout: Optional[tuple] = None
+    row_major: bool = False  # eager's result is row-major and the backend's may not be
+    rewrap: bool = False  # an input handed back: the caller gets a view, as from eager
+    writes_back: tuple = ()  # input indices this output's value is copied into
+    detach: bool = False  # eager does not attach this output to autograd
+
+    @property
+    def settles(self) -> bool:
+        return bool(self.clone or self.layout or self.row_major or self.rewrap)
+
+    def settle(self, o, call_inputs):
+        """The tensor the caller gets for the backend's output `o`."""
+        if self.clone == "row_major":
+            o = o.clone(memory_format=torch.contiguous_format)
+        elif self.clone:
+            o = o.clone()
+        if self.layout is not None:
+            strides, dims = self.layout
+            got = o.stride()
+            if strides is None:  # dynamic sizes: `dims` is eager's memory order
+                if _permuted(o.shape, got, dims):
+                    o = torch.empty_permuted(o.shape, dims, dtype=o.dtype,
+                                             device=o.device).copy_(o)
+            elif any(got[d] != st for d, st in dims):
+                o = torch.empty_strided(o.shape, strides, dtype=o.dtype,
+                                        device=o.device).copy_(o)
+        if self.row_major and not o.is_contiguous():
+            o = o.contiguous()
+        if self.rewrap and any(o is t for t in call_inputs):
+            o = o.view(o.shape)
+        return o
+
+
+def output_fixes(*, checks, fresh, fresh_row_major, layouts, row_major, rewrap, writeback,
+                 detach) -> tuple:
+    """One OutputFix per output that needs one, from the facts each analysis found."""
+    fixes: dict = {}
+
+    def fix(i):
+        return fixes.setdefault(i, {})
+    for i, message in checks:
+        fix(i)["check"] = message
+    for i in fresh:
+        fix(i)["clone"] = "row_major" if i in fresh_row_major else "clone"
+    for i, strides, dims in layouts:
+        fix(i)["layout"] = (strides, dims)
+    for i in row_major:
+        fix(i)["row_major"] = True
+    for i in rewrap:
+        fix(i)["rewrap"] = True
+    for i, o in writeback:
+        fix(o)["writes_back"] = fix(o).get("writes_back", ()) + (i,)
+    for i in detach:
+        fix(i)["detach"] = True
+    return tuple(OutputFix(i, **kw) for i, kw in sorted(fixes.items()))
 
 
 def _permuted(shape, strides, order) -> bool:
@@ -312,7 +355,7 @@ class _Outputs:
         self.views: list = []  # Entry.views
         self.view_index: dict = {}  # id(TensorVar) -> index in views
         self.notes: list = []
-        self.layouts: list = []  # Entry.layouts
+        self.layouts: list = []  # OutputFix.layout: (index, strides, dims)
         self.row_major: set = set()  # output indices whose eager result is row-major
 
     def add_value(self, value, requires_grad: bool, key=None) -> int:
@@ -556,13 +599,11 @@ def _pinned_object(value) -> bool:
 
 
 def default_passes() -> list:
-    try:
-        from ir.passes.manager import DEFAULT_PIPELINE
-        from ir.passes.registry import all_passes
-    except ImportError:
-        return []
-    registered = all_passes()
-    return [p for p in DEFAULT_PIPELINE if p in registered]
+    """The registered passes of DEFAULT_PIPELINE (ir/passes/pipelines.py)."""
+    from ir.passes.pipelines import optimize_passes
+    from ir.passes.registry import all_passes
+
+    return optimize_passes(None, all_passes(), op_by_op_autograd=False)
 
 
 # Note [Composites under autograd]: on a backend that records autograd op by op (`eager`),
@@ -613,12 +654,8 @@ def build_entry(ctx: TraceContext, output: VT, backend_name: str, options: dict,
             notes.append(f"autograd: outputs require grad and {refusal}, so this graph runs"
                          f" on 'eager' (autograd records op by op)")
             backend = get_backend("eager")
-    passes = options["passes"]
-    if passes is None:
-        passes = default_passes()
-        if needs_grad and backend.differentiable:
-            # Note [Composites under autograd]
-            passes = [p for p in passes if p == "dce"]
+    passes = optimize_passes(options["passes"], all_passes(),
+                             op_by_op_autograd=needs_grad and backend.differentiable)
     print_ir = logs.graph_captured(graph)  # REFCOMP_LOGS=ir: after capture, after each pass
     if passes:
         from ir.passes.manager import run_pipeline
@@ -675,13 +712,13 @@ def build_entry(ctx: TraceContext, output: VT, backend_name: str, options: dict,
         version_plan = eager_version_plan(captured, _wants_grad(ctx), dict(
             (o, i) for i, o in writeback), _unsure_outputs(captured, outs.keys),
             ctx.eager_saves)
-    entry = Entry(guards, graph, fn, spec, writeback, detach, contiguous=contiguous,
-                  backend=backend.name, notes=notes, views=outs.views, fresh=fresh,
-                  rewrap=rewrap, checks=checks, training=training, layouts=outs.layouts,
-                  fresh_row_major=fresh & outs.row_major, row_major=row_major,
+    fixes = output_fixes(checks=checks, fresh=fresh, fresh_row_major=fresh & outs.row_major,
+                         layouts=outs.layouts, row_major=row_major, rewrap=rewrap,
+                         writeback=writeback, detach=detach)
+    entry = Entry(guards, graph, fn, spec, fixes, contiguous=contiguous, backend=backend.name,
+                  notes=notes, views=outs.views, training=training,
                   version_plan=version_plan)
-    if spec[0] == "out" and not (writeback or detach or contiguous or fresh or checks or
-                                 rewrap or outs.layouts or row_major or version_plan):
+    if spec[0] == "out" and not (fixes or contiguous or version_plan):
         entry.lone = spec[1]
     entry.compile_time_s = time.perf_counter() - start
     return entry
@@ -763,7 +800,7 @@ def _joint_or_reason(ctx, captured: Graph, outs: _Outputs, writeback, frozen, ba
     grad_outputs = [i for i, rg in enumerate(outs.requires_grad) if rg]
     # ATen's copies of matmul operands as IR values, so the partitioner can save them
     # (Note [Copies]); every value of `captured` stays as it is.
-    captured = get_pass("materialize")(captured)
+    captured = run_pipeline(captured, ["materialize"])
     try:
         return joint(captured, wants, grad_outputs, ctx.checkpointed), None
     except NotDifferentiable as e:
@@ -806,7 +843,7 @@ def _compile_training(j, backend, backend_options, passes, outs: _Outputs, print
 
     def _compile_backward(graph, primary):
         graph = optimize(graph, logs.graph_captured(graph))
-        graph = get_pass("materialize")(graph)  # a gradient two matmuls read: one copy
+        graph = run_pipeline(graph, ["materialize"])  # a gradient two matmuls read: one copy
         options = {k: v for k, v in backend_options.items() if k != "inputs_guarded"}
         fn = backend.compile_graph(graph, options)
         if primary:

@@ -1,8 +1,9 @@
 """The pass manager: run a pipeline of passes, verify after each, time, print, check semantics.
 
-Owns: `run_pipeline`, `DEFAULT_PIPELINE`, `PassError`, and the semantic check used by
-tests (`check_same_results`, `random_inputs`, `tolerance`).  Must not know any pass's
-internals: a pass is a name in the registry or any callable `Graph -> Graph`.
+Owns: `run_pipeline`, `PassError`, and the semantic check used by tests
+(`check_same_results`, `random_inputs`, `tolerance`).  Must not know any pass's internals:
+a pass is a name in the registry or any callable `Graph -> Graph`.  Which passes run on
+refcomp's graphs is chosen in ir/passes/pipelines.py.
 Spec: spec/passes.md, "The pass manager".
 
     g = run_pipeline(g)                                   # decompose, fold, simplify, cse, dce
@@ -13,19 +14,19 @@ from __future__ import annotations
 
 import sys
 import time
+from contextlib import nullcontext
 from typing import Callable, Iterable, Optional, Sequence, TextIO, Union
 
 import numpy as np
 
 from ir.graph import Graph
 from ir.interpreter import InterpreterError, run
+from ir.passes.pipelines import DEFAULT_PIPELINE  # noqa: F401 (the default, chosen there)
 from ir.passes.registry import get_pass
 from ir.printer import print_graph
 from ir.rewrite import RewriteStats, collect
 from ir.types import DType, bf16, f16, f32, f64, is_symbolic, simplify_dim
 from ir.verify import VerificationError, verify
-
-DEFAULT_PIPELINE = ("decompose", "fold", "simplify", "cse", "dce")
 
 PassLike = Union[str, Callable[[Graph], Graph]]
 
@@ -42,7 +43,7 @@ def run_pipeline(graph: Graph, passes: Sequence[PassLike] = DEFAULT_PIPELINE, *,
                  verify: bool = True, print_after: Union[str, Iterable[str]] = (),
                  check_semantics: bool = False, timings: Optional[dict] = None,
                  stats: Optional[dict] = None, stream: Optional[TextIO] = None,
-                 seed: int = 0) -> Graph:
+                 seed: int = 0, around: Optional[Callable] = None) -> Graph:
     """Run `passes` in order on `graph` and return the result (the input is never changed).
 
     passes: names, callables `Graph -> Graph`, or one comma-separated string of names.
@@ -57,6 +58,8 @@ def run_pipeline(graph: Graph, passes: Sequence[PassLike] = DEFAULT_PIPELINE, *,
     timings: a dict filled with pass name -> seconds (summed if a pass runs twice).
     stats: a dict filled with pass name -> `RewriteStats`: the rules of the rewrite
         engine (ir/rewrite.py) fired during that pass, counted by name, and each firing.
+    around: `around(name)` is a context manager each pass runs inside (the compiler
+        times each pass as its compile stage with it).
     """
     if isinstance(passes, str):  # "fold,dce", as on the command line
         passes = [p.strip() for p in passes.split(",") if p.strip()]
@@ -70,7 +73,7 @@ def run_pipeline(graph: Graph, passes: Sequence[PassLike] = DEFAULT_PIPELINE, *,
         before_text = print_graph(graph) if check_semantics else None
         start = time.perf_counter()
         try:
-            with collect() as fired:
+            with collect() as fired, (around(name) if around else nullcontext()):
                 result = fn(graph)
         except PassError:  # from a pipeline inside the pass: it already names its pass
             raise

@@ -53,9 +53,14 @@ def plan_memory(graph: Graph) -> Graph:
     results, the relative order of effectful nodes.  Guarantees (checked by
     `ir.plan.check_plan`): every intermediate has a slot or is a view; live slots
     never share bytes except a safe in-place reuse; no graph input or output is in
-    the arena.  Idempotent up to the order it picks (replans from scratch).
+    the arena.  Idempotent up to the order it picks (replans from scratch).  A graph
+    with a buffer whose size is not a polynomial in the size symbols is returned as it
+    is, unplanned: its values are fresh tensors (no arena).
     """
-    best = _planned(graph)
+    try:
+        best = _planned(graph)
+    except NotImplementedError:  # ir/plan.py `aligned`: only polynomial sizes
+        return graph
     order = memory_order(graph)
     if order != graph.nodes:
         other = _planned(graph.with_nodes(order))

@@ -18,6 +18,7 @@ import ir
 from codegen.backends import get_backend
 from codegen.eager import _POINTWISE
 from ir.ops.registry import all_ops
+from ir.verify import verify
 
 FLOAT_VALUES = [float("nan"), float("inf"), -float("inf"), 0.0, -0.0, 0.5, -0.5, 1.5, 2.5,
                 -2.5, 1e-39, -1e-39, 1e30, -1e30, 3.0, -7.25, 88.8, -104.0, 1e-8]
@@ -81,7 +82,9 @@ def _check(backend, arity, dtype):
         if name == "gelu":  # its own inputs: test_gelu_special_values
             continue
         want = _eager(name, *inputs)
-        if want is not None:
+        # An op the IR does not define for this dtype (ceil of bool) is not a kernel's
+        # business: the kernel backends verify their input graph.
+        if want is not None and not verify(_graph([(name, want)], inputs)):
             cases.append((name, want))
     got = get_backend(backend).compile_graph(_graph(cases, inputs), {})(*inputs)
     for (name, want), g in zip(cases, got):

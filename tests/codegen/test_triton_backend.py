@@ -227,7 +227,7 @@ def test_full_reduction_read_back_over_the_whole_tensor():
 
     graph = ir.parse("""
 func @f(%x: i64[2,3]) -> i64[2,3] {
-  %0 = sum %x {dims=[0,1]} : i64[]
+  %0 = sum %x {dims=[0,1], keepdim=true} : i64[1,1]
   %1 = expand %0 {shape=[2,3]} : i64[2,3]
   %2 = add %x, %1 : i64[2,3]
   return %2

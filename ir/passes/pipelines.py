@@ -1,0 +1,50 @@
+"""Which passes run on a graph, in which order: chosen here, for every graph refcomp compiles.
+
+Every pipeline runs through the pass manager (`run_pipeline`: verified after each pass,
+timed, printed under `print_after` / REFCOMP_LOGS=ir), so no pass runs unchecked.  Two
+steps, each a list of registered pass names:
+
+- `optimize_passes`: what the compiled graph goes through first, backend-independent
+  (`DEFAULT_PIPELINE`, or the user's `passes` option; `dce` alone for a graph a
+  differentiable backend runs op by op under autograd: Note [Composites under autograd],
+  refcomp/runtime.py);
+- `kernel_passes`: what a kernel backend (llvm, triton) adds before lowering:
+  `decompose` where composites remain, `fuse` where there is anything to fuse,
+  `plan_memory` unless the graph is planned (options `fuse`, `plan`).
+
+Spec: spec/passes.md, "Pipelines".
+"""
+
+from __future__ import annotations
+
+from ir.graph import Graph
+from ir.ops.registry import COMPOSITE, POINTWISE, REDUCTION
+
+DEFAULT_PIPELINE = ("decompose", "fold", "simplify", "cse", "dce")
+# A graph whose ops autograd records one by one keeps eager's composites.
+OP_BY_OP_AUTOGRAD_PIPELINE = ("dce",)
+# What explain().to_dot draws: the graph as the kernel backends get it.
+KERNEL_VIEW_PIPELINE = DEFAULT_PIPELINE + ("fuse", "plan_memory")
+
+
+def optimize_passes(user_passes, registered, *, op_by_op_autograd: bool) -> list:
+    """The passes every graph goes through after capture: `user_passes` when given (the
+    `passes` option), else DEFAULT_PIPELINE's registered passes."""
+    if user_passes is not None:
+        return list(user_passes)
+    chosen = OP_BY_OP_AUTOGRAD_PIPELINE if op_by_op_autograd else DEFAULT_PIPELINE
+    return [p for p in chosen if p in registered]
+
+
+def kernel_passes(graph: Graph, options: dict) -> list:
+    """The passes a kernel backend runs on `graph` before lowering it."""
+    passes = []
+    categories = {n.op.category for n in graph.nodes}
+    if COMPOSITE in categories:
+        passes.append("decompose")  # leaves pointwise and reduction ops behind
+        categories |= {POINTWISE, REDUCTION}
+    if options.get("fuse", True) and categories & {POINTWISE, REDUCTION}:
+        passes.append("fuse")
+    if options.get("plan", True) and graph.plan is None:
+        passes.append("plan_memory")
+    return passes
