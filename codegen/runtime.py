@@ -251,7 +251,8 @@ class Arena:
                     while v is not None and v not in unsafe:
                         unsafe.add(v)
                         v = view_of.get(v)
-            if unit.kind == "kernel" or (unit.kind == "extern" and unit.label == "matmul"):
+            if unit.kind == "kernel" or (unit.kind == "extern" and unit.label == "matmul"
+                                         and _matmul_writes_out(unit)):
                 writers.update(unit.outputs)
         for slot in plan.slots:
             v = slot.value
@@ -441,6 +442,15 @@ def _generate(graph: Graph, bindings: list, units: list[_Unit], arena: Arena,
     source = f"def call({', '.join(params)}):\n" + "".join(f"    {ln}\n" for ln in lines)
     exec(compile(source, f"<refcomp {graph.name}>", "exec"), env)
     return source, env["call"]
+
+
+def _matmul_writes_out(unit) -> bool:
+    """Whether torch.matmul(a, b, out=buf) fills `buf` as it is: a vector times a matrix
+    (or a batch of them) computes a [1, n] result and resizes `out`, with a UserWarning
+    eager never shows, so that product gets a tensor of its own
+    (tests/frontend/test_no_extra_warnings.py)."""
+    a, b = unit.inputs[:2]
+    return not (a.type.rank == 1 and b.type.rank >= 2)
 
 
 def _work_key(n) -> int:
