@@ -37,7 +37,7 @@ from refcomp.runtime import fallback_entry
 from refcomp.stance import FORCE_EAGER, RecompileError
 from refcomp.tracer.context import MARK_ATTR, STATIC_ATTR, TraceContext
 from refcomp.tracer.frame import check_code_supported, trace
-from refcomp.tracer.modules import MODULE_TABLE
+from refcomp.tracer.modules import MODULE_TABLE, overrides_call
 
 _DISABLED = "_refcomp_disabled"
 # Whether refcomp.disable was ever called: until then a call skips reading the flag
@@ -181,7 +181,7 @@ class CompiledFunction:
         self.dynamic = dynamic  # None: automatic dynamic (See Note [Automatic dynamic])
         self.code = fn.__code__
         # The wrapper's own parameters, not `__wrapped__`'s: the code that runs is the wrapper's.
-        self.signature = inspect.signature(fn, follow_wrapped=False)
+        self._read_signature()
         self.arg_names = self.code.co_varnames[:self.code.co_argcount]
         self.simple = not (self.code.co_flags & (inspect.CO_VARARGS | inspect.CO_VARKEYWORDS)
                            or self.code.co_kwonlyargcount)
@@ -209,12 +209,29 @@ class CompiledFunction:
         self.resume_of = None  # the ResumeFunction this compiles, if any
         self.opaque: frozenset = frozenset()  # Note [Opaque numbers] (resume functions)
         self.last_entry = None
-        functools.update_wrapper(self, fn)
+        # The function's own attributes show through, but never over this object's: a
+        # singledispatch function's `dispatch` (its __dict__) replaced this class's
+        # `dispatch` method, so every call raised a TypeError eager never raises.
+        functools.update_wrapper(self, fn, updated=())
+        for name, value in vars(fn).items():
+            if not hasattr(type(self), name) and name not in vars(self):
+                setattr(self, name, value)
 
     def __get__(self, obj, objtype=None):
         return self if obj is None else functools.partial(self, obj)
 
+    def _read_signature(self):
+        """The signature that binds a call, with the defaults the function holds now."""
+        fn = self.fn
+        self.signature = inspect.signature(fn, follow_wrapped=False)
+        self._defaults = fn.__defaults__
+        self._kwdefaults = dict(fn.__kwdefaults__) if fn.__kwdefaults__ else fn.__kwdefaults__
+
     def _bind(self, args, kwargs) -> dict:
+        fn = self.fn
+        if fn.__defaults__ is not self._defaults or fn.__kwdefaults__ != self._kwdefaults:
+            # `f.__defaults__ = ...` after compiling: a Signature keeps the values it saw.
+            self._read_signature()
         bound = self.signature.bind(*args, **kwargs)
         bound.apply_defaults()
         return dict(bound.arguments)
@@ -510,18 +527,48 @@ class OptimizedModule(torch.nn.Module):
         self._orig_mod = mod
         # A torch.nn module that the module table maps (Linear, MultiheadAttention...) is
         # entered through a call, so the table handles it instead of torch's forward code.
-        forward = call_module if type(mod) in MODULE_TABLE else type(mod).forward
-        self._compiled_forward = CompiledFunction(forward, backend, fullgraph, options,
-                                                  private_cache=private, dynamic=dynamic)
+        self._private = private
+        self._compiled_forward = CompiledFunction(_class_forward(mod), backend, fullgraph,
+                                                  options, private_cache=private,
+                                                  dynamic=dynamic)
 
     def forward(self, *args, **kwargs):
         mod = self._orig_mod
         if mod._forward_hooks or mod._forward_pre_hooks or mod._backward_hooks:
             return mod(*args, **kwargs)  # hooks run eagerly with the module (spec/tracer.md)
         override = mod.__dict__.get("forward")
-        if override is not None:  # an instance-level forward: what mod(...) would run
-            return self._compile_override(override)(*args, **kwargs)
-        return self._compiled_forward(mod, *args, **kwargs)
+        if override is not None and inspect.isfunction(getattr(override, "__func__", override)):
+            # an instance-level forward: what mod(...) would run
+            return self._serve(self._compile_override(override))(*args, **kwargs)
+        if override is not None:  # not Python (a ScriptMethod): the call, traced, says why
+            return self._serve(self._compiled_call())(mod, *args, **kwargs)
+        call = type(mod).__call__
+        if overrides_call(type(mod)):  # the class overrides __call__: mod(...) runs it
+            return self._serve(self._compile_override(call))(mod, *args, **kwargs)
+        compiled = self._compiled_forward
+        if compiled.fn is not _class_forward(mod):
+            # `Cls.forward = f` after compiling, or `mod.__class__ = Other`: mod(...) now
+            # runs another forward, compiled as a new frame (spec/guards.md).
+            compiled = self._compiled_forward = CompiledFunction(
+                _class_forward(mod), compiled.backend, compiled.fullgraph, compiled.options,
+                private_cache=self._private, dynamic=compiled.dynamic)
+        return compiled(mod, *args, **kwargs)
+
+    def _serve(self, compiled):
+        """`compiled` serves this call instead of the class forward's CompiledFunction:
+        explain() reads the entries of the one that served the last call."""
+        self.__dict__["_served"] = compiled
+        return compiled
+
+    def _compiled_call(self):
+        """A CompiledFunction of `mod(...)` itself (call_module), made on first use."""
+        held = self.__dict__.get("_call")
+        if held is None:
+            cf = self._compiled_forward
+            held = self.__dict__["_call"] = CompiledFunction(
+                call_module, cf.backend, cf.fullgraph, cf.options, private_cache=self._private,
+                dynamic=cf.dynamic)
+        return held
 
     def _compile_override(self, override):
         """A CompiledFunction of an instance-level `forward` (one per function object);
@@ -537,6 +584,13 @@ class OptimizedModule(torch.nn.Module):
             held = self.__dict__["_override"] = (override, compiled)
         return held[1]
 
+    def __reduce_ex__(self, protocol):
+        """copy.deepcopy, pickle and torch.save keep the module and how it is compiled; the
+        copy compiles afresh on its first call (compiled code is not data)."""
+        cf = self._compiled_forward
+        return (_optimized_module, (self._orig_mod, cf.backend, cf.fullgraph, cf.options,
+                                    self._private, cf.dynamic))
+
     def state_dict(self, *args, **kwargs):
         return self._orig_mod.state_dict(*args, **kwargs)
 
@@ -548,6 +602,21 @@ class OptimizedModule(torch.nn.Module):
             return super().__getattr__(name)
         except AttributeError:
             return getattr(self._modules["_orig_mod"], name)
+
+
+def _optimized_module(mod, backend, fullgraph, options, private, dynamic):
+    """An unpickled or copied OptimizedModule (See OptimizedModule.__reduce_ex__)."""
+    return OptimizedModule(mod, backend, fullgraph, options, private, dynamic)
+
+
+def _class_forward(mod):
+    """What the compiled frame of `mod` runs: its class's forward, or a call of the module
+    for a torch.nn module the module table maps (Linear, MultiheadAttention...) and for a
+    forward that is not a Python function (TorchScript's)."""
+    forward = inspect.getattr_static(type(mod), "forward", None)
+    if type(mod) in MODULE_TABLE or not inspect.isfunction(forward):
+        return call_module  # (a TorchScript module's forward: the call says why it breaks)
+    return forward
 
 
 def call_module(self, *args, **kwargs):

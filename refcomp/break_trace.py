@@ -180,7 +180,7 @@ class FrameTranslator(InstructionTranslator):
                 isinstance(obj, ConstVar) and
                 (id(obj.value), inst.argval) in self.ctx.attr_writes) and not (
                 isinstance(obj, ConstVar) and obj.source is not None and
-                attributes.is_flag(getattr(obj.value, inst.argval, 0))):
+                attributes.is_flag(attributes.static_attr(obj.value, inst.argval, 0))):
             raise Unsupported(UNREPLAYABLE_SIDE_EFFECT,
                               f"attribute {inst.argval!r} is assigned in this"
                                        " frame; it is read and updated outside the graph")

@@ -116,12 +116,14 @@ def explain(fn, *args, backend=None, dynamic=None, **kwargs):
     if isinstance(fn, torch.nn.Module):
         compiled = OptimizedModule(fn, backend, False, options, private=True,
                                    dynamic=bool(dynamic))
-        cf = compiled._compiled_forward
+        cf = None  # the CompiledFunction that served the call: known after it
     else:
         compiled = cf = CompiledFunction(as_function(fn), backend, False, options,
                                          private_cache=True,
                                          dynamic=bool(dynamic))
     result = compiled(*args, **kwargs)
+    if cf is None:
+        cf = compiled.__dict__.get("_served", compiled._compiled_forward)
     out = ExplainOutput(result=result)
     from refcomp.api import training_stats
     from refcomp.resume import counts_as_graph, located_entries

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import builtins
 import contextvars
+import inspect
 import math
 import operator
 import types
@@ -21,6 +22,7 @@ from refcomp.reasons import (
     TRACE_EXCEPTION,
     UNREPLAYABLE_SIDE_EFFECT,
     UNSUPPORTED_CALL,
+    Raised,
     Unsupported,
 )
 from refcomp.sources import (
@@ -56,6 +58,7 @@ from refcomp.tracer.values import (
     SuperVar,
     TensorVar,
     TupleVar,
+    as_python,
 )
 
 # Modules whose attributes are trusted not to change: reading torch.relu installs no
@@ -100,16 +103,18 @@ def load_attr(tx, obj: VT, name: str) -> VT:
         written = tx.ctx.attr_writes.get((id(obj.value), name))
         if written is not None:  # Note [Replayed side effects]: the value this trace stored
             return written
+        # (read statically: a property or __getattr__ runs only where the code reads it,
+        # Note [Reads that run user code])
+        stored = static_attr(obj.value, name)
         if obj.source is not None and name in effects.counted_attrs(tx.code) and \
-                isinstance(getattr(obj.value, name, None), CONSTANT_TYPES) and \
-                not is_flag(getattr(obj.value, name, None)):
+                isinstance(stored, CONSTANT_TYPES) and not is_flag(stored):
             # Note [Reading what the frame writes] (refcomp/side_effects.py).
             raise Unsupported(UNREPLAYABLE_SIDE_EFFECT,
                               f"attribute {name!r} is assigned in this frame;"
                                        " it is read and updated outside the graph")
         if obj.source is not None and not effects.is_tensor_module_attr(obj.value, name) \
                 and tx.current is not None and tx.current.opname == "LOAD_ATTR" and \
-                type(getattr(obj.value, name, None)) in (list, dict) and \
+                type(stored) in (list, dict) and \
                 effects.mutated_by_pattern(tx.instructions, tx.ip - 1):
             src = module_attr_source(obj.value, obj.source, name) if isinstance(
                 obj.value, torch.nn.Module) else AttrSource(obj.source, name, ATTR)
@@ -131,6 +136,8 @@ def load_attr(tx, obj: VT, name: str) -> VT:
     value = obj.value
     if isinstance(value, types.ModuleType) and value in TRUSTED_MODULES:
         return tx.ctx.wrap(_getattr(value, name), None)
+    if isinstance(value, torch.nn.Module) and _user_property(type(value), name):
+        return _python_read(tx, obj, name)
     if isinstance(value, torch.nn.Module):
         attr = _getattr(value, name)
         if isinstance(attr, types.MethodType) and attr.__self__ is value:
@@ -143,6 +150,9 @@ def load_attr(tx, obj: VT, name: str) -> VT:
         return MethodVar(name, obj, name)
     if isinstance(value, contextvars.ContextVar) and name in ("set", "reset", "get"):
         return MethodVar(name, obj, name)  # Note [Context variables]
+    read = _python_read(tx, obj, name)
+    if read is not None:
+        return read
     attr = _getattr(value, name)
     # A method bound at this access (`opt.zero_grad`: torch's own methods too) is a new
     # object every time: the function is what is guarded (an identity guard on the bound
@@ -160,6 +170,166 @@ def load_attr(tx, obj: VT, name: str) -> VT:
         return copies.made_attr(tx, obj, attr, name)  # Note [Deep copies]
     source = AttrSource(obj.source, name, ATTR) if obj.source is not None else None
     return tx.ctx.wrap(attr, source)
+
+
+# Note [Reads that run user code]: `obj.name` runs Python code of obj's class when name is a
+# property, a descriptor whose __get__ is a Python function, or missing and the class has
+# a Python __getattr__, and on every read when the class has a Python __getattribute__
+# (transformers' PretrainedConfig maps attribute aliases in one).  Reading it for real
+# while tracing and then guarding its value ran that code once more per guard check (a
+# counter in a property advanced 4 times a call where eager advances it once).  Such a
+# read is traced instead, as the call it is: `type(obj).__getattribute__(obj, name)`,
+# `type(obj).prop.fget(obj)`, `type(raw).__get__(raw, obj, type(obj))`,
+# `type(obj).__getattr__(obj, name)`.  What that code reads through object's own lookup
+# (`super().__getattribute__(key)`, `object.__getattribute__(obj, key)`: the instance
+# dict, a class attribute, a C descriptor) is guarded through a source that performs that
+# same lookup, `object.__getattribute__(o, key)`, so no guard runs user code; what the
+# code does (a side effect, a break) is what it does in eager.  Left alone: tracing the
+# first call asks an object with a Python __getattribute__ for its `__class__` (every
+# isinstance check of a value whose type is not the class asks).
+def _python_read(tx, obj: ConstVar, name: str):
+    """`obj.name` traced as the call CPython makes, or None when the read only looks in
+    dicts (instance, class) and C descriptors."""
+    value = obj.value
+    cls = type(value)
+    if isinstance(value, type) or cls.__module__ == "builtins" or name.startswith("__") \
+            or type(obj) is MadeObjectVar:  # the trace's own copy: read as before (Note
+        return None                          # [Deep copies])
+    if _user_code(cls.__getattribute__):
+        method = tx.load_attr(_class_vt(tx, obj), "__getattribute__")
+        return tx.call_function(method, [obj, ConstVar(name)], {})
+    return _traced_lookup(tx, obj, name)
+
+
+def _traced_lookup(tx, obj: ConstVar, name: str):
+    """The part of object's attribute lookup that runs Python code (a property, a Python
+    descriptor, __getattr__), traced; None when the lookup runs none."""
+    value = obj.value
+    cls = type(value)
+    raw = _class_lookup(cls, name)
+    in_instance = name in _instance_dict(value)
+    if raw is not None and (not in_instance or _is_data_descriptor(raw)):
+        getter = type(raw).__dict__.get("__get__") if not isinstance(raw, property) else None
+        if isinstance(raw, property) and _user_code(raw.fget):
+            prop = tx.load_attr(_class_vt(tx, obj), name)  # the property, guarded
+            return tx.call_function(tx.load_attr(prop, "fget"), [obj], {})
+        if _user_code(getter):
+            cls_vt = _class_vt(tx, obj)
+            source = None if cls_vt.source is None else \
+                DerivedSource(cls_vt.source, _StaticLookup(name), f"{{}}.__dict__[{name!r}]")
+            return tx.call_function(ConstVar(getter), [tx.ctx.wrap(raw, source), obj, cls_vt],
+                                    {})
+        return None
+    if raw is None and not in_instance:
+        getattr_fn = _class_lookup(cls, "__getattr__")
+        if _user_code(getattr_fn) and not isinstance(value, torch.nn.Module):
+            tx.ctx.guard_not_overridden(obj.source, name)  # still missing from the instance
+            return tx.call_function(tx.load_attr(_class_vt(tx, obj), "__getattr__"),
+                                    [obj, ConstVar(name)], {})
+    return None
+
+
+def default_getattr(tx, obj: VT, name: VT) -> VT:
+    """`object.__getattribute__(obj, name)` (`super().__getattribute__(name)` inside a
+    class's own __getattribute__): object's lookup, its Python parts traced and the rest
+    guarded through that same lookup (Note [Reads that run user code])."""
+    key = as_python(name)
+    if not isinstance(obj, ConstVar) or not isinstance(key, str):
+        raise Unsupported(UNSUPPORTED_CALL, f"object.__getattribute__ of {describe_vt(obj)}")
+    traced = _traced_lookup(tx, obj, key)
+    if traced is not None:
+        return traced
+    try:
+        found = object.__getattribute__(obj.value, key)
+    except AttributeError as e:
+        raise Raised(e, f"{describe_vt(obj)} has no attribute {key!r}", TRACE_EXCEPTION) \
+            from None
+    raw = _class_lookup(type(obj.value), key)
+    if isinstance(raw, types.FunctionType) and key not in _instance_dict(obj.value):
+        return MethodVar(raw, obj, key)  # a method, bound to obj
+    if obj.source is None and type(obj) is MadeObjectVar:
+        return copies.made_attr(tx, obj, found, key)  # Note [Deep copies]: class guarded
+    source = None if obj.source is None else \
+        DerivedSource(obj.source, _ObjectLookup(key), f"object.__getattribute__({{}}, {key!r})")
+    return tx.ctx.wrap(found, source)
+
+
+def _instance_dict(value) -> dict:
+    try:
+        held = object.__getattribute__(value, "__dict__")
+    except AttributeError:
+        return {}
+    return held if isinstance(held, dict) else {}
+
+
+class _ObjectLookup:
+    """A guard's way to `obj.name` through object's own lookup, never the class's
+    __getattribute__ (Note [Reads that run user code])."""
+
+    def __init__(self, name: str):
+        self.name = name
+
+    def __call__(self, obj):
+        return object.__getattribute__(obj, self.name)
+
+
+def static_attr(value, name: str, default=None):
+    """What `value.name` holds, found without running any descriptor or __getattr__ (an
+    nn.Module's parameters, buffers and submodules included), else `default`."""
+    if isinstance(value, torch.nn.Module):
+        for where in ("_parameters", "_buffers", "_modules"):
+            held = value.__dict__.get(where, {})
+            if name in held:
+                return held[name]
+    found = inspect.getattr_static(value, name, default)
+    return default if isinstance(found, (property, types.MemberDescriptorType)) or \
+        type(found).__dict__.get("__get__") is not None and \
+        not isinstance(found, (types.FunctionType, staticmethod, classmethod)) else found
+
+
+def _user_code(fn) -> bool:
+    """A Python function that is not torch's own: torch's descriptors and properties
+    (`torch.backends.cudnn.enabled`) are state queries, read for real and guarded."""
+    return isinstance(fn, types.FunctionType) and \
+        not (fn.__module__ == "torch" or (fn.__module__ or "").startswith("torch."))
+
+
+def _user_property(cls, name: str) -> bool:
+    """A property of a user's module class (not torch's own): traced, not read for real."""
+    raw = _class_lookup(cls, name)
+    return isinstance(raw, property) and _user_code(raw.fget)
+
+
+def _class_lookup(cls, name):
+    """The raw attribute `name` of cls's MRO (no descriptor called), or None."""
+    for klass in cls.__mro__:
+        if name in vars(klass):
+            return vars(klass)[name]
+    return None
+
+
+def _is_data_descriptor(raw) -> bool:
+    kind = type(raw)
+    return hasattr(kind, "__set__") or hasattr(kind, "__delete__")
+
+
+class _StaticLookup:
+    """A guard's way to the raw class attribute `name`: read from the MRO's dicts, so the
+    guard never calls the descriptor it checks."""
+
+    def __init__(self, name: str):
+        self.name = name
+
+    def __call__(self, cls):
+        return _class_lookup(cls, self.name)
+
+
+def _class_vt(tx, obj: ConstVar):
+    """type(obj), guarded by identity where obj has a source (read with `type`, which
+    runs no user code)."""
+    if obj.source is None:
+        return ConstVar(type(obj.value))
+    return tx.ctx.wrap(type(obj.value), DerivedSource(obj.source, type, "type({})"))
 
 
 def is_flag(value) -> bool:
@@ -246,7 +416,15 @@ def class_attr(tx, obj: VT, name: str, value) -> VT:
 def has_attr(tx, obj: VT, name: str) -> bool:
     """hasattr(obj, name); on a sourced object the answer is guarded."""
     if isinstance(obj, TensorVar):
-        return hasattr(obj.meta, name)
+        if hasattr(torch.Tensor, name) or obj.source is None:
+            return hasattr(obj.meta, name)
+        # An attribute the user set on a tensor the frame reads (`t.my_scale = 5.0`): in
+        # the real tensor's __dict__, and its absence guarded like any hasattr.
+        real = tx.ctx.examples.get(obj.source.name())
+        result = real is not None and hasattr(real, name)
+        tx.ctx.guard_fact(obj.source, lambda o, n=name: hasattr(o, n),
+                          f"hasattr({{}}, {name!r})", result)
+        return result
     if isinstance(obj, ObjectVar):
         return objects.has_attr(obj, name)
     if not isinstance(obj, ConstVar):

@@ -135,6 +135,13 @@ def value_name(source) -> str:
     return name or "input"
 
 
+NUMBER_SYMBOL_LIMIT = 2**59  # an int at or above it stays static: numpy holds no [n, 0] int64 array
+
+
+def _below_symbol_limit(n) -> bool:
+    return n < NUMBER_SYMBOL_LIMIT
+
+
 class TraceContext:
     """One capture of one frame (with everything inlined into it).
 
@@ -454,6 +461,10 @@ class TraceContext:
             self.notes.append(f"automatic dynamic: {source.name()} == {value} stays static"
                               " (values below 2 are specialized, as in torch)")
             return False
+        if value >= NUMBER_SYMBOL_LIMIT:
+            self.notes.append(f"automatic dynamic: {source.name()} == {value} stays static"
+                              f" (a size symbol is below {NUMBER_SYMBOL_LIMIT})")
+            return False
         return True
 
     def _number_symbol(self, value: int, source: Source) -> ConstVar:
@@ -466,6 +477,9 @@ class TraceContext:
         `x.view(-1, n)` stay symbolic; `range(n)` or a comparison specialize or decide
         with a guard, as for tensor sizes)."""
         self.add_guard(G.TYPE_MATCH, source, int)
+        # Its carrier must be a tensor every backend can hold (the interpreter's numpy
+        # array of shape [n, 0] has a size limit): a larger value recompiles, static.
+        self.guard_fact(source, _below_symbol_limit, f"{{}} < {NUMBER_SYMBOL_LIMIT}", True)
         carrier = NumberAsSize(source)
         sym = size_symbol(f"s{len(self.sym_values)}")
         while sym in self.sym_values:

@@ -40,7 +40,7 @@ from refcomp.tracer import (  # noqa: F401
     torch_ops,
     torch_table,
 )
-from refcomp.tracer.attributes import new_super
+from refcomp.tracer.attributes import default_getattr, new_super
 from refcomp.tracer.builtin_calls import (
     BUILTIN_HANDLERS,
     COMPILING_QUERIES,
@@ -106,6 +106,7 @@ def _value(fn: VT):
 
 _NOT_CONSTANT = object()
 _DISABLED_ATTR = "_refcomp_disabled"  # set by refcomp.disable (refcomp/api.py)
+_MODULE_CALLS = (torch.nn.Module.__call__, torch.nn.Module._call_impl)
 _GRAD_MODE_CALLS = (torch.no_grad, torch.enable_grad, torch.set_grad_enabled,
                     torch.is_grad_enabled)
 
@@ -275,9 +276,11 @@ KINDS: tuple = (
           refused=UNSUPPORTED_CALL, summary="a call of a tensor, a container, an object"),
     _kind("disabled function", _value_is(lambda v: getattr(v, _DISABLED_ATTR, False)),
           refused=DISABLED_FUNCTION, summary="`refcomp.disable(f)`: runs eagerly"),
-    _kind("nn.Module", _value_is(lambda v: isinstance(v, torch.nn.Module)),
+    _kind("nn.Module", _value_is(lambda v: isinstance(v, torch.nn.Module) and
+                                 not modules.overrides_call(type(v))),
           lambda tx, fn, a, k: modules.call_module(tx, fn, a, k),
-          summary="its hooks and forward, inlined (refcomp/tracer/modules.py)"),
+          summary="its hooks and forward, inlined (refcomp/tracer/modules.py); a class that"
+                  " overrides `__call__` is a callable object"),
     _kind("super", _value_is(lambda v: v is super), lambda tx, fn, a, k: new_super(tx, a, k),
           summary="`super()` and `super(C, self)`"),
     _kind("grad mode", _value_is(lambda v: any(v is g for g in _GRAD_MODE_CALLS)),
@@ -334,6 +337,14 @@ KINDS: tuple = (
                     getattr(v, "_dynamo_marked_constant", False)),
           lambda tx, fn, a, k: assumed_constant(fn.value, a, k),
           summary="`assume_constant_result`: called once, on constants"),
+    _kind("Module.__call__", lambda tx, fn, a, k: any(_value(fn) is c for c in _MODULE_CALLS)
+          and bool(a) and isinstance(_value(a[0]), torch.nn.Module),
+          lambda tx, fn, a, k: modules.call_module(tx, a[0], a[1:], k),
+          summary="`super().__call__(x)` in a module class's own `__call__`: the module call"),
+    _kind("object.__getattribute__",
+          lambda tx, fn, a, k: _value(fn) is object.__getattribute__ and len(a) == 2 and not k,
+          lambda tx, fn, a, k: default_getattr(tx, a[0], a[1]),
+          summary="object's own attribute lookup (Note [Reads that run user code])"),
     _kind("Python function", _value_is(lambda v: isinstance(v, types.FunctionType)),
           lambda tx, fn, a, k: inline_function(tx, fn.value, fn.source, a, k),
           summary="inlined; code, defaults and closure guarded (refcomp/tracer/inlining.py)"),

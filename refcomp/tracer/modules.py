@@ -12,6 +12,8 @@ Spec: spec/tracer.md, "Modules"; spec/guards.md.
 
 from __future__ import annotations
 
+import types
+
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
@@ -79,6 +81,14 @@ def call_module(tx, mod_vt, args, kwargs):
     # Any other module (torch.nn's own included) runs its forward inlined.
     forward = attributes.class_attr(tx, mod_vt, "forward", type(m).forward)
     return tx.call_function(forward, [mod_vt] + list(args), kwargs)
+
+
+def overrides_call(cls) -> bool:
+    """Does `cls` (a user's module class, not torch's own: GraphModule's `__call__` runs
+    its forward) override `Module.__call__` in Python, so that `m(...)` runs that?"""
+    call = cls.__call__
+    return call is not torch.nn.Module.__call__ and isinstance(call, types.FunctionType) \
+        and not (call.__module__ or "").startswith("torch.")
 
 
 def has_hooks(m) -> bool:

@@ -22,6 +22,7 @@ from refcomp.reasons import (
     Raised,
     Unsupported,
 )
+from refcomp.sources import ConstSource, ItemSource
 from refcomp.tracer import (
     attributes,
     classes,
@@ -169,8 +170,11 @@ class OpcodeHandlers:
         if level != 0 or name not in sys.modules:
             raise Unsupported(UNSUPPORTED_OPCODE, f"IMPORT_NAME {name!r} (relative, or not yet"
                                        " imported)")
-        module = sys.modules[name] if fromlist else sys.modules[name.split(".")[0]]
-        self.push(ConstVar(module))
+        top = name if fromlist else name.split(".")[0]
+        # Read from sys.modules under a guard, like a module reached through a global: its
+        # attributes the code reads are guarded too (`import cfg; cfg.SCALE`).
+        source = ItemSource(ConstSource(sys.modules, "sys.modules"), top)
+        self.push(self.ctx.wrap(sys.modules[top], source))
 
     def IMPORT_FROM(self, inst):
         module = self.stack[-1]

@@ -453,9 +453,10 @@ def test_dynamic_size_used_where_a_number_is_needed_is_specialized():
 
 
 class Fresh:
-    @property
-    def layer(self):
-        return nn.Identity()  # a new object at every read: an identity guard cannot hold
+    # A getter that is not a Python function (a class, called with the object) is read for
+    # real, not traced (Note [Reads that run user code]): a new object at every read, so
+    # an identity guard on it cannot hold.
+    layer = property(nn.Identity)
 
 
 def test_unstable_fact_runs_eagerly_with_a_warning():
