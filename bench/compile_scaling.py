@@ -107,8 +107,14 @@ class DenseNet(nn.Module):
 
 
 def _stages() -> dict:
-    """Seconds per stage summed over every compile since the last reset."""
-    return dict(refcomp.stats()["codegen"]["stage_seconds"])
+    """Seconds per stage summed over every compile since the last reset, and the kernel
+    counts: how many went through LLVM, were shared with an identical body, or came from
+    the on-disk cache (its hit rate)."""
+    codegen = refcomp.stats()["codegen"]
+    stages = dict(codegen["stage_seconds"])
+    stages["kernels"] = {k: codegen[k] for k in ("kernels", "kernels_compiled",
+                                                   "kernel_cache_hits", "kernels_from_disk")}
+    return stages
 
 
 def first_call(model: nn.Module, x: torch.Tensor, train: bool, compiler) -> tuple:
@@ -136,7 +142,12 @@ def _dynamo(model):
 
 
 def _stage_text(stages: dict) -> str:
-    return " ".join(f"{name} {stages.get(name, 0.0):.2f}" for name in STAGES)
+    text = " ".join(f"{name} {stages.get(name, 0.0):.2f}" for name in STAGES)
+    k = stages.get("kernels")
+    if k:
+        text += (f" | kernels {k['kernels']}: {k['kernels_compiled']} through LLVM,"
+                 f" {k['kernel_cache_hits']} shared, {k['kernels_from_disk']} from disk")
+    return text
 
 
 def scaling(depths: list, dynamo: bool) -> list:

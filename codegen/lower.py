@@ -75,7 +75,50 @@ def lower_region(body: Graph) -> Kernel:
     codegen/kernel.py): one kernel for every value of its size symbols.
     Raises Unsupported for what the Kernel model cannot express.
     """
-    return collapse(_Lowering(body).run())
+    key = region_key(body)
+    found = _LOWERED.get(key) if key is not None else None
+    if found is None:
+        try:
+            found = collapse(_Lowering(body).run())
+        except Unsupported as e:
+            found = e
+        if key is not None:
+            if len(_LOWERED) >= _LOWERED_LIMIT:
+                _LOWERED.clear()
+            _LOWERED[key] = found
+    if isinstance(found, Unsupported):
+        raise found
+    return found
+
+
+# Note [Lowering once per body]: a deep model repeats the same few regions (80 conv
+# blocks: the same batch-norm-and-relu region 80 times forward, and its gradient 80 times
+# backward), and lowering is a walk of the body per region.  A Kernel depends only on the
+# region's body (its inputs are flat and contiguous), so it is memoized by the body's
+# structure: ops, attributes, types and how values connect, not value names.  Kernels are
+# immutable; the runtime derives in-place variants with dataclasses.replace.
+_LOWERED: dict = {}
+_LOWERED_LIMIT = 4096
+
+
+def region_key(body: Graph):
+    """The structure of `body` up to the names of its values: equal keys lower equally.
+    None for a body that is not memoized (a nested body, a value defined outside)."""
+    number = {v: i for i, v in enumerate(body.inputs)}
+    nodes = []
+    for node in body.nodes:
+        if node.body is not None or any(v not in number for v in node.inputs):
+            return None
+        ins = tuple(number[v] for v in node.inputs)
+        for v in node.outputs:
+            number[v] = len(number)
+        nodes.append((node.op.name, id(node.op), ins,
+                      tuple((k, repr(a)) for k, a in node.attrs.items()),
+                      tuple(v.type for v in node.outputs)))
+    if any(v not in number for v in body.outputs):
+        return None
+    return (tuple(v.type for v in body.inputs), tuple(nodes),
+            tuple(number[v] for v in body.outputs))
 
 
 class _Temp:

@@ -172,6 +172,11 @@ class TensorType:
 
     def __post_init__(self):
         object.__setattr__(self, "shape", tuple(simplify_dim(d) for d in self.shape))
+        # Types key the verifier's memo and many dicts: hashed once (immutable).
+        object.__setattr__(self, "_hash", hash((self.dtype.short, self.shape, self.device)))
+
+    def __hash__(self) -> int:
+        return self._hash
 
     @property
     def rank(self) -> int:

@@ -8,6 +8,7 @@ unique.  Spec: spec/ir.md, "Invariants".
 
 from __future__ import annotations
 
+import operator
 from dataclasses import dataclass
 
 from ir.graph import Graph, Node, Value
@@ -88,15 +89,19 @@ _PASSED: dict = {}
 _PASSED_LIMIT = 1 << 16
 
 
+_TYPE = operator.attrgetter("type")
+
+
 def _node_key(node: Node):
+    op = node.op
+    # repr of the attrs: 1, 1.0 and True are three keys (they are equal in Python)
+    key = (op.name, id(op), tuple(map(_TYPE, node.inputs)), tuple(map(_TYPE, node.outputs)),
+           repr(node.attrs))
     try:
-        attrs = tuple(sorted((k, repr(v)) for k, v in node.attrs.items()))
-        key = (node.op.name, id(node.op), tuple(v.type for v in node.inputs),
-               tuple(v.type for v in node.outputs), attrs)
         hash(key)
-        return key
     except TypeError:  # an unhashable type: not memoized
         return None
+    return key
 
 
 def _verify_node(node: Node, line: str, out: list) -> None:
