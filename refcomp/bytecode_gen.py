@@ -381,6 +381,10 @@ def generate(orig: types.CodeType, *, target: int, stack: list, local_names: tup
     new.freevars = list(free)
     new.flags = orig.co_flags & ~(0x04 | 0x08)  # no *args / **kwargs: all positional
     code = new.to_code(compute_exception_stack_depths=False)
+    # `bytecode` sizes the stack along the paths from the entry; code reached only
+    # through an exception handler (after a `with` block whose exception a resumed
+    # instruction raised and the block suppressed) can need more (Note [Stack size]).
+    code = code.replace(co_stacksize=max(code.co_stacksize, max_stack_depth(code)))
     check_code(code)
     GENERATED[code] = (orig, origin)
     LINES[code] = next((ins.lineno for ins in reversed(a.instrs[:target + 1])
@@ -392,10 +396,56 @@ class BadCode(AssertionError):
     """A generated code object CPython must not run (it would crash the interpreter)."""
 
 
+# Note [Stack size]: CPython trusts co_stacksize; a frame that pushes past it writes over
+# whatever follows its stack (found by the Python-level fuzzer: a generated resume function
+# whose `with contextlib.suppress(KeyError)` swallowed the resumed instruction's KeyError
+# went on in code only its exception handler reaches; `bytecode` had sized the stack for
+# the other paths, 4 where 5 were needed, and a call there got a function for its
+# argument).  `max_stack_depth` walks every path, exception edges included.
+_UNCONDITIONAL = frozenset({"JUMP_FORWARD", "JUMP_BACKWARD", "JUMP_BACKWARD_NO_INTERRUPT"})
+_ENDS = frozenset({"RETURN_VALUE", "RERAISE", "RAISE_VARARGS"})
+
+
+def max_stack_depth(code: types.CodeType) -> int:
+    """The deepest the value stack of `code` gets on any path from its entry, following
+    jumps and exception-table edges."""
+    instrs = list(dis.get_instructions(code))
+    index = {ins.offset: i for i, ins in enumerate(instrs)}
+    table = dis._parse_exception_table(code)
+    seen: dict = {}
+    work = [(0, 0)]
+    deepest = 0
+    while work:
+        offset, depth = work.pop()
+        i = index[offset]
+        while i < len(instrs):
+            ins = instrs[i]
+            if seen.get(ins.offset, -1) >= depth:
+                break
+            seen[ins.offset] = depth
+            for e in table:  # an exception here unwinds to e.depth, then lasti, then exc
+                if e.start <= ins.offset < e.end:
+                    work.append((e.target, e.depth + int(e.lasti) + 1))
+            if ins.opcode in dis.hasjrel or ins.opcode in dis.hasjabs:
+                work.append((ins.argval, depth + dis.stack_effect(ins.opcode, ins.arg,
+                                                                  jump=True)))
+                if ins.opname in _UNCONDITIONAL:
+                    break
+                depth += dis.stack_effect(ins.opcode, ins.arg, jump=False)
+            elif ins.opname in _ENDS:
+                break
+            else:
+                depth += dis.stack_effect(ins.opcode, ins.arg)
+            deepest = max(deepest, depth)
+            i += 1
+    return max([deepest] + [e.depth + int(e.lasti) + 1 for e in table])
+
+
 def check_code(code: types.CodeType) -> None:
     """Raise BadCode unless every exception-table entry of `code` is one CPython can unwind
-    to: a handler inside the code, a stack depth that is set and within `co_stacksize`.
-    Run on every generated code object before it can run (cheap: once per compile)."""
+    to (a handler inside the code, a stack depth that is set and within `co_stacksize`)
+    and no path pushes past `co_stacksize`.  Run on every generated code object before it
+    can run (cheap: once per compile)."""
     size = len(code.co_code)
     for e in dis._parse_exception_table(code):
         if not (0 <= e.start < e.end <= size and 0 <= e.target < size):
@@ -403,6 +453,10 @@ def check_code(code: types.CodeType) -> None:
         if not 0 <= e.depth <= code.co_stacksize:
             raise BadCode(f"{code.co_name}: exception-table entry {e} has stack depth"
                           f" {e.depth}, outside 0..{code.co_stacksize}")
+    needed = max_stack_depth(code)
+    if needed > code.co_stacksize:
+        raise BadCode(f"{code.co_name}: a path needs a stack of {needed}, co_stacksize is"
+                      f" {code.co_stacksize}")
 
 
 def resume_line(code):

@@ -57,7 +57,7 @@ COUNTER_MEANINGS: dict = {
 # "past_limit": misses of a full cache (Note [Eager past the limit], refcomp/api.py),
 # reported as misses, limit_hits and eager_calls.
 CALLS: dict = {"calls": 0, "compiled_calls": 0, "eager_calls": 0, "past_limit": 0}
-_CACHES: dict = {}  # (code object, config key) -> FrameCache
+_CACHES: dict = {}  # (id of the code object, config key) -> FrameCache (which holds the code)
 _CACHES_LOCK = threading.Lock()
 
 
@@ -273,7 +273,10 @@ def cache_for(code, private=None, config: str = "") -> FrameCache:
     """
     if private is not None:
         return private
-    key = (code, config)
+    # By identity: code objects compare equal by content (co_filename aside), and two
+    # modules made from one source must not share entries (a resume function built with
+    # the first module's globals ran the second's frame: corpus pyfuzz_equal_code_objects).
+    key = (id(code), config)
     cache = _CACHES.get(key)
     if cache is None:
         with _CACHES_LOCK:

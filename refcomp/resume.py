@@ -186,7 +186,7 @@ def run_break(entry, inputs, L, G, C, B, cf):
     if brk.callee_slot is not None:
         args[brk.callee_slot] = _compiled_callee(cf, args[brk.callee_slot])
     closure, fn = brk.last
-    if closure is not C or fn is None:
+    if closure is not C or fn is None or fn.__globals__ is not G:
         fn = types.FunctionType(brk.code, G, brk.code.co_name, None, C)
         brk.last = (C, fn)
     return fn(*args)

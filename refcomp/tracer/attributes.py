@@ -43,7 +43,7 @@ from refcomp.tracer import (
 )
 from refcomp.tracer.constructors import model_output_attr
 from refcomp.tracer.context import CONSTANT_TYPES, module_attr_source
-from refcomp.tracer.facts import describe_vt, is_torch_function
+from refcomp.tracer.facts import class_lookup, describe_vt, is_torch_function, is_user_code
 from refcomp.tracer.values import (
     VT,
     ConstVar,
@@ -195,7 +195,7 @@ def _python_read(tx, obj: ConstVar, name: str):
     if isinstance(value, type) or cls.__module__ == "builtins" or name.startswith("__") \
             or type(obj) is MadeObjectVar:  # the trace's own copy: read as before (Note
         return None                          # [Deep copies])
-    if _user_code(cls.__getattribute__):
+    if is_user_code(cls.__getattribute__):
         method = tx.load_attr(_class_vt(tx, obj), "__getattribute__")
         return tx.call_function(method, [obj, ConstVar(name)], {})
     return _traced_lookup(tx, obj, name)
@@ -206,14 +206,14 @@ def _traced_lookup(tx, obj: ConstVar, name: str):
     descriptor, __getattr__), traced; None when the lookup runs none."""
     value = obj.value
     cls = type(value)
-    raw = _class_lookup(cls, name)
+    raw = class_lookup(cls, name)
     in_instance = name in _instance_dict(value)
     if raw is not None and (not in_instance or _is_data_descriptor(raw)):
         getter = type(raw).__dict__.get("__get__") if not isinstance(raw, property) else None
-        if isinstance(raw, property) and _user_code(raw.fget):
+        if isinstance(raw, property) and is_user_code(raw.fget):
             prop = tx.load_attr(_class_vt(tx, obj), name)  # the property, guarded
             return tx.call_function(tx.load_attr(prop, "fget"), [obj], {})
-        if _user_code(getter):
+        if is_user_code(getter):
             cls_vt = _class_vt(tx, obj)
             source = None if cls_vt.source is None else \
                 DerivedSource(cls_vt.source, _StaticLookup(name), f"{{}}.__dict__[{name!r}]")
@@ -221,8 +221,8 @@ def _traced_lookup(tx, obj: ConstVar, name: str):
                                     {})
         return None
     if raw is None and not in_instance:
-        getattr_fn = _class_lookup(cls, "__getattr__")
-        if _user_code(getattr_fn) and not isinstance(value, torch.nn.Module):
+        getattr_fn = class_lookup(cls, "__getattr__")
+        if is_user_code(getattr_fn) and not isinstance(value, torch.nn.Module):
             tx.ctx.guard_not_overridden(obj.source, name)  # still missing from the instance
             return tx.call_function(tx.load_attr(_class_vt(tx, obj), "__getattr__"),
                                     [obj, ConstVar(name)], {})
@@ -244,7 +244,7 @@ def default_getattr(tx, obj: VT, name: VT) -> VT:
     except AttributeError as e:
         raise Raised(e, f"{describe_vt(obj)} has no attribute {key!r}", TRACE_EXCEPTION) \
             from None
-    raw = _class_lookup(type(obj.value), key)
+    raw = class_lookup(type(obj.value), key)
     if isinstance(raw, types.FunctionType) and key not in _instance_dict(obj.value):
         return MethodVar(raw, obj, key)  # a method, bound to obj
     if obj.source is None and type(obj) is MadeObjectVar:
@@ -287,25 +287,10 @@ def static_attr(value, name: str, default=None):
         not isinstance(found, (types.FunctionType, staticmethod, classmethod)) else found
 
 
-def _user_code(fn) -> bool:
-    """A Python function that is not torch's own: torch's descriptors and properties
-    (`torch.backends.cudnn.enabled`) are state queries, read for real and guarded."""
-    return isinstance(fn, types.FunctionType) and \
-        not (fn.__module__ == "torch" or (fn.__module__ or "").startswith("torch."))
-
-
 def _user_property(cls, name: str) -> bool:
     """A property of a user's module class (not torch's own): traced, not read for real."""
-    raw = _class_lookup(cls, name)
-    return isinstance(raw, property) and _user_code(raw.fget)
-
-
-def _class_lookup(cls, name):
-    """The raw attribute `name` of cls's MRO (no descriptor called), or None."""
-    for klass in cls.__mro__:
-        if name in vars(klass):
-            return vars(klass)[name]
-    return None
+    raw = class_lookup(cls, name)
+    return isinstance(raw, property) and is_user_code(raw.fget)
 
 
 def _is_data_descriptor(raw) -> bool:
@@ -321,7 +306,7 @@ class _StaticLookup:
         self.name = name
 
     def __call__(self, cls):
-        return _class_lookup(cls, self.name)
+        return class_lookup(cls, self.name)
 
 
 def _class_vt(tx, obj: ConstVar):

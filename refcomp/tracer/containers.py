@@ -34,7 +34,14 @@ from refcomp.tracer import (
 )
 from refcomp.tracer.constructors import model_output_key, own_to_tuple
 from refcomp.tracer.context import CONSTANT_TYPES, constant_key
-from refcomp.tracer.facts import describe_vt, is_constant, require_const, size_or_tuple
+from refcomp.tracer.facts import (
+    class_lookup,
+    describe_vt,
+    is_constant,
+    is_user_code,
+    require_const,
+    size_or_tuple,
+)
 from refcomp.tracer.values import (
     VT,
     ConstVar,
@@ -103,6 +110,13 @@ def getitem(tx, obj: VT, index: VT) -> VT:
             except Exception as e:
                 raise Unsupported(TRACE_EXCEPTION,
                                   f"{type(value).__name__}[{key!r}]: {e}") from None
+        if type(obj) is not MadeObjectVar and \
+                is_user_code(class_lookup(type(value), "__getitem__")):
+            # A Python __getitem__ is user code: traced as the call it is, so it runs as
+            # often as in eager and no guard calls it (Note [Reads that run user code]).
+            cls = ConstVar(type(value)) if obj.source is None else \
+                tx.ctx.wrap(type(value), DerivedSource(obj.source, type, "type({})"))
+            return tx.call_function(tx.load_attr(cls, "__getitem__"), [obj, index], {})
         try:
             return tx.ctx.wrap(value[key], ItemSource(obj.source, key) if obj.source else None)
         except KeyError as e:

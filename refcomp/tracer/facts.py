@@ -3,6 +3,8 @@ function; its public name; how to describe it in a reason."""
 
 from __future__ import annotations
 
+import types
+
 import sympy
 import torch
 
@@ -69,3 +71,18 @@ def describe_vt(vt: VT) -> str:
     if vt.source is not None:
         return vt.source.name()
     return f"a {vt.python_type().__name__}"
+
+
+def class_lookup(cls, name):
+    """The raw attribute `name` of cls's MRO (no descriptor called), or None."""
+    for klass in cls.__mro__:
+        if name in vars(klass):
+            return vars(klass)[name]
+    return None
+
+
+def is_user_code(fn) -> bool:
+    """A Python function that is not torch's own: torch's descriptors and properties
+    (`torch.backends.cudnn.enabled`) are state queries, read for real and guarded."""
+    return isinstance(fn, types.FunctionType) and \
+        not (fn.__module__ == "torch" or (fn.__module__ or "").startswith("torch."))

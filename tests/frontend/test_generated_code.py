@@ -41,6 +41,20 @@ PROGRAMS = {
             return y
         calls = [(torch.ones(2), {"k": 3.0}), (torch.ones(2), {})]
     """,
+    # Found by the Python-level fuzzer (tests/fuzz/pycorpus.py, `stack_after_a_handler`):
+    # the resume function at the KeyError went on, after suppress swallowed it, in code only
+    # its handler reaches; its stack was sized 4 where 5 were needed, and `gen(x)` got a
+    # function for `x` (a TypeError eager never raises; a segfault before Nov 28).
+    "code_after_a_suppressed_break": """
+        D = {}
+        def f(x, d):
+            with contextlib.suppress(KeyError):
+                y = x * D["missing"]
+            def gen(v):
+                yield v
+            return sum(gen(x))
+        calls = [(torch.ones(2), {}), (torch.ones(2), {})]
+    """,
 }
 
 RUNNER = """
@@ -83,3 +97,28 @@ def test_check_code_refuses_an_unset_handler_depth():
                            compute_exception_stack_depths=False)
     with pytest.raises(BadCode, match="stack depth 32768"):
         check_code(bad)
+
+
+def test_the_stack_depth_walk_agrees_with_cpython():
+    """`max_stack_depth` (Note [Stack size]) never exceeds what CPython's compiler sized for
+    its own code, on functions with handlers, with blocks, loops and calls."""
+    import contextlib
+    import inspect
+    import json
+
+    from refcomp.bytecode_gen import max_stack_depth
+    codes = [f.__code__ for m in (contextlib, json.decoder, inspect)
+             for f in vars(m).values() if inspect.isfunction(f)]
+    assert len(codes) > 50
+    for code in codes:
+        assert max_stack_depth(code) <= code.co_stacksize, code.co_name
+
+
+def test_check_code_refuses_a_stack_too_small_for_a_path():
+    def calls(a, b, c):
+        return max(a, b, c) + min(a, b, c)
+
+    code = calls.__code__
+    check_code(code)
+    with pytest.raises(BadCode, match="needs a stack of"):
+        check_code(code.replace(co_stacksize=1))
