@@ -30,6 +30,7 @@ from refcomp.reasons import (
     INPLACE_ON_ALIAS,
     TENSOR_TO_PYTHON,
     TRACE_EXCEPTION,
+    UNSUPPORTED_CALL,
     Unsupported,
 )
 from refcomp.tracer import autocast, eager_layout, mutation
@@ -397,6 +398,12 @@ def check_type(value: Value, meta: torch.Tensor, name: str, ctx=None) -> None:
 
 def new_tensor(ctx, value, meta, operands, view) -> TensorVar:
     rg = bool(meta.requires_grad)
+    if rg and not any(t.requires_grad for t in operands):
+        # `torch.ones(3, requires_grad=True)`, `t.requires_grad_()`: a new leaf of
+        # autograd.  A graph's outputs are not leaves that require grad (every backend
+        # returned it without requires_grad), so it is made eagerly, at a break.
+        raise Unsupported(UNSUPPORTED_CALL, "a new tensor that requires grad (a leaf of"
+                                            " autograd made in the frame)")
     cut_in = any(t.grad_cut for t in operands)
     if rg and cut_in:
         raise Unsupported(GRADIENT_CUT, "a detached / no_grad value feeds an op that records"

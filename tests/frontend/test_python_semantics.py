@@ -209,3 +209,59 @@ def test_inference_mode_inside_a_frame_whose_input_requires_grad(backend):
     got, want = refcomp.compile(f, backend=backend)(x), f(x)
     torch.testing.assert_close(got[0], want[0])
     assert got[1] == want[1] and got[0].requires_grad == want[0].requires_grad
+
+
+def test_two_modules_made_from_one_source_keep_their_own_globals():
+    # Found by the Python-level fuzzer (tests/fuzz/pycorpus.py, `equal_code_objects`):
+    # equal code objects shared one frame cache, and the resume function of the first
+    # module's break, built with its globals, ran the second module's frame.
+    source = ("CALLS = 0\n"
+              "def f(x):\n"
+              "    global CALLS\n"
+              "    CALLS += 1\n"
+              "    return x + x\n")
+    first, second = {}, {}
+    exec(compile(source, "<first>", "exec"), first)
+    exec(compile(source, "<second>", "exec"), second)
+    x = torch.randn(4)
+    refcomp.compile(first["f"])(x)
+    refcomp.compile(second["f"])(x)
+    assert (first["CALLS"], second["CALLS"]) == (1, 1)
+
+
+LEAF_FACTORIES = {
+    "ones": lambda x: (torch.ones(3, requires_grad=True) * x,),
+    "tensor": lambda x: (torch.tensor([1.0, 2.0, 3.0], requires_grad=True) * x,),
+    "zeros_like": lambda x: (torch.zeros_like(x, requires_grad=True) + x,),
+    "parameter": lambda x: (torch.nn.Parameter(torch.ones(3)) * x,),
+    "requires_grad_": lambda x: (x.clone().requires_grad_() * 2,),
+    "returned_leaf": lambda x: (torch.ones(3, requires_grad=True), x * 2),
+}
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("name", sorted(LEAF_FACTORIES))
+def test_a_leaf_that_requires_grad_made_in_the_frame_is_eagers(name, backend):
+    # Found probing issue 33's leaf in-place bug (Nov 29): every backend returned
+    # `torch.ones(3, requires_grad=True)` (and what was computed from it) without
+    # requires_grad, so `u.relu_()` on it ran where eager raises.  Such a leaf is made at a
+    # break now (RB004), eagerly.
+    fn = LEAF_FACTORIES[name]
+    x = torch.randn(3)
+    got, want = refcomp.compile(fn, backend=backend)(x), fn(x)
+    for g, w in zip(got, want):
+        assert (g.requires_grad, g.is_leaf) == (w.requires_grad, w.is_leaf)
+        torch.testing.assert_close(g, w)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_in_place_on_a_leaf_made_in_the_frame_raises_as_eager(backend):
+    def f(x):
+        u = torch.ones(3, requires_grad=True)
+        u.relu_()
+        return u * x
+
+    with pytest.raises(RuntimeError, match="leaf Variable that requires grad"):
+        f(torch.randn(3))
+    with pytest.raises(RuntimeError, match="leaf Variable that requires grad"):
+        refcomp.compile(f, backend=backend)(torch.randn(3))
