@@ -534,8 +534,11 @@ class OptimizedModule(torch.nn.Module):
 
     def forward(self, *args, **kwargs):
         mod = self._orig_mod
-        if mod._forward_hooks or mod._forward_pre_hooks or mod._backward_hooks:
-            return mod(*args, **kwargs)  # hooks run eagerly with the module (spec/tracer.md)
+        if mod._forward_hooks or mod._forward_pre_hooks or mod._backward_hooks or \
+                mod._backward_pre_hooks:
+            # the call, hooks included, traced (Note [Forward hooks traced]); a backward
+            # hook breaks there with its reason and runs eagerly
+            return self._serve(self._compiled_call())(mod, *args, **kwargs)
         override = mod.__dict__.get("forward")
         if override is not None and inspect.isfunction(getattr(override, "__func__", override)):
             # an instance-level forward: what mod(...) would run

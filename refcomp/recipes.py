@@ -33,6 +33,7 @@ from refcomp.sources import (
     ClosureSource,
     ConstSource,
     DerivedSource,
+    DictOfSource,
     GlobalSource,
     ItemSource,
     LocalSource,
@@ -218,6 +219,8 @@ def load_source(src, L, G, C, B):
         return src.fn(load_source(src.base_source, L, G, C, B))
     if isinstance(src, ConstSource):
         return src.obj
+    if isinstance(src, DictOfSource):
+        return load_source(src.base_source, L, G, C, B).__dict__
     if hasattr(src, "globals"):  # an inlined function's module globals
         return src.globals
     raise TypeError(f"cannot read source {src!r}")

@@ -20,9 +20,9 @@ import torch.nn.functional as F
 
 from refcomp import guards as G
 from refcomp.reasons import INEXPRESSIBLE_OP, TRAINING_MODE_STATE, UNSUPPORTED_CALL, Unsupported
-from refcomp.sources import AttrSource
+from refcomp.sources import AttrSource, DictOfSource, ItemSource
 from refcomp.tracer import attributes, containers, torch_ops, torch_table
-from refcomp.tracer.values import ConstVar, TensorVar
+from refcomp.tracer.values import ConstVar, DictVar, TensorVar, TupleVar
 
 MODULE_TABLE: dict = {}
 
@@ -63,12 +63,91 @@ def _torch(tx, fn, args, kwargs=None):
 
 def call_module(tx, mod_vt, args, kwargs):
     m = mod_vt.value
-    if has_hooks(m):
-        raise Unsupported(UNSUPPORTED_CALL, f"{type(m).__name__} has hooks")
+    if m._backward_hooks or m._backward_pre_hooks or _global_hooks():
+        raise Unsupported(UNSUPPORTED_CALL, f"{type(m).__name__} has backward or global hooks")
+    if m._forward_hooks or m._forward_pre_hooks:
+        return _call_with_forward_hooks(tx, mod_vt, list(args), dict(kwargs))
     # A hook registered after compiling (on this module, or globally) changes what the
-    # call runs: guarded, so the call recompiles (and then breaks here) instead of
-    # returning the hook-less result.
+    # call runs: guarded, so the call recompiles instead of returning the hook-less result.
     tx.ctx.guard_no_hooks(mod_vt.source)
+    return _call_forward(tx, mod_vt, args, kwargs)
+
+
+# Note [Forward hooks traced]: a module's forward pre-hooks and forward hooks (activation
+# logging, FSDP2's fully_shard, Segformer's) are Python functions that Module.__call__
+# runs around forward; they are traced here in its order and with its rules (a pre-hook's
+# non-None result replaces the arguments, a 1-tuple when it is not a tuple; a hook's
+# non-None result replaces the output; `with_kwargs` hooks also take and return the
+# keyword arguments).  Guarded: the exact hooks of each dict, in order (their ids, and each
+# hook by identity like any function the trace calls), which of them take kwargs, that the
+# backward hook dicts stay empty and that no global hook appears; a backward or global hook
+# is still a break (RB004).
+_PRE, _POST = "_forward_pre_hooks", "_forward_hooks"
+
+
+def _call_with_forward_hooks(tx, mod_vt, args: list, kwargs: dict):
+    m = mod_vt.value
+    if mod_vt.source is None:
+        raise Unsupported(UNSUPPORTED_CALL, f"hooks of a {type(m).__name__} made in the frame")
+    tx.ctx.add_guard(G.NO_GLOBAL_HOOKS, None, None)
+    for name in ("_backward_hooks", "_backward_pre_hooks"):
+        _guard_hook_keys(tx, mod_vt, name)
+    args_vt, kwargs_vt = TupleVar(args), DictVar(kwargs)
+    for hook, with_kwargs in _hooks(tx, mod_vt, _PRE):
+        if with_kwargs:
+            result = tx.call_function(hook, [mod_vt, args_vt, kwargs_vt], {})
+            if not _is_none(result):
+                if not (isinstance(result, TupleVar) and len(result.items) == 2):
+                    raise Unsupported(UNSUPPORTED_CALL, "a forward pre-hook with kwargs"
+                                      " returned other than (args, kwargs)")
+                args_vt, kwargs_vt = result.items
+        else:
+            result = tx.call_function(hook, [mod_vt, args_vt], {})
+            if not _is_none(result):
+                args_vt = result if isinstance(result, TupleVar) else TupleVar([result])
+    if not isinstance(args_vt, TupleVar) or not isinstance(kwargs_vt, DictVar):
+        raise Unsupported(UNSUPPORTED_CALL, "a forward pre-hook returned arguments the trace"
+                          " cannot unpack")
+    out = _call_forward(tx, mod_vt, list(args_vt.items), dict(kwargs_vt.items))
+    for hook, with_kwargs in _hooks(tx, mod_vt, _POST):
+        operands = [mod_vt, args_vt, kwargs_vt, out] if with_kwargs else [mod_vt, args_vt, out]
+        result = tx.call_function(hook, operands, {})
+        if not _is_none(result):
+            out = result
+    return out
+
+
+def _is_none(vt) -> bool:
+    return isinstance(vt, ConstVar) and vt.value is None
+
+
+def _hook_dict_source(mod_vt, name):
+    return ItemSource(DictOfSource(mod_vt.source), name)
+
+
+def _guard_hook_keys(tx, mod_vt, name):
+    hooks = mod_vt.value.__dict__[name]
+    tx.ctx.add_guard(G.DICT_KEYS, _hook_dict_source(mod_vt, name), (type(hooks), tuple(hooks)))
+
+
+def _hooks(tx, mod_vt, name) -> list:
+    """(hook VT, takes kwargs) for each hook of dict `name`, in order, guarded."""
+    m = mod_vt.value
+    hooks = m.__dict__[name]
+    _guard_hook_keys(tx, mod_vt, name)
+    with_kwargs = name + "_with_kwargs"
+    _guard_hook_keys(tx, mod_vt, with_kwargs)
+    if name == _POST:
+        _guard_hook_keys(tx, mod_vt, "_forward_hooks_always_called")
+    source = _hook_dict_source(mod_vt, name)
+    return [(tx.ctx.wrap(hook, ItemSource(source, hook_id)), hook_id in m.__dict__[with_kwargs])
+            for hook_id, hook in hooks.items()]
+
+
+def _call_forward(tx, mod_vt, args, kwargs):
+    """What Module.__call__ runs between the hooks: the instance's forward, the module
+    table's handler, or the class's forward, inlined."""
+    m = mod_vt.value
     override = m.__dict__.get("forward")
     if override is not None:  # an instance-level forward: what Module.__call__ runs
         fwd = tx.ctx.wrap(override, AttrSource(mod_vt.source, "forward")) \
