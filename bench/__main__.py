@@ -1,6 +1,10 @@
 """`python -m bench [--only a,b] [--reps N] [--no-inductor] [--no-plan] [--out bench/RESULTS.md]
 [--plot bench/results.svg]`.
 
+`refcomp-freeze` (unless `--no-freeze`) is refcomp compiling a module that holds the
+weights of the rows that have them (mlp, transformer2, conv_bn_relu) as buffers, with
+`options={"freeze": True}`: the inference use of a trained model.
+
 `--no-plan` adds the candidate `refcomp-noplan`: the llvm backend without its
 memory plan (every intermediate a fresh tensor), to compare peak memory and time.
 
@@ -30,6 +34,9 @@ def main(argv=None) -> int:
     ap.add_argument("--no-inductor", action="store_true", help="skip torch.compile")
     ap.add_argument("--no-ort", action="store_true",
                     help="skip ONNX Runtime (the 'bench' extra; inference rows only)")
+    ap.add_argument("--no-freeze", action="store_true",
+                    help="skip refcomp-freeze (refcomp with options={'freeze': True} on the"
+                    " rows whose inputs after the first are weights)")
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--no-plan", action="store_true",
                     help="also run refcomp without the memory plan (refcomp-noplan)")
@@ -48,6 +55,8 @@ def main(argv=None) -> int:
     if not opts.no_ort and importlib.util.find_spec("onnxruntime") is not None:
         candidates["ort"] = harness.ort_candidate
     candidates["refcomp"] = harness.refcomp_candidate
+    if not opts.no_freeze:
+        candidates["refcomp-freeze"] = harness.refcomp_freeze_candidate
     if opts.no_plan:
         candidates["refcomp-noplan"] = harness.refcomp_noplan_candidate
 
@@ -119,8 +128,9 @@ def _cells(w, res, eager, copy_gbs):
     if diff is not None and res.candidate != "eager":
         note = (note + "; " if note else "") + f"max diff {diff:.1e}"
     eager_cpu = eager[2] if len(eager) > 2 else None
-    if res.cpu_s and res.candidate != "copy":  # Note [CPU time] in bench/harness.py
-        ratio = f" = {eager_cpu / res.cpu_s:.2f}x" if eager_cpu else ""
+    if res.cpu_s:  # Note [CPU time] in bench/harness.py
+        ratio = f" = {eager_cpu / res.cpu_s:.2f}x" if eager_cpu and res.candidate != "copy" \
+            else ""
         note = (note + "; " if note else "") + f"cpu {_ms(res.cpu_s * 1e3)} ms{ratio}"
     err = res.extra.get("rel_error")
     if err is not None:  # Note [Accuracy check] in bench/harness.py
@@ -182,6 +192,10 @@ def _markdown(rows, copy_gbs, opts, seconds, malloc_configured, startup) -> str:
            " below): " + ", ".join(f"{k} {v:.1f} s" for k, v in startup.items()) + ".",
            "malloc keeps freed memory during timing (bench/harness.py,"
            f" Note [malloc and page faults]): {'yes' if malloc_configured else 'NO (not glibc)'}.",
+           *(["`refcomp-freeze` is refcomp on a module holding the row's weights (its inputs"
+              " after the first) as buffers, compiled in eval mode with"
+              " `options={\"freeze\": True}` (spec/guards.md, \"Freezing\")."]
+             if not opts.no_freeze else []),
            *(["`refcomp-noplan` is refcomp with the backend option plan=False (every"
               " intermediate a fresh tensor; spec/memory.md, \"Runtime\"); where a graph has"
               " no intermediates both compile the same code, and their difference is the"
@@ -201,7 +215,8 @@ def _markdown(rows, copy_gbs, opts, seconds, malloc_configured, startup) -> str:
            " saved_tensors_hooks; each candidate its own forward + backward, timed as one"
            " step); cpu = median CPU time of this process per call, and eager's over it"
            " (not lengthened when other processes take the core: Note [CPU time] in"
-           " bench/harness.py).", "",
+           " bench/harness.py); the copy's too, the roofline of a memory-bound row on a"
+           " loaded machine.", "",
            "| workload | candidate | median ms | speedup | best ms | best speedup | cold s |"
            " peak MB | kernels | notes |",
            "|---|---|---|---|---|---|---|---|---|---|"]

@@ -229,6 +229,9 @@ def run_workload(workload, candidates: dict, reps: int) -> list[Result]:
         if workload.train and getattr(factory, "inference_only", False):
             res.error = "inference only"
             continue
+        if not workload.weights and getattr(factory, "weights_only", False):
+            res.error = "no weights"
+            continue
         try:
             forward, count_kernels = factory(workload.fn)
             compiled = wrap(forward)
@@ -299,6 +302,42 @@ def refcomp_candidate(fn):
     from codegen import stats
 
     return refcomp.compile(fn), lambda: stats.STATS.kernels
+
+
+def refcomp_freeze_candidate(fn):
+    """refcomp on a module whose buffers are the workload's weights (every input after the
+    first), compiled with options={"freeze": True} in eval mode: the weights are
+    compile-time values (spec/guards.md, "Freezing").  Made on the first call; later
+    calls pass the same weights, so only the first input is handed on."""
+    import refcomp
+    from codegen import stats
+
+    state = {}
+
+    def run(x, *weights):
+        compiled = state.get("compiled")
+        if compiled is None:
+            compiled = state["compiled"] = refcomp.compile(_WeightsModule(fn, weights).eval(),
+                                                           options={"freeze": True})
+        return compiled(x)
+    return run, lambda: stats.STATS.kernels
+
+
+refcomp_freeze_candidate.inference_only = True
+refcomp_freeze_candidate.weights_only = True
+
+
+class _WeightsModule(torch.nn.Module):
+    """`fn(x, *weights)` as a module holding the weights as buffers w0, w1, ..."""
+
+    def __init__(self, fn, weights):
+        super().__init__()
+        self.fn, self.count = fn, len(weights)
+        for i, w in enumerate(weights):
+            self.register_buffer(f"w{i}", w.detach())
+
+    def forward(self, x):
+        return self.fn(x, *[getattr(self, f"w{i}") for i in range(self.count)])
 
 
 def ort_candidate(fn):

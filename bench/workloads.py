@@ -30,6 +30,10 @@ class Workload:
     # Checked against the float64 truth (bench/harness.py, Note [Accuracy check]): a
     # candidate whose error exceeds ACCURACY_SLACK x eager's (plus a floor) is WRONG.
     accuracy: bool = False
+    # The inputs after the first are weights (an inference model's parameters): the
+    # refcomp-freeze candidate holds them as a module's buffers, compiled with
+    # options={"freeze": True} (bench/harness.py, refcomp_freeze_candidate).
+    weights: bool = False
 
 
 def _randn(*shape):
@@ -183,14 +187,14 @@ WORKLOADS = {w.name: w for w in [
     Workload("mlp", mlp_block,
              lambda: (_randn(256, 1024), _randn(1024, 4096) * 0.03, _randn(4096),
                       _randn(4096, 1024) * 0.015, _randn(1024)),
-             note="256x1024 -> 4096 (GELU) -> 1024, residual"),
+             weights=True, note="256x1024 -> 4096 (GELU) -> 1024, residual"),
     Workload("transformer2", transformer2,
              lambda: (_randn(8, 128, 256),) + tuple(_encoder_params(256, 1024)),
-             note="2 encoder layers, batch 8, seq 128, dim 256, 8 heads, ff 1024"),
+             weights=True, note="2 encoder layers, batch 8, seq 128, dim 256, 8 heads, ff 1024"),
     Workload("conv_bn_relu", conv_bn_relu,
              lambda: (_randn(8, 64, 56, 56), _randn(64, 64, 3, 3) * 0.05, _randn(64) * 0.1,
                       torch.rand(64) + 0.5, torch.rand(64) + 0.5, _randn(64) * 0.1),
-             note="conv 3x3 64->64 on 8x64x56x56, eval batch norm, relu"),
+             weights=True, note="conv 3x3 64->64 on 8x64x56x56, eval batch norm, relu"),
     Workload("mlp_train", mlp_train,
              lambda: _params(_randn(256, 1024), _randn(1024, 4096) * 0.03, _randn(4096),
                              _randn(4096, 1024) * 0.015, _randn(1024)),
