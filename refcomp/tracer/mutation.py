@@ -1,10 +1,13 @@
-"""In-place writes through views of an intermediate, functionalized (issue 33).
+"""In-place writes, functionalized: through views of an intermediate, and under grad
+(issue 33).
 
 Owns: `through_views(ctx, tv, name)`: for an in-place op on `tv` whose storage other live
 tensors share, the function that, once the op's new value is `tv.value`, gives the base
 its new value and re-derives every live alias from it -- or None where this cannot be
-expressed (then the op breaks with RB010, as before).  Must not know the torch table.
-Spec: spec/correctness.md, "Mutation and write-back".
+expressed (then the op breaks with RB010, as before).  `autograd_of_write(...)`: what
+`tv.requires_grad` and `tv.grad_cut` become after an in-place op, or the refusal where
+eager's autograd of the write cannot be expressed (Note [In-place under grad]).  Must not
+know the torch table.  Spec: spec/correctness.md, "Mutation and write-back".
 
 Note [Writes through views]: the IR has no storage, only values.  A view op is an index
 map of its operand (OpDef.index_map), so a write into a view is a new value of the view
@@ -26,6 +29,7 @@ from typing import Callable, Optional
 import torch
 
 from ir.types import is_symbolic
+from refcomp.reasons import GRADIENT_CUT, INPLACE_ON_ALIAS, Unsupported
 from refcomp.tracer.values import VIEW_BASE, TensorVar
 
 T = torch.Tensor
@@ -75,6 +79,46 @@ def through_views(ctx, tv: TensorVar, live: list) -> Optional[Callable[[], None]
         if steps:
             tv.view_base, tv.view_made = (base, new_base), tv.value
     return propagate
+
+
+# Note [In-place under grad]
+# Eager's autograd records `y.op_(a)` on a non-leaf y as the out-of-place op of y's old
+# value: y's grad_fn becomes that op's backward.  The functionalized IR says the same (y's
+# value is op(old y, a)), so such a write is captured when y is an intermediate the frame
+# computed that no other live tensor views (no CopySlices of a base to express), grad mode
+# is on, and no operand is a gradient cut.  Afterwards y requires grad, and its meta tensor
+# says so: the reverted first version (4a41f7f) kept the in-place meta result, detached, so
+# the op after `ReLU(inplace=True)` traced as not requiring grad, a silent cut of every
+# gradient before it (resnet_tiny's conv1.weight got none).  Eager's refusals stay eager's:
+# a graph input (a leaf that requires grad raises; a non-leaf's history would be rebased
+# after the graph, which write-back does not do) breaks and runs there, as does a write
+# under no_grad into a tensor that requires grad (eager keeps its old grad_fn); a tensor
+# an earlier op saved for its backward was already refused (ctx.saved_for_backward), and a
+# leaf that requires grad cannot be made inside a graph (torch_table.new_tensor).  Under
+# no_grad, writing a value that depends on a tensor that requires grad makes y a gradient
+# cut, as an op's result under no_grad is.
+def autograd_of_write(ctx, tv: TensorVar, operands: list, result_requires_grad: bool,
+                      propagate, name: str) -> tuple:
+    """(requires_grad, grad_cut) of `tv` after an in-place op on it with tensor operands
+    `operands` (tv among them), whose result eager records for autograd iff
+    `result_requires_grad`; raises where that cannot be traced (Note [In-place under
+    grad]).  `propagate`: through_views' result for this write."""
+    if not result_requires_grad:
+        if tv.requires_grad:
+            raise Unsupported(INPLACE_ON_ALIAS, f"{name} under no_grad on a tensor that requires"
+                                                " grad")
+        cut = any(t.grad_cut or t.requires_grad for t in operands)
+        return False, tv.grad_cut or (tv.meta.is_floating_point() and cut)
+    what = "on a tensor that requires grad" if tv.requires_grad else \
+        "writes a value that requires grad into a tensor that does not"
+    if tv.source is not None:
+        raise Unsupported(INPLACE_ON_ALIAS, f"{name} {what}, an input of the graph")
+    if tv.is_view or tv.view_base is not None or propagate is not None:
+        raise Unsupported(INPLACE_ON_ALIAS, f"{name} {what}, through a view")
+    if any(t.grad_cut for t in operands):
+        raise Unsupported(GRADIENT_CUT, f"{name}: a detached / no_grad value feeds an op that"
+                                        " records gradients")
+    return True, False
 
 
 def _chain(v: TensorVar):

@@ -197,7 +197,7 @@ def call_torch(ctx, fn, args: list, kwargs: dict) -> VT:
         margs = [_meta_device(a) for a in margs]
     propagate = None
     if e.inplace:
-        propagate = check_inplace(ctx, pargs[0], name)
+        propagate = check_inplace(ctx, pargs[0], name, under_grad=True)
         _refuse_uncastable_result(name, margs, mkwargs)
         margs[0] = margs[0].detach().clone()
     try:
@@ -232,12 +232,11 @@ def call_torch(ctx, fn, args: list, kwargs: dict) -> VT:
     except TypeError as err:  # an argument form this entry does not model
         raise Unsupported(INEXPRESSIBLE_OP, f"{name}: {err}") from None
     if e.inplace:
-        if isinstance(meta_out, torch.Tensor) and meta_out.requires_grad:
-            # Eager attaches the mutated tensor to autograd (buf.add_(w), w requiring
-            # grad); the write-back after the graph cannot, so such a step runs eagerly.
-            raise Unsupported(INPLACE_ON_ALIAS, f"{name} writes a value that requires grad into a"
-                                       " tensor that does not")
-        result = apply_inplace(ctx, pargs[0], out, meta_out)
+        tv = pargs[0]
+        grad = mutation.autograd_of_write(  # Note [In-place under grad]
+            ctx, tv, operands, bool(getattr(meta_out, "requires_grad", False)) or
+            (ctx.grad_enabled and tv.requires_grad), propagate, name)
+        result = apply_inplace(ctx, tv, out, meta_out, grad)
         if propagate is not None:
             propagate()
         return result
@@ -411,6 +410,9 @@ def new_tensor(ctx, value, meta, operands, view) -> TensorVar:
     # Only a floating result can carry a gradient, so only it can be a cut: a comparison
     # or argmax of a tensor that requires grad is just an integer/bool value (where's
     # condition, gather's index), and feeding it on is no gradient cut.
+    if rg and not any(t.requires_grad for t in operands):
+        # `torch.ones(3, requires_grad=True)`: a graph's outputs are never leaves
+        raise Unsupported(INEXPRESSIBLE_OP, "creating a leaf that requires grad inside the graph")
     grad_cut = meta.is_floating_point() and \
         (cut_in or (any(t.requires_grad for t in operands) and not rg))
     meta = meta.detach().requires_grad_(rg) if rg and meta.grad_fn is None else meta
@@ -488,9 +490,11 @@ def view_step(fn, pargs, pkwargs, base, item=None):
     return (fn, args, kwargs, item)
 
 
-def check_inplace(ctx, tv, name):
+def check_inplace(ctx, tv, name, under_grad=False):
     """Raise where eager's in-place semantics cannot be traced; return the propagation
-    to run after the op when it writes through views (Note [Writes through views])."""
+    to run after the op when it writes through views (Note [Writes through views]).
+    under_grad: the caller decides a write into a tensor that requires grad with
+    mutation.autograd_of_write (Note [In-place under grad]); else it is refused."""
     if not isinstance(tv, TensorVar):
         raise Unsupported(INEXPRESSIBLE_OP, f"{name} on a non-tensor")
     propagate = None
@@ -500,7 +504,7 @@ def check_inplace(ctx, tv, name):
             raise Unsupported(INPLACE_ON_ALIAS,
                               f"{name} on a tensor that shares storage with another"
                                        " live tensor")
-    if tv.requires_grad:
+    if tv.requires_grad and not under_grad:
         raise Unsupported(INPLACE_ON_ALIAS, f"{name} on a tensor that requires grad")
     if ctx.saved_for_backward(tv):
         raise Unsupported(INPLACE_ON_ALIAS, f"{name} on a tensor that an earlier op saved for its"
@@ -554,7 +558,9 @@ def _distinct_elements(m: torch.Tensor) -> bool:
     return True
 
 
-def apply_inplace(ctx, tv: TensorVar, out, meta_out) -> TensorVar:
+def apply_inplace(ctx, tv: TensorVar, out, meta_out, grad=None) -> TensorVar:
+    """`tv` takes the in-place op's result `out` (typed by `meta_out`); grad: its
+    (requires_grad, grad_cut) from mutation.autograd_of_write, else unchanged."""
     if isinstance(out, TensorVar):
         out = out.value
     b = ctx.builder
@@ -564,7 +570,9 @@ def apply_inplace(ctx, tv: TensorVar, out, meta_out) -> TensorVar:
         out = b.cast(out, dtype=tv.value.type.dtype)
     check_type(out, meta_out, "in-place op", ctx)
     tv.value = out
-    tv.meta = meta_out.detach()
+    if grad is not None:
+        tv.requires_grad, tv.grad_cut = grad
+    tv.meta = meta_out.detach().requires_grad_(True) if tv.requires_grad else meta_out.detach()
     if tv.source is not None and tv.source.name() in ctx.input_vars:
         ctx.record_mutation(tv, tv)
     return tv
