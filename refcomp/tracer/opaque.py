@@ -458,6 +458,8 @@ def call_opaque(ctx, fn, args: list, kwargs: dict, name: str | None = None) -> V
         tv = operands[i]
         tv.value = values[len(results) + k]
         tv.meta = metas[i].detach()
+        # requires_grad unchanged (checked above); under no_grad it may become a cut
+        tv.grad_cut = mutation.autograd_of_write(ctx, tv, operands, False, None, name)[1]
         if tv.source is not None and tv.source.name() in ctx.input_vars:
             ctx.record_mutation(tv, tv)
     for propagate in propagations:

@@ -23,7 +23,7 @@ from refcomp.reasons import (
     UNSUPPORTED_TENSOR_METHOD,
     Unsupported,
 )
-from refcomp.tracer import eager_layout
+from refcomp.tracer import eager_layout, mutation
 from refcomp.tracer.context import ir_device, ir_dtype
 from refcomp.tracer.torch_table import (
     Cast,
@@ -598,7 +598,9 @@ def tensor_setitem(ctx, tv: TensorVar, index: VT, value: VT) -> None:
     placed = B.pad(v, pads=pads, value=0)
     mask = B.pad(B.op("full", value=True, shape=block_sizes, dtype=ir_dtype(torch.bool),
                       device=x.type.device), pads=mask_pads, value=False)
-    apply_inplace(ctx, tv, B.where(mask, placed, x), meta)
+    operands = [tv] + ([val] if isinstance(val, TensorVar) else [])
+    grad = mutation.autograd_of_write(ctx, tv, operands, False, propagate, "item assignment")
+    apply_inplace(ctx, tv, B.where(mask, placed, x), meta, grad)
     if propagate is not None:
         propagate()
 

@@ -148,7 +148,22 @@ def _add_into_detached_copy(x, w):
     return d * 3
 
 
-@pytest.mark.parametrize("f", [_accumulate_under_no_grad, _add_into_detached_copy],
+def _assign_under_no_grad(x, w):
+    buf = torch.zeros(4)
+    with torch.no_grad():
+        buf[1:] = w[1:]  # item assignment
+    return buf * x
+
+
+def _opaque_write_under_no_grad(x, w):
+    buf = torch.zeros(4)
+    with torch.no_grad():
+        buf.addcmul_(w, x)  # an in-place op the table has no entry for (an opaque call)
+    return buf * x
+
+
+@pytest.mark.parametrize("f", [_accumulate_under_no_grad, _add_into_detached_copy,
+                               _assign_under_no_grad, _opaque_write_under_no_grad],
                          ids=lambda f: f.__name__)
 def test_inplace_keeps_gradient_cuts(f):
     _same_as_eager(f, _args(((4,), True), ((4,), True)))
