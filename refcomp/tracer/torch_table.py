@@ -410,9 +410,6 @@ def new_tensor(ctx, value, meta, operands, view) -> TensorVar:
     # Only a floating result can carry a gradient, so only it can be a cut: a comparison
     # or argmax of a tensor that requires grad is just an integer/bool value (where's
     # condition, gather's index), and feeding it on is no gradient cut.
-    if rg and not any(t.requires_grad for t in operands):
-        # `torch.ones(3, requires_grad=True)`: a graph's outputs are never leaves
-        raise Unsupported(INEXPRESSIBLE_OP, "creating a leaf that requires grad inside the graph")
     grad_cut = meta.is_floating_point() and \
         (cut_in or (any(t.requires_grad for t in operands) and not rg))
     meta = meta.detach().requires_grad_(rg) if rg and meta.grad_fn is None else meta
