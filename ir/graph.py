@@ -40,7 +40,7 @@ class Value:
 class Node:
     """One op application: `outputs = op(inputs, attrs)`, with an optional body graph."""
 
-    __slots__ = ("op", "inputs", "attrs", "outputs", "body")
+    __slots__ = ("op", "inputs", "attrs", "outputs", "body", "__weakref__")
 
     def __init__(self, op: OpDef, inputs: list[Value], attrs: dict, outputs: list[Value],
                  body: Optional["Graph"] = None):

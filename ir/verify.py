@@ -8,7 +8,9 @@ unique.  Spec: spec/ir.md, "Invariants".
 
 from __future__ import annotations
 
+import collections
 import operator
+import weakref
 from dataclasses import dataclass
 
 from ir.graph import Graph, Node, Value
@@ -58,8 +60,8 @@ def check(graph: Graph, context: str = "") -> Graph:
 
 def _verify_graph(graph: Graph, line_of: dict, out: list, header: str) -> None:
     defined: set[Value] = set()
-    names = [v.name for v in graph.inputs]
-    for name in {n for n in names if n is not None and names.count(n) > 1}:
+    names = collections.Counter(v.name for v in graph.inputs if v.name is not None)
+    for name in [n for n, count in names.items() if count > 1]:
         out.append(Diagnostic(f"input name %{name} is used twice", header))
     defined.update(graph.inputs)
     for node in graph.nodes:
@@ -87,6 +89,10 @@ def _verify_graph(graph: Graph, line_of: dict, out: list, header: str) -> None:
 # that passed are remembered (a failing node is re-checked, to report it with its line).
 _PASSED: dict = {}
 _PASSED_LIMIT = 1 << 16
+# A pass returns a new graph but keeps the nodes it did not change (most of them): a node
+# object that passed is not checked again while it lives.  Passes never mutate their input
+# (the pass manager's check_semantics checks it), so a node that passed stays valid.
+_PASSED_NODES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
 _TYPE = operator.attrgetter("type")
@@ -105,8 +111,13 @@ def _node_key(node: Node):
 
 
 def _verify_node(node: Node, line: str, out: list) -> None:
+    if node in _PASSED_NODES:  # this very node passed (passes never change their input)
+        return
     if node.body is not None or node.op.category == FUSED:
+        before = len(out)
         _check_node(node, line, out)
+        if len(out) == before:
+            _PASSED_NODES[node] = True
         return
     key = _node_key(node)
     if key is not None and key in _PASSED:
@@ -117,6 +128,8 @@ def _verify_node(node: Node, line: str, out: list) -> None:
         if len(_PASSED) >= _PASSED_LIMIT:
             _PASSED.clear()
         _PASSED[key] = True
+    if len(out) == before:
+        _PASSED_NODES[node] = True
 
 
 def _check_node(node: Node, line: str, out: list) -> None:

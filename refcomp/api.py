@@ -376,7 +376,7 @@ class CompiledFunction:
     def _compile(self, L, auto_dims=None, fn=None):
         """`_build_entry`, with the seconds of each compile stage kept on the entry
         (`stage_times`: codegen.stats.STAGES)."""
-        with codegen_stats.collecting() as times:
+        with codegen_stats.collecting() as times, codegen_stats.gc_paused():
             entry = self._build_entry(L, auto_dims, fn)
         entry.stage_times = times
         return entry

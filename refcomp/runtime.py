@@ -76,7 +76,7 @@ from torch._prims_common import is_non_overlapping_and_dense_or_false
 
 from codegen import sizes as sz
 from codegen.backends import get_backend
-from codegen.stats import collecting, stage
+from codegen.stats import collecting, gc_paused, stage
 from ir.graph import Graph
 from ir.passes.manager import run_pipeline
 from ir.passes.pipelines import optimize_passes
@@ -835,7 +835,7 @@ def _compile_training(j, backend, backend_options, passes, outs: _Outputs, print
     def compile_backward(graph, primary=True):
         # primary: the backward of every output's gradient (Note [Given gradients],
         # ir/autodiff.py), the one stats() and explain() report.
-        with collecting() as times:
+        with collecting() as times, gc_paused():
             fn = _compile_backward(graph, primary)
         if primary:
             record.backward_stage_times = times

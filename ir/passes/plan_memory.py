@@ -95,15 +95,30 @@ def memory_order(graph: Graph) -> list:
                    if v in buffer and v not in outputs)
         return freed - made
 
+    # Readiness is kept as nodes finish (a scan of every node per step was quadratic).
+    remaining = {node: len(deps) for node, deps in waiting.items()}
+    dependents: dict = {}
+    for node, deps in waiting.items():
+        for dep in deps:
+            dependents.setdefault(dep, []).append(node)
+    ready = {node for node, count in remaining.items() if count == 0}
+    effects_done = 0
+    effectful_set = set(effectful)
     while len(out) < len(graph.nodes):
-        next_effect = next((n for n in effectful if n not in done), None)
-        ready = [n for n in graph.nodes if n not in done and not waiting[n] - done
-                 and (n is next_effect or n not in effectful)]
-        node = max(ready, key=lambda n: (gain(n), -position[n]))
+        next_effect = effectful[effects_done] if effects_done < len(effectful) else None
+        node = max((n for n in ready if n is next_effect or n not in effectful_set),
+                   key=lambda n: (gain(n), -position[n]))
         out.append(node)
         done.add(node)
+        ready.discard(node)
+        if node is next_effect:
+            effects_done += 1
         for v in node.inputs:
             reads_left[v] -= 1
+        for later in dependents.get(node, ()):
+            remaining[later] -= 1
+            if remaining[later] == 0:
+                ready.add(later)
     return out
 
 

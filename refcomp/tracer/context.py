@@ -574,10 +574,13 @@ class TraceContext:
         from ir.autodiff import SavedSoFar
 
         if self._saved_so_far is None:
+            self._input_wants: list = []
             self._saved_so_far = SavedSoFar(self.eager_saves)
-        wants = [src.name() in self.input_vars and self.input_vars[src.name()].requires_grad
-                 for src in self.input_sources]
-        return self._saved_so_far.shares_storage(self.builder.inputs, wants,
+        if len(self._input_wants) != len(self.input_sources):  # inputs are only appended
+            self._input_wants = [
+                src.name() in self.input_vars and self.input_vars[src.name()].requires_grad
+                for src in self.input_sources]
+        return self._saved_so_far.shares_storage(self.builder.inputs, self._input_wants,
                                                  self.builder.nodes, tv.value)
 
     def set_grad_enabled(self, enabled: bool) -> None:
