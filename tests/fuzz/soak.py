@@ -9,13 +9,20 @@ count and the shortest program that showed it.  A new failure class is also prin
 first seen; --progress N prints the counts every N programs.  --out writes each class's
 shortest program (corpus format) to DIR.  --programs N stops after N programs per backend:
 the thorough profile (tests/fuzz/test_fuzz.py) is this run with N = 20,000.
+
+--python draws the Python-level programs of tests/fuzz/pyworld.py instead (their oracle
+also compares side effects, globals and the grad mode); --isolate runs the loop in child
+processes, so a program that kills the interpreter (a segfault) is counted as an
+"interpreter-crash" of its backend and printed, and the run goes on in a new child.
 """
 
 import argparse
 import collections
+import json
 import os
 import re
 import signal
+import subprocess
 import sys
 import threading
 import time
@@ -53,10 +60,19 @@ def main(argv=None):
                          " happen, to OUT/all/ (0: none)")
     ap.add_argument("--strict", action="store_true",
                     help="generate and compare everything (ignore KNOWN_OPEN)")
+    ap.add_argument("--python", action="store_true",
+                    help="Python-level programs (tests/fuzz/pyworld.py)")
+    ap.add_argument("--isolate", action="store_true",
+                    help="run the loop in child processes: an interpreter crash is counted,"
+                         " not the end of the run")
+    ap.add_argument("--inflight", default=None, help=argparse.SUPPRESS)
+    ap.add_argument("--json", default=None, help=argparse.SUPPRESS)
     ap.add_argument("--grad", action="store_true",
                     help="gradient mode (tests/fuzz/grad.py): programs with a float32/float64"
                          " input, those inputs requiring grad; forward and gradients compared")
     args = ap.parse_args(argv)
+    if args.isolate:
+        return _isolated(args, argv if argv is not None else sys.argv[1:])
     backends = args.backends.split(",")
     counts = {b: collections.Counter() for b in backends}
     classes = {}          # (backend, signature) -> [count, shortest program, outcome]
@@ -66,11 +82,20 @@ def main(argv=None):
     # --seed N draws a reproducible sequence of its own (hypothesis.seed); without it each
     # run draws at random.  (derandomize=True would ignore N: one sequence for every N.)
     strategy = programs(max_statements=args.max_statements, known_open=not args.strict)
+    relaxed = relaxed_checks
+    if args.python:
+        from tests.fuzz import pyworld
+
+        strategy = pyworld.programs(max_statements=args.max_statements,
+                                    known_open=not args.strict)
+        relaxed = pyworld.relaxed_checks
     if args.grad:
         strategy = strategy.filter(differentiable)
     run_reference, run_compare = ((grad_reference, grad_compare) if args.grad
+                                  else (pyworld.reference, pyworld.compare) if args.python
                                   else (reference, compare))
-    sign = grad_signature if args.grad else (lambda out: out.signature())
+    sign = (grad_signature if args.grad else pyworld.signature if args.python
+            else (lambda out: out.signature()))
     header = {"grad": True} if args.grad else {}
 
     @settings(max_examples=10**9, deadline=None, database=None, phases=[Phase.generate],
@@ -82,6 +107,9 @@ def main(argv=None):
             raise _Stop
         running.update(program=program, backend="eager (the reference)",
                        since=time.monotonic())
+        if args.inflight:   # what a parent reports if this process dies (--isolate)
+            Path(args.inflight).write_text(json.dumps({"backend": backends[0],
+                                                       "program": program.render()}))
         try:
             ref = run_reference(program)   # eager runs once; every backend is compared with it
         except Exception as e:  # the harness itself must not die on a bad program
@@ -91,8 +119,11 @@ def main(argv=None):
             return
         for b in backends:
             running.update(program=program, backend=b, since=time.monotonic())
+            if args.inflight:
+                Path(args.inflight).write_text(json.dumps({"backend": b,
+                                                           "program": program.render()}))
             try:
-                relax = frozenset() if args.strict else relaxed_checks(b)
+                relax = frozenset() if args.strict else relaxed(b)
                 if args.grad and not args.strict:
                     relax |= grad_relaxed(b)
                 out = run_compare(program, b, ref, relax)
@@ -120,6 +151,8 @@ def main(argv=None):
                     _write(Path(args.out) / "all", f"{b}_{c['programs']:06d}", b,
                            key[1], program, out, header=header)
         done = counts[backends[0]]["programs"]
+        if args.json:
+            _dump(args.json, counts, classes)
         if args.progress and done % args.progress == 0:
             print(f"progress: {time.monotonic() - start:.0f} s, {time.process_time():.0f}"
                   f" cpu-s, " + ", ".join(f"{b} {counts[b]['programs']} programs"
@@ -173,6 +206,91 @@ def main(argv=None):
         running["since"] = None
         for sig, handler in handlers.items():
             signal.signal(sig, handler)
+    return counts
+
+
+def _dump(path, counts, classes):
+    """The counts and classes so far, for a parent (--isolate)."""
+    tmp = f"{path}.tmp"
+    with open(tmp, "w") as fh:
+        json.dump({"counts": {b: dict(c) for b, c in counts.items()},
+                   "classes": [[b, sig, n, program.render(backends=[b], symptom=sig),
+                                program.source, out.detail[:2000]]
+                               for (b, sig), (n, program, out) in classes.items()]}, fh)
+    os.replace(tmp, path)
+
+
+class _Shown:
+    """A program known by its text only (a child's, under --isolate)."""
+
+    def __init__(self, rendered, source):
+        self.rendered, self.source = rendered, source
+
+    def render(self, **header):
+        return self.rendered
+
+
+def _isolated(args, argv):
+    """--isolate: the loop in child processes (each with its own seed), merged counts; a
+    child killed by a signal counts an interpreter crash of the backend it was running."""
+    import tempfile
+
+    from tests.fuzz.runner import Outcome
+
+    backends = args.backends.split(",")
+    counts = {b: collections.Counter() for b in backends}
+    classes = {}
+    start = time.monotonic()
+    deadline = start + args.seconds
+    rest = [a for a in argv if a != "--isolate"]
+    rest = [a for i, a in enumerate(rest)
+            if not (a in ("--seconds", "--seed", "--programs") or
+                    i and rest[i - 1] in ("--seconds", "--seed", "--programs"))]
+    seed_ = args.seed if args.seed is not None else int(time.time()) % 100000
+    tmp = Path(tempfile.mkdtemp(prefix="refcomp-soak-"))
+    children = crashes = 0
+    while time.monotonic() < deadline:
+        done = counts[backends[0]]["programs"]
+        if args.programs and done >= args.programs:
+            break
+        inflight, state = tmp / f"inflight{children}.json", tmp / f"state{children}.json"
+        cmd = [sys.executable, "-m", "tests.fuzz.soak", *rest, "--seed", str(seed_ + children),
+               "--seconds", str(max(1.0, deadline - time.monotonic())),
+               "--inflight", str(inflight), "--json", str(state)]
+        if args.programs:
+            cmd += ["--programs", str(args.programs - done)]
+        children += 1
+        r = subprocess.run(cmd)
+        if state.exists():
+            d = json.loads(state.read_text())
+            for b, c in d["counts"].items():
+                counts[b].update(c)
+            for b, sig, n, rendered, source, detail in d["classes"]:
+                entry = classes.setdefault((b, sig), [0, _Shown(rendered, source),
+                                                      Outcome(sig, detail)])
+                entry[0] += n
+                if len(source) < len(entry[1].source):
+                    entry[1], entry[2] = _Shown(rendered, source), Outcome(sig, detail)
+        if r.returncode < 0 and inflight.exists():
+            crashes += 1
+            d = json.loads(inflight.read_text())
+            b, sig = d["backend"], f"interpreter-crash: {signal.Signals(-r.returncode).name}"
+            counts[b]["programs"] += 1
+            counts[b]["crashes"] += 1
+            counts[b]["interpreter-crash"] += 1
+            for other in backends[backends.index(b) + 1:] if b in backends else ():
+                counts[other]["not-run (the child died)"] += 1
+            source = d["program"]
+            entry = classes.setdefault((b, sig), [0, _Shown(source, source),
+                                                  Outcome("interpreter-crash", sig)])
+            entry[0] += 1
+            print(f"\n== [{b}] {sig}: child {children} died\n{source}", flush=True)
+        elif r.returncode != 0:
+            print(f"soak child exited {r.returncode}; stopping", flush=True)
+            break
+    print(f"soak (--isolate, {children} children, {crashes} died):"
+          f" {time.monotonic() - start:.0f} s")
+    print_counts(backends, counts, classes, args.out)
     return counts
 
 
