@@ -6,19 +6,23 @@ tensors share, the function that, once the op's new value is `tv.value`, gives t
 its new value and re-derives every live alias from it -- or None where this cannot be
 expressed (then the op breaks with RB010, as before).  `autograd_of_write(...)`: what
 `tv.requires_grad` and `tv.grad_cut` become after an in-place op, or the refusal where
-eager's autograd of the write cannot be expressed (Note [In-place under grad]).  Must not
+eager's autograd of the write cannot be expressed (Note [In-place under grad]).
+`spread(...)`: a value's elements placed `step` apart along a dim (item assignment into a
+slice with a step places its value with it).  Must not
 know the torch table.  Spec: spec/correctness.md, "Mutation and write-back".
 
 Note [Writes through views]: the IR has no storage, only values.  A view op is an index
 map of its operand (OpDef.index_map), so a write into a view is a new value of the view
 *and* of its base: the base's new value is the old base with the view's elements
 replaced (the inverse of each view step: a reshape back, the inverse permutation, or the
-untouched parts of the base concatenated around a narrowed slice), and every other
+untouched parts of the base concatenated around a narrowed slice, or for a slice with a
+step the base `where` a mask says, the view's elements spread step apart), and every other
 live view of that base is its view steps replayed on the new base.  Eager's aliasing is
 kept: after `u = v.view(-1); u.mul_(2)`, `v` reads the doubled values.  Handled: views of
 an intermediate (not of a graph input: its write-back is not modelled here), with static
 sizes, made by reshape/view/flatten/unflatten/view_as/reshape_as, squeeze/unsqueeze,
-permute/transpose/swapaxes/t, narrow and detach, none requiring grad.
+permute/transpose/swapaxes/t, narrow, detach and basic indexing (ints, slices with a
+positive step, None, Ellipsis), none requiring grad.
 """
 
 from __future__ import annotations
@@ -28,7 +32,7 @@ from typing import Callable, Optional
 
 import torch
 
-from ir.types import is_symbolic
+from ir.types import bool_, is_symbolic
 from refcomp.reasons import GRADIENT_CUT, INPLACE_ON_ALIAS, Unsupported
 from refcomp.tracer.values import VIEW_BASE, TensorVar
 
@@ -133,7 +137,7 @@ def _chain(v: TensorVar):
 
 def _primitives(value, view_steps) -> Optional[list]:
     """The view steps as IR index maps: ("reshape", in shape, out shape), ("permute",
-    perm), ("slice", dim, start, stop); None where a step is not one of these."""
+    perm), ("slice", dim, start, stop, step); None where a step is not one of these."""
     meta = torch.empty(tuple(int(d) for d in value.type.shape), device="meta")
     out = []
     for fn, args, kwargs, item in view_steps:
@@ -150,7 +154,7 @@ def _primitives(value, view_steps) -> Optional[list]:
             out.append(("permute", _perm(fn, meta.dim(), args[1:], kwargs)))
         elif fn in _NARROWS:
             dim, start, length = _narrow_args(meta.dim(), args[1:], kwargs)
-            out.append(("slice", dim, start, start + length))
+            out.append(("slice", dim, start, start + length, 1))
         elif fn is operator.getitem:
             steps = _getitem_primitives(list(meta.shape), args[1])
             if steps is None:
@@ -163,7 +167,8 @@ def _primitives(value, view_steps) -> Optional[list]:
 
 
 def _getitem_primitives(shape, index) -> Optional[list]:
-    """Basic indexing (ints, step-1 slices, None, Ellipsis) as primitive steps."""
+    """Basic indexing (ints, slices with a positive step, None, Ellipsis) as primitive
+    steps."""
     items = list(index) if isinstance(index, tuple) else [index]
     if sum(1 for it in items if it is Ellipsis) > 1 or \
             not all(it is None or it is Ellipsis or isinstance(it, (int, slice))
@@ -185,17 +190,17 @@ def _getitem_primitives(shape, index) -> Optional[list]:
             i = it + shape[dim] if it < 0 else it
             if not 0 <= i < shape[dim]:
                 return None
-            steps.append(("slice", dim, i, i + 1))
+            steps.append(("slice", dim, i, i + 1, 1))
             new = shape[:dim] + shape[dim + 1:]
             steps.append(("reshape", shape[:dim] + [1] + shape[dim + 1:], new))
             shape = new
         else:
-            start, stop, step = it.indices(shape[dim])
-            if step != 1:
+            if it.step is not None and it.step < 1:  # eager raises for a negative step
                 return None
-            stop = max(stop, start)
-            steps.append(("slice", dim, start, stop))
-            shape = shape[:dim] + [stop - start] + shape[dim + 1:]
+            start, stop, step = it.indices(shape[dim])
+            n = len(range(start, stop, step))
+            steps.append(("slice", dim, start, start + (n - 1) * step + 1 if n else start, step))
+            shape = shape[:dim] + [n] + shape[dim + 1:]
             dim += 1
     return steps
 
@@ -210,8 +215,8 @@ def _replay(b, value, steps) -> list:
         elif step[0] == "permute":
             values.append(b.permute(current, perm=step[1]))
         else:
-            _, dim, start, stop = step
-            values.append(b.slice(current, dim=dim, start=start, stop=stop))
+            _, dim, start, stop, stride = step
+            values.append(b.slice(current, dim=dim, start=start, stop=stop, step=stride))
     return values
 
 
@@ -225,8 +230,10 @@ def _write_back(b, base_value, steps, new_view):
             new = b.reshape(new, shape=step[1])
         elif step[0] == "permute":
             new = b.permute(new, perm=_inverse(step[1]))
+        elif step[4] != 1:
+            new = _scatter_strided(b, parent, new, step[1], step[2], step[4])
         else:
-            _, dim, start, stop = step
+            _, dim, start, stop, _ = step
             size = int(parent.type.shape[dim])
             parts = []
             if start > 0:
@@ -236,6 +243,41 @@ def _write_back(b, base_value, steps, new_view):
                 parts.append(b.slice(parent, dim=dim, start=stop, stop=size))
             new = b.cat(parts, dim=dim) if len(parts) > 1 else new
     return new
+
+
+def _scatter_strided(b, parent, new, dim, start, step):
+    """`parent` with `parent[..., start::step, ...][:n] = new` along dim (n: new's size
+    there): the elements of `new` spread `step` apart by padding, selected by a mask
+    spread the same way."""
+    if int(new.type.shape[dim]) == 0:
+        return parent
+    size = int(parent.type.shape[dim])
+    mask = b.full(value=True, shape=list(new.type.shape), dtype=bool_, device=new.type.device)
+    placed = spread(b, new, dim, start, step, size, 0)
+    return b.where(spread(b, mask, dim, start, step, size, False), placed, parent)
+
+
+def spread(b, v, dim, start, step, size, fill):
+    """A value of size `size` along dim holding v's elements at start, start + step, ...
+    and `fill` elsewhere (v's size n there satisfies start + (n - 1) * step < size)."""
+    shape = [int(d) for d in v.type.shape]
+    n, rank = shape[dim], len(shape)
+    if n and step > 1:
+        v = b.reshape(v, shape=shape[:dim + 1] + [1] + shape[dim + 1:])
+        v = b.pad(v, pads=_pads(rank + 1, dim + 1, 0, step - 1), value=fill)
+        v = b.reshape(v, shape=shape[:dim] + [n * step] + shape[dim + 1:])
+        v = b.slice(v, dim=dim, start=0, stop=(n - 1) * step + 1)
+    extent = (n - 1) * step + 1 if n else 0
+    if start == 0 and extent == size:
+        return v
+    return b.pad(v, pads=_pads(rank, dim, start, size - start - extent), value=fill)
+
+
+def _pads(rank, dim, before, after) -> list:
+    """F.pad's list (last dim first) padding only `dim`."""
+    pads = [0] * (2 * (rank - dim))
+    pads[-2:] = [before, after]
+    return pads
 
 
 def _perm(fn, rank, args, kwargs) -> list:

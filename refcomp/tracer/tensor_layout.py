@@ -565,39 +565,32 @@ def tensor_setitem(ctx, tv: TensorVar, index: VT, value: VT) -> None:
     B = ctx.builder
     x = tv.value
     shape = list(x.type.shape)
-    block_starts, block_sizes = [], []
+    blocks = []  # (start, count, step) of each dim
     dim = 0
     for it in _expand_ellipsis(items, x.type.rank):
         if it is None:
             continue
         size = shape[dim]
         if isinstance(it, int):
-            i = it + size if it < 0 else it
-            block_starts.append(i)
-            block_sizes.append(1)
-        else:
+            blocks.append((it + size if it < 0 else it, 1, 1))
+        else:  # a negative step raised in the meta assignment above, as in eager
             start, stop, step = it.indices(size)
-            if step != 1:
-                raise Unsupported(INEXPRESSIBLE_OP, "item assignment into a strided slice")
-            block_starts.append(start)
-            block_sizes.append(max(stop - start, 0))
+            blocks.append((start, len(range(start, stop, step)), step))
         dim += 1
-    block_starts += [0] * (len(shape) - dim)
-    block_sizes += shape[dim:]
+    blocks += [(0, d, 1) for d in shape[dim:]]
+    block_sizes = [n for _, n, _ in blocks]
     sub_shape = list(tv.meta[idx].shape)
     if isinstance(val, TensorVar):
         v = cast(ctx, val, tv.meta.dtype)
         v = B.broadcast_to(v, sub_shape)
     else:
         v = B.op("full", value=val, shape=sub_shape, dtype=x.type.dtype, device=x.type.device)
-    v = B.reshape(v, shape=block_sizes)
-    pads, mask_pads = [], []
-    for d in reversed(range(len(shape))):
-        pads += [block_starts[d], shape[d] - block_starts[d] - block_sizes[d]]
-    mask_pads = pads
-    placed = B.pad(v, pads=pads, value=0)
-    mask = B.pad(B.op("full", value=True, shape=block_sizes, dtype=ir_dtype(torch.bool),
-                      device=x.type.device), pads=mask_pads, value=False)
+    placed = B.reshape(v, shape=block_sizes)
+    mask = B.op("full", value=True, shape=block_sizes, dtype=ir_dtype(torch.bool),
+                device=x.type.device)
+    for d, (start, _, step) in enumerate(blocks):  # Note [Writes through views]
+        placed = mutation.spread(B, placed, d, start, step, shape[d], 0)
+        mask = mutation.spread(B, mask, d, start, step, shape[d], False)
     operands = [tv] + ([val] if isinstance(val, TensorVar) else [])
     grad = mutation.autograd_of_write(ctx, tv, operands, False, propagate, "item assignment")
     apply_inplace(ctx, tv, B.where(mask, placed, x), meta, grad)

@@ -5,6 +5,7 @@ breaks between them: right values and right inputs after the call, on every back
 import pytest
 import torch
 
+import refcomp
 from tests.frontend.eager_diff import assert_like_eager
 
 BACKENDS = ["interp", "eager", "llvm"]
@@ -94,7 +95,48 @@ def inplace_on_input_then_clone(x):
     return y
 
 
-CASES = [slice_of_intermediate, diagonal_fill, transpose_row_add, flat_view_mul,
+def strided_setitem(x):
+    t = x * 2
+    t[:, ::2] = x[:, 1::2] - 1
+    t[..., 3::4] = 0.5
+    return t
+
+
+def strided_imul(x):
+    t = x * 2
+    t[1::3] *= 2  # a strided view, written in place, then assigned back
+    return t
+
+
+def strided_view_mul(x):
+    t = x + 1
+    v = t[::2, 1::3]
+    v.mul_(3)
+    t[::3].add_(1)  # the base: v follows
+    return t, v
+
+
+def strided_empty_slice(x):
+    t = x - 1
+    t[5::3] = 1.0
+    return t
+
+
+def input_strided_setitem(x):
+    x[::2] = 0.0
+    x[:, 1::2] += 1
+    return x
+
+
+def negative_step_setitem(x):
+    t = x * 2
+    t[::-1] = 1.0  # eager raises ValueError
+    return t
+
+
+STRIDED = [strided_setitem, strided_imul, strided_view_mul, strided_empty_slice]
+
+CASES = STRIDED + [input_strided_setitem, negative_step_setitem, slice_of_intermediate, diagonal_fill, transpose_row_add, flat_view_mul,
          input_slice_mul, input_view_copy, input_setitem, input_diagonal, view_then_base,
          view_across_break, input_view_across_break, mutate_both_sides_of_break,
          inplace_on_input_then_clone]
@@ -104,3 +146,12 @@ CASES = [slice_of_intermediate, diagonal_fill, transpose_row_add, flat_view_mul,
 @pytest.mark.parametrize("f", CASES, ids=lambda f: f.__name__)
 def test_inplace_through_views_like_eager(f, backend):
     assert_like_eager(f, lambda: (torch.randn(4, 4),), backend)
+
+
+@pytest.mark.parametrize("f", STRIDED, ids=lambda f: f.__name__)
+def test_strided_writes_into_an_intermediate_are_captured(f):
+    """Issue 33: item assignment and in-place ops through a slice with a step (was RB013
+    / RB010, the whole frame in eager) are one graph."""
+    refcomp.reset()
+    report = refcomp.explain(f, torch.randn(4, 4))
+    assert (report.graph_count, report.graph_break_count) == (1, 0), str(report)
