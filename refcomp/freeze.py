@@ -2,7 +2,8 @@
 
 Owns: deciding whether one graph may be frozen (`freeze_entry`), the rewrite
 (`freeze_graph`: constant subexpressions of parameters evaluated once, batch norms
-folded into the conv/linear before them), the guards that keep it sound
+folded into the conv/linear before them, convolutions and large linear layers run by
+torch's prepacked-weight ops, Note [Prepacked weights]), the guards that keep it sound
 (TENSOR_VERSION on every tensor whose value was read, EQUALS_MATCH on the owners'
 `training`) and the call wrapper that feeds the precomputed tensors.  Must not know
 bytecode.  Spec: spec/guards.md, "Freezing".
@@ -29,10 +30,10 @@ from codegen.backends import get_backend
 from ir.builder import GraphBuilder
 from ir.facts import has_effects
 from ir.graph import Graph, Node, Value
-from ir.ops.registry import CREATION, FUSED, RANDOM
+from ir.ops.registry import CREATION, FUSED, RANDOM, lookup
 from ir.passes.dce import dce
 from ir.passes.fold import _match_batch_norm
-from ir.types import TensorType
+from ir.types import TensorType, f32
 from refcomp import guards as G
 from refcomp.sources import BUFFER, PARAM, AttrSource
 
@@ -65,13 +66,15 @@ class Frozen:
         return call
 
 
-def freeze_entry(ctx, graph: Graph, guard_list: list) -> Frozen:
+def freeze_entry(ctx, graph: Graph, guard_list: list, backend: Optional[str] = None) -> Frozen:
     """Freeze the module state of `graph` (traced by `ctx`), or say why not.
 
     Candidates: inputs read from a module's `_parameters`/`_buffers` that the graph
     does not mutate.  Refused for the whole graph (the graph is returned unchanged,
     with a note) when an owner module is in training mode, or when grad mode is on
-    and a candidate requires grad (freezing would drop its gradient).
+    and a candidate requires grad (freezing would drop its gradient).  `backend`: the
+    one the graph will run on (None: the default), which decides whether prepacked
+    weights may be used (Note [Prepacked weights]).
     """
     candidates, owners = {}, {}
     for i, src in enumerate(ctx.input_sources):
@@ -106,15 +109,23 @@ def freeze_entry(ctx, graph: Graph, guard_list: list) -> Frozen:
         if t.is_inference():  # no version counter: an in-place change could not be seen
             notes.append(f"freeze: {src.name()} is an inference tensor; left unfrozen")
             del candidates[i]
+    # Note [Prepacked weights]: torch's prepacked-weight ops have no autograd formula,
+    # and only backends that run `aten` nodes on the tensors themselves can pass an
+    # opaque packed weight (the reference interpreter makes numpy arrays of operands).
+    differentiated = grad_mode and any(
+        ctx.examples[src.name()].requires_grad for i, src in enumerate(ctx.input_sources)
+        if i not in candidates and isinstance(ctx.examples.get(src.name()), torch.Tensor))
+    prepack = backend in PREPACK_BACKENDS and not differentiated
     frozen_graph, plan, read, folded = freeze_graph(
-        graph, {i: t for i, (_, t) in candidates.items()})
+        graph, {i: t for i, (_, t) in candidates.items()}, prepack)
     for i in sorted(read):
         src, t = candidates[i]
         guards.append(G.Guard(G.TENSOR_VERSION, src, (id(t), t._version)))
         ctx.id_objects.append(t)  # held by the entry, so its id cannot be reused
     names = ", ".join(candidates[i][0].name() for i in sorted(read))
     notes.append(f"freeze: {len(read)} tensor(s) frozen ({names or 'none'}); "
-                 f"{folded} batch norm(s) folded")
+                 f"{folded[0]} batch norm(s) folded; {folded[1]} call(s) with prepacked"
+                 " weights")
     return Frozen(frozen_graph, plan, guards, notes)
 
 
@@ -126,16 +137,22 @@ def _identity_plan(graph: Graph) -> list:
     return [("in", i) for i in range(len(graph.inputs))]
 
 
-def freeze_graph(graph: Graph, frozen: dict) -> tuple:
-    """Evaluate what depends only on the `frozen` inputs (index -> tensor); fold batch norms.
+# Backends that run an `aten` node by calling torch on the tensors (None: the default,
+# llvm on CPU).
+PREPACK_BACKENDS = frozenset({None, "", "llvm", "eager"})
+
+
+def freeze_graph(graph: Graph, frozen: dict, prepack: bool = False) -> tuple:
+    """Evaluate what depends only on the `frozen` inputs (index -> tensor); fold batch norms;
+    with `prepack`, run convolutions and linear layers with prepacked weights.
 
     Returns (graph, plan, indices of the frozen inputs whose values were read,
-    number of batch norms folded).  Graph inputs: the original inputs still used, in
+    (number of batch norms folded, number of prepacked-weight calls made)).  Graph inputs: the original inputs still used, in
     order, then one input per held tensor (named k0, k1...).  See Note [Frozen values
     stay tensors].
     """
     if not frozen:
-        return graph, _identity_plan(graph), set(), 0
+        return graph, _identity_plan(graph), set(), (0, 0)
     inputs = {graph.inputs[i]: t for i, t in frozen.items()}
     index = {v: i for i, v in enumerate(graph.inputs)}
     limit = max(int(t.numel()) for t in inputs.values())
@@ -161,6 +178,11 @@ def freeze_graph(graph: Graph, frozen: dict) -> tuple:
     b.inputs = list(graph.inputs) + list(renamed.values())
     b.nodes, outputs, folded = _fold_batch_norms(kept, b, inputs, tensors, read, index,
                                                  graph.outputs)
+    fused = 0
+    if prepack:
+        b.nodes = dce(b.build(outputs)).nodes  # without the nodes folding left unused
+        b.nodes, outputs, fused = _prepacked_calls(b, {**inputs, **tensors}, tensors, read,
+                                                   index, outputs)
     g = dce(b.build(outputs))
     used = {v for n in g.nodes for v in n.inputs} | set(g.outputs)
     final, plan = [], []
@@ -169,7 +191,7 @@ def freeze_graph(graph: Graph, frozen: dict) -> tuple:
             continue
         final.append(v)
         plan.append(("in", index[v]) if v in index else ("held", tensors[v]))
-    return Graph(g.name, final, g.nodes, g.outputs), plan, read, folded
+    return Graph(g.name, final, g.nodes, g.outputs), plan, read, (folded, fused)
 
 
 def _evaluable(node: Node, derived: set, creations: dict, outputs: set, limit: int) -> bool:
@@ -236,12 +258,168 @@ def _fold_batch_norms(nodes, b, inputs, tensors, read, index, outputs) -> tuple:
     return b.nodes, [replace.get(v, v) for v in outputs], folded
 
 
-def _held(b: GraphBuilder, tensors: dict, array: np.ndarray, ttype: TensorType) -> Value:
-    """A new held input of type `ttype` with the values of `array`."""
+# Note [Prepacked weights]
+# Under freeze, a convolution or a linear layer of frozen weights runs as one call of
+# torch's own CPU ops for prepacked weights, as Inductor's freezing passes do (torch/
+# _inductor/fx_passes/mkldnn_fusion.py), each chosen by measurement (1 thread,
+# emeraldrapids; issue 38):
+# - conv2d [+ bias] [-> relu|gelu]: `torch.ops.mkldnn._convolution_pointwise`, oneDNN's
+#   convolution with the bias and the activation applied to each output block while it
+#   is in registers: the output is written once instead of being written, read back by
+#   a bias/activation kernel and written again (conv3x3 64->64 on [8,64,56,56] with a
+#   folded batch norm and relu: 14.1 -> 13.4 ms).  The weight stays OIHW: one prepacked
+#   by `_reorder_convolution_weight` makes oneDNN return channels_last, which eager
+#   does not.
+# - matmul(x, W) of a 2-d x (a Linear; x @ W of a rank-3 x is traced 2-d between
+#   reshapes): `torch.ops.mkl._mkl_linear` with W packed once by
+#   `_mkl_reorder_linear_weight` for x's row count, MKL's packed GEMM (Inductor's choice
+#   for float32): 256x1024 @ 1024x4096 14.8 -> 13.1 ms.  Only for weights of at least
+#   MKL_PACK_MIN elements: transformer2's 256x1024 and 1024x256 layers, as fast packed
+#   as not when timed alone, made the whole model 4% slower packed (31.0 -> 32.5 ms),
+#   its 256x256 ones no faster.  The bias and the activation
+#   stay graph nodes, fused into the kernel after the call: oneDNN's linear with those
+#   post-ops (`_linear_pointwise`, prepacked) measured slower than MKL's GEMM plus that
+#   kernel (15.1 vs 13.7 ms), and slower than ATen's matmul on transformer2's shapes.
+# Only post-ops whose result is eager's, bit for bit, given the same GEMM output, are
+# fused into the convolution: the bias add (one f32 rounding of the f32 accumulator plus
+# the bias, as an add after the call), relu, and GELU with approximate="none" (oneDNN's
+# gelu_erf gives ATen's gelu bit for bit; tests/frontend/test_freeze.py).  GELU's tanh
+# approximation differs from ATen's by a few ulps and stays a kernel.  The GEMMs
+# themselves are oneDNN's and MKL's (ATen's conv2d on CPU is oneDNN's too): results
+# differ from eager's by the GEMM's own rounding (the order of its sums), as torch's
+# CPU GEMMs differ among themselves.
+MKL_PACK_MIN = 1 << 20  # weight elements; See Note [Prepacked weights]
+_ONEDNN_UNARY = {"relu": lambda node: "relu",
+                 "gelu": lambda node: "gelu" if node.attrs.get("approximate", "none") == "none"
+                 else None}
+
+
+def _onednn_conv_available() -> bool:
+    return torch.backends.mkldnn.is_available() and hasattr(torch.ops.mkldnn,
+                                                             "_convolution_pointwise")
+
+
+def _mkl_linear_available() -> bool:
+    return torch.backends.mkl.is_available() and hasattr(torch.ops.mkl, "_mkl_linear")
+
+
+def _prepacked_calls(b: GraphBuilder, values: dict, tensors: dict, read: set, index: dict,
+                     outputs: list) -> tuple:
+    """conv2d(x, W) [+ b] [-> relu|gelu] and matmul(x, W) of frozen W (and b) -> one call
+    of torch's prepacked-weight op.  See Note [Prepacked weights].
+
+    `values`: the frozen and held tensors by Value.  Returns (nodes, outputs, number of
+    calls made).
+    """
+    g = Graph(b.name, b.inputs, b.nodes, outputs)
+    producers, uses = g.producers(), g.uses()
+    for v in outputs:
+        uses.setdefault(v, []).append(None)
+
+    def only_use(v):
+        users = uses.get(v, [])
+        return users[0] if len(users) == 1 and users[0] is not None else None
+
+    def f32_cpu(v):
+        return v.type.dtype.short == "f32" and v.type.device == "cpu" and v.type.is_static
+
+    nodes, replace, count = list(b.nodes), {}, 0
+    aten = lookup("aten")
+    for node in list(nodes):
+        if node.op.name not in ("conv2d", "matmul") or len(node.inputs) != 2:
+            continue
+        x, w = node.inputs
+        if not (w in values and f32_cpu(w) and f32_cpu(x) and x not in values):
+            continue
+        if node.op.name == "matmul":
+            if not (_mkl_linear_available() and x.type.rank == 2 and w.type.rank == 2):
+                continue
+            rows = x.type.shape[0]
+            if w.type.numel() < MKL_PACK_MIN:
+                continue
+            wt = values[w].detach().t().contiguous()
+            packed = torch.ops.mkl._mkl_reorder_linear_weight(wt, rows)
+            if w in index:
+                read.add(index[w])
+            operands = [replace.get(x, x),
+                        _held(b, tensors, packed, _type_of(packed), numpy=False),
+                        _held(b, tensors, wt, _type_of(wt), numpy=False)]
+            new = Node(aten, operands, aten.normalize_attrs(
+                {"fn": "torch.ops.mkl._mkl_linear.default",
+                 "args": f"T[0], T[1], T[2], None, {rows}",
+                 "results": str(node.output.type)}), [Value(node.output.type)])
+            nodes[nodes.index(node)] = new
+            replace[node.output] = new.output
+            count += 1
+            continue
+        if not _onednn_conv_available():
+            continue
+        channels = w.type.shape[0]
+        last, tail, bias, attr = node.output, node, None, "none"
+        user = only_use(last)
+        if user is not None and user.op.name == "add":
+            other = [v for v in user.inputs if v is not last]
+            bias = _bias_of(other[0] if len(other) == 1 else None, producers, values, channels)
+            if bias is not None:
+                last, tail = user.output, user
+        user = only_use(last)
+        if user is not None and user.op.name in _ONEDNN_UNARY:
+            unary = _ONEDNN_UNARY[user.op.name](user)
+            if unary is not None:
+                last, tail, attr = user.output, user, unary
+        if tail is node:
+            continue  # no epilogue: ATen's conv2d is the same oneDNN call
+        operands = [replace.get(x, x), w]
+        if bias is not None:
+            bias_value, bias_tensor = bias
+            if bias_value in index:
+                read.add(index[bias_value])
+            operands.append(_held(b, tensors, bias_tensor, _type_of(bias_tensor), numpy=False))
+        a = node.attrs
+        args = (f"T[0], T[1], {'T[2]' if bias is not None else 'None'}, {list(a['padding'])},"
+                f" {list(a['stride'])}, {list(a['dilation'])}, {a['groups']}, {attr!r}, [],"
+                f" {'none' if attr == 'gelu' else None!r}")  # gelu's algorithm: erf
+        new = Node(aten, operands, aten.normalize_attrs(
+            {"fn": "torch.ops.mkldnn._convolution_pointwise.default", "args": args,
+             "results": str(last.type)}), [Value(last.type)])
+        nodes[nodes.index(tail)] = new  # the chain's other nodes die (dce)
+        replace[last] = new.output
+        count += 1
+    kept = [_substituted(n, replace) for n in nodes]
+    return kept, [replace.get(v, v) for v in outputs], count
+
+
+def _type_of(t: torch.Tensor) -> TensorType:
+    return TensorType(f32, tuple(t.shape), t.device.type)
+
+
+def _bias_of(v, producers, values, channels):
+    """(frozen Value, tensor [channels]) when `v` is a per-output-channel bias of a conv
+    ([1, C, 1, 1], or an expand of it), else None."""
+    if v is None:
+        return None
+    if v not in values and v in producers and producers[v].op.name == "expand":
+        v = producers[v].inputs[0]
+    if v not in values:
+        return None
+    t = values[v]
+    if (tuple(t.shape) not in ((1, channels, 1, 1), (channels, 1, 1))
+            or t.dtype != torch.float32 or t.device.type != "cpu"):
+        return None
+    return v, t.detach().reshape(channels).contiguous()
+
+
+def _held(b: GraphBuilder, tensors: dict, array, ttype: TensorType,
+          numpy: bool = True) -> Value:
+    """A new held input of type `ttype` with the values of `array` (a numpy array, or
+    with numpy=False the tensor itself)."""
     value = Value(ttype, f"k{len(tensors)}")
     dtype = getattr(torch, ttype.dtype.torch_name)
-    tensors[value] = torch.from_numpy(np.ascontiguousarray(array)).to(dtype=dtype,
-                                                                       device=ttype.device)
+    if not numpy:
+        tensors[value] = array
+    else:
+        tensors[value] = torch.from_numpy(np.ascontiguousarray(array)).to(
+            dtype=dtype, device=ttype.device)
     b.inputs.append(value)
     return value
 

@@ -637,7 +637,7 @@ def build_entry(ctx: TraceContext, output: VT, backend_name: str, options: dict,
     if options["freeze"]:  # before decompose: it folds the batch_norm composite
         from refcomp.freeze import freeze_entry
 
-        frozen = freeze_entry(ctx, graph, guard_list)
+        frozen = freeze_entry(ctx, graph, guard_list, backend_name)
         graph, guard_list = frozen.graph, guard_list + frozen.guards
     notes = list(frozen.notes) if frozen is not None else []
     notes += outs.notes

@@ -64,9 +64,17 @@ def test_conv_bn_relu_folds_and_equals_eager(backend):
         torch.testing.assert_close(cm(x), model(x), rtol=1e-5, atol=1e-5)
     graph = entry_of(cm).graph
     # No batch_norm nor its decomposition (rsqrt/sqrt, sub, mul on the activations).
-    assert graph.op_counts() == {"conv2d": 1, "expand": 1, "add": 1, "relu": 1}, str(graph)
     # Folded W' and b' are tensors the entry passes; the parameters are inputs no more.
-    assert [v.type.shape for v in graph.inputs] == [(2, 8, 6, 6), (8, 8, 3, 3), (1, 8, 1, 1)]
+    if backend == "interp":  # no prepacked calls (Note [Prepacked weights])
+        assert graph.op_counts() == {"conv2d": 1, "expand": 1, "add": 1, "relu": 1}, str(graph)
+        assert [v.type.shape for v in graph.inputs] == [(2, 8, 6, 6), (8, 8, 3, 3),
+                                                        (1, 8, 1, 1)]
+    else:  # one oneDNN call: the folded bias and the relu are its epilogue
+        assert graph.op_counts() == {"aten": 1}, str(graph)
+        (node,) = graph.nodes
+        assert node.attrs["fn"] == "torch.ops.mkldnn._convolution_pointwise.default"
+        assert "'relu'" in node.attrs["args"]
+        assert [v.type.shape for v in graph.inputs] == [(2, 8, 6, 6), (8, 8, 3, 3), (8,)]
 
 
 def test_without_freeze_the_batch_norm_stays():
@@ -101,7 +109,10 @@ def test_batch_norm_returned_by_the_graph_folds(model):
     with torch.no_grad():
         torch.testing.assert_close(cm(x), model(x), rtol=1e-5, atol=1e-5)
     counts = entry_of(cm).graph.op_counts()
-    assert counts.keys() == {"matmul" if x.dim() == 2 else "conv2d", "expand", "add"}, counts
+    if x.dim() == 2:
+        assert counts.keys() == {"matmul", "expand", "add"}, counts
+    else:  # the folded bias is the oneDNN convolution's (Note [Prepacked weights])
+        assert counts == {"aten": 1}, counts
 
 
 def test_in_place_change_of_a_frozen_weight_recompiles():
@@ -140,7 +151,7 @@ def test_replaced_or_reloaded_weights_recompile():
 
 def test_training_mode_refuses_then_eval_freezes():
     model = nn.Sequential(nn.Conv2d(3, 4, 3), nn.ReLU()).train()
-    cm = refcomp.compile(model, options=FREEZE)
+    cm = refcomp.compile(model, backend="interp", options=FREEZE)  # no prepacked calls
     x = torch.randn(1, 3, 5, 5)
     with torch.no_grad():
         torch.testing.assert_close(cm(x), model(x))
@@ -221,3 +232,106 @@ def test_outputs_computed_from_parameters_are_fresh_and_mutated_buffers_stay_liv
 def test_freeze_option_values_are_checked(value):
     with pytest.raises(ValueError, match="freeze must be True or False"):
         refcomp.compile(nn.Linear(2, 2), options={"freeze": value})
+
+
+# --- Note [Prepacked weights] (refcomp/freeze.py) ---------------------------------------------
+class ConvGELU(nn.Module):
+    def __init__(self, approximate="none"):
+        super().__init__()
+        self.conv = nn.Conv2d(4, 6, 3, stride=2, padding=1, dilation=1)
+        self.approximate = approximate
+
+    def forward(self, x):
+        return torch.nn.functional.gelu(self.conv(x), approximate=self.approximate)
+
+
+def _aten_fns(cm):
+    return [n.attrs["fn"] for n in entry_of(cm).graph.nodes if n.op.name == "aten"]
+
+
+def test_conv_epilogue_equals_the_same_convolution_then_eagers_activation():
+    """The fused post-ops are exact: relu, gelu (erf) and the bias give, bit for bit,
+    what eager's op gives on the oneDNN convolution's own output."""
+    model = ConvGELU().eval()
+    cm = refcomp.compile(model, options=FREEZE)
+    x = torch.randn(2, 4, 9, 9)
+    with torch.no_grad():
+        out = cm(x)
+        conv = model.conv
+        plain = torch.ops.mkldnn._convolution_pointwise(
+            x, conv.weight, conv.bias, [1, 1], [2, 2], [1, 1], 1, "none", [], None)
+        assert torch.equal(out, torch.nn.functional.gelu(plain))
+        torch.testing.assert_close(out, model(x), rtol=1e-5, atol=1e-5)
+    assert _aten_fns(cm) == ["torch.ops.mkldnn._convolution_pointwise.default"]
+    assert out.is_contiguous()  # NCHW, as eager's
+
+
+def test_tanh_gelu_is_not_fused_into_the_convolution():
+    model = ConvGELU("tanh").eval()
+    cm = refcomp.compile(model, options=FREEZE)
+    x = torch.randn(2, 4, 9, 9)
+    with torch.no_grad():
+        torch.testing.assert_close(cm(x), model(x), rtol=1e-5, atol=1e-5)
+    graph = entry_of(cm).graph
+    assert "gelu" in graph.op_counts(), str(graph)  # a kernel after the call
+
+
+class BigLinear(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(1024, 1024)
+
+    def forward(self, x):
+        return torch.relu(self.fc(x))
+
+
+def test_large_linear_runs_mkls_packed_gemm_with_the_bias_and_activation_after_it():
+    torch.manual_seed(0)
+    model = BigLinear().eval()
+    cm = refcomp.compile(model, options=FREEZE)
+    x = torch.randn(16, 1024)
+    with torch.no_grad():
+        torch.testing.assert_close(cm(x), model(x), rtol=1e-5, atol=1e-5)
+        x2 = torch.randn(16, 1024)
+        torch.testing.assert_close(cm(x2), model(x2), rtol=1e-5, atol=1e-5)
+        xt = torch.randn(1024, 16).t()  # a transposed (non-contiguous) input
+        torch.testing.assert_close(cm(xt), model(xt), rtol=1e-5, atol=1e-5)
+    assert _aten_fns(cm) == ["torch.ops.mkl._mkl_linear.default"]
+    assert {"add", "relu"} <= set(entry_of(cm).graph.op_counts())
+    versioned = [g.name for g in entry_of(cm).guards.guards if g.kind == G.TENSOR_VERSION]
+    assert "L['self'].fc.weight" in versioned  # packed from its value: guarded
+    with torch.no_grad():
+        model.fc.weight.mul_(0.5)  # a changed weight recompiles and repacks
+        torch.testing.assert_close(cm(x), model(x), rtol=1e-5, atol=1e-5)
+
+
+def test_small_linear_keeps_atens_matmul():
+    model = nn.Sequential(nn.Linear(64, 32), nn.ReLU()).eval()
+    cm = refcomp.compile(model, options=FREEZE)
+    with torch.no_grad():
+        x = torch.randn(8, 64)
+        torch.testing.assert_close(cm(x), model(x), rtol=1e-5, atol=1e-5)
+    assert _aten_fns(cm) == [] and "matmul" in entry_of(cm).graph.op_counts()
+
+
+def test_an_input_requiring_grad_gets_no_prepacked_call_and_its_gradient():
+    """torch's prepacked ops have no autograd formula: with grad mode on and an input that
+    requires grad, the conv stays conv2d, differentiable."""
+    model = ConvGELU().eval().requires_grad_(False)
+    cm = refcomp.compile(model, options=FREEZE)
+    x = torch.randn(2, 4, 9, 9, requires_grad=True)
+    out = cm(x)
+    assert _aten_fns(cm) == []
+    (g,) = torch.autograd.grad(out.sum(), x)
+    x2 = x.detach().requires_grad_()
+    (want,) = torch.autograd.grad(model(x2).sum(), x2)
+    torch.testing.assert_close(g, want, rtol=1e-5, atol=1e-5)
+
+
+def test_interp_backend_gets_no_prepacked_call():
+    model = BigLinear().eval()
+    cm = refcomp.compile(model, backend="interp", options=FREEZE)
+    with torch.no_grad():
+        x = torch.randn(2, 1024)
+        torch.testing.assert_close(cm(x), model(x), rtol=1e-5, atol=1e-5)
+    assert _aten_fns(cm) == []
