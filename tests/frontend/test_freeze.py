@@ -328,6 +328,21 @@ def test_an_input_requiring_grad_gets_no_prepacked_call_and_its_gradient():
     torch.testing.assert_close(g, want, rtol=1e-5, atol=1e-5)
 
 
+def test_a_later_input_requiring_grad_recompiles_without_the_prepacked_call():
+    model = ConvGELU().eval().requires_grad_(False)
+    cm = refcomp.compile(model, options=FREEZE)
+    x = torch.randn(2, 4, 9, 9)
+    cm(x)  # grad mode on, nothing requires grad: prepacked
+    assert _aten_fns(cm) == ["torch.ops.mkldnn._convolution_pointwise.default"]
+    x2 = x.clone().requires_grad_()
+    out = cm(x2)  # x's requires_grad is guarded: a new entry, differentiable
+    assert out.requires_grad and _aten_fns(cm) == []
+    (g,) = torch.autograd.grad(out.sum(), x2)
+    x3 = x.clone().requires_grad_()
+    (want,) = torch.autograd.grad(model(x3).sum(), x3)
+    torch.testing.assert_close(g, want, rtol=1e-5, atol=1e-5)
+
+
 def test_interp_backend_gets_no_prepacked_call():
     model = BigLinear().eval()
     cm = refcomp.compile(model, backend="interp", options=FREEZE)
