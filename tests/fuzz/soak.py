@@ -249,7 +249,17 @@ def _isolated(args, argv):
     seed_ = args.seed if args.seed is not None else int(time.time()) % 100000
     tmp = Path(tempfile.mkdtemp(prefix="refcomp-soak-"))
     children = crashes = 0
-    while time.monotonic() < deadline:
+    # SIGTERM/SIGINT to this process: passed on to the child in flight, which stops after
+    # its program and reports; then the merged summary.
+    stop, child = [], [None]
+
+    def request_stop(signum, frame):
+        stop.append(signum)
+        if child[0] is not None and child[0].poll() is None:
+            child[0].send_signal(signal.SIGTERM)
+
+    handlers = {s: signal.signal(s, request_stop) for s in (signal.SIGTERM, signal.SIGINT)}
+    while time.monotonic() < deadline and not stop:
         done = counts[backends[0]]["programs"]
         if args.programs and done >= args.programs:
             break
@@ -260,7 +270,9 @@ def _isolated(args, argv):
         if args.programs:
             cmd += ["--programs", str(args.programs - done)]
         children += 1
-        r = subprocess.run(cmd)
+        child[0] = subprocess.Popen(cmd)
+        r = child[0]
+        r.wait()
         if state.exists():
             d = json.loads(state.read_text())
             for b, c in d["counts"].items():
@@ -288,7 +300,10 @@ def _isolated(args, argv):
         elif r.returncode != 0:
             print(f"soak child exited {r.returncode}; stopping", flush=True)
             break
-    print(f"soak (--isolate, {children} children, {crashes} died):"
+    for sig, handler in handlers.items():
+        signal.signal(sig, handler)
+    print(f"soak (--isolate, {children} children, {crashes} died"
+          f"{', stopped by a signal' if stop else ''}):"
           f" {time.monotonic() - start:.0f} s")
     print_counts(backends, counts, classes, args.out)
     return counts
