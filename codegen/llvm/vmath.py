@@ -79,17 +79,6 @@ def _pow2(b: lir.IRBuilder, n):
 # costs 8 integer and float instructions per vector.  Without AVX-512 a vector ldexp
 # becomes a libm call per lane, so the two scalings stay.  Measured on emeraldrapids, 1
 # thread: sum(exp(x), -1) of [4096, 1024] 1.48 -> 1.16 ms, softmax 2.91 -> 2.49 ms.
-#
-# Note [exp of NaN]: a NaN x stays NaN through the clamps (their compares are ordered:
-# false for NaN, so the select keeps x) and through every float op after them, and
-# vscalefps of a NaN is NaN.  Only n = int(rint(x * log2 e)) is not a float: fptosi of a
-# NaN is poison in LLVM, so on the ldexp path n converts saturating (llvm.fptosi.sat:
-# NaN -> 0, defined), and exp needs no final `select(isnan(x), x, result)`.  That select
-# (a compare and a masked move per vector, the input kept live to the end) cost 12% of
-# softmax [4096, 1024] and 20% of it on rows in cache (2.91 -> 2.56 ms and 0.089 ->
-# 0.067 ms per 128 rows, 1 thread, CPU time); the results are the same bits, NaNs
-# included.  The exponent-field path keeps the select: its integer n feeds bit
-# arithmetic.
 def _has_scalef() -> bool:
     from codegen.llvm.jit import host_has_avx512
 
@@ -104,16 +93,15 @@ def exp(b: lir.IRBuilder, ops, x):
     r = b.fsub(r, b.fmul(nf, _c(_LN2_LO), flags=_FMA), flags=_FMA)
     z = b.fmul(r, r, flags=_FMA)
     p = b.fadd(b.fadd(b.fmul(_horner(b, r, _EXP_P), z, flags=_FMA), r, flags=_FMA), _c(1.0))
-    if _has_scalef():
-        # Note [exp's 2^n]: one vscalefps, rounded once like the product below; and no
-        # select for a NaN x (Note [exp of NaN]).
-        ldexp = ops.m.declare_intrinsic("llvm.ldexp", [F32, I32], lir.FunctionType(F32, [F32, I32]))
-        sat = ops.m.declare_intrinsic("llvm.fptosi.sat", [I32, F32], lir.FunctionType(I32, [F32]))
-        return b.call(ldexp, [p, b.call(sat, [nf])])
-    # 2^n as 2^(n/2) * 2^(n - n/2): each factor's exponent stays in range.
     n = b.fptosi(nf, I32)
-    half = b.ashr(n, lir.Constant(I32, 1))
-    result = b.fmul(b.fmul(p, _pow2(b, half)), _pow2(b, b.sub(n, half)), flags=_FMA)
+    if _has_scalef():
+        # Note [exp's 2^n]: one vscalefps, rounded once like the product below.
+        ldexp = ops.m.declare_intrinsic("llvm.ldexp", [F32, I32], lir.FunctionType(F32, [F32, I32]))
+        result = b.call(ldexp, [p, n])
+    else:
+        # 2^n as 2^(n/2) * 2^(n - n/2): each factor's exponent stays in range.
+        half = b.ashr(n, lir.Constant(I32, 1))
+        result = b.fmul(b.fmul(p, _pow2(b, half)), _pow2(b, b.sub(n, half)), flags=_FMA)
     return b.select(b.fcmp_unordered("uno", x, x), x, result)
 
 
