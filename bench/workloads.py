@@ -135,6 +135,32 @@ def transformer_train(x, *p):
     return _encoder_layer(x, *p[:12], 8).pow(2).mean()
 
 
+def lm_train(ids, targets, emb, wq, wk, wv, wo, w1, w2, head):
+    """One causal attention block of a language model and its cross-entropy loss."""
+    x = F.embedding(ids, emb)
+    b, t, d = x.shape
+    heads = 4
+
+    def split(w):
+        return (x @ w).view(b, t, heads, d // heads).transpose(1, 2)
+
+    a = F.scaled_dot_product_attention(split(wq), split(wk), split(wv), is_causal=True)
+    x = x + a.transpose(1, 2).reshape(b, t, d) @ wo
+    x = x + F.gelu(x @ w1) @ w2
+    logits = x @ head
+    return F.cross_entropy(logits.view(-1, logits.shape[-1]), targets.view(-1))
+
+
+def _lm_inputs(batch=8, seq=128, dim=256, vocab=1000):
+    g = torch.Generator().manual_seed(0)
+    ids = torch.randint(0, vocab, (batch, seq), generator=g)
+    targets = torch.randint(0, vocab, (batch, seq), generator=g)
+    weights = [_randn(vocab, dim) * 0.1] + [_randn(dim, dim) * dim ** -0.5 for _ in range(4)] \
+        + [_randn(dim, 4 * dim) * dim ** -0.5, _randn(4 * dim, dim) * (4 * dim) ** -0.5,
+           _randn(dim, vocab) * dim ** -0.5]
+    return (ids, targets) + tuple(w.requires_grad_() for w in weights)
+
+
 def _params(*ts):
     """Training inputs: every floating tensor but the first (the batch) requires grad."""
     return (ts[0],) + tuple(t.requires_grad_() for t in ts[1:])
@@ -203,6 +229,9 @@ WORKLOADS = {w.name: w for w in [
              lambda: _params(_randn(8, 128, 256), *_encoder_params(256, 1024)[:12]),
              train=True, note="training step of one encoder layer (transformer2's first),"
              " loss mean(y**2)"),
+    Workload("lm_train", lm_train, _lm_inputs, train=True,
+             note="training step of a causal attention block (SDPA) with its vocabulary head"
+             " and cross_entropy, batch 8, seq 128, dim 256, vocab 1000"),
     Workload("tiny", tiny, lambda: (_randn(8), _randn(8)), note="8 elements, 3 ops"),
     Workload("one_break", one_break, lambda: (_randn(8), _randn(8)),
              note="tiny with one graph break (.item()): two graphs and the native step"

@@ -1023,3 +1023,112 @@ def _copy_(ctx, dst, src, non_blocking=False):
     if src.meta.is_complex() and not dst.meta.is_complex():
         raise Unsupported(INEXPRESSIBLE_OP, "copy_ of a complex tensor into a real one")
     return ctx.builder.broadcast_to(src.value, list(dst.value.type.shape))
+
+
+# --- losses ----------------------------------------------------------------------------------
+# Note [Losses as IR]: cross_entropy and nll_loss were opaque `aten` calls, which have no VJP,
+# so a training graph holding one (every language model's) ran op by op on the eager
+# backend.  They are what ATen composes: cross_entropy is log_softmax over the class dim,
+# then the negative log-likelihood of the target classes, weighted (`weight[target]`),
+# masked where target == ignore_index, reduced as `reduction` says (mean: divided by the
+# summed weights of the rows kept; every row ignored gives 0/0 = NaN, as eager), with
+# label smoothing's `(1 - e) * nll + e / C * (-sum of log-probabilities)` per row.  Each
+# piece has a VJP, so forward and backward compile.  Class probabilities as the target,
+# label smoothing with class weights, and inputs of other than 2 dims stay opaque calls.
+_REDUCTIONS = {0: "none", 1: "mean", 2: "sum"}
+
+
+def _nll(ctx, logp: Value, target, weight, reduction, ignore_index, smoothing=0.0):
+    if not isinstance(target, TensorVar) or target.meta.is_floating_point() or \
+            target.meta.dim() != 1 or logp.type.rank != 2 or reduction not in _REDUCTIONS:
+        raise Unsupported(INEXPRESSIBLE_OP, "a loss of other than [N, C] scores and [N] class"
+                                            " indices")
+    if smoothing and weight is not None:
+        raise Unsupported(INEXPRESSIBLE_OP, "label smoothing with class weights")
+    b = ctx.builder
+    t = target.value
+    missing = b.op("eq", t, b.scalar(ignore_index, like=t.type, dtype=t.type.dtype))
+    index = b.op("where", missing, b.scalar(0, like=t.type, dtype=t.type.dtype), t)
+    classes = logp.type.shape[1]
+    outside = b.op("logical_or", b.op("lt", index, b.scalar(0, like=t.type, dtype=t.type.dtype)),
+                   b.op("ge", index, b.scalar(classes, like=t.type, dtype=t.type.dtype)))
+    # eager raises at a target outside [0, C) that is not ignore_index (Note [Runtime checks])
+    ctx.add_check(outside, "IndexError: Target is out of bounds.", t.type.shape)
+    index = b.op("where", outside, b.scalar(0, like=t.type, dtype=t.type.dtype), index)
+    picked = b.op("gather", logp, b.op("unsqueeze", index, dim=1), dim=1)
+    picked = b.op("squeeze", picked, dims=[1])
+    kept = b.cast(b.op("logical_not", missing), dtype=logp.type.dtype)
+    scale = kept if weight is None else \
+        b.op("mul", b.op("index_select", weight.value, index, dim=0), kept)
+    loss = b.op("mul", b.op("neg", picked), scale)
+    if smoothing:
+        spread = b.op("neg", b.op("sum", logp, dims=[1], keepdim=False))
+        loss = b.op("add", b.op("mul", loss, 1.0 - smoothing),
+                    b.op("mul", b.op("mul", spread, kept), smoothing / classes))
+    if _REDUCTIONS[reduction] == "none":
+        return loss
+    total = b.op("sum", loss, dims=[0], keepdim=False)
+    if _REDUCTIONS[reduction] == "sum":
+        return total
+    return b.op("div", total, b.op("sum", scale, dims=[0], keepdim=False))
+
+
+@entry(torch._C._nn.cross_entropy_loss)
+def _cross_entropy(ctx, x, target, weight=None, reduction=1, ignore_index=-100,
+                   label_smoothing=0.0):
+    if not isinstance(x, TensorVar) or x.meta.dim() != 2:
+        raise Unsupported(INEXPRESSIBLE_OP, "cross_entropy of other than [N, C] scores")
+    logp = ctx.builder.op("log_softmax", x.value, dim=1)
+    return _nll(ctx, logp, target, weight, reduction, ignore_index, label_smoothing)
+
+
+@entry(torch._C._nn.nll_loss_nd, torch._C._nn.nll_loss)
+def _nll_loss(ctx, x, target, weight=None, reduction=1, ignore_index=-100):
+    if not isinstance(x, TensorVar):
+        raise Unsupported(INEXPRESSIBLE_OP, "nll_loss of a non-tensor")
+    return _nll(ctx, x.value, target, weight, reduction, ignore_index)
+
+
+# Note [Attention under autograd]: scaled_dot_product_attention is one opaque `aten` call
+# (ATen's fused CPU kernels), which has no VJP: a training graph holding one ran op by op.
+# Where gradients are recorded it is traced as ATen's math path computes it instead --
+# q and k each scaled by sqrt(scale), q @ k^T, the causal mask (top-left aligned, as
+# torch's is_causal) or an additive float mask, softmax over the keys, @ v -- whose every
+# op has a VJP.  A bool mask (a row it hides wholly is 0 in the fused kernel, NaN in the
+# math path), dropout, grouped-query heads and batch dims that differ stay the opaque call;
+# without autograd the fused call is kept (it is faster).
+@entry(torch._C._nn.scaled_dot_product_attention)
+def _sdpa(ctx, q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None,
+          enable_gqa=False):
+    tensors = [t for t in (q, k, v, attn_mask) if isinstance(t, TensorVar)]
+    if not (ctx.grad_enabled and any(t.requires_grad for t in tensors)):
+        raise Unsupported(INEXPRESSIBLE_OP, "attention without autograd: the fused call")
+    if dropout_p or enable_gqa or (attn_mask is not None and (
+            not isinstance(attn_mask, TensorVar) or not attn_mask.meta.is_floating_point()
+            or is_causal)):
+        raise Unsupported(INEXPRESSIBLE_OP, "attention with dropout, grouped heads or a bool"
+                                            " mask")
+    if not all(isinstance(t, TensorVar) for t in (q, k, v)) or \
+            not q.meta.is_floating_point() or \
+            q.meta.shape[:-2] != k.meta.shape[:-2] or k.meta.shape[:-2] != v.meta.shape[:-2]:
+        raise Unsupported(INEXPRESSIBLE_OP, "attention over batch dims that differ")
+    b = ctx.builder
+    rank, length, keys = q.meta.dim(), q.meta.shape[-2], k.meta.shape[-2]
+    factor = math.sqrt(scale if scale is not None else 1.0 / math.sqrt(q.meta.shape[-1]))
+    qs = b.op("mul", q.value, factor)
+    ks = b.op("mul", k.value, factor)
+    perm = list(range(rank - 2)) + [rank - 1, rank - 2]
+    scores = b.op("matmul", qs, b.op("permute", ks, perm=perm))
+    if is_causal:
+        rows = b.op("reshape", b.op("arange", end=length), shape=[length, 1])
+        cols = b.op("reshape", b.op("arange", end=keys), shape=[1, keys])
+        keep = b.broadcast_to(b.op("le", cols, rows), scores.type.shape)
+        scores = b.op("where", keep, scores,
+                      b.scalar(float("-inf"), like=scores.type, dtype=scores.type.dtype))
+    elif attn_mask is not None:
+        scores = b.op("add", scores, attn_mask.value)
+    out = b.op("matmul", b.op("softmax", scores, dim=-1), v.value)
+    # Eager's attention node saves q, k, v and its output (Note [Saved by eager]): one of
+    # them changed in place before backward raises there, as here.
+    ctx.eager_saves.instead[out] = (q.value, k.value, v.value, out)
+    return out
