@@ -8,7 +8,9 @@ expressed (then the op breaks with RB010, as before).  `autograd_of_write(...)`:
 `tv.requires_grad` and `tv.grad_cut` become after an in-place op, or the refusal where
 eager's autograd of the write cannot be expressed (Note [In-place under grad]).
 `spread(...)`: a value's elements placed `step` apart along a dim (item assignment into a
-slice with a step places its value with it).  Must not
+slice with a step places its value with it).  `refuse_overlapping_operands(...)`: the
+break before a write whose operand partially overlaps it (Note [Overlapping writes]).
+Must not
 know the torch table.  Spec: spec/correctness.md, "Mutation and write-back".
 
 Note [Writes through views]: the IR has no storage, only values.  A view op is an index
@@ -123,6 +125,55 @@ def autograd_of_write(ctx, tv: TensorVar, operands: list, result_requires_grad: 
         raise Unsupported(GRADIENT_CUT, f"{name}: a detached / no_grad value feeds an op that"
                                         " records gradients")
     return True, False
+
+
+# Note [Overlapping writes]
+# Eager refuses an in-place op whose operand partially overlaps the written tensor
+# (`x[1:] = x[:-1]`, `x.mul_(x.t())`: "unsupported operation: some elements of the input
+# tensor and the written-to tensor refer to a single memory location"), before writing
+# anything; where ATen cannot tell (non-dense views: "too hard") it writes in its kernel's
+# order, which a functional value does not say.  So an operand that shares the written
+# tensor's storage is allowed only when their elements are disjoint, or are the same
+# elements in the same layout (`t.mul_(t)`); otherwise the op breaks (RB010) and torch
+# runs it: it raises, or computes, as eager does, with the tensor unchanged on a raise.
+# The addresses come from the meta tensors: views of one tensor are views of one meta
+# storage (an in-place op keeps its tensor's meta, see apply_inplace), so their offsets
+# and strides are comparable; tensors that share storage by other means (two inputs) are
+# not, and break.
+def refuse_overlapping_operands(tv: TensorVar, operands: list, name: str,
+                                written=None) -> None:
+    """Raise RB010 where an operand of an in-place op on `tv` shares its storage other
+    than as disjoint elements or as the same elements (Note [Overlapping writes]).
+    written: the meta tensor of the elements written, when not all of tv (`tv[idx] = v`
+    writes tv's meta[idx])."""
+    written = tv.meta if written is None else written
+    for t in operands:
+        if t is tv or not isinstance(t, TensorVar) or t.alias is not tv.alias:
+            continue
+        if not _disjoint_or_same(written, t.meta):
+            raise Unsupported(INPLACE_ON_ALIAS, f"{name} reads a tensor that partially overlaps"
+                                                " the tensor it writes")
+
+
+def _disjoint_or_same(a: torch.Tensor, b: torch.Tensor) -> bool:
+    if a.numel() == 0 or b.numel() == 0:
+        return True
+    if not torch._C._is_alias_of(a, b):
+        return False  # no common meta storage: their relative position is unknown
+    if (a.shape, a.stride(), a.storage_offset(), a.dtype) == \
+            (b.shape, b.stride(), b.storage_offset(), b.dtype):
+        return True
+    if a.element_size() != b.element_size() or a.numel() + b.numel() > 1 << 22:
+        return False
+    return not bool(torch.isin(_addresses(a), _addresses(b)).any())
+
+
+def _addresses(m: torch.Tensor) -> torch.Tensor:
+    """The storage index of each element of `m` (static sizes)."""
+    out = torch.tensor(int(m.storage_offset()))
+    for size, stride in zip(m.shape, m.stride()):
+        out = out.unsqueeze(-1) + torch.arange(int(size)) * int(stride)
+    return out.reshape(-1)
 
 
 def _chain(v: TensorVar):

@@ -420,6 +420,8 @@ def call_opaque(ctx, fn, args: list, kwargs: dict, name: str | None = None) -> V
                               f"{name} returns a complex tensor that requires grad")
         ir_dtype(r.dtype)  # raises RB013 for dtypes the IR lacks
     propagations = [_check_writable(ctx, operands[i], name) for i in mutates]
+    for i in mutates:  # Note [Overlapping writes] (refcomp/tracer/mutation.py)
+        mutation.refuse_overlapping_operands(operands[i], operands, name)
     if len(mutates) > 1 and any(p is not None for p in propagations):
         raise Unsupported(INPLACE_ON_ALIAS, f"{name} writes several tensors, one through a view")
     # Results torch returns as (views of) an operand.

@@ -562,6 +562,7 @@ def tensor_setitem(ctx, tv: TensorVar, index: VT, value: VT) -> None:
     except Exception as err:
         raise Unsupported(TRACE_EXCEPTION,
                           f"item assignment: {type(err).__name__}: {err}") from None
+    mutation.refuse_overlapping_operands(tv, [val], "item assignment", tv.meta[idx])
     B = ctx.builder
     x = tv.value
     shape = list(x.type.shape)

@@ -198,6 +198,7 @@ def call_torch(ctx, fn, args: list, kwargs: dict) -> VT:
     propagate = None
     if e.inplace:
         propagate = check_inplace(ctx, pargs[0], name, under_grad=True)
+        mutation.refuse_overlapping_operands(pargs[0], operands, name)
         _refuse_uncastable_result(name, margs, mkwargs)
         margs[0] = margs[0].detach().clone()
     try:
@@ -569,7 +570,9 @@ def apply_inplace(ctx, tv: TensorVar, out, meta_out, grad=None) -> TensorVar:
     tv.value = out
     if grad is not None:
         tv.requires_grad, tv.grad_cut = grad
-    tv.meta = meta_out.detach().requires_grad_(True) if tv.requires_grad else meta_out.detach()
+    # the tensor keeps its layout and its meta storage (its views' metas view it: Note
+    # [Overlapping writes]); meta_out gave the op's type, checked above
+    tv.meta = tv.meta.detach().requires_grad_(True) if tv.requires_grad else tv.meta.detach()
     if tv.source is not None and tv.source.name() in ctx.input_vars:
         ctx.record_mutation(tv, tv)
     return tv

@@ -134,9 +134,60 @@ def negative_step_setitem(x):
     return t
 
 
+def input_shifted_setitem(x):
+    x[1:] = x[:-1]  # partial overlap: eager raises, x unchanged
+    return x
+
+
+def input_mul_by_transpose(x):
+    x.mul_(x.t())  # partial overlap
+    return x
+
+
+def shifted_setitem(x):
+    t = x * 2
+    t[1:] = t[:-1]
+    return t
+
+
+def add_own_row(x):
+    t = x * 2
+    t.add_(t[0])  # the row overlaps t
+    return t
+
+
+def strided_overlap(x):
+    t = x * 2
+    t[:, 1:3] += t[:, :2]  # non-dense views sharing elements
+    return t
+
+
+def opaque_inplace_overlap(x):
+    t = x * 2
+    t.addcmul_(t[0], t[1])  # an opaque call: its operands overlap t
+    return t
+
+
+def opaque_clamp_by_transpose(x):
+    t = x * 2
+    t.clamp_(min=t.t())
+    return t
+
+
+def disjoint_views(x):
+    t = x * 2
+    t[:, :2] += t[:, 2:]  # non-dense, disjoint: captured
+    t[1:] = t[0]  # a row broadcast into the other rows
+    t.mul_(t)
+    return t
+
+
 STRIDED = [strided_setitem, strided_imul, strided_view_mul, strided_empty_slice]
 
-CASES = STRIDED + [input_strided_setitem, negative_step_setitem, slice_of_intermediate, diagonal_fill, transpose_row_add, flat_view_mul,
+OVERLAPPING = [input_shifted_setitem, input_mul_by_transpose, shifted_setitem, add_own_row,
+               strided_overlap, opaque_inplace_overlap, opaque_clamp_by_transpose]
+
+CASES = STRIDED + OVERLAPPING + [disjoint_views, input_strided_setitem, negative_step_setitem, slice_of_intermediate, diagonal_fill, transpose_row_add, flat_view_mul,
          input_slice_mul, input_view_copy, input_setitem, input_diagonal, view_then_base,
          view_across_break, input_view_across_break, mutate_both_sides_of_break,
          inplace_on_input_then_clone]
@@ -148,7 +199,7 @@ def test_inplace_through_views_like_eager(f, backend):
     assert_like_eager(f, lambda: (torch.randn(4, 4),), backend)
 
 
-@pytest.mark.parametrize("f", STRIDED, ids=lambda f: f.__name__)
+@pytest.mark.parametrize("f", STRIDED + [disjoint_views], ids=lambda f: f.__name__)
 def test_strided_writes_into_an_intermediate_are_captured(f):
     """Issue 33: item assignment and in-place ops through a slice with a step (was RB013
     / RB010, the whole frame in eager) are one graph."""
