@@ -221,7 +221,7 @@ class CompiledFunction(torch.autograd.Function):
         # Note [Double backward]: held weakly, so memory is what save_for_backward keeps.
         # `callers`: the caller's tensors where `inputs` holds a detached alias (Note
         # [Inputs no gradient reaches]); the recompute needs the caller's, alive.
-        ctx.inputs = [(weakref.ref(t), t._version) for t in callers or inputs]
+        ctx.inputs = [(weakref.ref(t), _version(t)) for t in callers or inputs]
         # Note [Recomputed sizes] (ir/autodiff.py): an input the backward reads for its
         # sizes only is no saved tensor, so changing it in place raises nothing, as in
         # eager; the backward gets the tensor itself (its sizes are what it reads).
@@ -234,7 +234,7 @@ class CompiledFunction(torch.autograd.Function):
         ctx.versions = None
         if len(info.grad_outputs) > 1 and \
                 torch._C._autograd._top_saved_tensors_default_hooks(False) == _HOOKS:
-            ctx.versions = [None if t is None else t._version for t in to_save]
+            ctx.versions = [None if t is None else _version(t) for t in to_save]
         # Note [Unused gradients]
         ctx.set_materialize_grads(False)
         ctx.grad_shapes = [(user[i].shape, user[i].dtype, user[i].device)
@@ -294,7 +294,8 @@ def _saved_tensors(ctx, read) -> list:
     saved = list(ctx.saved_tensors)
     if ctx.versions is not None:
         for k in sorted(read):
-            if saved[k] is not None and saved[k]._version != ctx.versions[k]:
+            if saved[k] is not None and ctx.versions[k] is not None and \
+                    saved[k]._version != ctx.versions[k]:
                 raise _modified(saved[k], ctx.versions[k])
     for k, t in ctx.sizes_inputs.items():
         saved[k] = t
@@ -339,7 +340,7 @@ def _differentiable_backward(ctx, *grads):
     inputs = []
     for k, (ref, version) in enumerate(ctx.inputs):
         t = ref()
-        if t is None or t._version != version:
+        if t is None or version is not None and t._version != version:
             what = "was freed" if t is None else "was modified in place"
             raise RuntimeError(f"refcomp: {why} recomputes the graph from its inputs, and"
                                f" input {k} {what} after the forward; keep it alive and"
@@ -508,8 +509,16 @@ def check_versions_at_backward(plan: dict, inputs, outs) -> None:
         # eager's saved variable does (a tensor modified, then dropped, still raises).
         tracked = [(t.detach(), t._version)
                    for t in [inputs[i] for i in ins] + [outs[o] for o in saved_outs]
-                   if isinstance(t, torch.Tensor)]
+                   if isinstance(t, torch.Tensor) and not t.is_inference()]
         node.register_prehook(_version_hook(out.output_nr, tracked))
+
+
+def _version(t):
+    """`t._version`, or None for an inference tensor, which has no version counter (reading
+    it raises: a tensor made under `torch.inference_mode()` and used by a graph that
+    requires grad, corpus pyworld_inference_tensor_in_grad_graph).  Outside inference
+    mode such a tensor cannot be changed in place, and eager saves none for backward."""
+    return None if t.is_inference() else t._version
 
 
 def _version_hook(nr, tracked):
