@@ -68,6 +68,8 @@ KNOWN_OPEN: dict = {
     "template:{out} = {a} * knobs.k if hasattr(knobs, 'gone') else {a}":
         "pyworld_hasattr_runs_getattr_twice.py",
     "template:knobs.k = 0.25": "pyworld_data_descriptor_set_then_get.py",
+    "template:with torch.inference_mode():\n    {out} = {a} * 2\n{sout} = {out}.is_inference()":
+        "pyworld_inference_tensor_saved_dead_result_missed_raise.py",
 }
 
 FAIL_KINDS = ("crash", "missed-raise", "wrong-exception", "structure", "dtype", "shape",
