@@ -161,6 +161,42 @@ def _lm_inputs(batch=8, seq=128, dim=256, vocab=1000):
     return (ids, targets) + tuple(w.requires_grad_() for w in weights)
 
 
+def _lm_layer(x, wqkv, bqkv, wo, bo, g1, c1, w1, b1, w2, b2, g2, c2, heads):
+    """A pre-norm causal decoder layer, attention through scaled_dot_product_attention."""
+    batch, seq, dim = x.shape
+    hd = dim // heads
+    q, k, v = F.linear(F.layer_norm(x, (dim,), g1, c1, 1e-5), wqkv, bqkv).split(dim, dim=-1)
+    q, k, v = (z.reshape(batch, seq, heads, hd).transpose(1, 2) for z in (q, k, v))
+    a = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+    x = x + F.linear(a.transpose(1, 2).reshape(batch, seq, dim), wo, bo)
+    h = F.layer_norm(x, (dim,), g2, c2, 1e-5)
+    return x + F.linear(F.gelu(F.linear(h, w1, b1)), w2, b2)
+
+
+def lm2_train(tokens, targets, emb, *p):
+    """A 2-layer transformer language model: embedding, two causal SDPA layers, the
+    output projection tied to the embedding, cross_entropy over the vocabulary."""
+    x = F.embedding(tokens, emb)
+    x = _lm_layer(x, *p[:12], 8)
+    x = _lm_layer(x, *p[12:24], 8)
+    x = F.layer_norm(x, (x.shape[-1],), p[24], p[25], 1e-5)
+    logits = F.linear(x, emb)
+    return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), targets.reshape(-1))
+
+
+def _lm2_inputs(vocab=2048, batch=8, seq=128, dim=256, ff=1024):
+    g = torch.Generator().manual_seed(0)
+    tokens = torch.randint(0, vocab, (batch, seq), generator=g)
+    targets = torch.randint(0, vocab, (batch, seq), generator=g)
+    s = 1.0 / math.sqrt(dim)
+    layer = lambda: [_randn(3 * dim, dim) * s, torch.zeros(3 * dim), _randn(dim, dim) * s,
+                     torch.zeros(dim), torch.ones(dim), torch.zeros(dim),
+                     _randn(ff, dim) * s, torch.zeros(ff), _randn(dim, ff) / math.sqrt(ff),
+                     torch.zeros(dim), torch.ones(dim), torch.zeros(dim)]
+    params = [_randn(vocab, dim) * 0.02, *layer(), *layer(), torch.ones(dim), torch.zeros(dim)]
+    return (tokens, targets, *(t.requires_grad_() for t in params))
+
+
 def _params(*ts):
     """Training inputs: every floating tensor but the first (the batch) requires grad."""
     return (ts[0],) + tuple(t.requires_grad_() for t in ts[1:])
@@ -232,6 +268,9 @@ WORKLOADS = {w.name: w for w in [
     Workload("lm_train", lm_train, _lm_inputs, train=True,
              note="training step of a causal attention block (SDPA) with its vocabulary head"
              " and cross_entropy, batch 8, seq 128, dim 256, vocab 1000"),
+    Workload("lm2_train", lm2_train, _lm2_inputs,
+             train=True, note="training step of a 2-layer causal LM (embedding, SDPA,"
+             " cross_entropy; vocab 2048, batch 8, seq 128, dim 256, 8 heads, ff 1024)"),
     Workload("tiny", tiny, lambda: (_randn(8), _randn(8)), note="8 elements, 3 ops"),
     Workload("one_break", one_break, lambda: (_randn(8), _randn(8)),
              note="tiny with one graph break (.item()): two graphs and the native step"

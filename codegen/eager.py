@@ -374,7 +374,12 @@ def _make_constant(node, attrs):
 
 
 def _make_embedding(node, attrs):
-    # Advanced indexing wraps negative indices like the ref's weight[indices].
+    # Advanced indexing wraps negative indices like the ref's weight[indices]; with a
+    # padding row, F.embedding, whose backward gives that row no gradient (the tracer
+    # checks the indices' range).
+    pad = attrs.get("padding_idx")
+    if pad is not None:
+        return lambda weight, indices: F.embedding(indices.to(torch.int64), weight, pad)
     return lambda weight, indices: weight[indices.to(torch.int64)]
 
 

@@ -289,7 +289,7 @@ defop("conv2d_grad_weight", EXTERN, operands=("x", "g"),
           " (torch.nn.grad.conv2d_weight); conv2d's VJP")
 
 
-def _embedding_infer(types):
+def _embedding_infer(types, padding_idx=None):
     """weight's dtype; indices' shape + [weight's row length] (indices: i64/i32)."""
     weight, indices = types
     rules.index_dtype_check(indices, "embedding indices")
@@ -298,8 +298,13 @@ def _embedding_infer(types):
     return weight.with_shape(tuple(indices.shape) + (weight.shape[1],))
 
 
-def _embedding_vjp(b, g, out, weight, indices):
+def _embedding_vjp(b, g, out, weight, indices, padding_idx=None):
     # Rows picked by indices get their gradients added (repeats accumulate): index_add.
+    # The row at padding_idx (non-negative) gets none, as ATen's embedding_backward.
+    if padding_idx is not None:
+        pad = b.unsqueeze(b.eq(indices, b.scalar(padding_idx, like=indices.type)),
+                          dim=indices.type.rank)
+        g = b.where(pad, b.scalar(0.0, like=g.type, dtype=g.type.dtype), g)
     rows = 1
     for d in indices.type.shape:
         rows = rows * d
@@ -311,9 +316,11 @@ def _embedding_vjp(b, g, out, weight, indices):
 
 
 defop("embedding", EXTERN, operands=("weight", "indices"), infer=_embedding_infer,
-      saves={"weight": ("indices",)},
-      ref=lambda weight, indices: weight[indices.astype(np.int64)], vjp=_embedding_vjp,
-      doc="rows of weight selected by indices")
+      attrs={"padding_idx": ("optint", None)}, saves={"weight": ("indices",)},
+      ref=lambda weight, indices, padding_idx=None: weight[indices.astype(np.int64)],
+      vjp=_embedding_vjp,
+      doc="rows of weight selected by indices; the row at padding_idx (if given, >= 0)"
+          " gets no gradient (F.embedding)")
 
 
 def _pool_out(size, k, stride, pad, dil, ceil_mode):

@@ -16,7 +16,7 @@ import torch.nn.functional as F
 
 from ir.graph import Value
 from ir.ops.rules import broadcast_shapes
-from ir.types import bf16, f16, f32, f64
+from ir.types import bf16, bool_, f16, f32, f64
 from refcomp.reasons import (
     DATA_DEPENDENT_SHAPE,
     INEXPRESSIBLE_OP,
@@ -695,7 +695,11 @@ def _embedding(ctx, indices, weight, padding_idx=None, max_norm=None, norm_type=
     if max_norm is not None:
         raise Unsupported(INEXPRESSIBLE_OP,
                           "embedding(max_norm=...) renormalizes the weight in place")
-    return ctx.builder.embedding(weight.value, indices.value)
+    if scale_grad_by_freq or sparse:  # gradients the IR's VJP does not make
+        raise Unsupported(INEXPRESSIBLE_OP, "embedding(scale_grad_by_freq=True or sparse=True)")
+    if padding_idx is not None and padding_idx < 0:  # F.embedding's normalization
+        padding_idx += weight.meta.shape[0]
+    return ctx.builder.embedding(weight.value, indices.value, padding_idx=padding_idx)
 
 
 def _check_cpu_norm_dtypes(name, x, *params):
@@ -1025,110 +1029,170 @@ def _copy_(ctx, dst, src, non_blocking=False):
     return ctx.builder.broadcast_to(src.value, list(dst.value.type.shape))
 
 
-# --- losses ----------------------------------------------------------------------------------
-# Note [Losses as IR]: cross_entropy and nll_loss were opaque `aten` calls, which have no VJP,
-# so a training graph holding one (every language model's) ran op by op on the eager
-# backend.  They are what ATen composes: cross_entropy is log_softmax over the class dim,
-# then the negative log-likelihood of the target classes, weighted (`weight[target]`),
-# masked where target == ignore_index, reduced as `reduction` says (mean: divided by the
-# summed weights of the rows kept; every row ignored gives 0/0 = NaN, as eager), with
-# label smoothing's `(1 - e) * nll + e / C * (-sum of log-probabilities)` per row.  Each
-# piece has a VJP, so forward and backward compile.  Class probabilities as the target,
-# label smoothing with class weights, and inputs of other than 2 dims stay opaque calls.
-_REDUCTIONS = {0: "none", 1: "mean", 2: "sum"}
+# --- losses and attention: derived in the IR (spec/autograd.md, "Losses and attention") ---
+# Note [Losses and attention in the IR]: ATen's cross_entropy_loss, nll_loss_nd and
+# scaled_dot_product_attention have no IR rule; as opaque `aten` nodes they have no VJP
+# and a graph reading them under grad ran op by op on the eager backend.  Under grad
+# (grad mode on, an operand requires grad) they are built from IR ops with VJPs (ATen's
+# math: log_softmax, the target's log-probability gathered, the masks, the reductions;
+# softmax(q k^T * scale + mask) v), so the graph trains on the kernel backends.
+# Otherwise, and for forms not modelled (SDPA with dropout, enable_gqa with other head
+# counts, other batch shapes), the call stays the opaque ATen call: eager's kernels,
+# eager's values (the entry raises RB013 and call_torch_or_opaque makes the opaque call).
+def _under_grad(ctx, *operands) -> bool:
+    return ctx.grad_enabled and any(isinstance(t, TensorVar) and t.requires_grad
+                                    for t in operands)
 
 
-def _nll(ctx, logp: Value, target, weight, reduction, ignore_index, smoothing=0.0):
-    if not isinstance(target, TensorVar) or target.meta.is_floating_point() or \
-            target.meta.dim() != 1 or logp.type.rank != 2 or reduction not in _REDUCTIONS:
-        raise Unsupported(INEXPRESSIBLE_OP, "a loss of other than [N, C] scores and [N] class"
-                                            " indices")
-    if smoothing and weight is not None:
-        raise Unsupported(INEXPRESSIBLE_OP, "label smoothing with class weights")
-    b = ctx.builder
+def _target_picks(ctx, lp, target, weight, ignore_index, class_dim):
+    """(-lp at the target class, the target's weight) per target element, both 0 where
+    the target is ignore_index, as ATen's nll_loss; an other target outside [0, C)
+    raises IndexError after the graph, as eager's does."""
+    B = ctx.builder
     t = target.value
-    missing = b.op("eq", t, b.scalar(ignore_index, like=t.type, dtype=t.type.dtype))
-    index = b.op("where", missing, b.scalar(0, like=t.type, dtype=t.type.dtype), t)
-    classes = logp.type.shape[1]
-    outside = b.op("logical_or", b.op("lt", index, b.scalar(0, like=t.type, dtype=t.type.dtype)),
-                   b.op("ge", index, b.scalar(classes, like=t.type, dtype=t.type.dtype)))
-    # eager raises at a target outside [0, C) that is not ignore_index (Note [Runtime checks])
-    ctx.add_check(outside, "IndexError: Target is out of bounds.", t.type.shape)
-    index = b.op("where", outside, b.scalar(0, like=t.type, dtype=t.type.dtype), index)
-    picked = b.op("gather", logp, b.op("unsqueeze", index, dim=1), dim=1)
-    picked = b.op("squeeze", picked, dims=[1])
-    kept = b.cast(b.op("logical_not", missing), dtype=logp.type.dtype)
-    scale = kept if weight is None else \
-        b.op("mul", b.op("index_select", weight.value, index, dim=0), kept)
-    loss = b.op("mul", b.op("neg", picked), scale)
-    if smoothing:
-        spread = b.op("neg", b.op("sum", logp, dims=[1], keepdim=False))
-        loss = b.op("add", b.op("mul", loss, 1.0 - smoothing),
-                    b.op("mul", b.op("mul", spread, kept), smoothing / classes))
-    if _REDUCTIONS[reduction] == "none":
-        return loss
-    total = b.op("sum", loss, dims=[0], keepdim=False)
-    if _REDUCTIONS[reduction] == "sum":
+    classes = lp.type.shape[class_dim]
+    valid = B.ne(t, B.scalar(ignore_index, like=t.type))
+    bad = B.logical_and(valid, B.logical_or(B.lt(t, B.scalar(0, like=t.type)),
+                                            B.ge(t, B.scalar(classes, like=t.type))))
+    ctx.add_check(bad, "IndexError: Target is out of bounds.", t.type.shape)
+    safe = B.where(B.logical_and(valid, B.logical_not(bad)), t, B.scalar(0, like=t.type))
+    picked = B.squeeze(B.gather(lp, B.unsqueeze(safe, dim=class_dim), dim=class_dim),
+                       dims=[class_dim])
+    zero = B.scalar(0.0, like=lp.type, dtype=lp.type.dtype)
+    if weight is None:
+        w = B.cast(valid, dtype=lp.type.dtype)
+        return B.where(valid, B.neg(picked), zero), w
+    flat = B.reshape(safe, shape=[prod_of(t.type.shape)])
+    w = B.reshape(B.index_select(weight.value, flat, dim=0), shape=list(t.type.shape))
+    w = B.where(valid, w, zero)
+    return B.neg(B.mul(picked, w)), w
+
+
+def _reduce_loss(ctx, losses, weights, reduction):
+    B = ctx.builder
+    if reduction == 0:  # none
+        return losses
+    total = B.sum(losses, dims=[], keepdim=False)
+    if reduction == 2:  # sum
         return total
-    return b.op("div", total, b.op("sum", scale, dims=[0], keepdim=False))
+    return B.div(total, B.sum(weights, dims=[], keepdim=False))  # mean: 0/0 is NaN, as ATen
 
 
-@entry(torch._C._nn.cross_entropy_loss)
-def _cross_entropy(ctx, x, target, weight=None, reduction=1, ignore_index=-100,
-                   label_smoothing=0.0):
-    if not isinstance(x, TensorVar) or x.meta.dim() != 2:
-        raise Unsupported(INEXPRESSIBLE_OP, "cross_entropy of other than [N, C] scores")
-    logp = ctx.builder.op("log_softmax", x.value, dim=1)
-    return _nll(ctx, logp, target, weight, reduction, ignore_index, label_smoothing)
+def _loss_form(input, target, reduction):
+    if not (isinstance(input, TensorVar) and input.meta.is_floating_point() and
+            input.meta.dtype in (torch.float32, torch.float64) and
+            isinstance(target, TensorVar) and reduction in (0, 1, 2)):
+        return None
+    return 1 if input.meta.dim() >= 2 else 0
 
 
 @entry(torch._C._nn.nll_loss_nd, torch._C._nn.nll_loss)
-def _nll_loss(ctx, x, target, weight=None, reduction=1, ignore_index=-100):
-    if not isinstance(x, TensorVar):
-        raise Unsupported(INEXPRESSIBLE_OP, "nll_loss of a non-tensor")
-    return _nll(ctx, x.value, target, weight, reduction, ignore_index)
+def _nll_loss_nd(ctx, input, target, weight=None, reduction=1, ignore_index=-100):
+    class_dim = _loss_form(input, target, reduction)
+    if class_dim is None or target.meta.is_floating_point() or \
+            not _under_grad(ctx, input, weight):
+        raise Unsupported(INEXPRESSIBLE_OP, "nll_loss without grad, or of this form: ATen's call")
+    losses, w = _target_picks(ctx, input.value, target, weight, ignore_index, class_dim)
+    return _reduce_loss(ctx, losses, w, reduction)
 
 
-# Note [Attention under autograd]: scaled_dot_product_attention is one opaque `aten` call
-# (ATen's fused CPU kernels), which has no VJP: a training graph holding one ran op by op.
-# Where gradients are recorded it is traced as ATen's math path computes it instead --
-# q and k each scaled by sqrt(scale), q @ k^T, the causal mask (top-left aligned, as
-# torch's is_causal) or an additive float mask, softmax over the keys, @ v -- whose every
-# op has a VJP.  A bool mask (a row it hides wholly is 0 in the fused kernel, NaN in the
-# math path), dropout, grouped-query heads and batch dims that differ stay the opaque call;
-# without autograd the fused call is kept (it is faster).
-@entry(torch._C._nn.scaled_dot_product_attention)
-def _sdpa(ctx, q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None,
-          enable_gqa=False):
-    tensors = [t for t in (q, k, v, attn_mask) if isinstance(t, TensorVar)]
-    if not (ctx.grad_enabled and any(t.requires_grad for t in tensors)):
-        raise Unsupported(INEXPRESSIBLE_OP, "attention without autograd: the fused call")
-    if dropout_p or enable_gqa or (attn_mask is not None and (
-            not isinstance(attn_mask, TensorVar) or not attn_mask.meta.is_floating_point()
-            or is_causal)):
-        raise Unsupported(INEXPRESSIBLE_OP, "attention with dropout, grouped heads or a bool"
-                                            " mask")
-    if not all(isinstance(t, TensorVar) for t in (q, k, v)) or \
-            not q.meta.is_floating_point() or \
-            q.meta.shape[:-2] != k.meta.shape[:-2] or k.meta.shape[:-2] != v.meta.shape[:-2]:
-        raise Unsupported(INEXPRESSIBLE_OP, "attention over batch dims that differ")
-    b = ctx.builder
-    rank, length, keys = q.meta.dim(), q.meta.shape[-2], k.meta.shape[-2]
-    factor = math.sqrt(scale if scale is not None else 1.0 / math.sqrt(q.meta.shape[-1]))
-    qs = b.op("mul", q.value, factor)
-    ks = b.op("mul", k.value, factor)
-    perm = list(range(rank - 2)) + [rank - 1, rank - 2]
-    scores = b.op("matmul", qs, b.op("permute", ks, perm=perm))
+@entry(torch._C._nn.cross_entropy_loss)
+def _cross_entropy_loss(ctx, input, target, weight=None, reduction=1, ignore_index=-100,
+                        label_smoothing=0.0):
+    """ATen's cross_entropy_loss: log_softmax over the class dim, then nll_loss (class
+    targets) or -sum(lp * target * weight) (probabilities), with label smoothing mixed in
+    as cross_entropy_loss_label_smoothing does."""
+    class_dim = _loss_form(input, target, reduction)
+    if class_dim is None or not _under_grad(ctx, input, weight, target):
+        raise Unsupported(INEXPRESSIBLE_OP,
+                          "cross_entropy without grad, or of this form: ATen's call")
+    B = ctx.builder
+    lp = B.log_softmax(input.value, dim=class_dim)
+    classes = lp.type.shape[class_dim]
+    wb = None
+    if weight is not None:  # [1, C, 1, ...]: broadcast over the class dim
+        shape = [1] * lp.type.rank
+        shape[class_dim] = classes
+        wb = B.reshape(weight.value, shape=shape)
+    if target.meta.is_floating_point():  # class probabilities
+        p = target.value
+        if label_smoothing > 0:
+            p = B.add(B.mul(p, 1 - label_smoothing), label_smoothing / classes)
+        terms = B.mul(lp, p) if wb is None else B.mul(B.mul(lp, p), wb)
+        if reduction == 0:
+            return B.neg(B.sum(terms, dims=[class_dim], keepdim=False))
+        total = B.neg(B.sum(terms, dims=[], keepdim=False))
+        if reduction == 2:
+            return total
+        n = prod_of(lp.type.shape) // classes if classes else 0
+        return B.div(total, B.scalar(float(n) if n else float("nan"), like=total.type))
+    losses, w = _target_picks(ctx, lp, target, weight, ignore_index, class_dim)
+    nll = _reduce_loss(ctx, losses, w, reduction)
+    if label_smoothing <= 0:
+        return nll
+    valid = B.ne(target.value, B.scalar(ignore_index, like=target.value.type))
+    terms = lp if wb is None else B.mul(lp, wb)
+    smooth = B.where(valid, B.neg(B.sum(terms, dims=[class_dim], keepdim=False)),
+                     B.scalar(0.0, like=lp.type, dtype=lp.type.dtype))
+    smooth = _reduce_loss(ctx, smooth, w, reduction)
+    return B.add(B.mul(nll, 1 - label_smoothing), B.mul(smooth, label_smoothing / classes))
+
+
+@entry(torch.gather, T.gather)
+def _gather(ctx, input, dim, index, *, sparse_grad=False, out=None):
+    """torch.gather: the IR's gather; an index outside [0, size) raises after the graph
+    (RuntimeError, eager's type), and reads index 0 meanwhile."""
+    if sparse_grad or out is not None or not isinstance(index, TensorVar) or \
+            not isinstance(input, TensorVar) or input.meta.dim() != index.meta.dim() or \
+            input.meta.dim() == 0 or input.meta.is_complex():
+        raise Unsupported(INEXPRESSIBLE_OP, "gather of this form: ATen's call")
+    B = ctx.builder
+    d = dim % input.meta.dim()
+    size = input.value.type.shape[d]
+    i = index.value
+    bad = B.logical_or(B.lt(i, B.scalar(0, like=i.type)), B.ge(i, B.scalar(size, like=i.type)))
+    ctx.add_check(bad, f"index out of bounds for dimension {d} with size {size} (gather)",
+                  i.type.shape)
+    return B.gather(input.value, B.where(bad, B.scalar(0, like=i.type), i), dim=d)
+
+
+@entry(F.scaled_dot_product_attention)
+def _sdpa(ctx, query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False,
+          scale=None, enable_gqa=False):
+    """softmax(q k^T * scale + mask) v, ATen's math path, under grad; a row whose mask
+    hides every key gives 0, as ATen's safe softmax.  Dropout (p > 0) stays ATen's call."""
+    qkv = (query, key, value)
+    modelled = all(isinstance(t, TensorVar) and t.meta.dim() >= 2 and
+                   t.meta.dtype in (torch.float32, torch.float64) for t in qkv) and \
+        dropout_p == 0 and query.meta.shape[:-2] == key.meta.shape[:-2] == \
+        value.meta.shape[:-2] and not (is_causal and attn_mask is not None) and \
+        (attn_mask is None or isinstance(attn_mask, TensorVar))
+    # enable_gqa repeats k and v over q's heads where their head counts differ; with the
+    # batch dims (heads included) equal, as required above, it changes nothing
+    modelled = modelled and (not enable_gqa or query.meta.shape[:-2] == key.meta.shape[:-2])
+    if not modelled or not _under_grad(ctx, *qkv, attn_mask):
+        raise Unsupported(INEXPRESSIBLE_OP, "attention without grad (the fused call) or with"
+                                            " dropout, grouped heads, other dtypes or batch dims")
+    B = ctx.builder
+    q, k, v = (t.value for t in qkv)
+    e = q.type.shape[-1]
+    s = scale if scale is not None else 1.0 / math.sqrt(e)
+    scores = B.matmul(B.mul(q, s), B.transpose(k, -2 + k.type.rank, -1 + k.type.rank))
+    length, keys = scores.type.shape[-2:]
+    ninf = B.scalar(float("-inf"), like=scores.type, dtype=scores.type.dtype)
     if is_causal:
-        rows = b.op("reshape", b.op("arange", end=length), shape=[length, 1])
-        cols = b.op("reshape", b.op("arange", end=keys), shape=[1, keys])
-        keep = b.broadcast_to(b.op("le", cols, rows), scores.type.shape)
-        scores = b.op("where", keep, scores,
-                      b.scalar(float("-inf"), like=scores.type, dtype=scores.type.dtype))
+        row = B.reshape(B.arange(end=length), shape=[length, 1])
+        col = B.reshape(B.arange(end=keys), shape=[1, keys])
+        scores = B.where(B.le(col, row), scores, ninf)
     elif attn_mask is not None:
-        scores = b.op("add", scores, attn_mask.value)
-    out = b.op("matmul", b.op("softmax", scores, dim=-1), v.value)
-    # Eager's attention node saves q, k, v and its output (Note [Saved by eager]): one of
-    # them changed in place before backward raises there, as here.
-    ctx.eager_saves.instead[out] = (q.value, k.value, v.value, out)
+        m = attn_mask.value
+        scores = B.where(m, scores, ninf) if m.type.dtype == bool_ else B.add(scores, m)
+    w = B.softmax(scores, dim=-1)
+    if attn_mask is not None:  # safe softmax: a fully masked row attends to nothing
+        hidden = B.all(B.eq(scores, ninf), dims=[-1], keepdim=True)
+        w = B.where(hidden, B.scalar(0.0, like=w.type, dtype=w.type.dtype), w)
+    out = B.matmul(w, v)
+    # eager's attention node saves q, k, v and its output (Note [Saved by eager]): one of
+    # them changed in place before backward raises there, as here
+    ctx.eager_saves.instead[out] = (q, k, v, out)
     return out

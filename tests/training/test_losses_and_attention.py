@@ -1,5 +1,5 @@
 """cross_entropy, nll_loss and scaled_dot_product_attention under autograd are traced as IR
-with VJPs (Note [Losses as IR], Note [Attention under autograd] in
+with VJPs (Note [Losses and attention in the IR] in
 refcomp/tracer/torch_ops.py), so a training graph holding them compiles forward and
 backward instead of running op by op; values and gradients are eager's."""
 
