@@ -93,8 +93,7 @@ def through_views(ctx, tv: TensorVar, live: list) -> Optional[Callable[[], None]
 # value is op(old y, a)), so such a write is captured when y is an intermediate the frame
 # computed that no other live tensor views (no CopySlices of a base to express), grad mode
 # is on, and no operand is a gradient cut.  Afterwards y requires grad, and its meta tensor
-# says so: the reverted first version (4a41f7f) kept the in-place meta result, detached, so
-# the op after `ReLU(inplace=True)` traced as not requiring grad, a silent cut of every
+# says so: the reverted first version (4a41f7f) left it detached, so the op after `ReLU(inplace=True)` traced as not requiring grad, a silent cut of every
 # gradient before it (resnet_tiny's conv1.weight got none).  Eager's refusals stay eager's:
 # a graph input (a leaf that requires grad raises; a non-leaf's history would be rebased
 # after the graph, which write-back does not do) breaks and runs there, as does a write
@@ -102,13 +101,16 @@ def through_views(ctx, tv: TensorVar, live: list) -> Optional[Callable[[], None]
 # an earlier op saved for its backward was already refused (ctx.saved_for_backward), and a
 # leaf that requires grad cannot be made inside a graph (torch_table.new_tensor).  Under
 # no_grad, writing a value that depends on a tensor that requires grad makes y a gradient
-# cut, as an op's result under no_grad is.
+# cut, as an op's result under no_grad is.  A write that does not read y's old value
+# (`y.copy_(w)`) breaks: eager's backward gives the old value a zero gradient (x.grad is
+# zeros), the graph, where nothing reads it, none.
 def autograd_of_write(ctx, tv: TensorVar, operands: list, result_requires_grad: bool,
-                      propagate, name: str) -> tuple:
+                      propagate, name: str, reads_old: bool = True) -> tuple:
     """(requires_grad, grad_cut) of `tv` after an in-place op on it with tensor operands
     `operands` (tv among them), whose result eager records for autograd iff
     `result_requires_grad`; raises where that cannot be traced (Note [In-place under
-    grad]).  `propagate`: through_views' result for this write."""
+    grad]).  `propagate`: through_views' result for this write; reads_old: whether the
+    new value was computed from tv's old one."""
     if not result_requires_grad:
         if tv.requires_grad:
             raise Unsupported(INPLACE_ON_ALIAS, f"{name} under no_grad on a tensor that requires"
@@ -121,6 +123,10 @@ def autograd_of_write(ctx, tv: TensorVar, operands: list, result_requires_grad: 
         raise Unsupported(INPLACE_ON_ALIAS, f"{name} {what}, an input of the graph")
     if tv.is_view or tv.view_base is not None or propagate is not None:
         raise Unsupported(INPLACE_ON_ALIAS, f"{name} {what}, through a view")
+    if tv.requires_grad and not reads_old:
+        raise Unsupported(INPLACE_ON_ALIAS, f"{name} overwrites a tensor that requires grad"
+                                            " without reading it (eager's gradient of the old"
+                                            " value is zeros, the graph's none)")
     if any(t.grad_cut for t in operands):
         raise Unsupported(GRADIENT_CUT, f"{name}: a detached / no_grad value feeds an op that"
                                         " records gradients")

@@ -226,6 +226,7 @@ def call_torch(ctx, fn, args: list, kwargs: dict) -> VT:
         meta_out = as_channels_last(meta_out, operands)
     if e.layout is not None and isinstance(meta_out, torch.Tensor) and meta_out.numel():
         meta_out = eager_layout.restrided(meta_out, e.layout(meta_out, *pargs, **pkwargs))
+    built_from = len(ctx.builder.nodes)
     try:
         out = e.build(ctx, *pargs, **pkwargs)
     except Unsupported:
@@ -234,9 +235,12 @@ def call_torch(ctx, fn, args: list, kwargs: dict) -> VT:
         raise Unsupported(INEXPRESSIBLE_OP, f"{name}: {err}") from None
     if e.inplace:
         tv = pargs[0]
+        new = out.value if isinstance(out, TensorVar) else out
+        reads_old = new is tv.value or \
+            any(tv.value in n.inputs for n in ctx.builder.nodes[built_from:])
         grad = mutation.autograd_of_write(  # Note [In-place under grad]
             ctx, tv, operands, bool(getattr(meta_out, "requires_grad", False)) or
-            (ctx.grad_enabled and tv.requires_grad), propagate, name)
+            (ctx.grad_enabled and tv.requires_grad), propagate, name, reads_old)
         result = apply_inplace(ctx, tv, out, meta_out, grad)
         if propagate is not None:
             propagate()

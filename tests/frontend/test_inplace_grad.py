@@ -79,6 +79,16 @@ def _inplace_chain(x, w):
     return y.sin()
 
 
+def _copy_over_grad(x, w):
+    y = x * 2
+    y.copy_(w)  # eager: x.grad is zeros (CopyBackwards), not None
+    return y.exp()
+
+
+def test_copy_over_a_tensor_that_requires_grad_gives_eagers_zero_gradient():
+    _same_as_eager(_copy_over_grad, _args(((4,), True), ((4,), True)))
+
+
 CAPTURED = [_relu_then_op, _add_residual, _add_into_buffer, _inplace_chain]
 
 
