@@ -11,6 +11,7 @@ import argparse
 import time
 import warnings
 
+import refcomp
 from tests.fuzz.pygen import check_program, generate
 
 
@@ -41,6 +42,8 @@ def main(argv=None) -> dict:
                       f"body={program.body!r}\nmutations={program.mutations!r}\n"
                       f"n_inputs={program.n_inputs}", flush=True)
         seed += 1
+        if (seed - args.seed) % 200 == 0:
+            refcomp.reset()  # every program compiles new code objects: bound the caches
     print(f"seeds {args.seed}..{seed - 1}: {counts}", flush=True)
     return counts
 
