@@ -147,9 +147,9 @@ def freeze_graph(graph: Graph, frozen: dict, prepack: bool = False) -> tuple:
     with `prepack`, run convolutions and linear layers with prepacked weights.
 
     Returns (graph, plan, indices of the frozen inputs whose values were read,
-    (number of batch norms folded, number of prepacked-weight calls made)).  Graph inputs: the original inputs still used, in
-    order, then one input per held tensor (named k0, k1...).  See Note [Frozen values
-    stay tensors].
+    (number of batch norms folded, number of prepacked-weight calls made)).  Graph
+    inputs: the original inputs still used, in order, then one input per held tensor
+    (named k0, k1...).  See Note [Frozen values stay tensors].
     """
     if not frozen:
         return graph, _identity_plan(graph), set(), (0, 0)

@@ -170,6 +170,7 @@ class TraceContext:
         # several IR ops, promotion casts (Note [Saved by eager], ir/ops/registry.py)
         self.eager_saves = EagerSaves()
         self._saved_so_far = None  # ir.autodiff.SavedSoFar, made by saved_for_backward
+        self._module_keys_guarded: set = set()  # sources guard_module_keys has guarded
         # (source name, attribute) pairs the caller checks on every call itself, so no
         # guard is needed: OptimizedModule.forward looks up an instance `forward` of its
         # module before calling the compiled frame.
@@ -264,6 +265,9 @@ class TraceContext:
         pinned by the guard on the container it was cut from (Note [Sliced module
         containers], refcomp/tracer/containers.py)."""
         if vt.source is not None and not isinstance(vt.source, ModuleSliceSource):
+            if vt.source.name() in self._module_keys_guarded:  # once per container
+                return
+            self._module_keys_guarded.add(vt.source.name())
             modules = vt.value._modules
             source = ModuleDictSource(vt.source, MODULE)
             if tuple(modules) == tuple(str(i) for i in range(len(modules))):

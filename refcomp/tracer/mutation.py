@@ -93,8 +93,9 @@ def through_views(ctx, tv: TensorVar, live: list) -> Optional[Callable[[], None]
 # value is op(old y, a)), so such a write is captured when y is an intermediate the frame
 # computed that no other live tensor views (no CopySlices of a base to express), grad mode
 # is on, and no operand is a gradient cut.  Afterwards y requires grad, and its meta tensor
-# says so: the reverted first version (4a41f7f) left it detached, so the op after `ReLU(inplace=True)` traced as not requiring grad, a silent cut of every
-# gradient before it (resnet_tiny's conv1.weight got none).  Eager's refusals stay eager's:
+# says so: the reverted first version (4a41f7f) left it detached, so the op after
+# `ReLU(inplace=True)` traced as not requiring grad, a silent cut of every gradient before
+# it (resnet_tiny's conv1.weight got none).  Eager's refusals stay eager's:
 # a graph input (a leaf that requires grad raises; a non-leaf's history would be rebased
 # after the graph, which write-back does not do) breaks and runs there, as does a write
 # under no_grad into a tensor that requires grad (eager keeps its old grad_fn); a tensor
