@@ -41,6 +41,8 @@ COUNTER_MEANINGS: dict = {
     "graphs": "entries traced with a graph (resume functions included; a graph that ends"
               " in a break too; a symbolic trace retried with static sizes once)",
     "breaks": "entries that end in a graph break",
+    "op_by_op_graphs": "graphs whose outputs require grad and whose backward cannot be"
+                       " derived: run op by op on the eager backend (RB023)",
     "fallbacks": "entries that run their frame eagerly as a whole (with a reason id)",
     "limit_hits": "misses past `cache_size_limit` (the call runs eagerly)",
     "stance_eager": "misses run eagerly under `set_stance('eager_on_recompile')`",

@@ -111,6 +111,16 @@ DATA_DEPENDENT_SHAPE = _reason("RB022", "op with a data-dependent output shape",
         "Keep the shape static: torch.where(mask, x, 0) instead of x[mask], or accept the "
         "break.")
 
+OP_BY_OP_AUTOGRAD = _reason("RB023", "graph runs op by op under autograd",
+        "The graph's outputs require grad and its backward cannot be derived (an op on a "
+        "differentiable path has no VJP: an opaque ATen call such as torch.einsum or "
+        "scaled_dot_product_attention with dropout; a VJP needs static "
+        "sizes; an input is mutated with a value that requires grad), so the graph is "
+        "captured but runs on the eager backend, each IR op a torch op that autograd "
+        "records: eager's gradients, without fused kernels.",
+        "Use ops with IR rules on the differentiable path (spec/autograd.md), or accept "
+        "the op-by-op run.")
+
 class Unsupported(Exception):
     """Raised by the tracer: this construct cannot be captured (reason id + detail)."""
 

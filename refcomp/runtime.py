@@ -84,9 +84,10 @@ from ir.passes.registry import all_passes
 from refcomp import global_state, logs
 from refcomp.aliasing import outputs_maybe_views, outputs_to_copy, outputs_to_rewrap
 from refcomp.autograd import check_versions_at_backward, eager_version_plan
+from refcomp.cache import COUNTERS
 from refcomp.config import default_backend
 from refcomp.guards import GuardSet, pinned_contiguous
-from refcomp.reasons import NON_TENSOR_RESULT, Unsupported
+from refcomp.reasons import NON_TENSOR_RESULT, OP_BY_OP_AUTOGRAD, Unsupported
 from refcomp.tracer import eager_layout
 from refcomp.tracer.context import CONSTANT_TYPES, TraceContext
 from refcomp.tracer.torch_table import is_symbolic_shape
@@ -651,8 +652,9 @@ def build_entry(ctx: TraceContext, output: VT, backend_name: str, options: dict,
         with stage("autodiff"):
             joint, refusal = _joint_or_reason(ctx, captured, outs, writeback, frozen, backend)
         if joint is None:
-            notes.append(f"autograd: outputs require grad and {refusal}, so this graph runs"
-                         f" on 'eager' (autograd records op by op)")
+            notes.append(f"[{OP_BY_OP_AUTOGRAD}] autograd: outputs require grad and {refusal},"
+                         f" so this graph runs on 'eager' (autograd records op by op)")
+            COUNTERS["op_by_op_graphs"] += 1
             backend = get_backend("eager")
     passes = optimize_passes(options["passes"], all_passes(),
                              op_by_op_autograd=needs_grad and backend.differentiable)

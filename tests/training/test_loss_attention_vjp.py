@@ -255,3 +255,26 @@ def test_sdpa_input_modified_after_the_graph_raises_at_backward_as_eager():
         q2.mul_(2)
         with pytest.raises(RuntimeError, match="modified by an inplace operation"):
             out.sum().backward()
+
+
+def test_a_graph_run_op_by_op_says_so_with_a_reason_id_and_is_counted():
+    """A differentiable graph whose backward cannot be derived (an opaque ATen call)
+    is captured but runs op by op: explain() names RB023 and stats() counts it.  (The
+    opaque call: torch.einsum, one `aten` node.)"""
+    from refcomp.reasons import OP_BY_OP_AUTOGRAD
+
+    w = torch.randn(4, 3, requires_grad=True)
+
+    def f(x, y):
+        return (torch.einsum("ij,jk->ik", x, w) - y).pow(2).mean()
+
+    refcomp.reset()
+    x, y = torch.randn(5, 4), torch.randn(5, 3)
+    out = refcomp.explain(f, x, y)
+    assert out.graph_count == 1
+    assert any(n.startswith(f"[{OP_BY_OP_AUTOGRAD}] autograd:") for n in out.notes), out.notes
+    refcomp.reset()
+    refcomp.compile(f)(x, y).backward()
+    assert refcomp.stats()["counters"]["op_by_op_graphs"] == 1
+    (entry,) = _entries()
+    assert entry["backend"] == "eager"
