@@ -1016,12 +1016,12 @@ def _tensor(ctx, data, *, dtype=None, device=None, requires_grad=False, pin_memo
 @entry(T.copy_, inplace=True)
 def _copy_(ctx, dst, src, non_blocking=False):
     """`dst.copy_(src)`: dst's new value is src broadcast to dst's shape (cast to its dtype
-    by the in-place machinery).  Copies between tensors sharing storage run in torch
-    (RB010): a partial overlap raises there, and the order of element writes matters."""
+    by the in-place machinery).  A copy between tensors sharing storage is captured when
+    their elements are disjoint or the same (`v.copy_(v)`); otherwise it runs in torch
+    (RB010, Note [Overlapping writes] in refcomp/tracer/mutation.py, checked before this
+    builds): a partial overlap raises there, and the order of element writes matters."""
     if not isinstance(src, TensorVar):
         raise Unsupported(INEXPRESSIBLE_OP, "copy_ from a non-tensor")
-    if src.alias is dst.alias:
-        raise Unsupported(INPLACE_ON_ALIAS, "copy_ between tensors that share storage")
     if src.value.type.device != dst.value.type.device:
         raise Unsupported(INEXPRESSIBLE_OP, "copy_ between devices")
     if src.meta.is_complex() and not dst.meta.is_complex():

@@ -174,6 +174,20 @@ def opaque_clamp_by_transpose(x):
     return t
 
 
+def copy_between_disjoint_views(x):
+    t = x * 2
+    v = t[:, None]
+    v.copy_(v)  # a copy of itself: eager's no-op
+    t[:2].copy_(t[2:])
+    return t, v
+
+
+def copy_into_shifted_view(x):
+    t = x * 2
+    t[1:].copy_(t[:-1])  # partial overlap: eager raises
+    return t
+
+
 def disjoint_views(x):
     t = x * 2
     t[:, :2] += t[:, 2:]  # non-dense, disjoint: captured
@@ -185,9 +199,10 @@ def disjoint_views(x):
 STRIDED = [strided_setitem, strided_imul, strided_view_mul, strided_empty_slice]
 
 OVERLAPPING = [input_shifted_setitem, input_mul_by_transpose, shifted_setitem, add_own_row,
-               strided_overlap, opaque_inplace_overlap, opaque_clamp_by_transpose]
+               strided_overlap, opaque_inplace_overlap, opaque_clamp_by_transpose,
+               copy_into_shifted_view]
 
-CASES = STRIDED + OVERLAPPING + [disjoint_views, input_strided_setitem, negative_step_setitem, slice_of_intermediate, diagonal_fill, transpose_row_add, flat_view_mul,
+CASES = STRIDED + OVERLAPPING + [disjoint_views, copy_between_disjoint_views, input_strided_setitem, negative_step_setitem, slice_of_intermediate, diagonal_fill, transpose_row_add, flat_view_mul,
          input_slice_mul, input_view_copy, input_setitem, input_diagonal, view_then_base,
          view_across_break, input_view_across_break, mutate_both_sides_of_break,
          inplace_on_input_then_clone]
@@ -199,7 +214,8 @@ def test_inplace_through_views_like_eager(f, backend):
     assert_like_eager(f, lambda: (torch.randn(4, 4),), backend)
 
 
-@pytest.mark.parametrize("f", STRIDED + [disjoint_views], ids=lambda f: f.__name__)
+@pytest.mark.parametrize("f", STRIDED + [disjoint_views, copy_between_disjoint_views],
+                         ids=lambda f: f.__name__)
 def test_strided_writes_into_an_intermediate_are_captured(f):
     """Issue 33: item assignment and in-place ops through a slice with a step (was RB013
     / RB010, the whole frame in eager) are one graph."""
