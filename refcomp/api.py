@@ -545,15 +545,22 @@ class OptimizedModule(torch.nn.Module):
             return self._serve(self._compile_override(override))(*args, **kwargs)
         if override is not None:  # not Python (a ScriptMethod): the call, traced, says why
             return self._serve(self._compiled_call())(mod, *args, **kwargs)
-        call = type(mod).__call__
-        if overrides_call(type(mod)):  # the class overrides __call__: mod(...) runs it
+        # What the class makes mod(...) run, decided once per (class, its __call__, its
+        # forward): every call pays only these three reads, not the decision.
+        cls = type(mod)
+        call, forward = cls.__call__, getattr(cls, "forward", None)
+        seen = self.__dict__.get("_class_seen")
+        if seen is None or seen[0] is not cls or seen[1] is not call or seen[2] is not forward:
+            seen = self.__dict__["_class_seen"] = (cls, call, forward, overrides_call(cls),
+                                                   _class_forward(mod))
+        if seen[3]:  # the class overrides __call__: mod(...) runs it
             return self._serve(self._compile_override(call))(mod, *args, **kwargs)
         compiled = self._compiled_forward
-        if compiled.fn is not _class_forward(mod):
+        if compiled.fn is not seen[4]:
             # `Cls.forward = f` after compiling, or `mod.__class__ = Other`: mod(...) now
             # runs another forward, compiled as a new frame (spec/guards.md).
             compiled = self._compiled_forward = CompiledFunction(
-                _class_forward(mod), compiled.backend, compiled.fullgraph, compiled.options,
+                seen[4], compiled.backend, compiled.fullgraph, compiled.options,
                 private_cache=self._private, dynamic=compiled.dynamic)
         return compiled(mod, *args, **kwargs)
 
