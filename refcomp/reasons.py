@@ -121,6 +121,14 @@ OP_BY_OP_AUTOGRAD = _reason("RB023", "graph runs op by op under autograd",
         "Use ops with IR rules on the differentiable path (spec/autograd.md), or accept "
         "the op-by-op run.")
 
+INFERENCE_TENSOR_UNDER_GRAD = _reason("RB024", "inference tensor meets a tensor that requires grad",
+        "A tensor made under torch.inference_mode() is an operand of an op, recorded by "
+        "autograd, whose other operand requires grad: eager raises \"Inference tensors "
+        "cannot be saved for backward\" where the op saves it, even when its result is "
+        "unused, so the op runs in torch at a break and eager decides "
+        "(refcomp/tracer/torch_table.py, Note [Inference tensors under grad]).",
+        "Use torch.no_grad() instead of torch.inference_mode(), or .clone() the tensor.")
+
 class Unsupported(Exception):
     """Raised by the tracer: this construct cannot be captured (reason id + detail)."""
 

@@ -184,7 +184,9 @@ def load_attr(tx, obj: VT, name: str) -> VT:
 # (`super().__getattribute__(key)`, `object.__getattribute__(obj, key)`: the instance
 # dict, a class attribute, a C descriptor) is guarded through a source that performs that
 # same lookup, `object.__getattribute__(o, key)`, so no guard runs user code; what the
-# code does (a side effect, a break) is what it does in eager.  Left alone: tracing the
+# code does (a side effect, a break) is what it does in eager.  The same holds for
+# `hasattr` (the read, False where it raises AttributeError; its guard never calls
+# __getattr__) and for stores that run the class's code (`traced_store`).  Left alone: tracing the
 # first call asks an object with a Python __getattribute__ for its `__class__` (every
 # isinstance check of a value whose type is not the class asks).
 def _python_read(tx, obj: ConstVar, name: str):
@@ -197,8 +199,23 @@ def _python_read(tx, obj: ConstVar, name: str):
         return None                          # [Deep copies])
     if is_user_code(cls.__getattribute__):
         method = tx.load_attr(_class_vt(tx, obj), "__getattribute__")
-        return tx.call_function(method, [obj, ConstVar(name)], {})
+        return _or_getattr(tx, obj, name, lambda: tx.call_function(method, [obj, ConstVar(name)],
+                                                                   {}))
     return _traced_lookup(tx, obj, name)
+
+
+def _or_getattr(tx, obj: ConstVar, name: str, read):
+    """`read()`, the traced __getattribute__ part of `obj.name`; where it raises
+    AttributeError and the class has a Python __getattr__, CPython then calls that."""
+    try:
+        return read()
+    except Raised as raised:
+        getattr_fn = class_lookup(type(obj.value), "__getattr__")
+        if not isinstance(raised.exc, AttributeError) or not is_user_code(getattr_fn) or \
+                isinstance(obj.value, torch.nn.Module):
+            raise
+    return tx.call_function(tx.load_attr(_class_vt(tx, obj), "__getattr__"),
+                            [obj, ConstVar(name)], {})
 
 
 def _traced_lookup(tx, obj: ConstVar, name: str):
@@ -212,13 +229,15 @@ def _traced_lookup(tx, obj: ConstVar, name: str):
         getter = type(raw).__dict__.get("__get__") if not isinstance(raw, property) else None
         if isinstance(raw, property) and is_user_code(raw.fget):
             prop = tx.load_attr(_class_vt(tx, obj), name)  # the property, guarded
-            return tx.call_function(tx.load_attr(prop, "fget"), [obj], {})
+            fget = tx.load_attr(prop, "fget")
+            return _or_getattr(tx, obj, name, lambda: tx.call_function(fget, [obj], {}))
         if is_user_code(getter):
             cls_vt = _class_vt(tx, obj)
             source = None if cls_vt.source is None else \
                 DerivedSource(cls_vt.source, _StaticLookup(name), f"{{}}.__dict__[{name!r}]")
-            return tx.call_function(ConstVar(getter), [tx.ctx.wrap(raw, source), obj, cls_vt],
-                                    {})
+            raw_vt = tx.ctx.wrap(raw, source)
+            return _or_getattr(tx, obj, name, lambda: tx.call_function(
+                ConstVar(getter), [raw_vt, obj, cls_vt], {}))
         return None
     if raw is None and not in_instance:
         getattr_fn = class_lookup(cls, "__getattr__")
@@ -227,6 +246,34 @@ def _traced_lookup(tx, obj: ConstVar, name: str):
             return tx.call_function(tx.load_attr(_class_vt(tx, obj), "__getattr__"),
                                     [obj, ConstVar(name)], {})
     return None
+
+
+def traced_store(tx, obj: VT, name: str, value: VT) -> bool:
+    """`obj.name = value` where the store runs Python code of obj's class -- a Python
+    __setattr__, a property's setter, a data descriptor's Python __set__ -- traced as the
+    call CPython makes (what that code stores is then stored, or breaks, as any store);
+    False where the store only writes the instance dict (Note [Reads that run user code])."""
+    if not isinstance(obj, ConstVar) or obj.source is None or \
+            isinstance(obj.value, (type, torch.nn.Module)) or type(obj) is MadeObjectVar:
+        return False
+    cls = type(obj.value)
+    if is_user_code(class_lookup(cls, "__setattr__")):
+        method = tx.load_attr(_class_vt(tx, obj), "__setattr__")
+        tx.call_function(method, [obj, ConstVar(name), value], {})
+        return True
+    raw = class_lookup(cls, name)
+    if isinstance(raw, property) and is_user_code(raw.fset):
+        prop = tx.load_attr(_class_vt(tx, obj), name)  # the property, guarded
+        tx.call_function(tx.load_attr(prop, "fset"), [obj, value], {})
+        return True
+    setter = class_lookup(type(raw), "__set__") if raw is not None else None
+    if is_user_code(setter):
+        cls_vt = _class_vt(tx, obj)
+        source = None if cls_vt.source is None else \
+            DerivedSource(cls_vt.source, _StaticLookup(name), f"{{}}.__dict__[{name!r}]")
+        tx.call_function(ConstVar(setter), [tx.ctx.wrap(raw, source), obj, value], {})
+        return True
+    return False
 
 
 def default_getattr(tx, obj: VT, name: VT) -> VT:
@@ -414,9 +461,30 @@ def has_attr(tx, obj: VT, name: str) -> bool:
         return objects.has_attr(obj, name)
     if not isinstance(obj, ConstVar):
         return hasattr(obj.python_type(), name)
+    if (id(obj.value), name) in tx.ctx.attr_writes:
+        return True  # Note [Replayed side effects]: this trace stored it
+    try:  # Note [Reads that run user code]: hasattr is the read, and False on AttributeError
+        if _python_read(tx, obj, name) is not None:
+            return True
+    except Raised as raised:
+        if isinstance(raised.exc, AttributeError):
+            return False
+        raise
     result = hasattr(obj.value, name)
     if not isinstance(obj.value, CONSTANT_TYPES) and not (
             isinstance(obj.value, types.ModuleType) and obj.value in TRUSTED_MODULES):
-        tx.ctx.guard_fact(obj.source, lambda o, n=name: hasattr(o, n),
-                          f"hasattr({{}}, {name!r})", result)
+        has = _StaticHas(name) if is_user_code(class_lookup(type(obj.value), "__getattr__")) \
+            else (lambda o, n=name: hasattr(o, n))
+        tx.ctx.guard_fact(obj.source, has, f"hasattr({{}}, {name!r})", result)
     return result
+
+
+class _StaticHas:
+    """A guard's `hasattr(o, name)` on an object whose class has a Python __getattr__:
+    found in the instance dict or on the class, so the guard never calls __getattr__."""
+
+    def __init__(self, name: str):
+        self.name = name
+
+    def __call__(self, obj):
+        return self.name in _instance_dict(obj) or class_lookup(type(obj), self.name) is not None

@@ -396,6 +396,7 @@ class TraceContext:
         alias = self.storage_alias.setdefault(ptr, object()) if ptr is not None else None
         var = TensorVar(value, meta_like(t, t.requires_grad), requires_grad=t.requires_grad,
                         alias=alias, source=source)
+        var.inference = t.is_inference()
         self.input_vars[source.name()] = var
         self.input_aliases.add(var.alias)
         self.examples[source.name()] = t  # for the C++ tensor check; dropped after compile

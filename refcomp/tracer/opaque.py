@@ -43,7 +43,12 @@ from refcomp.reasons import (
 )
 from refcomp.tracer import autocast, eager_layout, mutation
 from refcomp.tracer.context import ir_device, ir_dtype, meta_device
-from refcomp.tracer.torch_table import new_tensor, refuse_self_overlap, specialize_sizes
+from refcomp.tracer.torch_table import (
+    new_tensor,
+    refuse_inference_under_grad,
+    refuse_self_overlap,
+    specialize_sizes,
+)
 from refcomp.tracer.values import VT, ConstVar, ListVar, TensorVar, TupleVar, as_python
 
 # Calls whose effect reaches beyond their operands and result (global state, hooks,
@@ -331,6 +336,7 @@ def call_opaque(ctx, fn, args: list, kwargs: dict, name: str | None = None) -> V
     operands: list[TensorVar] = []
     _collect(pargs, operands)
     _collect(pkwargs, operands)
+    refuse_inference_under_grad(ctx, operands, name)
     factory = not operands
     if factory and short not in FACTORIES and not _draws_random(fn, short):
         raise Unsupported(UNSUPPORTED_CALL, f"{name} takes no tensor and is not a known factory")

@@ -27,6 +27,7 @@ from ir.graph import Value
 from refcomp.reasons import (
     GRADIENT_CUT,
     INEXPRESSIBLE_OP,
+    INFERENCE_TENSOR_UNDER_GRAD,
     INPLACE_ON_ALIAS,
     TENSOR_TO_PYTHON,
     TRACE_EXCEPTION,
@@ -184,6 +185,7 @@ def call_torch(ctx, fn, args: list, kwargs: dict) -> VT:
         pargs, pkwargs = autocast.cast_operands(ctx, fn, name, pargs, pkwargs,
                                                  new_tensor)
     operands = tensors_in(pargs) + tensors_in(pkwargs)
+    refuse_inference_under_grad(ctx, operands, name)
     if any(t.meta.is_complex() for t in operands):
         raise Unsupported(INEXPRESSIBLE_OP,
                           f"{name} of a complex tensor (only opaque calls take them)")
@@ -248,6 +250,22 @@ def call_torch(ctx, fn, args: list, kwargs: dict) -> VT:
     step = view_step(fn, pargs, pkwargs, operands[0]) if e.view and name in VIEW_OPS and \
         operands else None
     return _pair(ctx, out, meta_out, operands, e, name, step)
+
+
+# Note [Inference tensors under grad]: an op recorded by autograd (grad mode on, an
+# operand requires grad) whose operand is an inference tensor raises "Inference tensors
+# cannot be saved for backward" in eager where the op saves that operand (mul does, sub
+# does not), when it runs -- even when its result is never used, which a graph would
+# drop with the check (corpus pyworld_inference_tensor_saved_dead_result_missed_raise).
+# Which operands an op saves is autograd's detail, so such an op runs in torch at a break
+# (RB024) and eager decides; an inference tensor enters a trace only as an input (the
+# `inference_mode` block itself breaks), and what is computed from it outside the block
+# is a normal tensor.
+def refuse_inference_under_grad(ctx, operands, name: str) -> None:
+    if ctx.grad_enabled and any(t.inference for t in operands) and \
+            any(t.requires_grad for t in operands):
+        raise Unsupported(INFERENCE_TENSOR_UNDER_GRAD,
+                          f"{name} of an inference tensor and a tensor that requires grad")
 
 
 # Note [IR-typed meta]

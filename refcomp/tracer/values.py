@@ -73,6 +73,8 @@ class TensorVar(VT):
 
     view_root = None
     view_grad = True
+    inference = False  # an input made under torch.inference_mode() (Note [Inference
+                       # tensors under grad], refcomp/tracer/torch_table.py)
     view_steps = None
     view_base = None
     view_made = None

@@ -138,3 +138,85 @@ def test_a_python_getattribute_is_traced_and_never_called_by_guards(backend):
         before = COUNT["n"]
         torch.testing.assert_close(cf(x), x * d + d)
         assert COUNT["n"] - before == 1  # eager's one aliased read
+
+
+class Knobs:
+    """hasattr(knobs, name) runs __getattr__ (missing names) or a property (corpus
+    pyworld_hasattr_runs_getattr_twice)."""
+
+    present = 1.0
+
+    def __getattr__(self, name):
+        COUNT["n"] += 1
+        if name == "gone":
+            raise AttributeError(name)
+        return len(name)
+
+    @property
+    def broken(self):
+        COUNT["n"] += 1
+        raise AttributeError("broken")
+
+
+knobs = Knobs()
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("name", ["spare", "gone", "broken", "present"])
+def test_hasattr_runs_the_lookup_once_per_call(backend, name):
+    def f(x):
+        return x * 2 if hasattr(knobs, name) else x - 1
+
+    x = torch.randn(3)
+    refcomp.reset()
+    eager = _runs(f, x)
+    compiled = _runs(refcomp.compile(f, backend=backend), x)
+    assert [n for _, n in compiled] == [n for _, n in eager]
+    for (want, _), (got, _) in zip(eager, compiled):
+        torch.testing.assert_close(got, want)
+
+
+class Doubled:
+    """A data descriptor: `__set__` stores v, `__get__` reads it doubled (corpus
+    pyworld_data_descriptor_set_then_get)."""
+
+    def __get__(self, obj, owner=None):
+        if obj is None:
+            return self
+        COUNT["n"] += 1
+        return obj._k * 2
+
+    def __set__(self, obj, v):
+        COUNT["n"] += 1
+        obj._k = v
+
+
+class WithSetter:
+    k = Doubled()
+
+    def __init__(self):
+        self._k = 1.0
+
+
+class WithSetattr:
+    def __setattr__(self, name, v):
+        COUNT["n"] += 1
+        object.__setattr__(self, name, v * 3)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("holder", [WithSetter, WithSetattr])
+def test_a_store_that_runs_user_code_then_a_read_is_eagers(backend, holder):
+    obj = holder()
+
+    def f(x):
+        obj.k = 0.25
+        return x * obj.k
+
+    x = torch.randn(3)
+    refcomp.reset()
+    eager = _runs(f, x)
+    compiled = _runs(refcomp.compile(f, backend=backend), x)
+    for (want, n_want), (got, n_got) in zip(eager, compiled):
+        torch.testing.assert_close(got, want)
+        assert n_got == n_want

@@ -64,13 +64,7 @@ from tests.fuzz.runner import (
 # feature -> corpus file(s) whose open bug excludes it (as gen.KNOWN_OPEN): a FEATURES
 # name, or "template:" + a template's text (the template is not drawn), or "check:..."
 # (a comparison relaxed).  Excluded on the backends the file lists, while it is open.
-KNOWN_OPEN: dict = {
-    "template:{out} = {a} * knobs.k if hasattr(knobs, 'gone') else {a}":
-        "pyworld_hasattr_runs_getattr_twice.py",
-    "template:knobs.k = 0.25": "pyworld_data_descriptor_set_then_get.py",
-    "template:with torch.inference_mode():\n    {out} = {a} * 2\n{sout} = {out}.is_inference()":
-        "pyworld_inference_tensor_saved_dead_result_missed_raise.py",
-}
+KNOWN_OPEN: dict = {}
 
 FAIL_KINDS = ("crash", "missed-raise", "wrong-exception", "structure", "dtype", "shape",
               "value", "stride", "alias", "input", "requires-grad", "side-effect",

@@ -47,3 +47,21 @@ def test_inference_tensor_saved_for_backward_raises_as_in_eager(backend):
         _multiply(x)
     with pytest.raises(RuntimeError, match="Inference tensors cannot be saved for backward"):
         refcomp.compile(_multiply, backend=backend)(x)
+
+
+def _multiply_unused(x0, x1):
+    with torch.inference_mode():
+        v = x0 * 2
+    unused = v * x1.sum()  # noqa: F841 -- mul saves v for backward: eager raises here
+    return v
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_dead_op_that_would_save_an_inference_tensor_raises_as_in_eager(backend):
+    """corpus pyworld_inference_tensor_saved_dead_result_missed_raise: the product is
+    unused, so a graph would drop it and eager's check with it."""
+    x0, x1 = torch.randn(2, 4), torch.randn(2, 4, requires_grad=True)
+    with pytest.raises(RuntimeError, match="Inference tensors cannot be saved for backward"):
+        _multiply_unused(x0, x1)
+    with pytest.raises(RuntimeError, match="Inference tensors cannot be saved for backward"):
+        refcomp.compile(_multiply_unused, backend=backend)(x0, x1)

@@ -2,9 +2,10 @@
 (`obj.k = 0.25` stores 0.25, `obj.k` reads 0.5): set then read in one compiled frame, the
 read gives the value set (0.25), not `__get__`'s, and `__get__`'s side effect is missing.
 Wrong values on every backend.  Found by the Python-level fuzzer (tests/fuzz/pyworld.py,
-Nov 29, session 15), shrunk by hand.  Open: the tracer's attribute stores (refcomp/tracer/,
-issue 32); KNOWN_OPEN excludes the generator's `knobs.k = 0.25` template while it is."""
-STATUS = "open"
+Nov 29, session 15), shrunk by hand.  Fixed: refcomp/tracer/attributes.py `traced_store`
+traces a store that runs the class's code (a Python __setattr__, a property's setter, a
+data descriptor's __set__); tests/frontend/test_reads_run_user_code.py."""
+STATUS = "fixed"
 BACKENDS = ["interp", "eager", "llvm"]
 SYMPTOM = "value"
 PYTHON = True

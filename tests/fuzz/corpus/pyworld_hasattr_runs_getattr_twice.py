@@ -1,10 +1,10 @@
 """`hasattr(obj, name)` where `type(obj).__getattr__` has a side effect: the compiled
 call runs `__getattr__` twice per call (eager once), so the program's log and counters
 differ.  Found by the Python-level fuzzer (tests/fuzz/pyworld.py, Nov 29, session 15: the
-most frequent class of its first runs), shrunk by hand.  Open: the tracer's `hasattr`
-(refcomp/tracer/, issue 32: "guards never call user code"); KNOWN_OPEN excludes the
-generator's hasattr template while it is."""
-STATUS = "open"
+most frequent class of its first runs), shrunk by hand.  Fixed: refcomp/tracer/attributes.py `has_attr` traces the
+read (Note [Reads that run user code]: an AttributeError it raises is False) and guards
+presence without calling __getattr__; tests/frontend/test_reads_run_user_code.py."""
+STATUS = "fixed"
 BACKENDS = ["interp", "eager", "llvm"]
 SYMPTOM = "side-effect: LOG[Knobs.gone]"
 PYTHON = True
