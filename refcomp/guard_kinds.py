@@ -301,14 +301,21 @@ GLOBAL_STATE = kind(
 
 # --- tensors' relations -------------------------------------------------------------------
 def _aliasing_emit(cg, g):
+    # sources: the written-back inputs first (expected: how many), then every other input
     ptrs = [f"{cg.load(s)}.untyped_storage().data_ptr()" for s in g.sources]
-    return f"len({{{', '.join(ptrs)}}}) == {len(ptrs)}"
+    written, others = ptrs[:g.expected], ptrs[g.expected:]
+    text = f"len({{{', '.join(written)}}}) == {len(written)}"
+    if others:
+        text += f" and {{{', '.join(written)}}}.isdisjoint(({', '.join(others)},))"
+    return text
 
 
 NO_ALIASING = kind(
-    "NO_ALIASING", "inputs that the graph writes back to", "their storages are distinct",
+    "NO_ALIASING", "inputs that the graph writes back to",
+    "each one's storage is shared with no other input (other inputs may share theirs)",
     emit=_aliasing_emit,
-    describe=lambda g: "no storage shared among " + ", ".join(x.name() for x in g.sources),
+    describe=lambda g: "no storage shared between "
+    + ", ".join(x.name() for x in g.sources[:g.expected]) + " and another input",
     explain=lambda g, v: (g.describe(), "two of them share a storage"))
 
 

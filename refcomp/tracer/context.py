@@ -612,10 +612,13 @@ class TraceContext:
 
     def finish_guards(self) -> list:
         self._shape_guards()
-        if self.mutated:
-            sources = [s for s in self.input_sources]
-            if len(sources) > 1:
-                self.add_guard(G.NO_ALIASING, None, None, sources)
+        if self.mutated and len(self.input_sources) > 1:
+            # a written-back input shares no storage with another input; inputs that are
+            # only read may share (one module's weight at two sources of a Sequential)
+            written = [src for src, _ in self.mutated.values()]
+            others = [s for s in self.input_sources
+                      if s.name() in self.input_vars and s.name() not in self.mutated]
+            self.add_guard(G.NO_ALIASING, None, len(written), written + others)
         return list(self.guards.values())
 
 
