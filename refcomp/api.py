@@ -20,7 +20,7 @@ import torch
 import codegen.stats as codegen_stats
 from codegen.backends import get_backend
 from refcomp import cache as cache_mod
-from refcomp import global_state, logs, resume, stance
+from refcomp import distributed, global_state, logs, resume, stance
 from refcomp.break_trace import build_whole
 from refcomp.cache import CALLS, COUNTERS, FrameCache, cache_for, config_key
 from refcomp.config import resolve_options
@@ -536,6 +536,10 @@ class OptimizedModule(torch.nn.Module):
         mod = self._orig_mod
         if mod._forward_hooks or mod._forward_pre_hooks or mod._backward_hooks or \
                 mod._backward_pre_hooks:
+            if distributed.has_distributed_hooks(mod):  # FSDP2's: eager, forward compiled
+                return distributed.call_with_forward(
+                    mod, functools.partial(self._serve(self._compiled_forward), mod), args,
+                    kwargs)
             # the call, hooks included, traced (Note [Forward hooks traced]); a backward
             # hook breaks there with its reason and runs eagerly
             return self._serve(self._compiled_call())(mod, *args, **kwargs)
@@ -552,7 +556,10 @@ class OptimizedModule(torch.nn.Module):
         seen = self.__dict__.get("_class_seen")
         if seen is None or seen[0] is not cls or seen[1] is not call or seen[2] is not forward:
             seen = self.__dict__["_class_seen"] = (cls, call, forward, overrides_call(cls),
-                                                   _class_forward(mod))
+                                                   _class_forward(mod),
+                                                   distributed.ddp_inner(mod) is not None)
+        if seen[5]:  # DDP: its forward eager, the module it wraps compiled
+            return self._call_ddp(mod, args, kwargs)
         if seen[3]:  # the class overrides __call__: mod(...) runs it
             return self._serve(self._compile_override(call))(mod, *args, **kwargs)
         compiled = self._compiled_forward
@@ -563,6 +570,18 @@ class OptimizedModule(torch.nn.Module):
                 seen[4], compiled.backend, compiled.fullgraph, compiled.options,
                 private_cache=self._private, dynamic=compiled.dynamic)
         return compiled(mod, *args, **kwargs)
+
+    def _call_ddp(self, ddp, args, kwargs):
+        inner = distributed.ddp_inner(ddp)
+        held = self.__dict__.get("_inner")
+        if held is None or held._orig_mod is not inner:
+            cf = self._compiled_forward
+            held = self.__dict__["_inner"] = OptimizedModule(
+                inner, cf.backend, cf.fullgraph, cf.options, self._private, cf.dynamic)
+        try:
+            return distributed.call_with_inner(ddp, held, args, kwargs)
+        finally:
+            self._serve(held.__dict__.get("_served", held._compiled_forward))
 
     def _serve(self, compiled):
         """`compiled` serves this call instead of the class forward's CompiledFunction:

@@ -140,7 +140,7 @@ class FrameTranslator(InstructionTranslator):
         except Unsupported as err:
             if self.break_at is None:
                 self.break_at = (index, visit)
-                self.break_in_callee = err.filename is not None  # located inside
+                self.break_in_callee = err.filename is not None or err.in_callee
             raise
         except (_Return, _Stop):
             raise

@@ -140,6 +140,9 @@ class Unsupported(Exception):
         self.filename: Optional[str] = None
         self.lineno: Optional[int] = None
         self.instruction: Optional[str] = None
+        # raised at a call whose callee runs as a frame of its own (a module with FSDP2's
+        # hooks: refcomp/distributed.py), though nothing inside it was traced
+        self.in_callee = False
         # (function, file, line) of each traced frame the failure passed through,
         # innermost first: the inlined call stack a fullgraph error shows.
         self.frames: list = []

@@ -31,6 +31,7 @@ import torch
 
 from codegen.stats import stage
 from refcomp import bytecode_gen as bg
+from refcomp import distributed
 from refcomp.break_trace import build_break, build_return, trace_to_break
 from refcomp.cache import COUNTERS, FrameCache
 from refcomp.guards import EQUALS_MATCH
@@ -282,6 +283,13 @@ def _compiled_callee(cf, target):
         bound, fn = target.__self__, target.__func__
     elif isinstance(target, types.FunctionType):
         fn = target
+    elif isinstance(target, torch.nn.Module) and distributed.has_distributed_hooks(target) \
+            and isinstance(type(target).forward, types.FunctionType) and \
+            "forward" not in target.__dict__:
+        # FSDP2's hooks run eagerly around the forward, compiled (torch.nn's included)
+        forward = functools.partial(_callee(cf, type(target).forward), target)
+        return lambda *args, **kwargs: distributed.call_with_forward(target, forward, args,
+                                                                     kwargs)
     elif isinstance(target, torch.nn.Module) and not _has_hooks(target) and \
             isinstance(type(target).forward, types.FunctionType) and \
             not type(target).__module__.startswith("torch."):
@@ -291,6 +299,12 @@ def _compiled_callee(cf, target):
     package = (getattr(fn, "__module__", None) or "").split(".")[0]
     if package in sys.stdlib_module_names or package == "torch":
         return target  # library code (logging, ...) runs eagerly, as torch.compile's skipfiles
+    compiled = _callee(cf, fn)
+    return compiled if bound is None else functools.partial(compiled, bound)
+
+
+def _callee(cf, fn):
+    """`fn`'s CompiledFunction, kept on the caller's root cache."""
     callees = callee_functions(cf.root_cache)
     compiled = callees.get(fn)
     if compiled is None:
@@ -303,7 +317,7 @@ def _compiled_callee(cf, target):
             compiled = callees.setdefault(fn, CompiledFunction(
                 fn, cf.backend, False, cf.options, private_cache=cf.private is not None,
                 dynamic=cf.dynamic, per_function=own))
-    return compiled if bound is None else functools.partial(compiled, bound)
+    return compiled
 
 
 # Note [One cache per decorated function]: a decorator makes many functions of one code

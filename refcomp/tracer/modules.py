@@ -19,6 +19,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from refcomp import guards as G
+from refcomp.distributed import has_distributed_hooks
 from refcomp.reasons import INEXPRESSIBLE_OP, TRAINING_MODE_STATE, UNSUPPORTED_CALL, Unsupported
 from refcomp.sources import AttrSource, DictOfSource, ItemSource
 from refcomp.tracer import attributes, containers, torch_ops, torch_table
@@ -63,6 +64,12 @@ def _torch(tx, fn, args, kwargs=None):
 
 def call_module(tx, mod_vt, args, kwargs):
     m = mod_vt.value
+    if has_distributed_hooks(m):
+        err = Unsupported(UNSUPPORTED_CALL, f"{type(m).__name__} has hooks of"
+                          " torch.distributed (FSDP2): they run eagerly, its forward is"
+                          " compiled as a frame of its own")
+        err.in_callee = True
+        raise err
     if m._backward_hooks or m._backward_pre_hooks or _global_hooks():
         raise Unsupported(UNSUPPORTED_CALL, f"{type(m).__name__} has backward or global hooks")
     if m._forward_hooks or m._forward_pre_hooks:
