@@ -1,4 +1,5 @@
-"""Tables in spec/ that mirror a declaration are generated from it, and checked here.
+"""Tables in spec/ that mirror a declaration are generated from it, and checked here:
+reason ids, passes, pipelines, stats() counters, callable kinds, opcodes.
 
 Each test renders the declaration's table and compares it with the one in spec/; on a
 difference the assertion message is the table to paste.  (The guard kinds' table is
@@ -95,3 +96,28 @@ def test_callable_kind_table_is_the_dispatch_table():
     expected = callable_kind_table()
     header = "| # | callable kind | what a call of it does | refused with |"
     assert _table_after("tracer.md", header) == expected, expected
+
+
+def opcode_table():
+    from refcomp.tracer.opcodes import FAMILIES, OpcodeHandlers
+
+    listed = [name for _, names, _ in FAMILIES for name in names.split()]
+    handlers = {n for n in dir(OpcodeHandlers) if n.isupper()}
+    assert len(listed) == len(set(listed)) and set(listed) == handlers, \
+        (sorted(handlers - set(listed)), sorted(set(listed) - handlers))
+    rows = ["| family | opcodes | notes |", "|---|---|---|"]
+    for family, names, notes in FAMILIES:
+        rows.append(f"| {family} | {' '.join(f'`{n}`' for n in names.split())} | {notes} |")
+    return "\n".join(rows)
+
+
+def test_opcode_table_is_the_handlers():
+    expected = opcode_table()
+    assert _table_after("tracer.md", "| family | opcodes | notes |") == expected, expected
+
+
+def test_default_pipeline_is_the_declaration():
+    from ir.passes.pipelines import DEFAULT_PIPELINE
+
+    line = " -> ".join(DEFAULT_PIPELINE) + "        (ir.passes.pipelines.DEFAULT_PIPELINE)"
+    assert line in (SPEC / "passes.md").read_text().splitlines(), line

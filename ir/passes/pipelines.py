@@ -1,18 +1,6 @@
-"""Which passes run on a graph, in which order: chosen here, for every graph refcomp compiles.
-
-Every pipeline runs through the pass manager (`run_pipeline`: verified after each pass,
-timed, printed under `print_after` / REFCOMP_LOGS=ir), so no pass runs unchecked.  Two
-steps, each a list of registered pass names:
-
-- `optimize_passes`: what the compiled graph goes through first, backend-independent
-  (`DEFAULT_PIPELINE`, or the user's `passes` option; `dce` alone for a graph a
-  differentiable backend runs op by op under autograd: Note [Composites under autograd],
-  refcomp/runtime.py);
-- `kernel_passes`: what a kernel backend (llvm, triton) adds before lowering:
-  `decompose` where composites remain, `fuse` where there is anything to fuse,
-  `plan_memory` unless the graph is planned (options `fuse`, `plan`).
-
-Spec: spec/passes.md, "Pipelines".
+"""Which passes run on a graph, in which order: chosen here, for every graph refcomp compiles
+(`optimize_passes`, then on a kernel backend `kernel_passes`), each run through the pass
+manager.  Spec: spec/passes.md, "Pipelines".
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@ read or operator *means* is decided in refcomp/tracer/dispatch.py (calls),
 attributes.py, containers.py and operators.py; this module only
 moves values between the stack, locals, cells and the instruction pointer.
 An opcode without a handler raises Unsupported(UNSUPPORTED_OPCODE).  Spec: spec/tracer.md,
-"Supported opcodes" (tested against this class's handler list).
+"Supported opcodes" (rendered from FAMILIES below).
 """
 
 from __future__ import annotations
@@ -518,3 +518,46 @@ def _seq_items(vt) -> list:
 def _dict_items(vt) -> dict:
     return {k: ConstVar(v) for k, v in vt.value.items()} if isinstance(vt, ConstVar) \
         else dict(vt.items)
+
+
+# The supported opcodes by family, with what a reader must know beyond "traced"; rendered
+# into spec/tracer.md, "Supported opcodes" and checked against the handlers above by
+# tests/test_spec_tables.py (a handler missing here, or a name here without one, fails).
+FAMILIES = (
+    ("no-ops", "NOP RESUME CACHE EXTENDED_ARG PRECALL COPY_FREE_VARS", ""),
+    ("stack", "POP_TOP PUSH_NULL COPY SWAP", ""),
+    ("names", "LOAD_CONST LOAD_FAST STORE_FAST DELETE_FAST LOAD_GLOBAL STORE_GLOBAL",
+     "`STORE_GLOBAL` is replayed after the graph"),
+    ("cells", "MAKE_CELL LOAD_CLOSURE LOAD_DEREF STORE_DEREF",
+     "`STORE_DEREF` into a real closure cell: RB008"),
+    ("imports", "IMPORT_NAME IMPORT_FROM",
+     "absolute imports of a module already in `sys.modules`, read from there under an"
+     " identity guard (its attributes are guarded like a global module's); else RB001"),
+    ("attributes, items", "LOAD_ATTR LOAD_METHOD STORE_ATTR DELETE_ATTR BINARY_SUBSCR"
+     " STORE_SUBSCR DELETE_SUBSCR",
+     "stores into outliving objects are replayed; `DELETE_ATTR` only on objects the frame"
+     " made or copied"),
+    ("operators", "BINARY_OP COMPARE_OP IS_OP CONTAINS_OP UNARY_NEGATIVE UNARY_POSITIVE"
+     " UNARY_INVERT UNARY_NOT",
+     "`BINARY_OP`: all 26 forms; `x op= y` on a tensor is the in-place method"),
+    ("containers", "BUILD_TUPLE BUILD_LIST BUILD_SET BUILD_MAP BUILD_CONST_KEY_MAP BUILD_SLICE"
+     " BUILD_STRING FORMAT_VALUE LIST_APPEND LIST_EXTEND LIST_TO_TUPLE MAP_ADD DICT_UPDATE"
+     " DICT_MERGE UNPACK_SEQUENCE UNPACK_EX",
+     "`BUILD_SET` of constants only (a tensor or a dynamic size: RB013)"),
+    ("calls", "KW_NAMES CALL CALL_FUNCTION_EX MAKE_FUNCTION RETURN_VALUE", ""),
+    ("classes", "LOAD_BUILD_CLASS LOAD_NAME STORE_NAME",
+     "`LOAD_NAME` and `STORE_NAME` only in a class body (Note [Classes made in the frame])"),
+    ("jumps", "JUMP_FORWARD JUMP_BACKWARD JUMP_BACKWARD_NO_INTERRUPT POP_JUMP_FORWARD_IF_TRUE"
+     " POP_JUMP_FORWARD_IF_FALSE POP_JUMP_FORWARD_IF_NONE POP_JUMP_FORWARD_IF_NOT_NONE"
+     " POP_JUMP_BACKWARD_IF_TRUE POP_JUMP_BACKWARD_IF_FALSE POP_JUMP_BACKWARD_IF_NONE"
+     " POP_JUMP_BACKWARD_IF_NOT_NONE JUMP_IF_TRUE_OR_POP JUMP_IF_FALSE_OR_POP",
+     "a jump on a tensor's value: RB003"),
+    ("loops", "GET_ITER FOR_ITER", ""),
+    ("generator expressions", "RETURN_GENERATOR YIELD_VALUE",
+     "only in a `(e for x in it)` frame (Note [Generator expressions])"),
+    ("with", "BEFORE_WITH",
+     "grad-mode contexts and `freeze_rng_state` (others: RB013); the exit call is an"
+     " ordinary `CALL`"),
+    ("exceptions", "RAISE_VARARGS RERAISE PUSH_EXC_INFO POP_EXCEPT CHECK_EXC_MATCH",
+     "handlers of inlined frames (Note [Exceptions inside inlined frames])"),
+)

@@ -9,7 +9,6 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 import refcomp
-from refcomp.tracer.opcodes import OpcodeHandlers
 
 
 @pytest.fixture(autouse=True)
@@ -304,25 +303,6 @@ def test_embedding_and_modulelist():
     with torch.no_grad():
         report = run_both(m.forward, idx)
     assert report.graph_count == 1
-
-
-def test_spec_lists_every_opcode_handler():
-    from pathlib import Path
-
-    spec = (Path(__file__).resolve().parents[2] / "spec" / "tracer.md").read_text()
-    handlers = [n for n in dir(OpcodeHandlers) if n.isupper()]
-    missing = [n for n in handlers if f"`{n}`" not in spec]
-    assert not missing, f"spec/tracer.md does not list: {missing}"
-
-
-def test_spec_lists_every_reason_id():
-    from pathlib import Path
-
-    from refcomp.reasons import REASONS
-
-    spec = (Path(__file__).resolve().parents[2] / "spec" / "tracer.md").read_text()
-    missing = [rid for rid, r in REASONS.items() if f"| {rid} | {r.title}" not in spec]
-    assert not missing, f"spec/tracer.md's reason table lacks {missing}"
 
 
 def test_contiguous_copy_is_not_an_alias_of_its_input():
