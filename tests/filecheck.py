@@ -5,7 +5,7 @@ CHECK, CHECK-NEXT, CHECK-NOT, CHECK-LABEL, CHECK-SAME, CHECK-DAG, `{{regex}}`,
 `[[N:regex]]` captures and `[[N]]` uses) through its command line, its public
 interface, rather than re-implementing a matcher here.
 
-    check(output_text, check_text, origin=("tests/passes/dce/basic.rir", 12))
+    check(output_text, check_text, origin=("tests/passes/dce/dce.rir", 12))
 
 raises `AssertionError` carrying FileCheck's message when the CHECK lines in
 `check_text` do not match `output_text`.  `origin` makes the reported line numbers
