@@ -446,8 +446,10 @@ class CompiledFunction:
                                                  pinned=pinned)
                     entry.notes[:0] = [n for n in ctx.notes if n not in entry.notes]
                     return entry  # split at the break, resumed after it (spec/runtime.md)
-                except Exception:  # Refused, Unsupported before any instruction, a bug
-                    pass  # the whole frame runs eagerly, with the first trace's reason
+                except Exception as split:  # Refused, Unsupported before any instruction
+                    # the whole frame runs eagerly, with the first trace's reason
+                    ctx.notes.append(f"whole frame in eager: not split at the break"
+                                     f" ({type(split).__name__}: {split})")
             COUNTERS["fallbacks"] += 1
             entry = fallback_entry(ctx, reason, self._filter(list(ctx.guards.values())))
         entry.notes[:0] = ctx.notes

@@ -183,7 +183,7 @@ class Recipes:
         """Graph outputs are fresh tensors: views of inputs or of each other would not be."""
         from refcomp.runtime import _Outputs
 
-        seen = {}
+        seen: dict = {}  # alias -> the live tensors of that storage
         views = _Outputs(self.ctx)
         for vt in self.tensors:
             if vt.alias in self.ctx.input_aliases:
@@ -193,9 +193,20 @@ class Recipes:
                 if views.view_spec(vt) is None:
                     raise Refused("a view of an input tensor is live at the break")
                 continue
-            if vt.alias in seen:
+            seen.setdefault(vt.alias, []).append(vt)
+        for group in seen.values():
+            if len(group) > 1 and not _views_of_one_base(group, views):
                 raise Refused("two live tensors share storage at the break")
-            seen[vt.alias] = vt
+
+
+def _views_of_one_base(group, views) -> bool:
+    """Do the live tensors `group` (one storage, no input's) keep eager's aliasing after
+    the graph?  Yes when all but their base are views of it that the entry rebuilds on
+    the base's output (Note [Views of outputs]): the base is a graph output then (a
+    hidden one when it is not live), and each view is its view ops replayed on it."""
+    bases = {id(vt.view_base[0]) for vt in group if views.output_view_spec(vt) is not None}
+    plain = [vt for vt in group if views.output_view_spec(vt) is None]
+    return len(bases) == 1 and (not plain or (len(plain) == 1 and id(plain[0]) in bases))
 
 
 def load_source(src, L, G, C, B):
