@@ -631,6 +631,9 @@ def build_entry(ctx: TraceContext, output: VT, backend_name: str, options: dict,
         if src.name() in ctx.mutated:
             _, tv = ctx.mutated[src.name()]
             writeback.append((i, outs.add_value(tv.value, False)))
+            if not tv.requires_grad:  # a buffer updated from detached values (an EMA):
+                ctx.grad_free.add(tv.value)  # no gradient reaches it (a cut feeds no
+                # value that requires grad: RB011), so it is written back without autograd
     checks = [(outs.add_value(v, False), message) for v, message in ctx.checks]
     graph = ctx.builder.build(outs.values)
     captured = graph  # before any pass: the joint graph differentiates the captured ops
