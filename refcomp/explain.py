@@ -1,15 +1,7 @@
 """explain(): what refcomp captured for one call, printed like torch._dynamo.explain.
 
-Owns: `explain` and `ExplainOutput` (graph_count, graph_break_count, break_reasons
-with reason id, text, source file:line and instruction, ops_per_graph, guards,
-compile time, notes such as the autograd fallback, and per compiled training graph its
-forward and backward: ops, kernels, saved tensors and bytes).  It compiles into a private
-cache, so it neither reads nor disturbs the global one.  Spec: spec/tracer.md,
-"explain()".
-
-Until graph breaks with resume land (spec/runtime.md), a construct that cannot
-be captured makes the whole frame run eagerly; explain counts that as one break
-and zero graphs for that frame.
+Owns: `explain` and `ExplainOutput`.  It compiles into a private cache, so it neither reads
+nor fills the global one.  Spec: spec/runtime.md, "explain() and fullgraph".
 """
 
 from __future__ import annotations
