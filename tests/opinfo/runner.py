@@ -26,7 +26,8 @@ others as they are), `step` (one or more dims: every other element of a buffer t
 long in the last dim, not dense), `offset` (row-major at storage offset 1).
 
 `python -m tests.opinfo.runner [--every N] [--backend B] [--layout L] [--samples N]
-[--dtype D]` prints the table (spec/tracer.md, "OpInfo coverage", quotes its numbers).
+[--dtype D]` prints the table (spec/tracer.md, "OpInfo coverage", quotes the latest; tests/opinfo/RUNS.md
+logs every run).
 """
 
 from __future__ import annotations

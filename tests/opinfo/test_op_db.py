@@ -3,7 +3,7 @@
 CI runs a sampled slice (every SLICE-th op, its first sample); the thorough profile
 (`REFCOMP_HYPOTHESIS=thorough`) runs every op's first SAMPLES samples.  Both demand that no sample differs
 from eager and that the captured share does not fall below the floor measured when
-this test was last raised (spec/tracer.md, "OpInfo coverage", has the full numbers).
+this test was last raised (spec/tracer.md, "OpInfo coverage"; every run: tests/opinfo/RUNS.md).
 The layout oracle (`layout=`: tensor arguments laid out transposed, channels_last or
 step-sliced, output strides compared with eager's) runs on the same ops, the thorough
 profile on their first three samples, and demands zero mismatches too.
