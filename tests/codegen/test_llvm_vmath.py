@@ -53,3 +53,24 @@ def test_special_values_match_libm(name):
     with np.errstate(all="ignore"):
         want = ref(SPECIALS.astype(np.float64)).astype(np.float32)
     np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-37, equal_nan=True)
+
+
+def test_exp_flushes_underflow_to_zero_and_is_exact_above():
+    """Note [exp underflows to 0]: below vmath.EXP_MIN (where exp is under FLT_MIN) exp is 0,
+    never a denormal; from EXP_MIN up results are normal numbers within 2 ulp."""
+    from codegen.llvm.vmath import EXP_MIN
+
+    tiny = np.finfo(np.float32).tiny
+    low = np.float32(EXP_MIN)
+    assert math.exp(float(low)) >= tiny > math.exp(float(np.nextafter(low, np.float32(-1e9))))
+    below = np.array([-np.inf, -1e30, -1e4, -150.0, -104.0, -100.0, -95.0, -88.0,
+                      np.nextafter(low, np.float32(-1e9))], np.float32)
+    above = np.concatenate([[low], np.random.default_rng(1).uniform(EXP_MIN, -80, N - len(below) - 1)])
+    x = np.concatenate([below, above]).astype(np.float32)
+    got = _unary("exp", N)(torch.from_numpy(x))[0].numpy()
+    assert np.array_equal(got[:len(below)], np.zeros(len(below), np.float32))
+    rest = got[len(below):].astype(np.float64)
+    assert (rest >= tiny).all()
+    want = np.exp(x[len(below):].astype(np.float64))
+    ulp = np.spacing(want.astype(np.float32)).astype(np.float64)
+    assert (np.abs(rest - want) / ulp).max() <= 2
