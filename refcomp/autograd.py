@@ -3,93 +3,9 @@
 Owns: `compile_joint` (a traced graph that needs gradients -> a callable whose outputs
 carry a `grad_fn`), the `CompiledFunction` autograd node, and the per-entry record
 that stats() and explain() read.  The joint graph and its partition are ir/autodiff.py;
-this module only runs them.  Spec: spec/autograd.md.
-
-The forward graph runs inside `Function.forward` (autograd records nothing in there),
-returns the user outputs and the tensors the partition saves; those and the forward
-inputs the backward reads go to `ctx.save_for_backward`, so autograd's checks apply as
-in eager (a saved input modified in place before backward raises the eager error; a
-second backward without retain_graph raises the eager error).  The backward graph is
-compiled on the first backward call (Note [Lazy backward]) and run by
-`Function.backward`.  With create_graph=True see Note [Double backward].
-
-Note [Double backward]: with create_graph=True (grad mode on inside backward) the
-gradients must themselves carry a graph back to the inputs; the compiled kernels record
-none, and the saved intermediates were computed without autograd.  So that call runs the
-same two IR graphs on the `eager` backend (one torch op per IR op, which autograd
-records) from the forward's own input tensors: forward graph (for the intermediates),
-then backward graph.  Gradients of any order then follow through torch's derivatives of
-those ops.  The inputs are held weakly with their versions at forward time: an input
-freed or modified in place since, or a graph that draws random numbers (a rerun would
-redraw), raises a RuntimeError naming the problem; never a gradient that silently
-misses a term.
-
-Note [Unused gradients]: eager leaves an input's gradient None (`.grad` stays None,
-`autograd.grad(..., allow_unused=True)` gives None) when nothing the loss reads depends on
-it, e.g. `s = x1.sum().item()` beside a returned `x0 * 2` in one graph.  The Function's
-outputs are one node to autograd, so it calls the backward with None for `s`, where eager
-would never run `s`'s backward at all.  So grads are not materialized, and the backward
-that runs is the one derived from the given gradients only (Note [Given gradients],
-ir/autodiff.py: the VJPs of the other outputs are not in it, so no inf * 0 of theirs
-reaches an input; corpus grad_unused_output_inf_vjp_nan), compiled once per set of given
-gradients; it takes the same arguments, an output without a gradient passing zeros that
-it does not read.  An input's gradient is None unless some output that got a gradient
-depends on it through floating values of the forward graph (`_grad_deps`: eager's autograd
-graph, so `x.sign()` still gives x a zero gradient; corpus grad_unused_input_is_none,
-grad_sign_zero_gradient).
-
-Note [Inputs no gradient reaches]: autograd runs every node an edge of the Function
-leads to, even when the Function's backward returns None for that input, and a node
-unpacks (and version-checks) its saved tensors before it looks at its gradient.  Eager
-has no edge from a result to an input it does not depend on: with `v1 = x.softmax(0)`,
-`v1.tanh_()`, then a graph that reads v1 only for a dead `v1.sigmoid()` and returns
-`x.softmax(0)`, eager's backward never reaches v1's Softmax node, but an edge from the
-Function to v1 would run it and raise "modified by an inplace operation" (corpus
-grad_unreached_input_edge_false_raise).  So an input that no output depends on (`_grad_deps`
-empty, or no gradient at all) is handed to the Function detached: the same tensor data
-and version counter, no edge.
-
-Note [One node per dependency set]: an input that some outputs depend on and others do
-not has the same problem when the loss reads only the others: the one node has an edge
-to it, so autograd runs that input's node, which eager never reaches.  It matters only
-for a non-leaf input (a leaf's AccumulateGrad saves nothing), and only when the outputs
-depend on different non-leaf inputs; then (`_parts`, per call) the graph's forward runs
-once and its outputs are returned by one CompiledFunction node per set of non-leaf inputs
-they depend on, each with edges to just its outputs' inputs, saving what the forward
-saved and running the backward of its own outputs' gradients (Note [Given gradients]);
-autograd adds the nodes' gradients of a shared input.  The outputs without a gradient go
-with the first node (tests/training/test_input_edges.py).
-
-Note [Views of the Function's buffers]: a backend may return an output as a view of a
-tensor it made (llvm's `F.linear` of a 3-d input: the matmul's 2-d buffer, reshaped).
-Autograd marks a view that a custom Function returns as one of "a function that returns
-multiple views" and refuses an in-place op on it, where eager's fresh result takes one
-(`F.linear(x, w).add_(x)`: corpus grad_linear_output_modified_in_place_llvm).  So such an
-output leaves the Function as its detached alias: the same memory and version counter (a
-saved tensor sharing that buffer still sees the change), not a view.  Views of an input
-are left alone (Note [Returned views], refcomp/runtime.py, rebuilds those outside).
-
-Note [Saved versions]: `ctx.saved_tensors` checks the version of every saved tensor, but
-eager checks only those of the backward nodes that run: with `v1 = x.softmax(0)` and
-`v2 = x * 3` in one graph, `v1.add_(1)` after it and a loss of v2 alone, eager never runs
-softmax's backward and raises nothing.  So where a backward may get only some of the
-gradients (a graph with more than one output that requires grad), the Function saves
-through a saved-tensor hook that keeps a detached alias (the same version counter;
-autograd then checks no versions itself, still frees the tensors after backward and
-raises "backward through the graph a second time"), records each tensor's version at
-forward, and the backward checks the tensors that the backward it runs reads, raising
-eager's error (tests/training/test_given_gradients.py).  Where the user has saved-tensor
-hooks of their own (checkpointing, offloading) or has disabled them, the Function saves
-plainly and autograd checks every tensor.
-
-Eager's own saved-tensor checks (what eager's nodes would save, which may differ from
-what the compiled backward reads) are `eager_version_plan` / `check_versions_at_backward`
-below, run by every entry that requires grad: Note [Saved by eager], ir/ops/registry.py.
-
-Note [Lazy backward]: compiling the backward costs about as much as the forward, and
-inference-only calls never need it; the first `backward()` compiles it (under a lock,
-once per entry and set of given gradients), and stats() counts the backward of all the
-gradients when it is compiled.
+this module only runs them.  Spec: spec/autograd.md, "The runtime", which holds the Notes
+cited here (Note [Lazy backward], Note [Double backward], Note [Unused gradients], Note
+[Inputs no gradient reaches], Note [One node per dependency set], Note [Saved versions]).
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """Which inputs a compiled graph's autograd node has edges to (Note [Inputs no gradient
-reaches], refcomp/autograd.py; spec/autograd.md).  Autograd runs every node an edge
+reaches], spec/autograd.md).  Autograd runs every node an edge
 leads to, and a node version-checks what it saved before it looks at its gradient; so
 an edge eager does not have runs a node eager never runs, and raises where eager does
 not.

@@ -10,7 +10,7 @@ autograd runs that node (which unpacks and version-checks its saved result) even
 the Function's backward returns None for v1.  Found by the thorough gradient loop (Nov 27,
 main d8aba26, program 584).  Fixed: an input no output depends on is handed to the
 Function detached, so it has no edge (Note [Inputs no gradient reaches],
-refcomp/autograd.py; issue 11)."""
+spec/autograd.md; issue 11)."""
 STATUS = "fixed"
 GRAD = True
 BACKENDS = ["interp", "llvm"]

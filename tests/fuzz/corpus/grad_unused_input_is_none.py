@@ -5,7 +5,7 @@ which optimizers treat differently from zeros); refcomp gave a zero tensor.  Fou
 first CI run of the gradient mode (derandomized, Nov 27).  Cause: `x1.sum()` is an output
 of the same compiled autograd.Function as the returned value (before the `.item()`
 break); autograd handed its backward zeros for the unused output and got x1's (zero)
-gradient back.  Fixed: Note [Unused gradients] in refcomp/autograd.py (grads not
+gradient back.  Fixed: Note [Unused gradients] in spec/autograd.md (grads not
 materialized; an input's gradient is None unless it reads a given output gradient)."""
 STATUS = "fixed"
 GRAD = True
