@@ -19,68 +19,9 @@ Contract:
   intermediate.  The backward graph's inputs are, in order: the forward inputs it reads
   (`saved_inputs`), the saved intermediates, the gradients of `grad_outputs`.
 
-Note [Partition rule]: a forward value the backward reads is either saved (a forward
-output kept alive until backward) or recomputed inside the backward.  Only cheap ops are
-recomputed: pointwise ops, view-like layout ops (the index maps: reshape, permute,
-slice, squeeze, unsqueeze, expand; `OpDef.index_map`) and constant creation (`full`,
-`arange`, `constant`); reductions, externs (matmul, conv, pooling), composites
-(softmax, norms), gathers, cat/pad and random draws are always saved.  A recomputable
-value that is not a graph output (an output the backward reads is saved: alive anyway,
-and eager saves it, Note [Saved by eager] in ir/ops/registry.py) is recomputed when the
-bytes it would newly keep alive (its non-recomputable leaves not already saved, forward
-inputs free: autograd keeps those anyway) are at most its own bytes; otherwise it is
-saved.  A `copy` (Note [Copies], ir/ops/pointwise.py:
-the materialize pass puts one where ATen's matmul would copy an operand) is saved on a
-tie: the forward made it anyway, the backward's matmul needs it whole, and recomputing
-it copies again (a transformer's head-split q/k/v and attention output: eager saves
-those copies too).
-Recomputed nodes fuse into the backward's kernels, so a pointwise chain between a
-matmul and its use costs no memory and little time (the rule Inductor's default
-partitioner approximates with a min-cut).
-
-Note [Caller tensors eager does not save]: the backward reads a forward input, or a graph
-output, through `save_for_backward`, so autograd checks its version, and a caller that
-modifies it in place after the graph then makes the backward raise.  Eager raises only
-where one of its nodes saved that tensor (Note [Saved by eager], ir/ops/registry.py).
-So no value is recomputed from a graph input or output that no eager node saves (nor
-from a view of one): the value is saved instead, as eager saves it.  `y = x.exp(); x.mul_(2)`
-after the graph, then backward: eager's exp saved y, not x, where refcomp's backward read
-x to recompute the exp (corpus grad_recompute_from_input_modified_false_raise).  So
-`(x @ w + b).gelu()` saves the add's result, as eager's gelu does, rather than
-recomputing it from `x @ w` and b.  View ops are still recomputed (they read their
-operand's sizes, not its values), up to a consumer that is not.
-
-Note [Recomputed sizes]: with dynamic sizes a backward node or a recomputed value may
-have a size symbol that no input of the backward graph binds: `torch.ones(2, x.shape[-1])`
-as F.linear's weight, recomputed for its gradient, or the zeros that `x.max(0)`'s VJP
-scatters into (x's shape), where x itself is not read by the backward.  The backward then
-cannot be planned ("size symbol(s) ... are bound by no input").  So a forward input that
-binds such a symbol (a dim that is the plain symbol) becomes an input of the backward,
-read for its sizes (`Joint.sizes_only`: the compiled Function hands it over without
-save_for_backward, so an in-place change of it before backward raises nothing, as in eager
-where no node saved it: corpus grad_sizes_input_mutated_false_raise); where
-no input binds it, the recomputed value is saved instead.  The partition is decided
-again after each change (corpus grad_recomputed_creation_dynamic_size,
-grad_min_dim_values_modified_in_place).
-
-Note [Given gradients]: autograd calls one backward for all the outputs of a compiled
-graph, and an output the loss does not read gets no gradient; eager never runs that
-output's backward at all.  Feeding zeros for it is not the same: a VJP can turn a zero
-into NaN (`var(correction=2)` of two elements: 2 / (N - correction) * 0 = inf * 0), and
-eager's result has no such term.  So `backward_for(j, given)` derives the backward
-again from the given gradients only: the VJPs of the other outputs are never built.
-The forward (what it saves) was fixed before anyone knew which gradients would come;
-the specialised backward reads a subset of what j.backward reads (the same VJP rules
-on fewer nodes), so j's saved tensors and recomputation decisions serve it unchanged.
-Its inputs are j.backward's (an output without a gradient is an unused input); it
-returns the gradients of the inputs the given outputs reach (corpus
-grad_unused_output_inf_vjp_nan).
-
-Note [Checkpointed values]: `joint(..., checkpointed=S)` names forward values computed
-inside a `torch.utils.checkpoint` region.  Any such value the backward reads is
-recomputed, whatever its op (matmuls included), unless it is a random draw or an
-effectful or multi-result node (those are saved, so recomputation never redraws):
-the forward keeps only what flows into the region, as eager checkpointing does.
+The reasoning this code cites is in spec/autograd.md: Note [Partition rule], Note [Caller
+tensors eager does not save], Note [Recomputed sizes], Note [Given gradients], Note
+[Checkpointed values].
 """
 
 from __future__ import annotations

@@ -68,7 +68,7 @@ class _Info:
     grad_deps: dict  # per grad input: the positions in grad_outputs that depend on it
     record: TrainingRecord
     joint: Optional[Joint] = None
-    # Per set of given gradients (Note [Given gradients], ir/autodiff.py): the backward
+    # Per set of given gradients (Note [Given gradients], spec/autograd.md): the backward
     # graph, the inputs it returns gradients of, the saved positions it reads.
     graphs: dict = field(default_factory=dict)
     backwards: dict = field(default_factory=dict)  # compiled, per set
@@ -138,7 +138,7 @@ class CompiledFunction(torch.autograd.Function):
         # `callers`: the caller's tensors where `inputs` holds a detached alias (Note
         # [Inputs no gradient reaches]); the recompute needs the caller's, alive.
         ctx.inputs = [(weakref.ref(t), _version(t)) for t in callers or inputs]
-        # Note [Recomputed sizes] (ir/autodiff.py): an input the backward reads for its
+        # Note [Recomputed sizes] (spec/autograd.md): an input the backward reads for its
         # sizes only is no saved tensor, so changing it in place raises nothing, as in
         # eager; the backward gets the tensor itself (its sizes are what it reads).
         ctx.sizes_inputs = {k: inputs[i].detach() for k, i in enumerate(info.saved_inputs)

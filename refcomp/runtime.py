@@ -839,7 +839,7 @@ def _compile_training(j, backend, backend_options, passes, outs: _Outputs, print
 
     def compile_backward(graph, primary=True):
         # primary: the backward of every output's gradient (Note [Given gradients],
-        # ir/autodiff.py), the one stats() and explain() report.
+        # spec/autograd.md), the one stats() and explain() report.
         with collecting() as times, gc_paused():
             fn = _compile_backward(graph, primary)
         if primary:

@@ -28,7 +28,7 @@ def materialize(g: Graph) -> Graph:
     Requires: a verified graph.  Preserves: every value (copy is the identity), inputs,
     outputs, the other nodes and their order.  Idempotent.
     Why: the copy then is an IR value, so the partitioner can save the forward's copy
-    instead of recomputing it in the backward (Note [Partition rule], ir/autodiff.py),
+    instead of recomputing it in the backward (Note [Partition rule], spec/autograd.md),
     and a value two matmuls read is copied once.
     """
     producers = g.producers()

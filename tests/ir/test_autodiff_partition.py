@@ -1,5 +1,5 @@
-"""The partition of a joint graph (ir/autodiff.py, Note [Partition rule] and Note
-[Checkpointed values]): what the forward saves, and that the backward's gradients do
+"""The partition of a joint graph (ir/autodiff.py; spec/autograd.md, Note [Partition rule]
+and Note [Checkpointed values]): what the forward saves, and that the backward's gradients do
 not depend on that choice."""
 
 from __future__ import annotations

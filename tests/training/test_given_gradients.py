@@ -1,5 +1,5 @@
 """A compiled graph whose outputs get only some gradients (spec/autograd.md, Note [Given
-gradients] in ir/autodiff.py, Note [Saved versions] in spec/autograd.md): the backward
+gradients], Note [Saved versions] in spec/autograd.md): the backward
 that runs is the one of the given gradients, and only the tensors it reads are
 version-checked, as eager runs and checks only the backward nodes the loss reaches.
 """

@@ -6,7 +6,7 @@ raised "one of the variables needed for gradient computation has been modified b
 inplace operation".  A known gap (spec/autograd.md listed it as not matched), made a
 regression program on Nov 27 (main bcff9f3).  Fixed: no value is recomputed from a
 forward input that no eager node saves (Note [Caller tensors eager does not save],
-ir/autodiff.py); the exp is saved as eager saves it (issue 11)."""
+spec/autograd.md); the exp is saved as eager saves it (issue 11)."""
 STATUS = "fixed"
 GRAD = True
 BACKENDS = ["interp", "eager", "llvm"]

@@ -6,7 +6,7 @@ soak (`--grad --seed 2`, interp and llvm, Nov 27).  Cause: the partitioner recom
 constant creation in the backward (Note [Partition rule]); the weight's shape holds
 x1's last size, and the backward reads neither x1 nor anything else of that size.  Fixed:
 a recomputed value whose size symbols the backward's inputs do not bind is saved (Note
-[Recomputed sizes], ir/autodiff.py)."""
+[Recomputed sizes], spec/autograd.md)."""
 STATUS = "fixed"
 GRAD = True
 BACKENDS = ["interp", "llvm"]

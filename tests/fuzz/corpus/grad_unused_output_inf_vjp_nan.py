@@ -7,7 +7,7 @@ so var's VJP computes 2 / (N - correction) * 0 = inf * 0 = NaN and adds it to x0
 gradient.  Found while fixing grad_var_correction_above_count (Nov 27), by hand; the
 gradient mode weights every returned float output, so only a graph's outputs that the program
 itself consumes after a break can be unused.  Fixed: the backward that runs is derived
-from the given gradients only (Note [Given gradients], ir/autodiff.py: one backward graph
+from the given gradients only (Note [Given gradients], spec/autograd.md: one backward graph
 per set of given gradients, built and compiled on first use, reading the tensors the
 forward saved), so var's VJP is not in it."""
 STATUS = "fixed"
