@@ -108,12 +108,14 @@ class DenseNet(nn.Module):
 
 def _stages() -> dict:
     """Seconds per stage summed over every compile since the last reset, and the kernel
-    counts: how many went through LLVM, were shared with an identical body, or came from
-    the on-disk cache (its hit rate)."""
+    counts: how many went through LLVM, were shared with an identical body, ran on a body
+    shared with kernels of other sizes (codegen/share.py), or came from the on-disk cache
+    (its hit rate)."""
     codegen = refcomp.stats()["codegen"]
     stages = dict(codegen["stage_seconds"])
     stages["kernels"] = {k: codegen[k] for k in ("kernels", "kernels_compiled",
-                                                   "kernel_cache_hits", "kernels_from_disk")}
+                                                   "kernel_cache_hits", "kernels_from_disk",
+                                                   "kernels_size_shared")}
     return stages
 
 
@@ -146,7 +148,8 @@ def _stage_text(stages: dict) -> str:
     k = stages.get("kernels")
     if k:
         text += (f" | kernels {k['kernels']}: {k['kernels_compiled']} through LLVM,"
-                 f" {k['kernel_cache_hits']} shared, {k['kernels_from_disk']} from disk")
+                 f" {k['kernel_cache_hits']} shared, {k['kernels_size_shared']} on a body"
+                 f" shared across sizes, {k['kernels_from_disk']} from disk")
     return text
 
 

@@ -43,6 +43,7 @@ import torch
 from codegen import sizes as sz
 from codegen.kernel import Kernel
 from codegen.lower import Unsupported, lower_region, single_node_body
+from codegen.share import share
 from codegen.stats import STAGES, STATS, stage
 from codegen.torch_bridge import torch_dtype
 from ir.graph import Graph, Value
@@ -78,6 +79,20 @@ class _Unit:
         self.kind, self.inputs, self.outputs = kind, list(inputs), list(outputs)
         self.kernel, self.fn, self.label = kernel, fn, label
         self.sized = sized  # fn takes the call's size tuple as a last operand
+        # a kernel's size arguments: a graph symbol, or an int for a shared body's own
+        # symbol (Note [Sizes as arguments], codegen/share.py)
+        self.size_args: tuple = ()
+
+
+def _compile_shared(kernel_units: list, compile_kernels) -> list:
+    """Launchers for the units' kernels, kernels equal but for sizes sharing one body
+    (codegen/share.py); each unit keeps its own Kernel and gets its `size_args`."""
+    shared = share([u.kernel for u in kernel_units])
+    for unit, (body, binding) in zip(kernel_units, shared):
+        unit.size_args = tuple(binding.get(s, s) for s in body.params)
+        if binding:
+            STATS.kernels_size_shared += 1
+    return compile_kernels([body for body, _ in shared])
 
 
 def concrete_shape(v: Value, sizes: dict) -> tuple:
@@ -182,13 +197,13 @@ class CompiledGraph:
         plain = [u.kernel for u in kernel_units]
         for unit in kernel_units:
             unit.kernel = self.arena.inplace_kernel(unit)
-        launchers = compile_kernels([u.kernel for u in kernel_units])
+        launchers = _compile_shared(kernel_units, compile_kernels)
         if None in launchers and self.arena.offset:
             # A fallback changes who writes what: run this graph without the arena.
             self.arena = Arena(graph, [])
             for unit, kernel in zip(kernel_units, plain):
                 unit.kernel = kernel
-            launchers = compile_kernels(plain)
+            launchers = _compile_shared(kernel_units, compile_kernels)
         for unit, launcher in zip(kernel_units, launchers):
             if launcher is None:
                 STATS.fallback(unit.label, "the backend could not emit this kernel")
@@ -407,7 +422,7 @@ def _generate(graph: Graph, bindings: list, units: list[_Unit], arena: Arena,
                         lines.append(f"{out} = torch.empty({shape_code(v)}, dtype=D_{out})")
                 contiguous.add(v)
             args = [pointer(v) for v in unit.inputs + unit.outputs]
-            args += [var_of[s] for s in unit.kernel.params]
+            args += [str(s) if isinstance(s, int) else var_of[s] for s in unit.size_args]
             ptrs = ", ".join(args)
             extent = unit.kernel.parallel_extent()
             work = max((b.numel for b in unit.kernel.buffers), default=0, key=_work_key)

@@ -31,6 +31,7 @@ class CodegenStats:
     kernels_compiled: int = 0  # kernels that went through LLVM
     kernel_cache_hits: int = 0  # kernels found already compiled (same printed form)
     kernels_from_disk: int = 0  # kernels loaded from the on-disk cache (codegen/diskcache.py)
+    kernels_size_shared: int = 0  # kernels run by a body shared across sizes (codegen/share.py)
     extern_nodes: int = 0  # matmul/conv2d/embedding nodes planned as library calls
     extern_calls: int = 0  # ... and executed
     fallback_nodes: int = 0  # nodes or regions planned to run op by op in torch
