@@ -10,7 +10,7 @@ contiguity (See Note [Guarded inputs] in codegen/runtime.py). A backend may retu
 outputs that are new tensors or views of its inputs and of each other (the `interp`
 backend's are new, one per distinct value): refcomp rebuilds the outputs that eager
 returns as views of other outputs itself (Note [Views of outputs] in
-refcomp/runtime.py). `row_major` says that every output that is no view is row-major
+spec/correctness.md). `row_major` says that every output that is no view is row-major
 (kernels write row-major buffers); where a backend does not say so (it runs ATen ops,
 which follow their operands' memory order), refcomp makes an output row-major where
 eager's is (Note [Output layout] in refcomp/runtime.py).

@@ -6,62 +6,9 @@ back, detach the outputs eager would not have attached to autograd, and rebuild
 the frame's return value.  Spec: spec/guards.md, "Cache and recompiles", and
 spec/tracer.md, "Outputs, mutation and autograd".
 
-Note [Autograd honesty]: while grad mode is on and the graph has an output that
-requires grad in eager, refcomp compiles a joint graph (ir/autodiff.py): the forward
-and the backward each run the full pipeline and the backend, joined by one
-torch.autograd.Function (refcomp/autograd.py, spec/autograd.md).  Where that cannot be
-done (an op without a VJP, a VJP that needs a static size, an input mutated with a value
-that requires grad, a frozen graph) the graph runs on the "eager" backend, where torch
-records autograd op by op, and the entry's notes (explain()) say why.  A gradient is
-never silently dropped.
-
-Note [Runtime checks]: eager raises on some values (integer division by zero raises
-RuntimeError("ZeroDivisionError")), where a kernel would compute garbage.  The tracer
-records such a condition as a 0-d bool IR value (`TraceContext.checks`); it becomes an
-extra graph output, so it is computed on every backend and never removed as dead, and
-`Entry.run` raises RuntimeError with the message when it is true, before writing
-mutated inputs back and before returning anything.  (Eager would have run the
-mutations before the failing op; refcomp leaves the inputs untouched: documented in
-spec/correctness.md, "Exceptions".)
-
-Note [Returned views]: a returned tensor that is a pure chain of view ops (reshape,
-permute, slicing, expand...; `TensorVar.view_root`, refcomp/tracer/torch_table.py) of a
-graph input is not a graph output: `Entry.run` rebuilds it as
-`as_strided` of the caller's tensor with the traced view's sizes and strides (pinned by
-the input's TENSOR_MATCH guard) and its storage offset relative to the input's, so it
-aliases the input as eager's view does (and autograd records the view when it should).
-A view of an input the frame mutates is rebuilt the same way after the write-back, when
-the in-place ops kept the input's layout (sizes, strides, offset).
-With a dynamic size in the view or the input, the view's strides and offset are
-functions of the sizes: the view that has the input's own layout (`x.view_as(x)`,
-`x.detach()`, `x[...]`) reads them off the caller's tensor (`size=None` in
-`Entry.views`); any other replays the traced view ops (`TensorVar.view_steps`: the op,
-its arguments with each symbolic size read off this call's inputs) on the caller's
-tensor (`size=_REPLAY`), which is what eager computes.  So is a view of an input that
-requires grad and whose elements share memory (expanded), at static sizes too: as_strided's
-backward works per memory location, eager's view ops per element.  So is a view through a
-view op with several results (chunk, split, unbind) of an input that requires grad:
-autograd refuses an in-place op on such a view, as eager does, and allows it on an
-as_strided one (corpus grad_chunk_view_modified_missed_raise).  Only a view op that takes
-another tensor (`x.expand_as(y)`, `x.view_as(y)`) cannot be replayed: that view stays
-a graph output (a copy; explain() notes it).
-
-Note [Views of outputs]: eager returns `y.reshape(-1)` beside `y`, or `y.t()` of an
-intermediate `y`, as views sharing y's storage, with the view's strides.  On every
-backend a returned view of an intermediate (`TensorVar.view_base`, its chain of view ops
-in `view_steps`) is no graph output: its base is (a hidden one when not returned), and
-`Entry.run` replays the view ops on the base's tensor (`("oview", k, steps)` in the
-output spec).  So the view aliases the base and has eager's strides whatever the backend
-does with views: the `interp` backend makes every output a new array, and a graph pass
-may fold the view's chain into a copy (a `flip` of a 0-d tensor folds to its operand,
-and the clone that keeps it fresh is dense where eager's expanded view has stride 0:
-corpus expand_of_folded_copy_output_strides), or hand back `v.view_as(v)` as a separate
-tensor (corpus view_as_of_intermediate_beside_it).  Only where the base is in eager's
-memory order (row-major, or dense and restrided by Note [Output layout], with dynamic
-sizes too: corpus view_of_permuted_intermediate_dynamic_strides); otherwise the view
-stays a graph output (the backend's own view, or a copy).  A base that requires grad is
-an output of the compiled autograd.Function, and autograd records the replayed view ops
-on it as eager records them on its own value.
+The Notes cited here are defined in spec/: Note [Autograd honesty] (tracer.md, "Outputs,
+mutation and autograd"), Note [Returned views], Note [Views of outputs] (correctness.md,
+"Output aliasing") and Note [Runtime checks] (correctness.md, "Exceptions").
 """
 
 from __future__ import annotations

@@ -446,7 +446,7 @@ def new_tensor(ctx, value, meta, operands, view) -> TensorVar:
 # Torch ops whose result is a view of their first operand (reshape/view only when torch
 # avoids a copy: the meta result must alias the input's meta tensor), as is basic
 # indexing (tensor_layout.tensor_getitem).  A chain of them from a graph input keeps
-# `view_root`: See Note [Returned views] in refcomp/runtime.py.
+# `view_root`: See Note [Returned views] in spec/correctness.md.
 VIEW_OPS = frozenset({"reshape", "view", "flatten", "unflatten", "view_as", "reshape_as",
                       "expand", "broadcast_to", "expand_as", "permute", "transpose",
                       "swapaxes", "t", "unsqueeze", "squeeze", "split", "chunk",
@@ -464,7 +464,7 @@ def view_root(ctx, base, tv, step=None):
         root, steps = base, ()
     if root is None:
         # A view of an intermediate: its chain of view ops from the tensor that started it
-        # (Note [Views of outputs] in refcomp/runtime.py).
+        # (Note [Views of outputs] in spec/correctness.md).
         # A base that is itself such a view continues its chain, unless an in-place op
         # replaced its value since its view op made it: then the chain starts at it.
         start, steps = (base.view_base, base.view_steps) \

@@ -1,5 +1,5 @@
 """A returned view of a graph input aliases the caller's tensor, as in eager
-(Note [Returned views] in refcomp/runtime.py; spec/tracer.md, "Outputs, mutation and
+(Note [Returned views] in spec/correctness.md; spec/tracer.md, "Outputs, mutation and
 autograd")."""
 
 import pytest

@@ -5,7 +5,7 @@ must clone (eager's result shares nothing with x0: Note [Fresh outputs]) and a c
 expanded tensor is dense.  Values and aliasing are right; strides differ.  Found x4
 (llvm) and x3 (eager) by the 55-min soak of Nov 24 (/tmp/soak1.log).  Fixed: such an
 output is rebuilt as a view of its base's output on every backend (Note [Views of
-outputs], refcomp/runtime.py), the base here being a hidden graph output."""
+outputs], spec/correctness.md), the base here being a hidden graph output."""
 STATUS = "fixed"
 BACKENDS = ["eager", "llvm"]
 SYMPTOM = "stride: out: strides (1,), eager (0,) (shape (2,))"

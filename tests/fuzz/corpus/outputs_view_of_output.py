@@ -2,7 +2,7 @@
 tensors sharing storage; the interp backend returns independent copies, and since main's
 "outputs are fresh" change (2c2c746) eager and llvm do too.  Fixed on eager and llvm
 (aliasing: only cast/clamp count as identity-capable); on interp (Nov 24) by rebuilding
-the view from the base's output (Note [Views of outputs], refcomp/runtime.py)."""
+the view from the base's output (Note [Views of outputs], spec/correctness.md)."""
 STATUS = "fixed"
 BACKENDS = ["interp", "eager", "llvm"]
 SYMPTOM = "alias: out[0] shares storage with: [], eager ['out[1]']"

@@ -3,7 +3,7 @@ the second call's recompile (automatic dynamic: x0's last size changed) refcomp 
 copy, since a returned view with dynamic sizes was always a graph output (found by the
 autocast fuzz, tests/frontend/test_fuzz_autocast.py; the same without autocast).  Fixed: a
 view with the input's own layout is rebuilt from the caller's tensor whatever its sizes
-(refcomp/runtime.py, Note [Returned views])."""
+(spec/correctness.md, Note [Returned views])."""
 STATUS = "fixed"
 BACKENDS = ["interp", "eager", "llvm"]
 SYMPTOM = "alias: out[0] shares storage with input: [], eager [0]"

@@ -3,7 +3,7 @@ an in-place op on the input: eager's three outputs share one storage; on eager a
 the view_as output comes back as a separate tensor (out[0] shares storage with out[2]
 only).  Found x4 per backend by the soak of Nov 24 11:29 (/tmp/soak2.log).  Fixed: a
 returned view of an intermediate is rebuilt from its base's output on every backend
-(Note [Views of outputs], refcomp/runtime.py)."""
+(Note [Views of outputs], spec/correctness.md)."""
 STATUS = "fixed"
 BACKENDS = ["eager", "llvm"]
 SYMPTOM = "alias: out[0] shares storage with: ['out[2]'], eager ['out[1]', 'out[2]']"

@@ -2,7 +2,7 @@
 interp backend returns a copy (wrong strides for `.t()`, no aliasing), llvm returns the
 input object itself instead of a view.  Fixed: llvm by outputs_to_rewrap; interp (Nov 24) by
 rebuilding a view with the input's own layout from the caller's tensor whatever its sizes
-(refcomp/runtime.py, Note [Returned views])."""
+(spec/correctness.md, Note [Returned views])."""
 STATUS = "fixed"
 BACKENDS = ["interp", "eager", "llvm"]
 SYMPTOM = "alias: call 1: out[0] shares no storage with x0 (interp) / is x0 (llvm)"
