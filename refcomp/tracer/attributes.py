@@ -227,7 +227,7 @@ def _traced_lookup(tx, obj: ConstVar, name: str):
     in_instance = name in _instance_dict(value)
     if raw is not None and (not in_instance or _is_data_descriptor(raw)):
         getter = type(raw).__dict__.get("__get__") if not isinstance(raw, property) else None
-        if isinstance(raw, property) and is_user_code(raw.fget):
+        if isinstance(raw, property) and (is_user_code(raw.fget) or _parametrized(raw.fget)):
             prop = tx.load_attr(_class_vt(tx, obj), name)  # the property, guarded
             fget = tx.load_attr(prop, "fget")
             return _or_getattr(tx, obj, name, lambda: tx.call_function(fget, [obj], {}))
@@ -337,7 +337,13 @@ def static_attr(value, name: str, default=None):
 def _user_property(cls, name: str) -> bool:
     """A property of a user's module class (not torch's own): traced, not read for real."""
     raw = class_lookup(cls, name)
-    return isinstance(raw, property) and is_user_code(raw.fget)
+    return isinstance(raw, property) and (is_user_code(raw.fget) or _parametrized(raw.fget))
+
+
+def _parametrized(fget) -> bool:
+    """A parametrized tensor (torch.nn.utils.parametrize): its parametrizations run
+    where the module reads it, traced, once per read as in eager (spec/autograd.md)."""
+    return getattr(fget, "__module__", None) == "torch.nn.utils.parametrize"
 
 
 def _is_data_descriptor(raw) -> bool:

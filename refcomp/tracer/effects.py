@@ -167,6 +167,19 @@ def is_tensor_module_attr(value, name) -> bool:
         name in value.__dict__.get(d, {}) for d in ("_parameters", "_buffers", "_modules"))
 
 
+def stores_itself(obj, name, value) -> bool:
+    """`module.buf = t` where t is the tensor `module.buf` holds (spectral_norm's power
+    iteration: `self._u = F.normalize(..., out=self._u)`): Module.__setattr__ keeps the
+    same object, so the store changes nothing."""
+    if not (isinstance(obj, ConstVar) and obj.source is not None and
+            isinstance(value, TensorVar) and value.source is not None and
+            is_tensor_module_attr(obj.value, name)):
+        return False
+    from refcomp.tracer.context import module_attr_source
+
+    return value.source.name() == module_attr_source(obj.value, obj.source, name).name()
+
+
 def stored_names(code) -> tuple:
     """(globals, attribute names) the code assigns (refcomp/side_effects.py)."""
     from refcomp.side_effects import stored_names as names

@@ -202,6 +202,9 @@ class OpcodeHandlers:
         if attributes.traced_store(self, obj, name, value):  # runs the class's own code
             self.popn(2)
             return
+        if effects.stores_itself(obj, name, value):
+            self.popn(2)
+            return
         if not isinstance(obj, ConstVar) or obj.source is None or \
                 effects.is_tensor_module_attr(obj.value, name) or \
                 isinstance(getattr(type(obj.value), name, None), property):

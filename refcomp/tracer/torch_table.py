@@ -173,6 +173,10 @@ def tensors_in(x) -> list:
 
 def call_torch(ctx, fn, args: list, kwargs: dict) -> VT:
     e = TABLE[fn]
+    if isinstance(kwargs.get("out"), TensorVar) and not e.inplace:
+        result = _call_with_out(ctx, fn, args, kwargs)
+        if result is not None:
+            return result
     if e.host:
         e.build(ctx)
     pargs = [unwrap(a) for a in args]
@@ -250,6 +254,27 @@ def call_torch(ctx, fn, args: list, kwargs: dict) -> VT:
     step = view_step(fn, pargs, pkwargs, operands[0]) if e.view and name in VIEW_OPS and \
         operands else None
     return _pair(ctx, out, meta_out, operands, e, name, step)
+
+
+def _call_with_out(ctx, fn, args: list, kwargs: dict) -> VT:
+    """`fn(..., out=t)` as `t.copy_(fn(...))`, returning t, where the result has t's shape
+    and dtype and no operand needs autograd (eager raises there: out= ops are not
+    differentiable): spectral_norm's power iteration writes its `_u`/`_v` buffers with
+    `F.normalize(..., out=self._u)` under no_grad.  None where torch would resize or
+    cast t: the entry's own handling of out= decides (an opaque call, or a break)."""
+    out = kwargs["out"]
+    rest = {k: v for k, v in kwargs.items() if k != "out"}
+    operands = tensors_in([unwrap(a) for a in args]) + tensors_in(
+        [unwrap(v) for v in rest.values()])
+    name = getattr(fn, "__name__", str(fn))
+    if ctx.grad_enabled and any(t.requires_grad for t in operands + [out]):
+        raise Unsupported(TRACE_EXCEPTION, f"{name}(out=...) of a tensor that requires grad:"
+                          " eager raises")
+    result = call_torch(ctx, fn, args, rest)  # unused where None is returned: dead code
+    if not isinstance(result, TensorVar) or result.meta.shape != out.meta.shape or \
+            result.meta.dtype != out.meta.dtype:
+        return None
+    return call_torch(ctx, torch.Tensor.copy_, [out, result], {})
 
 
 # Note [Inference tensors under grad]: an op recorded by autograd (grad mode on, an
