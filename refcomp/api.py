@@ -509,7 +509,7 @@ class CompiledFunction:
 def _binder(names: tuple):
     """`bind(*args) -> {name: arg}` for exactly `names`: a generated dict display, ~2.5x
     faster than dict(zip(names, args)).  Names are closure constants, never source
-    text (Note [Names are data], refcomp/guards.py)."""
+    text (Note [Names are data], spec/guards.md)."""
     keys = [f"k{i}" for i in range(len(names))]
     params = [f"a{i}" for i in range(len(names))]
     pairs = ", ".join(f"{k}: {a}" for k, a in zip(keys, params))
@@ -721,7 +721,7 @@ def guard_profile() -> str:
     """Per guard of every cached entry: checks, failures and sampled time, as a table.
 
     `print(refcomp.guard_profile())`; the same rows are each entry's "guard_profile" in
-    `stats()`.  See Note [Guard profile] (refcomp/guards.py) for what is exact (checks,
+    `stats()`.  See Note [Guard profile] (spec/guards.md) for what is exact (checks,
     failures) and what is sampled (time).
     """
     lines = []

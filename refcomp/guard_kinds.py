@@ -9,7 +9,7 @@ renders the rows).  Must not know bytecode or tracing.  Code generation itself
 
 An `emit(cg, guard)` returns the Python condition (text) that holds when the fact
 holds; it may load sources (`cg.load`) and bind constants (`cg.const`) — never put a
-user string into the text (Note [Names are data], refcomp/guards.py).  `explain(guard,
+user string into the text (Note [Names are data], spec/guards.md).  `explain(guard,
 value)` gets the value now at the guard's source (None for global-state kinds, which
 read the state themselves) and returns `(expected, actual)`, e.g.
 `("L['x'].shape[0] == 8", "9")`.
@@ -36,7 +36,7 @@ class GuardKind:
     describe: Callable  # (guard) -> readable statement of the fact
     explain: Callable  # (guard, value now) -> (expected, actual)
     # Reads process-wide state, no argument: checked after the argument guards
-    # (Note [Arguments first] in refcomp/guards.py).
+    # (Note [Arguments first] in spec/guards.md).
     process_wide: bool = False
 
 

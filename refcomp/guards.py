@@ -12,37 +12,9 @@ The generated function `check(L, G, C, B)` (locals, globals, closure cells,
 builtins) returns the tuple of graph-input tensors when every guard holds and
 None otherwise: guarding and argument extraction are one pass.
 
-Note [Fast tensor checks]: a tensor fact costs ~1-2 us in Python (dtype, shape,
-stride(), device, requires_grad are each a C getter plus a comparison), which
-dominates a module's guards.  When torch provides its C++ `TensorGuards` checker,
-the set checks every tensor in one call (built from the example tensors of the
-trace, with the expected sizes and strides given explicitly); the slow path that
-names failures stays in Python, so the readable reasons do not depend on it.
-
-Note [Arguments first]: a check tests the guards on arguments (values, types, ids,
-then the tensors' C++ check) before the process-wide ones (grad mode, default dtype,
-global torch state, global hooks: `GuardKind.process_wide`).  Every line must pass
-either way, so the order decides only which line a failing check stops at, and what
-it costs: the entries of one frame differ in their arguments far more often than in
-global state, so a cache lookup that misses every entry (a frame past its recompile
-limit, Note [Eager past the limit] in refcomp/api.py) stops each entry at its first
-argument line and reads no global state at all, where reading it first cost six C
-calls a lookup.  A call that hits reads it once, as before.
-
-Note [Names are data]: user strings (local, global and attribute names, dict
-keys) never appear in generated source; they are constants bound in the
-function's namespace (`_k0`, `_k1`...).  Expected values (dtypes, shapes, ids) are
-bound the same way.  Only fixed, refcomp-written text becomes code.
-
-Note [Guard profile]: each condition of the generated check is one line
-`if not (cond): _F[i] += 1; return None`, so the count of failures per line is
-exact and costs nothing while guards pass.  A line is one guard, or all tensors of
-the C++ check.  Line i was evaluated on every passing check and on every check
-that failed at a line j >= i, so per-line check counts follow from the set's
-`calls` and the failure counts.  Time per line is sampled: on the first timed
-check and then one in PROFILE_EVERY of them (Note [Sampled guard time]), an
-instrumented copy of the check (a clock read after each line, the clock's own cost
-subtracted) runs once more on the same arguments.
+The Notes cited here are defined in spec/guards.md: Note [Fast tensor checks], Note [Names
+are data] ("The generated check"), Note [Arguments first] ("Cache and recompiles"), Note
+[Guard profile] ("Guard profile").
 """
 
 from __future__ import annotations

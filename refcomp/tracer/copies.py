@@ -5,43 +5,8 @@ guards the object copied (`deep_state`), the conversion of the copy into symboli
 (`_fresh`), and the writes the trace makes to a copy it holds as a real object
 (`set_attr`, `del_attr`).  Spec: spec/tracer.md, "Deep copies".
 
-Note [Deep copies]: T5 and BART make their KV cache inside `forward`:
-`DynamicCache(config=self.config)` calls `config.get_text_config(decoder=True)`, which
-for these flat encoder-decoder configs deep-copies the config and moves the decoder's
-keys over the shared ones (`delattr`/`setattr` on the copy).  `copy.deepcopy` is Python
-code that keys its memo by `id()`; tracing stopped there (4 graphs, 3 breaks; Dynamo,
-which inlines `copy` with a polyfill for `object.__reduce_ex__`, makes 1).
-
-refcomp computes the copy *at trace time* instead of tracing copy.py: a deep copy reads
-no tensor and calls nothing of the user's when the object is plain data -- None, bools,
-numbers, strings, bytes, dtypes, classes, functions; lists, tuples, dicts (constant
-keys), sets of those; and objects of heap classes copied by copy's default path (no
-`__deepcopy__`, `__reduce__`, `__reduce_ex__`, `__getstate__`, `__setstate__` or
-`copyreg` entry of their own, `object.__new__`, a `__dict__`, no named `__slots__`),
-holding plain data.  Anything else (a tensor, a module, a lock...) is RB004 naming it,
-and CPython runs the copy at the break.  So the copy's value is a function of the
-original's deep state, and that is what is guarded: when the original has a source, one
-EQUALS_MATCH guard on `deep_state(original)`, a fingerprint of every value the copy
-reads, by exact type and value (floats by their bits), classes and functions by
-identity, and which objects are shared (deepcopy keeps that sharing); a later call whose
-config differs in any field recompiles.  An original without a source is the trace's
-own (a copy made earlier, a constant): its state is already fixed by the guards.  An
-original the frame has written and whose write is still pending replay (an attribute
-set, a container mutated under a source) reads stale: RB008.
-
-The copy is the frame's own object, new at every call, and enters the trace as symbolic
-values, never as a constant that could leave the frame shared between calls: a dict,
-list or tuple becomes a DictVar/ListVar/TupleVar (changed symbolically, rebuilt after
-the graph like any the frame made), an object of a plain class an ObjectVar (Note
-[Objects made in the frame]); an object of a class with its own `__setattr__` or
-`__getattribute__` (PreTrainedConfig) is held as the real copy, a MadeObjectVar: its
-reads run its class's code on it (as reads of any constant object do), a write of a
-constant (`setattr`, `delattr`, `obj.k = v`) runs on the copy at trace time through its
-class's `__setattr__`/`__delattr__` (it is private: nothing else can see it), a write
-of a traced value is RB008, and it cannot leave the frame (returning it is RB012, a
-replayed effect or a break that holds it is refused, so CPython runs those as eager).
-A mutable value read from such a copy stays a MadeObjectVar (a write to it breaks; a
-symbolic copy of it could go stale).
+Why a copy is computed at trace time, what is guarded and what is refused: Note [Deep
+copies] in that section.
 """
 
 from __future__ import annotations
