@@ -336,8 +336,9 @@ def _causal_hint_with_mask(mask, is_causal) -> bool:
 @module(nn.MultiheadAttention)
 def _multihead_attention(tx, m, query, key, value, key_padding_mask=None, need_weights=None,
                          attn_mask=None, average_attn_weights=None, is_causal=None):
-    if _training(tx, m) and _hyper(tx, m, "dropout") > 0:
-        raise Unsupported(TRAINING_MODE_STATE, "MultiheadAttention dropout in training mode")
+    # eager's dropout of the attention weights (F.multi_head_attention_forward's, or that
+    # of the math path of scaled_dot_product_attention: the same draw, after the softmax)
+    dropout_p = float(_hyper(tx, m, "dropout")) if _training(tx, m) else 0.0
     if not isinstance(_param(tx, m, "bias_k"), ConstVar) or _hyper(tx, m, "add_zero_attn"):
         raise Unsupported(INEXPRESSIBLE_OP, "MultiheadAttention with add_bias_kv or add_zero_attn")
     if _causal_hint_with_mask(attn_mask, is_causal):
@@ -354,7 +355,7 @@ def _multihead_attention(tx, m, query, key, value, key_padding_mask=None, need_w
               "need_weights": need_weights or ConstVar(True),
               "attn_mask": attn_mask or ConstVar(None),
               "average_attn_weights": average_attn_weights or ConstVar(True),
-              "fast_path": ConstVar(fast)}
+              "fast_path": ConstVar(fast), "dropout_p": ConstVar(dropout_p)}
     # The decomposition is plain Python over torch ops, traced (inlined) like user code.
     return tx.call_function(ConstVar(mha_forward), [m, query, key, value], kwargs)
 
@@ -385,9 +386,10 @@ def _mha_fast_path(tx, m, query, key, value, attn_mask, key_padding_mask=None) -
 
 
 def mha_forward(mha, query, key, value, need_weights=True, attn_mask=None,
-                average_attn_weights=True, fast_path=False, key_padding_mask=None):
-    """nn.MultiheadAttention.forward in eval mode (no bias_k/v, no padding mask), as torch
-    computes it when need_weights=True: softmax(q k^T / sqrt(d) + mask) v, then out_proj."""
+                average_attn_weights=True, fast_path=False, key_padding_mask=None,
+                dropout_p=0.0):
+    """nn.MultiheadAttention.forward (no bias_k/v), as torch computes it when
+    need_weights=True: dropout(softmax(q k^T / sqrt(d) + mask)) v, then out_proj."""
     if query.dim() != 3:
         raise ValueError("unbatched MultiheadAttention input")
     if not mha.batch_first:
@@ -426,9 +428,16 @@ def mha_forward(mha, query, key, value, need_weights=True, attn_mask=None,
         # row that masks every key attends to nothing (0), where the others give NaN
         weights = torch.where((scores == float("-inf")).all(dim=-1, keepdim=True), 0.0,
                               weights)
-    out = (weights @ v).transpose(1, 2).reshape(n, tgt, e)
-    out = F.linear(out, mha.out_proj.weight, mha.out_proj.bias)
-    if not mha.batch_first:
+    if dropout_p > 0:  # training: the weights returned are the dropped ones, as eager's
+        weights = F.dropout(weights, dropout_p)
+    if fast_path:  # the native kernel's result: batch-first, contiguous
+        out = (weights @ v).transpose(1, 2).reshape(n, tgt, e)
+        out = F.linear(out, mha.out_proj.weight, mha.out_proj.bias)
+    else:  # eager's slow path: (tgt, n, e) contiguous, a transposed view when batch_first
+        # (a later dropout draws its mask in that memory order)
+        out = (weights @ v).permute(2, 0, 1, 3).reshape(tgt * n, e)
+        out = F.linear(out, mha.out_proj.weight, mha.out_proj.bias).view(tgt, n, e)
+    if mha.batch_first != fast_path:
         out = out.transpose(0, 1)
     if not need_weights:
         return out, None
