@@ -9,7 +9,8 @@ functions dominate GELU, softmax and friends.  Each function here is a range
 reduction, a polynomial and selects for special values: no branches, no calls,
 so LLVM vectorizes the loop around it (8 lanes on AVX2).
 
-- exp: Cody-Waite reduction x = n*ln2 + r, |r| <= ln2/2, Cephes' expf polynomial,
+- exp: n = rint(x / ln2) by a magic-number addition, Cody-Waite reduction x = n*ln2 + r,
+  |r| <= ln2/2, Cephes' expf polynomial in fused Horner form (1 + r*(1 + r*P(r))),
   2^n applied by vscalefps or two exponent-field scalings (results from FLT_MIN up
   to FLT_MAX are right; below FLT_MIN they are 0: Note [exp underflows to 0]).
 - log: x = m * 2^e with m in [sqrt(1/2), sqrt(2)), Cephes' logf polynomial on m - 1;
@@ -30,6 +31,14 @@ I32 = lir.IntType(32)
 _LOG2E = 1.44269504088896341
 _LN2_HI = 0.693359375
 _LN2_LO = -2.12194440e-4
+# Note [exp's rounding by a magic number]: t = x * log2(e) + 1.5 * 2^23 rounds x / ln2 to
+# the nearest integer n (|x / ln2| < 2^22), which lands in t's low mantissa bits: n is
+# t - 1.5 * 2^23 as a float and bits(t) - bits(1.5 * 2^23) as an integer.  rint and a
+# float -> int conversion cost three vector instructions (vrndscaleps is two) where this
+# costs two, and fptosi of a NaN is poison where the bits of a NaN t are just some
+# integer: the NaN in p carries through the scaling, and the final select for NaN goes.
+_MAGIC = 12582912.0  # 1.5 * 2^23
+_MAGIC_BITS = 0x4B400000
 _EXP_P = (1.9875691500e-4, 1.3981999507e-3, 8.3334519073e-3, 4.1665795894e-2,
           1.6666665459e-1, 5.0000001201e-1)
 _LOG_P = (7.0376836292e-2, -1.1514610310e-1, 1.1676998740e-1, -1.2420140846e-1,
@@ -73,7 +82,7 @@ def _pow2(b: lir.IRBuilder, n):
     return b.bitcast(bits, F32)
 
 
-# Note [exp's 2^n]: exp's last step scales the polynomial by 2^n, n in [-150, 128].  With
+# Note [exp's 2^n]: exp's last step scales the polynomial by 2^n, n in [-126, 128].  With
 # AVX-512F, LLVM lowers a vector `llvm.ldexp` to one vscalefps, which rounds once (into
 # the denormals too), as the product of two exponent-field scalings does; that product
 # costs 8 integer and float instructions per vector.  Without AVX-512 a vector ldexp
@@ -101,12 +110,15 @@ def exp(b: lir.IRBuilder, ops, x):
     low = b.fcmp_ordered("<", x, _c(EXP_MIN))
     clamped = b.select(low, _c(EXP_MIN), x)
     clamped = b.select(b.fcmp_ordered(">", clamped, _c(89.0)), _c(89.0), clamped)
-    nf = _intrinsic(ops, "llvm.rint", b.fmul(clamped, _c(_LOG2E), flags=_FMA))
+    # Note [exp's rounding by a magic number]: n = rint(x / ln2) in the low bits of t.
+    t = b.fadd(b.fmul(clamped, _c(_LOG2E), flags=_FMA), _c(_MAGIC), flags=_FMA)
+    nf = b.fsub(t, _c(_MAGIC))
+    n = b.sub(b.bitcast(t, I32), lir.Constant(I32, _MAGIC_BITS))
     r = b.fsub(clamped, b.fmul(nf, _c(_LN2_HI), flags=_FMA), flags=_FMA)
     r = b.fsub(r, b.fmul(nf, _c(_LN2_LO), flags=_FMA), flags=_FMA)
-    z = b.fmul(r, r, flags=_FMA)
-    p = b.fadd(b.fadd(b.fmul(_horner(b, r, _EXP_P), z, flags=_FMA), r, flags=_FMA), _c(1.0))
-    n = b.fptosi(nf, I32)
+    # exp(r) = 1 + r * (1 + r * P(r)), each step one fused multiply-add
+    q = b.fadd(b.fmul(_horner(b, r, _EXP_P), r, flags=_FMA), _c(1.0), flags=_FMA)
+    p = b.fadd(b.fmul(q, r, flags=_FMA), _c(1.0), flags=_FMA)
     if _has_scalef():
         # Note [exp's 2^n]: one vscalefps, rounded once like the product below.
         ldexp = ops.m.declare_intrinsic("llvm.ldexp", [F32, I32], lir.FunctionType(F32, [F32, I32]))
@@ -115,8 +127,8 @@ def exp(b: lir.IRBuilder, ops, x):
         # 2^n as 2^(n/2) * 2^(n - n/2): each factor's exponent stays in range.
         half = b.ashr(n, lir.Constant(I32, 1))
         result = b.fmul(b.fmul(p, _pow2(b, half)), _pow2(b, b.sub(n, half)), flags=_FMA)
-    result = b.select(low, _c(0.0), result)  # Note [exp underflows to 0]
-    return b.select(b.fcmp_unordered("uno", x, x), x, result)
+    # A NaN x gives a NaN p (n is then any integer): NaN, with no select.
+    return b.select(low, _c(0.0), result)  # Note [exp underflows to 0]
 
 
 def log(b: lir.IRBuilder, ops, x):
