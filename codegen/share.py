@@ -106,13 +106,13 @@ def _match(pattern: tuple, values: tuple):
     return binding
 
 
-def _unify(rows: list) -> tuple:
-    """The pattern of a group's value rows: literal where all agree, else one symbol per
-    distinct column of values."""
+def _unify(rows: list, every: bool = False) -> tuple:
+    """The pattern of a group's value rows: literal where all agree (unless `every`), else
+    one symbol per distinct column of values."""
     symbols: dict = {}
     pattern = []
     for column in zip(*rows):
-        if len(set(column)) == 1:
+        if len(set(column)) == 1 and not every:
             pattern.append(column[0])
         else:
             pattern.append(symbols.setdefault(column, sympy.Symbol(
@@ -120,9 +120,13 @@ def _unify(rows: list) -> tuple:
     return tuple(pattern)
 
 
-def share(kernels: list) -> list:
+def share(kernels: list, every: bool = False) -> list:
     """For each kernel, (the Kernel to compile, {symbol: int} to pass for its extra size
-    arguments); a kernel nothing shares with is returned as is with {}."""
+    arguments); a kernel nothing shares with is returned as is with {}.
+
+    `every` (for tests: the fuzzer's `--sizes-as-arguments`) gives every kernel a body
+    with all its open sizes as arguments, shared or not, so each program checks that
+    such a body computes what its kernel does."""
     out: list = [(k, {}) for k in kernels]
     groups: dict = {}
     for i, k in enumerate(kernels):
@@ -141,9 +145,9 @@ def share(kernels: list) -> list:
             else:
                 rest.append((i, values))
         rows = list(dict.fromkeys(values for _, values in rest))
-        if len(rows) < 2:
+        if len(rows) < (1 if every else 2) or not rows[0]:
             continue
-        pattern = _unify(rows)
+        pattern = _unify(rows, every)
         body = _body(kernels[rest[0][0]], pattern)
         _BODIES.setdefault(key, []).append((body, pattern))
         for i, values in rest:

@@ -70,7 +70,16 @@ def main(argv=None):
     ap.add_argument("--grad", action="store_true",
                     help="gradient mode (tests/fuzz/grad.py): programs with a float32/float64"
                          " input, those inputs requiring grad; forward and gradients compared")
+    ap.add_argument("--sizes-as-arguments", action="store_true",
+                    help="every llvm kernel runs on a body with its sizes as arguments"
+                         " (codegen/share.py `every`), shared or not")
     args = ap.parse_args(argv)
+    if args.sizes_as_arguments:
+        import functools
+
+        import codegen.runtime
+        from codegen.share import share
+        codegen.runtime.share = functools.partial(share, every=True)
     if args.isolate:
         return _isolated(args, argv if argv is not None else sys.argv[1:])
     backends = args.backends.split(",")
