@@ -270,6 +270,9 @@ def _rebuild(spec, outs, inputs, views=None):
     if kind == "view":
         return views[spec[1]]
     if kind == "oview":  # Note [Views of outputs]
+        if spec[3]:  # made under no_grad: eager refuses an in-place op on it under grad
+            with torch.no_grad():
+                return _replay(outs[spec[1]], spec[2], inputs)
         return _replay(outs[spec[1]], spec[2], inputs)
     if kind == "in":
         return inputs[spec[1]]
@@ -435,7 +438,7 @@ class _Outputs:
         return ("view", len(self.views) - 1)
 
     def output_view_spec(self, vt: TensorVar):
-        """("oview", k, steps) when `vt` is rebuilt as a view of graph output k (Note
+        """("oview", k, steps, no_grad) when `vt` is rebuilt as a view of output k (Note
         [Views of outputs]), else None."""
         if vt.view_base is None or vt.value is not vt.view_made:
             # (an in-place op on the view itself since it was made: `(x + 1).view(-1)
@@ -458,7 +461,7 @@ class _Outputs:
         kind, k = self.spec(base)
         if kind != "out":
             return None
-        return ("oview", k, steps)
+        return ("oview", k, steps, not vt.view_grad)
 
     def _replay(self, steps):
         """`steps` (TensorVar.view_steps) with each symbolic size as a `_Size` read off
@@ -658,7 +661,7 @@ def build_entry(ctx: TraceContext, output: VT, backend_name: str, options: dict,
     row_major = outs.row_major - fresh
     if backend.row_major and row_major:
         row_major &= outputs_maybe_views(graph) | _outputs_of_aten_calls(graph)
-    row_major = () if training is not None else tuple(sorted(row_major))
+    row_major = tuple(sorted(row_major))
     version_plan = {}
     if needs_grad and frozen is None:  # Note [Saved by eager] (ir/ops/registry.py)
         version_plan = eager_version_plan(captured, _wants_grad(ctx), dict(

@@ -24,7 +24,7 @@ kept: after `u = v.view(-1); u.mul_(2)`, `v` reads the doubled values.  Handled:
 an intermediate (not of a graph input: its write-back is not modelled here), with static
 sizes, made by reshape/view/flatten/unflatten/view_as/reshape_as, squeeze/unsqueeze,
 permute/transpose/swapaxes/t, narrow, detach and basic indexing (ints, slices with a
-positive step, None, Ellipsis), none requiring grad.
+positive step, None, Ellipsis); under grad too (Note [Writes through views under grad]).
 """
 
 from __future__ import annotations
@@ -72,8 +72,12 @@ def through_views(ctx, tv: TensorVar, live: list) -> Optional[Callable[[], None]
         if other is None or other[0] is not base or other[1] is not base_value:
             return None
         others.append((v, other[2]))
-    if any(v.requires_grad for v in [tv, base, *(v for v, _ in others)]):
-        return None
+    group = [tv, base, *(v for v, _ in others)]
+    # Note [Writes through views under grad]
+    differentiable = ctx.grad_enabled and len({v.requires_grad for v in group}) == 1 and \
+        all(_made_under_grad(v) for v in group if v is not base)
+    if any(v.requires_grad for v in group) and not differentiable:
+        return None  # eager's write is silent to autograd, or raises; the graph's is neither
 
     def propagate() -> None:
         b = ctx.builder
@@ -84,15 +88,63 @@ def through_views(ctx, tv: TensorVar, live: list) -> Optional[Callable[[], None]
             v.view_base, v.view_made = (base, new_base), v.value
         if steps:
             tv.view_base, tv.view_made = (base, new_base), tv.value
+        if tv.requires_grad:  # Note [Writes through views under grad]
+            for v in (base, *(v for v, _ in others)):
+                v.requires_grad = True
+                v.meta = v.meta.detach().requires_grad_(True)
+    propagate.differentiable = differentiable
+    propagate.reads_base = any(st[0] == "slice" and (st[2], st[3], st[4]) != (0, size, 1)
+                               for st, size in zip(steps, _slice_sizes(base_value, steps)))
     return propagate
+
+
+# Note [Writes through views under grad]
+# Eager records an in-place op on a view of a tensor that requires grad (or one writing
+# a value that does) as CopySlices on the base: the base's gradient is the output's
+# gradient with the view's region sent through the op's backward.  The functionalized
+# base (Note [Writes through views]: the old base with the view's new elements put back
+# by concatenation, a `where`, a reshape or a permutation) has exactly that gradient, and
+# each other live view replayed on it has its view's.  So the write is captured under
+# grad when every view in the group is a differentiable view made under grad mode (no
+# detach(): eager's write through it is silent to the base's autograd; none made under
+# no_grad: eager raises "A view was created in no_grad mode and is being modified
+# inplace"), all of them and the base requiring grad or none, and the base is an
+# intermediate (views of graph inputs are not functionalized).  The base and its views
+# require grad afterwards.  A view op with several results (chunk, split: eager raises)
+# is no view step here.  A write that does not read the view's old value still reads
+# the rest of the base (`reads_base`), so the old base gets eager's zero gradient there.
+def _made_under_grad(v: TensorVar) -> bool:
+    """Was each view op from its base to `v` a differentiable view made under grad mode
+    (no detach, none under no_grad: eager refuses an in-place op on such a view under
+    grad, or keeps it silent to autograd)?"""
+    return v.view_grad and v.view_steps is not None and \
+        not any(fn in _IDENTITIES for fn, _, _, _ in v.view_steps)
+
+
+def _slice_sizes(base_value, steps) -> list:
+    """The size along its dim of the operand of each step (None for other steps)."""
+    meta = torch.empty(tuple(int(d) for d in base_value.type.shape), device="meta")
+    out = []
+    for step in steps:
+        if step[0] == "reshape":
+            out.append(None)
+            meta = meta.reshape(step[2])
+        elif step[0] == "permute":
+            out.append(None)
+            meta = meta.permute(step[1])
+        else:
+            _, dim, start, stop, stride = step
+            out.append(int(meta.shape[dim]))
+            meta = meta[(slice(None),) * dim + (slice(start, stop, stride),)]
+    return out
 
 
 # Note [In-place under grad]
 # Eager's autograd records `y.op_(a)` on a non-leaf y as the out-of-place op of y's old
 # value: y's grad_fn becomes that op's backward.  The functionalized IR says the same (y's
 # value is op(old y, a)), so such a write is captured when y is an intermediate the frame
-# computed that no other live tensor views (no CopySlices of a base to express), grad mode
-# is on, and no operand is a gradient cut.  Afterwards y requires grad, and its meta tensor
+# computed (through a view of it: Note [Writes through views under grad]), grad mode is
+# on, and no operand is a gradient cut.  Afterwards y requires grad, and its meta tensor
 # says so: the reverted first version (4a41f7f) left it detached, so the op after
 # `ReLU(inplace=True)` traced as not requiring grad, a silent cut of every gradient before
 # it (resnet_tiny's conv1.weight got none).  Eager's refusals stay eager's:
@@ -122,7 +174,12 @@ def autograd_of_write(ctx, tv: TensorVar, operands: list, result_requires_grad: 
         "writes a value that requires grad into a tensor that does not"
     if tv.source is not None:
         raise Unsupported(INPLACE_ON_ALIAS, f"{name} {what}, an input of the graph")
-    if tv.is_view or tv.view_base is not None or propagate is not None:
+    if propagate is not None:  # Note [Writes through views under grad]
+        if not propagate.differentiable:
+            raise Unsupported(INPLACE_ON_ALIAS, f"{name} {what}, through a view made under"
+                                                " no_grad or by detach()")
+        reads_old = reads_old or propagate.reads_base
+    elif tv.is_view or tv.view_base is not None:
         raise Unsupported(INPLACE_ON_ALIAS, f"{name} {what}, through a view")
     if tv.requires_grad and not reads_old:
         raise Unsupported(INPLACE_ON_ALIAS, f"{name} overwrites a tensor that requires grad"

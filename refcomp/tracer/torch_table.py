@@ -498,6 +498,7 @@ def view_root(ctx, base, tv, step=None):
         if steps is not None and step is not None and \
                 torch._C._is_alias_of(tv.meta, base.meta):
             tv.view_base, tv.view_steps, tv.view_made = start, steps + (step,), tv.value
+            tv.view_grad = ctx.grad_enabled and (not steps or base.view_grad)
         return None
     if not torch._C._is_alias_of(tv.meta, root.meta) or \
             (base.view_root is not None and base.view_grad != ctx.grad_enabled):
