@@ -1,48 +1,9 @@
 """The opaque op `aten`: one call of a torch callable the IR has no rule for.
 
-Owns: the `aten` OpDef and the hook through which it is executed.  Spec: spec/ops.md,
-"Extern", and spec/ir.md.
-
-The IR knows nothing of torch (tests/test_layering.py), so an `aten` node carries
-what is needed to *name* the call, never to understand it:
-
-    %2 = aten %0, %1 {fn="torch.addmm", args="T[0], T[1], T[1], beta=0.5",
-                      results="f32[3,3]"} : f32[3,3]
-
-- `fn`: the callable's dotted path from the `torch` module ("torch.addmm",
-  "torch.Tensor.addcmul", "torch._C._nn.gelu", "torch.ops.aten.add.Tensor").
-- `args`: the call's arguments in Python call syntax, each tensor operand written
-  `T[i]` (operand i of the node); everything else is a constant literal (numbers,
-  strings, None, lists, tuples, `torch.float32`-style dtypes/layouts/memory formats,
-  `torch.device('cpu')`, `slice(...)`, `complex(re, im)`, `...`).
-- `results`: the declared result types, `;`-separated.  They come from torch's own
-  meta kernels when the node is traced (the IR cannot infer them); the type rule
-  returns them, so the verifier checks the node's declared types against them.
-- `mutates`: operand indices the call writes in torch (`Tensor(a!)` arguments,
-  `out=`).  The node is functional: it never writes its operands; the written
-  operands' new values are extra results after the call's own results, in order.
-- `views`: result indices that torch returns as views of an operand; the node's
-  result is a copy (value semantics; the frontend keeps track of the aliasing).
-- `rng`: the call draws from, seeds or restores torch's default generator
-  (`torch.bernoulli`, `torch.manual_seed`, `torch.set_rng_state`): its effect is on the
-  random stream, so a rerun of the graph (double backward) would change it.
-- `layouts`: the strides ATen must see operands in (`"0:1,4; 2:12,1"`: operand 0 with
-  strides (1, 4), ...), eager's where they are not row-major: ATen's kernels pick paths
-  by layout, so the runner lays the operands out as eager's were (Note [Operands in
-  eager's layout], refcomp/tracer/eager_layout.py).  A call that draws (`rng`) gets the
-  operands it does not name row-major (Note [Random draws in eager's layout]).
-- `results="none"`: the call returns nothing the graph uses (`torch.manual_seed`
-  returns a Generator, `torch.set_rng_state` None); the node's one result is an empty
-  `u8[0]` token, and the node exists for its effect.
-
-The node is an EXTERN op: never fused, never part of a kernel; the memory plan
-leaves its results to whoever runs it.  It has effects: never removed, merged or
-folded, because a call may raise on its operands' data as eager would (`take` out of
-range, `linalg.cholesky` of a matrix that is not positive definite) even when its
-result is unused.  Its reference semantics are torch itself:
-`ref` calls the executor registered by `set_executor` (codegen/opaque.py registers
-one that runs the call with ATen on CPU tensors made from the numpy arrays).  With no
-executor registered (plain `ir` use without codegen) running an `aten` node raises.
+Owns: the `aten` OpDef and the hook through which it is executed (`set_executor`:
+codegen/opaque.py registers one that runs the call with ATen).  The IR knows nothing of
+torch (tests/test_layering.py), so a node carries what is needed to *name* the call, never
+to understand it.  Its attributes and semantics: spec/ops.md, "Extern".
 """
 
 from __future__ import annotations
