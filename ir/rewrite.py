@@ -3,41 +3,8 @@
 Owns: `Rule`, `RuleTable`, `Rewriter` (what a rule sees), `rewrite` (the one
 replacement loop of ir/), `RewriteError`, and the per-run counts of fired rules
 (`collect`, read by the pass manager and `python -m ir.opt --stats`).  Must not
-know any particular rule.  Spec: spec/passes.md, "Writing a new pass".
-
-    PASS = RuleTable("double")
-
-    @PASS.rule("mul")
-    def mul_by_two(node, rw):
-        \"\"\"x * 2 -> x + x\"\"\"
-        x, two = node.inputs
-        if rw.splat(two) == 2 and x.type == node.output.type:
-            return rw.emit("add", [x, x])
-        return None
-
-    g = PASS.rewrite(g)                         # or register it: register_pass("double")(PASS)
-
-A rule is a function `(node, rw) -> value | None` keyed by the op names it
-matches; its docstring's first line is its algebra.  It returns the value that
-replaces the node's result (of exactly the same type; a tuple for a multi-result
-node), or None to decline, and emits new nodes through `rw`.  See Note [The engine].
-
-Note [The engine]
-`rewrite(g, table)` sweeps the nodes in order.  Each node first reads the
-replacements of its operands (use replacement), so a rule always sees final
-operands and may look through `rw.producer(v, op)` at what defines them.  Nodes
-with effects and fused nodes (and their bodies) are never offered to a rule: an
-effectful node must run exactly as written, and a fused body is a kernel already.
-The rules for the node's op are tried in table order; the first that returns a
-value fires.  The nodes it emitted are then swept too, in order, before the sweep
-goes on, so a decomposition's `x * 1` is simplified at once by the same table.
-Because a rule sees only its node and its operands' producers, one sweep reaches the
-fixed point; the engine still sweeps again until a sweep fires nothing (skipping the
-sweep when no node's op has a rule), and raises after `max_sweeps` sweeps, or when
-one node's rewrites nest deeper than MAX_DEPTH: two rules undoing each other is a
-bug in the table, not a reason to loop forever.  A replaced node is dropped; the
-nodes it made unused stay (for dce).  Every firing is counted by rule name and
-recorded with the node it rewrote (provenance), for the pass manager's stats.
+know any particular rule.  Spec: spec/passes.md, "Writing a new pass" (an example pass,
+what a rule may use, and Note [The engine]: use replacement, effects, the fixed point).
 """
 
 from __future__ import annotations
