@@ -5,40 +5,8 @@ and how to launch it: argument order, sizes, block sizes, grid), the block-size
 heuristic and the index-expression printer.  Must not know: graphs, torch,
 loading or launching (codegen/triton/launch.py).  Spec: spec/codegen.md, "Triton".
 
-Note [Triton tiling]: two kernel shapes:
-
-- pointwise (no `outer` space, no accumulators): a 1-d grid over the flattened
-  stage space; each program owns XBLOCK consecutive elements
-  (`xindex = pid * XBLOCK + tl.arange(0, XBLOCK)`), decodes loop variables
-  from xindex with `//` and `%`, and masks the tail (`xindex < xnumel`).
-- rows (an `outer` space or accumulators): each program owns XBLOCK rows
-  (`xindex` is `[XBLOCK, 1]`), every stage runs over a `[XBLOCK, RBLOCK]` tile
-  of (row, stage point).  When the longest stage fits one block (at most
-  `max_rblock` points) the stage is "persistent": one tile, no loop.
-  Otherwise it loops `for roffset in range(0, rnumel, RBLOCK)`, folding into
-  a `[XBLOCK, RBLOCK]` partial accumulator that is reduced along axis 1 after
-  the loop.  Stages with no ranges run once per row on `[XBLOCK, 1]`.  So
-  softmax (max, sum of exp, normalize) is one kernel with three stages.
-
-Note [Reuse across stages]: in a rows kernel, a stage with no ranges and a
-persistent stage compute at the top level of the function, and two persistent
-stages over the same ranges see the same tile (same `rindex`, decoded
-variables and `mask`).  Temporaries are SSA and loads read inputs only, so a
-value whose expression text was already computed in such a stage is reused
-instead of recomputed: softmax loads x and computes exp once, as Inductor's
-persistent reductions do.  An `acc` read is keyed with the number of folds
-emitted into that accumulator so far.  Looped stages compute inside their loop,
-so nothing of theirs is visible later and nothing is reused.
-
-Sizes: the element counts of the spaces (`xnumel`, `rnumel`...) are kernel
-arguments; index coefficients and the divisors that decode variables are
-literals for static sizes and expressions of the kernel's size arguments (`s0`,
-`s1`..., Note [Runtime sizes] in codegen/kernel.py) for symbolic ones.  A symbolic
-kernel's block sizes and grid are chosen at launch from the sizes (`TritonKernel.plan`):
-block sizes are powers of two, so Triton specialises on those few classes only, and
-stages whose length is symbolic are always looped.  Index arithmetic is int32:
-kernels with a buffer of 2**31 elements or more are refused (symbolic ones at
-launch: `TritonKernel.fits`).
+The tiling (Note [Triton tiling]), the reuse of values across stages (Note [Reuse across
+stages]), block sizes and sizes: spec/codegen.md, "Triton".
 """
 
 from __future__ import annotations
