@@ -124,6 +124,7 @@ class _Emitter:
                 self.streams.setdefault(i, {})[buf] = (row_scratch, row, n)
                 self.row_checks += checks
         self.redirect: dict = {}  # buffer -> (row scratch, inner var) while a stage streams
+        self.prefetch = [] if self.tile_var else _plan_prefetch(kernel)
 
     def run(self):
         k = self.k
@@ -212,6 +213,8 @@ class _Emitter:
     def outer_body(self):
         self.init_accs()
         for i, stage in enumerate(self.k.stages):
+            if i == len(self.k.stages) - 1 and self.prefetch:
+                self.prefetch_next_row()  # Note [Next-row prefetch]
             streams = self.streams.get(i, {})
             self.redirect = {buf: (scratch, stage.ranges[-1][0])
                              for buf, (scratch, _, _) in streams.items()}
@@ -220,6 +223,30 @@ class _Emitter:
             self.redirect = {}
             for buf, (scratch, row, n) in streams.items():
                 self.stream_row(buf, scratch, row, n)
+
+    def prefetch_next_row(self):
+        """Note [Next-row prefetch]: one prefetch per cache line of the next outer point's
+        row of each planned load."""
+        b = self.b
+        var = self.k.outer[-1][0]
+        fn = self.fn.module.declare_intrinsic(
+            "llvm.prefetch", [lir.PointerType()],
+            lir.FunctionType(lir.VoidType(), [lir.PointerType(), I32, I32, I32]))
+        here = self.vars[var]
+        self.vars[var] = b.add(here, lir.Constant(I64, 1), flags=("nsw",))
+        for buf, row, n in self.prefetch:
+            arg, dtype = self.bufs[buf]
+            ty = llvm_type(dtype, storage=True)
+            # not inbounds: after the last row this points past the buffer (a prefetch
+            # of any address is harmless, and nothing reads through it)
+            start = b.gep(arg, [self.index(row)], source_etype=ty)
+
+            def line(i, start=start, ty=ty):
+                b.call(fn, [b.gep(start, [i], source_etype=ty), lir.Constant(I32, 0),
+                            lir.Constant(I32, 3), lir.Constant(I32, 1)])
+            self.counted_loop(f"{buf}.prefetch", lir.Constant(I64, 0), lir.Constant(I64, n),
+                              CACHE_LINE // dtype.itemsize, line)
+        self.vars[var] = here
 
     def stream_row(self, buf: str, scratch, row: Index, n: int):
         """Copy a finished output row from its scratch with non-temporal vector stores.
@@ -576,6 +603,50 @@ def _plan_streams(k: Kernel) -> list:
                 continue
             symbolic = [c for c in checks if not isinstance(c[1], int)]
             out.append((i, s.buf, Index(rest, s.index.const), n, symbolic))
+    return out
+
+
+# Note [Next-row prefetch]
+# A row kernel of several stages (softmax, log_softmax, layer_norm) reads its row from
+# memory in the first stage and works on it in the cache for the rest, so memory sits
+# idle while the exp and the normalization run, and each row starts with a wait.  The
+# hardware prefetchers do not cover it: they stop at 4 KB page boundaries, and a row
+# of 1024 f32 is a page.  So just before the last stage the kernel prefetches the next
+# outer point's row (one `llvm.prefetch`, read, into L1, per 64-byte line) of each
+# buffer the first stage reads as a contiguous row; its loads then overlap the last
+# stage and the row's streamed stores.  Prefetching before the second stage instead, two
+# rows ahead, or into L2 only measured slower.  Only for static rows of PREFETCH_MIN_BYTES
+# to PREFETCH_MAX_BYTES: shorter rows share pages, which the prefetchers follow, and
+# longer ones are mostly inside pages.  Same-process A/B (1 thread, CPU time, loaded
+# machine): softmax [4096, 1024] 2.33 -> 2.10 ms, layer_norm 1.50 -> 1.40 ms.
+CACHE_LINE = 64
+PREFETCH_MIN_BYTES = 1024
+PREFETCH_MAX_BYTES = 16384
+
+
+def _plan_prefetch(k: Kernel) -> list:
+    """[(buffer, row start Index, row length)] to prefetch a row ahead: the buffers the
+    first stage loads contiguously along its one static range, from a row start made of
+    outer vars including the innermost one (See Note [Next-row prefetch])."""
+    if not k.outer or len(k.stages) < 2 or len(k.stages[0].ranges) != 1:
+        return []
+    outer = {var for var, _ in k.outer}
+    dtypes = {b.name: b.dtype for b in k.buffers}
+    var, n = k.stages[0].ranges[0]
+    if not isinstance(n, int):
+        return []
+    out, seen = [], set()
+    for s in k.stages[0].body:
+        if not (isinstance(s, Let) and s.op == "load") or s.attr("buf") in seen:
+            continue
+        buf, idx = s.attr("buf"), s.attr("index")
+        rest = tuple((a, c) for a, c in idx.terms if a != var)
+        if idx.coeff(var) != 1 or any(a not in outer for a, _ in rest) \
+                or k.outer[-1][0] not in dict(rest):
+            continue
+        if PREFETCH_MIN_BYTES <= n * dtypes[buf].itemsize <= PREFETCH_MAX_BYTES:
+            seen.add(buf)
+            out.append((buf, Index(rest, idx.const), n))
     return out
 
 
