@@ -551,9 +551,7 @@ def tensor_setitem(ctx, tv: TensorVar, index: VT, value: VT) -> None:
     items = list(idx) if isinstance(idx, tuple) else [idx]
     if any(isinstance(it, (TensorVar, list, bool)) for it in items):
         raise Unsupported(INEXPRESSIBLE_OP, "item assignment with tensor or list indices")
-    propagate = check_inplace(ctx, tv, "item assignment")
-    if ctx.grad_enabled and isinstance(val, TensorVar) and val.requires_grad:
-        raise Unsupported(INPLACE_ON_ALIAS, "item assignment of a value that requires grad")
+    propagate = check_inplace(ctx, tv, "item assignment", under_grad=True)
     if is_symbolic_shape(tv.value.type.shape):
         raise Unsupported(INEXPRESSIBLE_OP, "item assignment into a tensor with a dynamic size")
     meta = tv.meta.detach().clone()
@@ -593,7 +591,12 @@ def tensor_setitem(ctx, tv: TensorVar, index: VT, value: VT) -> None:
         placed = mutation.spread(B, placed, d, start, step, shape[d], 0)
         mask = mutation.spread(B, mask, d, start, step, shape[d], False)
     operands = [tv] + ([val] if isinstance(val, TensorVar) else [])
-    grad = mutation.autograd_of_write(ctx, tv, operands, False, propagate, "item assignment")
+    # Note [In-place under grad]: eager's setitem is copy_ into a view (CopySlices); the
+    # `where` reads the old value unless the index covers every element
+    covers_all = all(n == size for n, size in zip(block_sizes, shape))
+    grad = mutation.autograd_of_write(
+        ctx, tv, operands, ctx.grad_enabled and any(t.requires_grad for t in operands),
+        propagate, "item assignment", reads_old=not covers_all)
     apply_inplace(ctx, tv, B.where(mask, placed, x), meta, grad)
     if propagate is not None:
         propagate()
