@@ -17,7 +17,6 @@ from ir.graph import Value
 from refcomp.reasons import (
     DATA_DEPENDENT_SHAPE,
     INEXPRESSIBLE_OP,
-    INPLACE_ON_ALIAS,
     TENSOR_TO_PYTHON,
     TRACE_EXCEPTION,
     UNSUPPORTED_TENSOR_METHOD,
