@@ -198,6 +198,9 @@ def _dom(shape, dims) -> str:
 
 
 # --- grouping -----------------------------------------------------------------------------
+_CYCLE = "another kernel runs between them (fusing would form a cycle)"
+
+
 class _Groups:
     """Union-find over work nodes, with the legality checks of a merge.
 
@@ -259,13 +262,16 @@ class _Groups:
         ga, gb = self.find(a), self.find(b)
         if ga is gb:
             return True
-        union = sorted(self.members[ga] + self.members[gb], key=self.order.get)
         (bits_a, before_a, after_a), (bits_b, before_b, after_b) = self.reach[ga], \
             self.reach[gb]
         bits, before, after = bits_a | bits_b, before_a | before_b, after_a | after_b
+        union = None  # built only past the reachability test (most refusals stop there)
         try:
-            if before & after & self.real & ~bits or self._creates_cycle(set(union)):
-                raise Refusal("another kernel runs between them (fusing would form a cycle)")
+            if before & after & self.real & ~bits:
+                raise Refusal(_CYCLE)
+            union = sorted(self.members[ga] + self.members[gb], key=self.order.get)
+            if self._creates_cycle(set(union)):
+                raise Refusal(_CYCLE)
             region_domain(union, self.producers)
         except Refusal as why:
             if why_context is not None:
