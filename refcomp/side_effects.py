@@ -1,11 +1,11 @@
-"""Side effects on Python objects that outlive the frame: where they run, and why once.
+"""What a code object writes that outlives its frame, read from its bytecode and source.
 
-Owns: the rule that every mutation of a global, of an attribute, or of a list/dict
-the caller can see, and every `print`/logging call, is a graph break executed
-concretely by refcomp/resume.py at its place in program order (never traced, so
-never lost and never repeated), and `stored_names`, which finds the globals and
-attribute names a code object assigns.  Must not know graphs or guards.  Spec:
-spec/runtime.md, "Side effects".
+Owns: `stored_names` (the globals and attribute names a code object assigns),
+`counted_attrs` (the attributes some store computes from their own value: counters) and
+`mutated_containers` (the locals the code mutates through a method or item store).  The
+tracer uses them to decide which reads happen outside the graph and which effects are
+replayed after it.  Must not know graphs or guards.  Spec: spec/runtime.md, "Side
+effects".
 
 Note [Reading what the frame writes]: `COUNT += 1` reads the global before it
 writes it.  If the tracer read it, the value would become an EQUALS_MATCH guard and
