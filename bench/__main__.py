@@ -102,7 +102,8 @@ def _refcomp_counters() -> dict:
     from codegen import stats
 
     snap = stats.snapshot()
-    keys = ("graphs_compiled", "extern_nodes", "fallback_nodes")
+    # kernels_size_shared: kernels on a body shared across sizes (codegen/share.py)
+    keys = ("graphs_compiled", "extern_nodes", "fallback_nodes", "kernels_size_shared")
     return {k: snap[k] for k in keys}
 
 
