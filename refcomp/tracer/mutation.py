@@ -23,8 +23,9 @@ live view of that base is its view steps replayed on the new base.  Eager's alia
 kept: after `u = v.view(-1); u.mul_(2)`, `v` reads the doubled values.  Handled: views of
 an intermediate (not of a graph input: its write-back is not modelled here), with static
 sizes, made by reshape/view/flatten/unflatten/view_as/reshape_as, squeeze/unsqueeze,
-permute/transpose/swapaxes/t, narrow, detach and basic indexing (ints, slices with a
-positive step, None, Ellipsis); under grad too (Note [Writes through views under grad]).
+select, movedim, permute/transpose/swapaxes/t, narrow, detach and basic indexing (ints,
+slices with a positive step, None, Ellipsis); under grad too (Note [Writes through views
+under grad]).
 """
 
 from __future__ import annotations
@@ -45,6 +46,8 @@ _RESHAPES = {T.reshape, T.view, T.flatten, T.unflatten, T.view_as, T.reshape_as,
 _PERMUTES = {T.permute, T.transpose, T.swapaxes, T.t, torch.permute, torch.transpose,
              torch.swapaxes, torch.t}
 _NARROWS = {T.narrow, torch.narrow}
+_SELECTS = {T.select, torch.select}
+_MOVEDIMS = {T.movedim, T.moveaxis, torch.movedim, torch.moveaxis}
 _IDENTITIES = {T.detach, torch.detach}
 
 
@@ -270,6 +273,20 @@ def _primitives(value, view_steps) -> Optional[list]:
         elif fn in _NARROWS:
             dim, start, length = _narrow_args(meta.dim(), args[1:], kwargs)
             out.append(("slice", dim, start, start + length, 1))
+        elif fn in _SELECTS or fn in _MOVEDIMS:
+            if kwargs or len(args) != 3 or not all(isinstance(a, int) for a in args[1:]):
+                return None
+            rank, dim = meta.dim(), args[1] % max(meta.dim(), 1)
+            if fn in _MOVEDIMS:
+                perm = [d for d in range(rank) if d != dim]
+                perm.insert(args[2] % max(rank, 1), dim)
+                out.append(("permute", perm))
+            else:
+                i = args[2] + meta.shape[dim] if args[2] < 0 else args[2]
+                out.append(("slice", dim, i, i + 1, 1))
+                shape = list(meta.shape)
+                out.append(("reshape", shape[:dim] + [1] + shape[dim + 1:],
+                            shape[:dim] + shape[dim + 1:]))
         elif fn is operator.getitem:
             steps = _getitem_primitives(list(meta.shape), args[1])
             if steps is None:

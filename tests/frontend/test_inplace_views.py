@@ -222,3 +222,38 @@ def test_strided_writes_into_an_intermediate_are_captured(f):
     refcomp.reset()
     report = refcomp.explain(f, torch.randn(4, 4))
     assert (report.graph_count, report.graph_break_count) == (1, 0), str(report)
+
+
+def select_mul(x):
+    t = x.clone()
+    t.select(-1, 0).mul_(3)  # the fuzzer's explain() oracle found select missing (RB010)
+    return t
+
+
+def select_negative_index_beside_view(x):
+    t = x + 1
+    r = t[1]
+    t.select(0, -1).add_(r)
+    return t, r
+
+
+def movedim_slice_add(x):
+    t = x * 2
+    t.movedim(0, -1)[..., :1].add_(1)
+    return t
+
+
+VIEW_STEPS = [select_mul, select_negative_index_beside_view, movedim_slice_add]
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("f", VIEW_STEPS, ids=lambda f: f.__name__)
+def test_select_and_movedim_writes_like_eager(f, backend):
+    assert_like_eager(f, lambda: (torch.randn(4, 4),), backend)
+
+
+@pytest.mark.parametrize("f", VIEW_STEPS, ids=lambda f: f.__name__)
+def test_select_and_movedim_writes_are_captured(f):
+    refcomp.reset()
+    report = refcomp.explain(f, torch.randn(4, 4))
+    assert (report.graph_count, report.graph_break_count) == (1, 0), str(report)

@@ -28,7 +28,7 @@ import torch
 from hypothesis import strategies as st
 
 from tests.fuzz.inputs import DTYPES, layout_fits, make
-from tests.fuzz.program import Program, namespace
+from tests.fuzz.program import MUST_CAPTURE, Program, namespace
 
 # feature -> corpus file(s) (tests/fuzz/corpus/<file>) whose open bug excludes it.  Features
 # are generator constructs, or (prefix "check:") a comparison the runner relaxes; excluded
@@ -608,6 +608,31 @@ def inplace(draw, env):
     pool = INPLACE + (INPLACE_FLOAT if is_float(t) else [])
     return draw(st.sampled_from(pool)).format(v=v, b=b, s=scalar(draw, env),
                                               idx=index_expr(draw, t))
+
+
+# Writes through a view of a fresh intermediate that refcomp must capture (spec/
+# correctness.md, "Mutation and write-back"): the oracle (tests/fuzz/runner.py,
+# `capture_failure`) fails a program whose marked line is a graph break.  `{c}` is a
+# contiguous clone nothing else views; the value written is a Python number of the
+# tensor's kind, so no operand overlaps the write and no cast fails.
+VIEW_WRITES = ["{c}.view(-1).mul_(2)", "{c}.unsqueeze(0).add_(1)", "{c}[None] *= 3",
+               "{c}.reshape(-1)[::2] = {s}"]
+VIEW_WRITES_RANKED = ["{c}[1:] *= 2", "{c}[0] = {s}", "{c}.narrow(0, 0, 1).add_({s})",
+                      "{c}[..., ::2] += 1", "{c}.transpose(0, -1)[-1:].mul_(2)",
+                      "{c}[:, None][1:] = {s}", "{c}.flatten()[1::3].sub_(1)",
+                      "{c}.select(-1, 0).mul_({s})", "{c}.unflatten(0, (1, -1))[0] += 1",
+                      "{c}.movedim(0, -1)[..., :1].add_(1)"]
+
+
+@template(5)
+def inplace_view(draw, env):
+    a = pick(draw, env, pred=lambda t: t.dtype != torch.bool)
+    t = env.val(a)
+    c = env.fresh("w")
+    forms = VIEW_WRITES + (VIEW_WRITES_RANKED if t.dim() else [])
+    s = draw(st.sampled_from([2, -1, 3]) if not is_float(t) else st.sampled_from([0.5, -2.0, 3]))
+    write = draw(st.sampled_from(forms)).format(c=c, s=s)
+    return f"{c} = {a}.clone(memory_format=torch.contiguous_format)\n{write}{MUST_CAPTURE}"
 
 
 @template(3)

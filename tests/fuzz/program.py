@@ -26,6 +26,11 @@ def namespace():
     return {"torch": torch, "F": torch.nn.functional, "OPAQUE": OPAQUE}
 
 
+# Marks a line the explain() oracle holds to no graph break (tests/fuzz/runner.py
+# capture_failure; written by tests/fuzz/gen.py's inplace_view).
+MUST_CAPTURE = "  # must capture"
+
+
 @dataclass
 class Program:
     source: str                 # "def f(x0, ...):\n    ...\n"

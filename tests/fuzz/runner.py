@@ -22,10 +22,12 @@ same strides):
 import contextlib
 import warnings
 from dataclasses import dataclass
+from typing import Optional
 
 import torch
 
 import refcomp
+from tests.fuzz.program import MUST_CAPTURE
 
 # (rtol, atol) by the compared tensor's dtype.  float32 allows reassociated reductions over
 # a few thousand elements; half types allow an ulp of the half type on each op of a chain
@@ -38,7 +40,7 @@ TOLERANCE = {torch.float64: (1e-7, 1e-7), torch.float32: (1e-4, 1e-4),
 # half/bfloat16 named in its source).
 HALF_NAMES = {torch.float16: ("float16", "half()"), torch.bfloat16: ("bfloat16",)}
 FAIL_KINDS = ("crash", "missed-raise", "wrong-exception", "structure", "dtype", "shape",
-              "value", "stride", "alias", "input")
+              "value", "stride", "alias", "input", "capture")
 
 
 @dataclass
@@ -268,7 +270,32 @@ def compare(program, backend, ref: Reference, relax=frozenset(), dynamic=None) -
         if bad:
             bad.call = k
             return bad
+    if not raised:
+        missed = capture_failure(program)
+        if missed:
+            return missed
     return Outcome("ok-raise" if raised else "ok")
+
+
+def capture_failure(program) -> Optional[Outcome]:
+    """The explain() oracle: a write through a view that refcomp must capture (a line
+    tests/fuzz/gen.py marks MUST_CAPTURE) is no graph break.  Traced on the first call's
+    inputs (static sizes), once per program."""
+    lines = {i + 1 for i, line in enumerate(program.source.splitlines())
+             if line.endswith(MUST_CAPTURE)}
+    if not lines:
+        return None
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        _seed(0)
+        report = refcomp.explain(program.function(), *program.args(0), backend="eager")
+    for b in report.break_reasons:
+        where = b.get("where") or ""
+        line = where.rsplit(":", 1)[-1]
+        if where.startswith("<fuzz program") and line.isdigit() and int(line) in lines:
+            return Outcome("capture", f"a write through a view marked {MUST_CAPTURE.strip()!r}"
+                                      f" breaks: [{b['id']}] {b['reason']} at line {line}")
+    return None
 
 
 def outcome(program, backend, relax=frozenset(), dynamic=None, autocast=None) -> Outcome:
