@@ -18,7 +18,9 @@ SOURCES = ("refcomp", "ir", "codegen", "spec", "tests", "bench")
 CITED_NOTE = re.compile(r"Note \[([^\]]+)\]")
 DEFINED_NOTE = re.compile(
     r"^\s*(?:#+\s*|\"\"\"|[-*]\s*)?(?:\*\*)?Note \[([^\]]+)\](?:\*\*)?\s*(?:[:.(]|$)", re.M)
-CITED_SECTION = re.compile(r'spec/([a-z_]+\.md),? "([^"]+)"')
+# spec/x.md, "Title" / spec/x.md ("Title") / spec/x.md's table "Title", and the same with
+# single quotes or with the escaped quotes of a Python string.
+CITED_SECTION = re.compile(r"""spec/([a-z_]+\.md)(?:'s table)?,? \(?\\?["']([^"'\\]+)\\?["']""")
 CITED_HERE = re.compile(r'"([^"]{3,80})"\)? (?:below|above)')
 CITED_NOTE_IN = re.compile(r"Note \[([^\]]+)\]\)?(?:,| in| \(|\s)\s*`?"
                            r"((?:refcomp|ir|codegen|tests|bench)/[\w/]+\.py)")
@@ -105,6 +107,9 @@ def test_the_checks_can_fail():
     text = 'see Note [No such note] and spec/tracer.md, "No such section"'
     assert CITED_NOTE.findall(text) == ["No such note"]
     assert CITED_SECTION.findall(text) == [("tracer.md", "No such section")]
+    for form in ('spec/tracer.md ("No such section")', "spec/tracer.md, 'No such section'",
+                 'spec/tracer.md, \\"No such section\\"', 'spec/tracer.md\'s table "No such section"'):
+        assert CITED_SECTION.findall(form) == [("tracer.md", "No such section")], form
     assert not any(a.startswith("No such section") for a in _anchors()["tracer.md"])
     assert CITED_HERE.findall('("No such section" below)') == ["No such section"]
     assert CITED_NOTE_IN.findall("Note [X] in refcomp/api.py") == [("X", "refcomp/api.py")]
