@@ -29,7 +29,7 @@ symbols:
 LLVM itself may still order a reduction's sum differently in a body whose strides are
 arguments (sums carry `reassoc`), so a shared kernel's sums can differ from a lone
 one's in the last bits; the fuzzer's `--sizes-as-arguments` runs every kernel so.
-A kernel whose skeleton (its printed form with those ints blanked) no other kernel of
+A kernel whose skeleton (the kernel with those ints blanked) no other kernel of
 the compile shares, and no earlier shared body serves, is compiled as before, with
 exactly its static code.  A symbol is shared by
 every position whose values agree in every kernel of the group, so `numel` and a
@@ -43,9 +43,10 @@ from typing import Callable
 
 import sympy
 
-from codegen.kernel import DivMod, Index, Kernel, Let, Stage, Store, print_kernel
+from codegen.kernel import DivMod, Index, Kernel, Let, Stage, Store
 
-# skeleton -> [(body Kernel, pattern)], pattern: per position an int (literal) or a symbol
+# skeleton (a blanked Kernel) -> [(body Kernel, pattern)]; a pattern holds per position
+# an int (literal) or a symbol
 _BODIES: dict = {}
 _PREFIX = "z"  # the symbols of shared bodies (graph size symbols are s0, s1, ...)
 
@@ -83,14 +84,29 @@ def _map_sizes(k: Kernel, fn: Callable) -> Kernel:
     return Kernel(buffers, outer, k.accs, tuple(stages), k.inplace)
 
 
-def _skeleton(k: Kernel) -> tuple[str, tuple]:
-    """(the printed kernel with its open sizes blanked, their values in order)."""
+class _Blank:
+    """An open size in a skeleton: one object, equal only to itself, printed `?`, holding
+    no size symbol."""
+
+    is_Symbol = True
+    free_symbols = frozenset()
+
+    def __str__(self) -> str:
+        return "?"
+
+
+_BLANK = _Blank()
+
+
+def _skeleton(k: Kernel) -> tuple[Kernel, tuple]:
+    """(the kernel with its open sizes blanked, their values in order).  The blanked
+    Kernel is the key (frozen dataclasses: hashed, not printed)."""
     values: list = []
 
     def blank(x):
         values.append(x)
-        return sympy.Symbol(f"_{len(values) - 1}")
-    return print_kernel(_map_sizes(k, blank)), tuple(values)
+        return _BLANK
+    return _map_sizes(k, blank), tuple(values)
 
 
 def _body(k: Kernel, pattern: tuple) -> Kernel:
