@@ -24,7 +24,9 @@ eager's), sparse or quantized
 results (complex ones are fine: values of dtype c64/c128 live only between opaque nodes),
 arguments that are not constants, and a small deny list of calls
 that change global or tensor state beyond their operands.
-Symbolic sizes of operands are specialized (guarded) first: the meta run needs numbers.
+Symbolic sizes of operands: the results are typed over them by a second run on fake
+tensors (Note [Opaque calls over symbolic sizes], refcomp/tracer/symbolic_meta.py), else
+specialized (guarded).
 """
 
 from __future__ import annotations
@@ -41,7 +43,7 @@ from refcomp.reasons import (
     UNSUPPORTED_CALL,
     Unsupported,
 )
-from refcomp.tracer import autocast, eager_layout, mutation
+from refcomp.tracer import autocast, eager_layout, mutation, symbolic_meta
 from refcomp.tracer.context import ir_device, ir_dtype, meta_device
 from refcomp.tracer.torch_table import (
     new_tensor,
@@ -309,6 +311,27 @@ def _rolls_every_dim(x, pargs, pkwargs) -> bool:
         for s, d in zip(shifts, dims))
 
 
+def _symbolic_shapes(ctx, fn, name, pargs, pkwargs, operands, index, results, symbolic,
+                     writes_or_views):
+    """The results' shapes over the operands' symbolic sizes (Note [Opaque calls over
+    symbolic sizes], refcomp/tracer/symbolic_meta.py); None once the sizes are specialized
+    (guarded).  A size only automatic dynamic made symbolic changed once and will again (a
+    KV cache grows by a token per decoding step): where it cannot be typed, the call runs
+    at a break instead, and the size stays symbolic around it."""
+    shapes = None if writes_or_views else symbolic_meta.symbolic_result_shapes(
+        ctx, fn, lambda fakes: (_substitute(pargs, fakes, index),
+                                _substitute(pkwargs, fakes, index)), operands, results)
+    if shapes is not None:
+        return shapes
+    for d in symbolic:
+        if d.free_symbols & ctx.automatic_symbols:
+            raise Unsupported(INEXPRESSIBLE_OP, f"{name} of a tensor whose size changes between"
+                                       " calls (its result's size could not be typed over"
+                                       " symbolic sizes)")
+        ctx.specialize(d)
+    return None
+
+
 def call_opaque(ctx, fn, args: list, kwargs: dict, name: str | None = None) -> VT:
     """Trace `fn(*args, **kwargs)` as one `aten` node, or raise Unsupported (a break)."""
     name = name or opaque_name(fn)
@@ -340,19 +363,8 @@ def call_opaque(ctx, fn, args: list, kwargs: dict, name: str | None = None) -> V
     factory = not operands
     if factory and short not in FACTORIES and not _draws_random(fn, short):
         raise Unsupported(UNSUPPORTED_CALL, f"{name} takes no tensor and is not a known factory")
-    for tv in operands:
-        for d in tv.value.type.shape:
-            if not isinstance(d, int) and getattr(d, "free_symbols", None):
-                # The meta run and the node's types need numbers: a size the user made
-                # dynamic is specialized (guarded).  One automatic dynamic made symbolic
-                # changed once and will again (a KV cache grows by a token per decoding
-                # step: specialized, every step recompiled up to the limit), so the call
-                # runs at a break instead and the size stays symbolic around it.
-                if d.free_symbols & ctx.automatic_symbols:
-                    raise Unsupported(INEXPRESSIBLE_OP, f"{name} of a tensor whose size changes"
-                                               " between calls (an opaque call needs"
-                                               " static sizes)")
-                ctx.specialize(d)
+    symbolic = [d for tv in operands for d in tv.value.type.shape
+                if not isinstance(d, int) and getattr(d, "free_symbols", None)]
     if short in STORAGE_READERS:
         _check_storage_read(ctx, name, short, pargs, pkwargs)
     if short in ("conv3d", "conv_transpose3d") and _channels_last_3d_conv(pargs, pkwargs):
@@ -442,8 +454,12 @@ def call_opaque(ctx, fn, args: list, kwargs: dict, name: str | None = None) -> V
                 view_base[j] = i
                 break
     device = _device(ctx, name, short, operands, pkwargs, device if factory else None)
-    out_types = [TensorType(ir_dtype(r.dtype), tuple(int(s) for s in r.shape), device)
-                 for r in results]
+    shapes = [tuple(int(s) for s in r.shape) for r in results]
+    if symbolic:
+        shapes = _symbolic_shapes(ctx, fn, name, pargs, pkwargs, operands, index, results,
+                                  symbolic, mutates or views) or shapes
+    out_types = [TensorType(ir_dtype(r.dtype), shape, device)
+                 for r, shape in zip(results, shapes)]
     out_types += [TensorType(operands[i].value.type.dtype,
                              tuple(int(s) for s in metas[i].shape), operands[i].value.type.device)
                   for i in mutates]

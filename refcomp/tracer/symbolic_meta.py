@@ -1,0 +1,124 @@
+"""Result shapes of an opaque ATen call over symbolic operand sizes.
+
+Owns: `symbolic_result_shapes`, which types an opaque call's results as size expressions
+in the trace's symbols by running torch's own meta kernel on fake tensors whose sizes are
+torch SymInts (torch's FakeTensorMode and ShapeEnv), one per trace symbol.  Spec:
+spec/tracer.md, "Opaque torch calls"; Note [Opaque calls over symbolic sizes].
+"""
+
+from __future__ import annotations
+
+import sympy
+import torch
+
+from refcomp.tracer import eager_layout
+from refcomp.tracer.values import TensorVar
+
+
+# Note [Opaque calls over symbolic sizes]: an opaque call is typed by torch's meta kernel,
+# which needs numbers; a symbolic size was specialized (guarded) before it, so a KV cache
+# that grows by a token per decoding step recompiled, or broke, at every attention.  The
+# call is instead run a second time on fake tensors whose sizes are torch SymInts, one per
+# trace symbol with the traced value as its hint (torch's FakeTensorMode over a ShapeEnv:
+# the meta kernels' own symbolic reasoning, as Dynamo types ATen calls).  Each result's
+# sizes, sympy expressions over those SymInts, are rewritten in the trace's symbols; every
+# guard the kernel put on the sizes (`Eq(s0, 1)`, `s0 < 64`) becomes a shape guard of the
+# graph (ctx.decide).  Where the typing cannot be trusted the caller keeps its old answer
+# (specialize, or break for a size automatic dynamic made symbolic): an operand with a
+# symbolic size that is not row-major in eager (the node's recorded `layouts` are numbers),
+# a result that is not row-major, a size torch cannot express in our symbols, or results
+# that disagree with the concrete meta run at the traced sizes.  torch's fake-tensor
+# machinery costs a one-time import (seconds) the first time a trace needs it.
+def symbolic_result_shapes(ctx, fn, margs_of, operands: list[TensorVar], results: list):
+    """The results' shapes over the trace's symbols, or None where they cannot be typed.
+
+    margs_of(fakes) -> (args, kwargs): the call's arguments with the operands replaced by
+    `fakes` (in operand order).  results: the concrete meta run's result tensors."""
+    from torch._dynamo.source import ConstantSource
+    from torch._subclasses.fake_tensor import FakeTensorMode
+    from torch.fx.experimental.symbolic_shapes import DimDynamic, ShapeEnv
+
+    env = ShapeEnv()
+    ours: dict = {}    # trace symbol -> torch SymInt
+    theirs: dict = {}  # ShapeEnv symbol -> trace symbol
+
+    def symint(sym):
+        if sym not in ours:
+            hint = ctx.concrete(sym)
+            s = env.create_symbol(hint, ConstantSource(str(sym)),
+                                  dynamic_dim=DimDynamic.DYNAMIC)
+            ours[sym] = env.create_symintnode(s, hint=hint)
+            theirs[s] = sym
+        return ours[sym]
+
+    def size(d):
+        if isinstance(d, int):
+            return d
+        expr = sympy.sympify(d)
+        if isinstance(expr, sympy.Symbol):
+            return symint(expr)
+        syms = sorted(expr.free_symbols, key=str)
+        return sympy.lambdify(syms, expr, modules=[{}])(*(symint(s) for s in syms))
+
+    mode = FakeTensorMode(shape_env=env)
+    fakes = []
+    try:
+        with mode:
+            for tv in operands:
+                shape = [size(d) for d in tv.value.type.shape]
+                if any(not isinstance(d, int) for d in shape) and \
+                        eager_layout.operand_strides(tv.meta):
+                    return None  # a symbolic operand not row-major
+                if all(isinstance(d, int) for d in shape):
+                    fake = torch.empty_strided(tuple(tv.meta.shape), tv.meta.stride(),
+                                               dtype=tv.meta.dtype)
+                else:
+                    fake = torch.empty(shape, dtype=tv.meta.dtype)
+                fakes.append(fake.requires_grad_(tv.meta.requires_grad))
+            args, kwargs = margs_of(fakes)
+            with torch.set_grad_enabled(ctx.grad_enabled):
+                out = fn(*args, **kwargs)
+    except Exception:  # the fake run is a second opinion: without it, the old answer
+        return None
+    from codegen.opaque import flatten_results
+
+    outs = flatten_results(out) if isinstance(out, (tuple, list)) else [out]
+    if len(outs) != len(results) or not all(isinstance(o, torch.Tensor) for o in outs):
+        return None
+    shapes = []
+    for o, concrete in zip(outs, results):
+        shape = tuple(_ours(d, theirs) for d in o.shape)
+        if any(s is None for s in shape) or not _row_major(o) or \
+                [ctx.concrete(s) for s in shape] != list(concrete.shape):
+            return None
+        shapes.append(tuple(int(s) if not getattr(s, "free_symbols", None) else s
+                            for s in shape))
+    for guard in env.guards:
+        relation = guard.expr.xreplace(theirs)
+        if relation.free_symbols - set(ours):
+            return None
+        ctx.decide(relation)
+    return shapes
+
+
+def _ours(d, theirs):
+    """A result size in the trace's symbols, or None."""
+    if isinstance(d, int):
+        return d
+    expr = d.node.expr.xreplace(theirs)
+    return None if expr.free_symbols - set(theirs.values()) else expr
+
+
+def _row_major(t) -> bool:
+    """The fake result's strides are row-major in its symbolic sizes (size-1 dims free)."""
+    expected = sympy.Integer(1)
+    for d, s in zip(reversed(t.shape), reversed(t.stride())):
+        size = sympy.sympify(_expr(d))
+        if size != 1 and sympy.simplify(sympy.sympify(_expr(s)) - expected) != 0:
+            return False
+        expected = expected * size
+    return True
+
+
+def _expr(v):
+    return v.node.expr if isinstance(v, torch.SymInt) else v
