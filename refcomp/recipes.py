@@ -332,6 +332,8 @@ def replay(effects, resolve, G) -> None:
             target(*values, **kwargs)
         elif kind == "setattr":
             setattr(target, name, values[0])
+        elif kind == "object_setattr":  # object's own store: no __setattr__ override runs
+            object.__setattr__(target, name, values[0])
         elif kind == "setitem":
             target[values[0]] = values[1]
         else:  # "delitem"

@@ -276,6 +276,25 @@ def traced_store(tx, obj: VT, name: str, value: VT) -> bool:
     return False
 
 
+def default_setattr(tx, obj: VT, name: VT, value: VT) -> VT:
+    """`object.__setattr__(obj, name, value)` (`super().__setattr__(key, value)` inside a
+    class's own __setattr__): object's plain store into the instance dict, replayed after
+    the graph by that same call and read back by this trace (Note [Replayed side
+    effects]); a data descriptor of that name (object's store would run it) breaks."""
+    key = as_python(name)
+    if not isinstance(obj, ConstVar) or obj.source is None or not isinstance(key, str) or \
+            isinstance(obj.value, (type, torch.nn.Module)) or type(obj) is MadeObjectVar:
+        raise Unsupported(UNSUPPORTED_CALL, f"object.__setattr__ of {describe_vt(obj)}")
+    raw = class_lookup(type(obj.value), key)
+    if raw is not None and _is_data_descriptor(raw):
+        raise Unsupported(UNREPLAYABLE_SIDE_EFFECT,
+                          f"object.__setattr__ of {key!r}, a {type(raw).__name__} on the class")
+    effects.record(tx, "object_setattr", obj, key, [value],
+                   what=f"object.__setattr__({obj.source.name()}, {key!r}, ...)")
+    tx.ctx.attr_writes[(id(obj.value), key)] = value
+    return ConstVar(None)
+
+
 def default_getattr(tx, obj: VT, name: VT) -> VT:
     """`object.__getattribute__(obj, name)` (`super().__getattribute__(name)` inside a
     class's own __getattribute__): object's lookup, its Python parts traced and the rest

@@ -12,6 +12,7 @@ import contextlib
 import enum
 import re
 import types
+import typing
 from typing import Optional
 
 import sympy
@@ -645,8 +646,9 @@ def _describe(value) -> str:
 
 def constant_key(k) -> bool:
     """A dict key the DICT_KEYS guard can compare by value: a constant, a dtype or device,
+    a class or a `typing` special form (equal only to itself: `{list: ..., Union: ...}`),
     or a tuple of those (`{("cpu", torch.float16): ...}`)."""
-    if isinstance(k, (torch.dtype, torch.device, *CONSTANT_TYPES)):
+    if isinstance(k, (torch.dtype, torch.device, type, typing._SpecialForm, *CONSTANT_TYPES)):
         return True
     return type(k) is tuple and all(constant_key(i) for i in k)
 

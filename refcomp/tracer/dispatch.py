@@ -40,7 +40,7 @@ from refcomp.tracer import (  # noqa: F401
     torch_ops,
     torch_table,
 )
-from refcomp.tracer.attributes import default_getattr, new_super
+from refcomp.tracer.attributes import default_getattr, default_setattr, new_super
 from refcomp.tracer.builtin_calls import (
     BUILTIN_HANDLERS,
     COMPILING_QUERIES,
@@ -345,6 +345,10 @@ KINDS: tuple = (
           lambda tx, fn, a, k: _value(fn) is object.__getattribute__ and len(a) == 2 and not k,
           lambda tx, fn, a, k: default_getattr(tx, a[0], a[1]),
           summary="object's own attribute lookup (Note [Reads that run user code])"),
+    _kind("object.__setattr__",
+          lambda tx, fn, a, k: _value(fn) is object.__setattr__ and len(a) == 3 and not k,
+          lambda tx, fn, a, k: default_setattr(tx, a[0], a[1], a[2]),
+          summary="object's own store into the instance, replayed after the graph"),
     _kind("Python function", _value_is(lambda v: isinstance(v, types.FunctionType)),
           lambda tx, fn, a, k: inline_function(tx, fn.value, fn.source, a, k),
           summary="inlined; code, defaults and closure guarded (refcomp/tracer/inlining.py)"),

@@ -89,7 +89,8 @@ def record(tx, kind: str, target, name, args=(), kwargs=None, *, what: str) -> N
     """Append one effect (Note [Replayed side effects]).
 
     kind: "method" (target.name(*args, **kwargs)), "setattr" (setattr(target, name,
-    args[0])), "delitem" (del target[args[0]]), "setitem" (target[args[0]] = args[1]),
+    args[0])), "object_setattr" (object.__setattr__(target, name, args[0])), "delitem"
+    (del target[args[0]]), "setitem" (target[args[0]] = args[1]),
     "setglobal" (the globals dict `target` -- a Source, or None for the frame's own --
     gets name = args[0]), "call" (target(*args, **kwargs)).
     """
