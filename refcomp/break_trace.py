@@ -164,7 +164,7 @@ class FrameTranslator(InstructionTranslator):
         self.pending.pop(inst.argval, None)
         super().DELETE_FAST(inst)
 
-    # See Note [Reading what the frame writes] in refcomp/side_effects.py.
+    # See Note [Reading what the frame writes] in spec/runtime.md.
     def LOAD_GLOBAL(self, inst):
         if inst.argval in self.stored_globals and \
                 (id(self.f_globals), inst.argval) not in self.ctx.global_writes:

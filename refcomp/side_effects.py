@@ -5,25 +5,7 @@ Owns: `stored_names` (the globals and attribute names a code object assigns),
 `mutated_containers` (the locals the code mutates through a method or item store).  The
 tracer uses them to decide which reads happen outside the graph and which effects are
 replayed after it.  Must not know graphs or guards.  Spec: spec/runtime.md, "Side
-effects".
-
-Note [Reading what the frame writes]: `COUNT += 1` reads the global before it
-writes it.  If the tracer read it, the value would become an EQUALS_MATCH guard and
-every call (with a new count) would recompile.  So a read of a global (or of an
-attribute name) that the same code object assigns is itself a break point: the
-resume machine reads, adds and stores it concretely (in the code generated at
-the break, spec/runtime.md, "Side effects"), and the guards never mention it.  A bool,
-None or str attribute (a
-flag such as transformers' `self.compiling`, or a setting decided on the first call such
-as `config.problem_type`) is the exception: it takes few values, so guarding it costs at
-most a recompile per value, and it is read like any other attribute (`attributes.is_flag`).
-Inside an inlined function, an attribute is a counter only when some store of it is
-computed from it (`counted_attrs`): `self.n += 1`, `self.n = self.n + 1`, a value that
-names the object itself (`self.n = self.next()`) or a local computed from the attribute.
-Any other store (SwinLayer's `self.window_size = min(input_resolution)`, a clamp decided
-by the input) sets a value that does not grow with each call, so the read before it is
-traced under a guard and the store is replayed after the graph (Note [Replayed side
-effects]); a changed value recompiles, as a flag does.
+effects", which defines Note [Reading what the frame writes].
 """
 
 from __future__ import annotations

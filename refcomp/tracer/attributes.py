@@ -76,7 +76,7 @@ def load_global(tx, name: str) -> VT:
         source = GlobalSource(name) if tx.globals_source is None else ItemSource(
             tx.globals_source, name)
         if isinstance(value, CONSTANT_TYPES) and name in effects.stored_names(tx.code)[0]:
-            # Note [Reading what the frame writes] (refcomp/side_effects.py).
+            # Note [Reading what the frame writes] (spec/runtime.md).
             raise Unsupported(UNREPLAYABLE_SIDE_EFFECT,
                               f"global {name!r} is assigned in this frame;"
                                        " it is read and updated outside the graph")
@@ -108,7 +108,7 @@ def load_attr(tx, obj: VT, name: str) -> VT:
         stored = static_attr(obj.value, name)
         if obj.source is not None and name in effects.counted_attrs(tx.code) and \
                 isinstance(stored, CONSTANT_TYPES) and not is_flag(stored):
-            # Note [Reading what the frame writes] (refcomp/side_effects.py).
+            # Note [Reading what the frame writes] (spec/runtime.md).
             raise Unsupported(UNREPLAYABLE_SIDE_EFFECT,
                               f"attribute {name!r} is assigned in this frame;"
                                        " it is read and updated outside the graph")
