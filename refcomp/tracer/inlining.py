@@ -74,6 +74,8 @@ def unwrapped(fn):
     """torch's own wrappers that only convert exceptions (a try block the tracer does not
     enter) are traced as the function they wrap: while tracing nothing raises."""
     inner = getattr(fn, "__wrapped__", None)
+    if getattr(fn, "_wrapped_by_lr_sched", False):  # binds the optimizer itself: traced
+        return fn
     if isinstance(inner, types.FunctionType) and is_torch_function(fn) and \
             fn.__code__.co_name in ("wrapped", "wrapper", "_fn"):
         return inner
