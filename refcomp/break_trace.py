@@ -20,6 +20,7 @@ re-runs natively with the call.
 from __future__ import annotations
 
 import collections.abc
+import dis
 import types
 from dataclasses import dataclass, field
 from typing import Optional
@@ -385,11 +386,25 @@ def trace_to_break(cf, fn, L, *, opaque=frozenset(), first=None, auto_dims=None,
     return ctx, tx, brk, reason
 
 
+def rebound_cells(code) -> set:
+    """Cell names that `code` or a function nested in it stores into or deletes (an
+    argument closed over is stored by none: its cell is filled on entry)."""
+    names = {i.argval for i in dis.get_instructions(code)
+             if i.opname in ("STORE_DEREF", "DELETE_DEREF")}
+    for const in code.co_consts:
+        if isinstance(const, types.CodeType):
+            names |= rebound_cells(const)
+    return names
+
+
 def build_break(cf, ctx, tx, brk: Break, reason) -> Entry:
     """The entry of a frame that breaks: its graph computes every live tensor."""
     if ctx.used_grad_toggle:
         brk.grad_mode = ctx.grad_enabled  # e.g. the break is inside a no_grad block
     recipes = Recipes(ctx)
+    rebound = rebound_cells(tx.code)
+    recipes.fixed_cells = {id(cell) for name, cell in tx.cells.items()
+                           if name not in rebound and cell.contents is not None}
     brk.locals = {name: recipes.of(vt) for name, vt in tx.locals.items()}
     for name in tx.pending:
         brk.locals[name] = ("source", LocalSource(name))

@@ -45,6 +45,7 @@ from refcomp.tracer.values import (
     ContextTokenVar,
     DictVar,
     ExitVar,
+    FunctionVar,
     IteratorVar,
     ListVar,
     MethodVar,
@@ -88,7 +89,8 @@ class Recipes:
     ("method", self recipe, function or None, name); ("shared", slot, recipe): a mutable
     object built once per rebuild, however many live values hold it (("object", cls,
     [(name, recipe)]): an object made in the frame, made before its attributes, which
-    may name it again as ("cycle",)); ("size", fn,
+    may name it again as ("cycle",)); ("function", code, globals, default recipes,
+    keyword-default recipes, cell-content recipes): a function made in the frame; ("size", fn,
     [(tensor source, dim)]): a symbolic size, from this call's input shapes.
     """
 
@@ -98,6 +100,7 @@ class Recipes:
         self.index: dict = {}
         self.shared: dict = {}  # id(mutable VT) -> slot
         self.building: set = set()  # slots of objects whose attributes are being described
+        self.fixed_cells: set = set()  # ids of CellVars never stored into (build_break)
 
     def of(self, vt):
         if isinstance(vt, ObjectVar):  # Note [Objects made in the frame]
@@ -112,7 +115,8 @@ class Recipes:
             finally:
                 self.building.discard(slot)
         recipe = self._of(vt)
-        if recipe[0] in ("copy", "list", "dict", "iter", "model_output", "context_set"):
+        if recipe[0] in ("copy", "list", "dict", "iter", "model_output", "context_set",
+                         "function"):
             # Mutable: two names for one list must stay one list after the break.
             slot = self.shared.setdefault(id(vt), len(self.shared))
             return ("shared", slot, recipe)
@@ -165,6 +169,16 @@ class Recipes:
                 raise Refused("a ContextVar token whose set is not pending")
             self.ctx.effects[:] = [e for e in self.ctx.effects if e is not vt.effect]
             return ("context_set", self.of(vt.var), self.of(vt.value))
+        if isinstance(vt, FunctionVar) and all(id(c) in self.fixed_cells
+                                               for c in vt.closure):
+            # a function made in the frame (`t.register_hook(lambda g: g * self.scale)`
+            # around a break): made again from its code, globals, defaults and closure.
+            # Its cells are new ones, so only cells no code of the frame stores into
+            # (`fixed_cells`: an argument's) may be closed over: the resumed code's own
+            # copy of the cell then always holds the same object
+            return ("function", vt.code, vt.f_globals, [self.of(d) for d in vt.defaults],
+                    [(k, self.of(v)) for k, v in vt.kwdefaults.items()],
+                    [self.of(c.contents) for c in vt.closure])
         if isinstance(vt, ExitVar):  # inside `with torch.no_grad():`
             return ("exit", vt.previous)
         raise Refused(f"{vt!r} cannot cross a graph break")
@@ -286,6 +300,14 @@ def make(r, outs, L, G, C, B, memo):
                                  {k: make(v, outs, L, G, C, B, memo) for k, v in r[3]})
     if kind == "iter":
         return iter([make(i, outs, L, G, C, B, memo) for i in r[1]])
+    if kind == "function":
+        fn = types.FunctionType(r[1], r[2], r[1].co_name,
+                                tuple(make(d, outs, L, G, C, B, memo) for d in r[3]) or None,
+                                tuple(types.CellType(make(c, outs, L, G, C, B, memo))
+                                      for c in r[5]) or None)
+        fn.__qualname__ = r[1].co_qualname
+        fn.__kwdefaults__ = {k: make(v, outs, L, G, C, B, memo) for k, v in r[4]} or None
+        return fn
     obj = make(r[1], outs, L, G, C, B, memo)  # "method"
     return types.MethodType(r[2], obj) if r[2] is not None else getattr(obj, r[3])
 

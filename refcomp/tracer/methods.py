@@ -37,6 +37,15 @@ from refcomp.tracer.values import (
     TupleVar,
 )
 
+# Tensor methods that act on the real tensor's autograd node: a break at the call, which
+# CPython runs on the tensor the graph before it returned (spec/autograd.md, "Tensor hooks").
+_AT_A_BREAK = {
+    "register_hook": "Tensor.register_hook: the hook is registered on the real tensor at a"
+                     " break (the graphs before and after it are compiled)",
+    "register_post_accumulate_grad_hook": "Tensor.register_post_accumulate_grad_hook: the"
+                                          " hook is registered on the real tensor at a break",
+}
+
 
 def call_method(tx, m: MethodVar, args, kwargs) -> VT:
     self_vt = m.self_vt
@@ -46,6 +55,8 @@ def call_method(tx, m: MethodVar, args, kwargs) -> VT:
             return call_torch_or_opaque(tx, method, [self_vt] + list(args), kwargs)
         if method is not None and opaque.opaque_name(method) is not None:
             return opaque.call_opaque(tx.ctx, method, [self_vt] + list(args), kwargs)
+        if m.name in _AT_A_BREAK:
+            raise Unsupported(UNSUPPORTED_CALL, _AT_A_BREAK[m.name])
         if isinstance(method, types.FunctionType):  # Python-level (torch/_tensor.py)
             return tx.call_function(ConstVar(method), [self_vt] + list(args), kwargs)
         raise Unsupported(UNSUPPORTED_TENSOR_METHOD, f"Tensor.{m.name}")
