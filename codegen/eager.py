@@ -141,6 +141,7 @@ EAGER_OPS["clamp"] = _make_clamp
 EAGER_OPS["cast"] = _make_cast
 EAGER_OPS["copy"] = lambda node, attrs: (
     lambda x: x.clone(memory_format=torch.contiguous_format))
+EAGER_OPS["stop_gradient"] = lambda node, attrs: (lambda x: x.detach())
 
 
 # --- reductions -------------------------------------------------------------------------

@@ -89,6 +89,8 @@ def differentiable_values(graph: Graph, wants_grad) -> set:
     """Floating values that depend on an input that wants a gradient."""
     diff = {v for v, w in zip(graph.inputs, wants_grad) if w and v.type.dtype.is_float}
     for node in graph.nodes:
+        if node.op.name == "stop_gradient":  # Note [Stopped gradients] (ir/ops/pointwise.py)
+            continue
         if any(v in diff for v in node.inputs):
             diff.update(v for v in node.outputs if v.type.dtype.is_float)
     return diff

@@ -66,7 +66,8 @@ INPLACE_ON_ALIAS = _reason("RB010", "in-place op on an aliased tensor",
         "or needs gradients; functionalizing it could change what aliases see.",
         "Use the out-of-place op (x = x + 1) or clone() first.")
 GRADIENT_CUT = _reason("RB011", "gradient cut inside a differentiable graph",
-        "detach() or no_grad() feeds later ops while autograd is recording.",
+        "A detach() or no_grad() value is written in place into a tensor that requires "
+        "grad.",
         "Keep detach()/no_grad() results as outputs only, or run the step eagerly.")
 NON_TENSOR_RESULT = _reason("RB012", "graph result is not a tensor or Python constant",
         "The frame returns or builds a value the runtime cannot reconstruct.",

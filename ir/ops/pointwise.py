@@ -253,6 +253,15 @@ defop("copy", POINTWISE, saves={}, operands=("x",), infer=_copy_infer,
       ref=lambda x: np.array(x, copy=True), scalar=lambda s, x: x,
       vjp=lambda b, g, out, x: (g if x.type.dtype.is_float else None,),
       doc="x itself, written to a fresh row-major tensor (Note [Copies])")
+# Note [Stopped gradients]: `stop_gradient` is where a value made by detach() or under
+# no_grad feeds an op that records gradients (spectral_norm's power iteration feeding
+# sigma): x's value, through which joint() passes no gradient (differentiable_values
+# stops there, so no gradient reaches it and it needs no VJP).  The eager backend runs it
+# as `x.detach()`, so autograd's op-by-op recording stops there too; the kernel backends
+# compute x.
+defop("stop_gradient", POINTWISE, saves={}, operands=("x",), infer=_copy_infer,
+      ref=lambda x: x, scalar=lambda s, x: x,
+      doc="x, through which no gradient flows (torch's detach; Note [Stopped gradients])")
 defop("logical_not", POINTWISE, operands=("x",), infer=rules.to_bool,
       ref=np.logical_not, scalar=lambda s, x: s.logical_not(x), doc="x == 0")
 defop("isnan", POINTWISE, operands=("x",), infer=rules.to_bool, ref=np.isnan,

@@ -471,7 +471,8 @@ def _softmax_like(ctx, op, x, dim, dtype):
 
 
 # --- linear algebra and NN functions ----------------------------------------------------
-@entry(torch.matmul, T.matmul, operator.matmul, torch.mm, T.mm, torch.bmm, T.bmm)
+@entry(torch.matmul, T.matmul, operator.matmul, torch.mm, T.mm, torch.bmm, T.bmm,
+       torch.mv, T.mv, torch.dot, T.dot, torch.vdot, T.vdot)  # (vdot: real operands only)
 def _matmul(ctx, a, b):
     return matmul(ctx, a.value, b.value)
 

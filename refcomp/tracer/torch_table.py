@@ -189,6 +189,9 @@ def call_torch(ctx, fn, args: list, kwargs: dict) -> VT:
         pargs, pkwargs = autocast.cast_operands(ctx, fn, name, pargs, pkwargs,
                                                  new_tensor)
     operands = tensors_in(pargs) + tensors_in(pkwargs)
+    if ctx.grad_enabled and not (e.inplace or e.view) and \
+            any(t.grad_cut for t in operands) and any(t.requires_grad for t in operands):
+        pargs, pkwargs, operands = _stop_gradients(ctx, pargs, pkwargs, operands)
     refuse_inference_under_grad(ctx, operands, name)
     if any(t.meta.is_complex() for t in operands):
         raise Unsupported(INEXPRESSIBLE_OP,
@@ -254,6 +257,26 @@ def call_torch(ctx, fn, args: list, kwargs: dict) -> VT:
     step = view_step(fn, pargs, pkwargs, operands[0]) if e.view and name in VIEW_OPS and \
         operands else None
     return _pair(ctx, out, meta_out, operands, e, name, step)
+
+
+def _stop_gradients(ctx, pargs, pkwargs, operands):
+    """Each operand made by detach() or under no_grad (`grad_cut`) of an op that records
+    gradients, as a `stop_gradient` of its value (Note [Stopped gradients],
+    ir/ops/pointwise.py): the gradient reaches the other operands only, as in eager."""
+    stopped = {id(t): TensorVar(ctx.builder.op("stop_gradient", t.value), t.meta,
+                                alias=t.alias, is_view=t.is_view)
+               for t in operands if t.grad_cut}
+
+    def swap(x):
+        if isinstance(x, TensorVar):
+            return stopped.get(id(x), x)
+        if isinstance(x, (list, tuple)):
+            return type(x)(swap(i) for i in x)
+        return x
+
+    pargs = [swap(a) for a in pargs]
+    pkwargs = {k: swap(v) for k, v in pkwargs.items()}
+    return pargs, pkwargs, [stopped.get(id(t), t) for t in operands]
 
 
 def _call_with_out(ctx, fn, args: list, kwargs: dict) -> VT:

@@ -570,6 +570,7 @@ CASES = {
     "reciprocal": (torch.reciprocal, unary(ALL)),
     "gelu": (F.gelu, with_attrs(unary(FLOATS), _gelu_attrs())),
     "copy": (torch.clone, unary(ALL, specials=True)),
+    "stop_gradient": (torch.detach, unary(ALL, specials=True)),
     "logical_not": (torch.logical_not, unary(ALL, specials=True)),
     "isnan": (torch.isnan, unary(ALL, specials=True)),
     "bitwise_not": (torch.bitwise_not, unary(INTS + (bool_,), lo=-100, hi=100)),

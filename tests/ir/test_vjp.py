@@ -130,6 +130,7 @@ NO_GRADIENT = {
     **{name: "no tensor operands" for name in ("full", "arange", "constant", "rand", "randn",
                                                         "dropout_mask", "size_value")},
     "floor_divide": "torch has no derivative for floor_divide either",
+    "stop_gradient": "passes no gradient: joint() stops there (Note [Stopped gradients])",
     "fused": "a fusion region: differentiation happens before fusion",
     "aten": "an opaque torch call: the IR has no rule for it, torch's autograd must",
     **{name: "a backward op: double backward is not supported (create_graph=True raises)"
