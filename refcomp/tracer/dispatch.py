@@ -298,6 +298,9 @@ KINDS: tuple = (
     _kind("checkpoint", _value_is(lambda v: v is CHECKPOINT),
           lambda tx, fn, a, k: call_checkpoint(tx, a, k, call_function),
           summary="traced inline (Note [Checkpoint traced inline])"),
+    _kind("functional_call", _value_is(lambda v: any(v is f for f in modules.FUNCTIONAL_CALLS)),
+          lambda tx, fn, a, k: modules.functional_call(tx, a, k),
+          summary="the module's call with the given tensors read for its own"),
     _kind("builtin with a handler", _value_is(lambda v: _handler(v) is not None),
           lambda tx, fn, a, k: _handler(fn.value)(tx, a, k),
           summary="len, zip, isinstance, max... on symbolic values"

@@ -12,6 +12,7 @@ Spec: spec/tracer.md, "Modules"; spec/guards.md.
 
 from __future__ import annotations
 
+import inspect
 import types
 
 import torch
@@ -20,10 +21,16 @@ import torch.nn.functional as F
 
 from refcomp import guards as G
 from refcomp.distributed import has_distributed_hooks
-from refcomp.reasons import INEXPRESSIBLE_OP, TRAINING_MODE_STATE, UNSUPPORTED_CALL, Unsupported
+from refcomp.reasons import (
+    INEXPRESSIBLE_OP,
+    TRACE_EXCEPTION,
+    TRAINING_MODE_STATE,
+    UNSUPPORTED_CALL,
+    Unsupported,
+)
 from refcomp.sources import AttrSource, DictOfSource, ItemSource
 from refcomp.tracer import attributes, containers, torch_ops, torch_table
-from refcomp.tracer.values import ConstVar, DictVar, TensorVar, TupleVar
+from refcomp.tracer.values import ConstVar, DictVar, ListVar, TensorVar, TupleVar
 
 MODULE_TABLE: dict = {}
 
@@ -163,10 +170,22 @@ def _call_forward(tx, mod_vt, args, kwargs):
     tx.ctx.guard_not_overridden(mod_vt.source, "forward")
     handler = MODULE_TABLE.get(type(m))
     if handler is not None:
+        if kwargs:  # `seq(input=x)`: the handler's parameters are forward's by position
+            args, kwargs = _positional(type(m).forward, m, args, kwargs)
         return handler(tx, mod_vt, *args, **kwargs)
     # Any other module (torch.nn's own included) runs its forward inlined.
     forward = attributes.class_attr(tx, mod_vt, "forward", type(m).forward)
     return tx.call_function(forward, [mod_vt] + list(args), kwargs)
+
+
+def _positional(forward, m, args, kwargs):
+    """Keyword arguments of forward's positional parameters as positional ones (a
+    module table handler names its parameters its own way); the rest stay keywords."""
+    try:
+        bound = inspect.signature(forward).bind(m, *args, **kwargs)
+    except TypeError as e:  # eager raises it too
+        raise Unsupported(TRACE_EXCEPTION, f"{type(m).__name__}.forward: {e}") from None
+    return list(bound.args[1:]), dict(bound.kwargs)
 
 
 def overrides_call(cls) -> bool:
@@ -488,3 +507,82 @@ def encoder_layer_forward(layer, x, src_mask, key_padding_mask=None):
 
 def is_tensor(vt) -> bool:
     return isinstance(vt, TensorVar)
+
+
+# --- torch.func.functional_call -------------------------------------------------------------
+FUNCTIONAL_CALLS = (torch.func.functional_call, torch.nn.utils.stateless.functional_call)
+_MISSING = object()
+
+
+def functional_call(tx, args: list, kwargs: dict):
+    """`torch.func.functional_call(module, tensors, args, kwargs)`: the module's call with
+    the named parameters and buffers read as the given tensors, as torch's
+    `_reparametrize_module` swaps them in for the call and back after (a generator
+    context manager the tracer does not enter: RB014, the call eager).  The swap is the
+    trace's own: each name reads back the given value (`ctx.attr_writes`, as a store the
+    trace made would) during the call only, so nothing is written to the module.  Forms
+    not modelled break at the call, which torch then runs: `strict=True`, a module with
+    tied tensors (`tie_weights`), a name that is no parameter or buffer, a value that is
+    no tensor."""
+    names = ("module", "parameter_and_buffer_dicts", "args", "kwargs")
+    bound = dict(zip(names, args))
+    for k, v in kwargs.items():
+        if k in bound or k not in names + ("tie_weights", "strict"):
+            raise Unsupported(UNSUPPORTED_CALL, f"functional_call argument {k!r}")
+        bound[k] = v
+    mod_vt, tensors = bound.get("module"), bound.get("parameter_and_buffer_dicts")
+    flags = [bound.get(k, ConstVar(d)) for k, d in (("tie_weights", True), ("strict", False))]
+    if not (isinstance(mod_vt, ConstVar) and isinstance(mod_vt.value, nn.Module)) or \
+            not all(isinstance(f, ConstVar) for f in flags) or flags[1].value:
+        raise Unsupported(UNSUPPORTED_CALL, "functional_call of this form (strict=True, or"
+                          " not a module)")
+    module = mod_vt.value
+    dicts = tensors.items if isinstance(tensors, (TupleVar, ListVar)) else [tensors]
+    if not all(isinstance(d, DictVar) for d in dicts):
+        raise Unsupported(UNSUPPORTED_CALL, "functional_call with tensors not in dicts")
+    given = {}
+    for d in dicts:
+        for name, value in d.items.items():
+            if name in given:  # torch raises ValueError: ambiguous
+                raise Unsupported(UNSUPPORTED_CALL, f"functional_call: {name!r} given twice")
+            given[name] = value
+    state = dict(module.named_parameters(remove_duplicate=False))
+    state.update(module.named_buffers(remove_duplicate=False))
+    if flags[0].value and len({id(t) for t in state.values()}) != len(state):
+        raise Unsupported(UNSUPPORTED_CALL, "functional_call of a module with tied tensors")
+    overrides = []
+    for name, value in given.items():
+        if name not in state or not isinstance(value, TensorVar):
+            raise Unsupported(UNSUPPORTED_CALL, f"functional_call: {name!r} is no parameter"
+                              " or buffer of the module, or its value no tensor")
+        prefix, _, leaf = name.rpartition(".")
+        overrides.append(((id(module.get_submodule(prefix)), leaf), value))
+    call_args = bound.get("args", ConstVar(None))
+    if isinstance(call_args, ConstVar) and call_args.value is None:
+        call_args = []
+    elif isinstance(call_args, TupleVar):
+        call_args = list(call_args.items)
+    elif isinstance(call_args, ConstVar) and isinstance(call_args.value, tuple):
+        call_args = [ConstVar(v) for v in call_args.value]
+    else:
+        call_args = [call_args]
+    call_kwargs = bound.get("kwargs", ConstVar(None))
+    if isinstance(call_kwargs, ConstVar) and call_kwargs.value is None:
+        call_kwargs = {}
+    elif isinstance(call_kwargs, DictVar):
+        call_kwargs = dict(call_kwargs.items)
+    elif isinstance(call_kwargs, ConstVar) and isinstance(call_kwargs.value, dict):
+        call_kwargs = {k: ConstVar(v) for k, v in call_kwargs.value.items()}
+    else:
+        raise Unsupported(UNSUPPORTED_CALL, "functional_call kwargs that are not a dict")
+    writes = tx.ctx.attr_writes
+    held = [(key, writes.get(key, _MISSING)) for key, _ in overrides]
+    writes.update(overrides)
+    try:
+        return tx.call_function(mod_vt, call_args, call_kwargs)
+    finally:
+        for key, old in held:
+            if old is _MISSING:
+                writes.pop(key, None)
+            else:
+                writes[key] = old

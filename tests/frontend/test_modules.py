@@ -178,3 +178,18 @@ def test_identity_of_one_tensor_under_two_names():
     torch.testing.assert_close(cf(x, x), f(x, x))
     torch.testing.assert_close(cf(x, y), f(x, y))
     torch.testing.assert_close(cf(y, y), f(y, y))
+
+
+def test_keyword_arguments_of_table_modules_bind_as_forward_names_them():
+    # Regression (issue 35): `seq(input=x)` reached the Sequential handler as `input=`,
+    # which names its parameter otherwise: TypeError, RB018 (internal error)
+    torch.manual_seed(0)
+    seq, lin = nn.Sequential(nn.Linear(3, 3), nn.ReLU()), nn.Linear(3, 2)
+
+    def f(x):
+        return seq(input=x).sum() + lin(input=x)
+
+    x = torch.randn(2, 3)
+    report = refcomp.explain(f, x)
+    assert (report.graph_count, report.break_reasons) == (1, [])
+    torch.testing.assert_close(report.result, f(x))
