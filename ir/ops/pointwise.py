@@ -14,7 +14,7 @@ import numpy as np
 
 from ir.ops import rules
 from ir.ops.registry import POINTWISE, RESULT, defop, saves_all
-from ir.types import DEFAULT_FLOAT, DType, TensorType, bool_, dtype_from_short, i64
+from ir.types import DEFAULT_FLOAT, DType, TensorType, bf16, bool_, dtype_from_short, f16, f32, i64
 
 SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
 INV_SQRT_2 = 1.0 / math.sqrt(2.0)
@@ -88,6 +88,20 @@ def zeros(b, x):
 def _vjp_unary(rule):
     """VJP of a unary op from d(out)/d(x) written as a builder expression."""
     return lambda b, g, out, x, **attrs: (grad_for(b, b.mul(g, rule(b, out, x)), x),)
+
+
+def _one_rounding(vjp, dtypes=(f16, bf16)):
+    """`vjp` as eager's dedicated backward kernel computes it (tanh_backward,
+    sigmoid_backward, silu_backward, gelu_backward): for operands of `dtypes` in f32
+    ("opmath") and rounded once, not rounded after each op of the formula (1 bf16 ulp
+    off eager's under torch.autocast).  (ATen's f16 sigmoid_backward rounds each op.)"""
+    def rule(b, g, out, x, **attrs):
+        dtype = x.type.dtype
+        if dtype not in dtypes:
+            return vjp(b, g, out, x, **attrs)
+        (grad,) = vjp(b, *(b.cast(v, dtype=f32) for v in (g, out, x)), **attrs)
+        return (None if grad is None else b.cast(grad, dtype=dtype),)
+    return rule
 
 
 def _vjp_zero(b, g, out, x, **attrs):
@@ -196,9 +210,12 @@ _FLOAT_UNARY = {
     "cos": (np.cos, lambda s, x: s.cos(x),
             _vjp_unary(lambda b, out, x: b.neg(b.sin(x))), "cosine"),
     "tanh": (np.tanh, lambda s, x: s.tanh(x),
-             _vjp_unary(lambda b, out, x: b.sub(1.0, b.mul(out, out))), "hyperbolic tangent"),
+             _one_rounding(_vjp_unary(lambda b, out, x: b.sub(1.0, b.mul(out, out)))),
+             "hyperbolic tangent"),
     "sigmoid": (_sigmoid, lambda s, x: s.sigmoid(x),
-                _vjp_unary(lambda b, out, x: b.mul(out, b.sub(1.0, out))), "1 / (1 + e**-x)"),
+                _one_rounding(lambda b, g, out, x: (  # ATen's order: g * (1 - y) * y
+                    grad_for(b, b.mul(b.mul(g, b.sub(1.0, out)), out), x),), dtypes=(bf16,)),
+                "1 / (1 + e**-x)"),
     "erf": (erf_ref, lambda s, x: s.erf(x),
             _vjp_unary(lambda b, out, x: b.mul(TWO_OVER_SQRT_PI, b.exp(b.neg(b.mul(x, x))))),
             "Gauss error function"),
@@ -225,18 +242,18 @@ for _name, (_ref, _scalar, _vjp, _doc) in _FLOAT_UNARY.items():
           saves={"x": _UNARY_SAVES[_name]})
 
 
-def _silu_grad(b, out, x):
-    s = b.sigmoid(x)  # d/dx x s(x) = s (1 + x (1 - s))
-    return b.mul(s, b.add(1.0, b.mul(x, b.sub(1.0, s))))
+def _silu_vjp(b, g, out, x):
+    s = b.sigmoid(x)  # d/dx x s(x) = s (1 + x (1 - s)); ATen's order: g * s * (...)
+    return (grad_for(b, b.mul(b.mul(g, s), b.add(1.0, b.mul(x, b.sub(1.0, s)))), x),)
 
 
 defop("silu", POINTWISE, saves={"x": ("x",)}, operands=("x",), infer=_float_only,
       ref=_at_opmath(lambda x: x * _sigmoid(x)), scalar=lambda s, x: s.mul(x, s.sigmoid(x)),
-      vjp=_vjp_unary(_silu_grad), doc="x * sigmoid(x) (floating operands only)")
+      vjp=_one_rounding(_silu_vjp), doc="x * sigmoid(x) (floating operands only)")
 GELU = defop(
     "gelu", POINTWISE, operands=("x",), attrs={"approximate": ("str", "none")},
     saves={"x": ("x",)},
-    infer=_gelu_infer, ref=_at_opmath(_gelu), scalar=_gelu_scalar, vjp=_gelu_vjp,
+    infer=_gelu_infer, ref=_at_opmath(_gelu), scalar=_gelu_scalar, vjp=_one_rounding(_gelu_vjp),
     doc="x * Phi(x); approximate='tanh' uses 0.5x(1 + tanh(sqrt(2/pi)(x + 0.044715x^3)))",
 )
 
