@@ -222,6 +222,15 @@ def refuse_overlapping_operands(tv: TensorVar, operands: list, name: str,
                                                 " the tensor it writes")
 
 
+def same_elements(written: torch.Tensor, t: TensorVar) -> bool:
+    """Is `t` the elements `written` (a meta view of the written tensor), in the same
+    layout and dtype?  (Its value is then theirs: Note [Writes through views].)"""
+    b = t.meta
+    return torch._C._is_alias_of(written, b) and \
+        (written.shape, written.stride(), written.storage_offset(), written.dtype) == \
+        (b.shape, b.stride(), b.storage_offset(), b.dtype)
+
+
 def _disjoint_or_same(a: torch.Tensor, b: torch.Tensor) -> bool:
     if a.numel() == 0 or b.numel() == 0:
         return True

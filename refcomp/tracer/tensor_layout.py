@@ -596,6 +596,10 @@ def tensor_setitem(ctx, tv: TensorVar, index: VT, value: VT) -> None:
     grad = mutation.autograd_of_write(
         ctx, tv, operands, ctx.grad_enabled and any(t.requires_grad for t in operands),
         propagate, "item assignment", reads_old=not covers_all)
+    if isinstance(val, TensorVar) and mutation.same_elements(tv.meta[idx], val):
+        # `x[idx] = x[idx]`, the store Python makes after `x[idx] += v` (the add_ already
+        # wrote x through the view): eager copies the elements onto themselves
+        return
     apply_inplace(ctx, tv, B.where(mask, placed, x), meta, grad)
     if propagate is not None:
         propagate()
