@@ -89,9 +89,14 @@ class ExplainOutput:
 
 
 def explain(fn, *args, backend=None, dynamic=None, **kwargs):
-    """`explain(fn, *args)` -> ExplainOutput; `explain(fn)` -> a function taking the args."""
+    """`explain(fn, *args)` -> ExplainOutput; `explain(fn)` -> a function taking the args
+    (`explain(step)()` explains a function of no arguments)."""
     if not args and not kwargs:
-        return lambda *a, **k: explain(fn, *a, backend=backend, dynamic=dynamic, **k)
+        return lambda *a, **k: _explain(fn, a, k, backend, dynamic)
+    return _explain(fn, args, kwargs, backend, dynamic)
+
+
+def _explain(fn, args, kwargs, backend, dynamic):
     from codegen.backends import get_backend
     from refcomp.api import CompiledFunction, OptimizedModule, as_function
     from refcomp.config import resolve_options

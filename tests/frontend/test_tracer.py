@@ -347,6 +347,19 @@ def test_inplace_on_one_of_two_aliased_arguments_matches_eager():
     assert reasons == [None, "RB010"]
 
 
+def test_explain_of_a_function_of_no_arguments():
+    # Regression (issue 35): `explain(step)()` returned another curried function (a
+    # training step of globals, as an LR scheduler's tests write it, could not be explained)
+    x = torch.randn(3)
+
+    def step():
+        return torch.relu(x) * 2
+
+    report = refcomp.explain(step)()
+    assert (report.graph_count, report.graph_break_count) == (1, 0)
+    torch.testing.assert_close(report.result, step())
+
+
 def test_explain_curried_form_and_stats():
     def f(x):
         return torch.relu(x) * 2
