@@ -68,6 +68,7 @@ class Refused(Exception):
 
 
 _IMMUTABLE = CONSTANT_TYPES + (torch.dtype, torch.device, torch.Size, range, slice, type,
+                               type(Ellipsis),
                                types.FunctionType, types.BuiltinFunctionType, types.ModuleType,
                                types.MethodDescriptorType, types.WrapperDescriptorType,
                                types.MethodWrapperType, types.BuiltinMethodType)

@@ -80,3 +80,19 @@ def test_rebuilt_view_aliases_its_base():
 
     v1, v2 = refcomp.compile(f)(torch.randn(2, 3))
     assert v2.untyped_storage().data_ptr() == v1.untyped_storage().data_ptr()
+
+
+def test_ellipsis_on_the_stack_crosses_a_break():
+    """`x[...] += 1` on an input breaks at the add_ (a view of an input: RB010) with `x`
+    and `...` on the stack for the store after it; the Ellipsis had no recipe ("a
+    ellipsis built while tracing"), so the whole frame ran in eager (fuzzer, seed 7)."""
+    def f(x0, x1):
+        x0[...] += 1
+        return x1.view_as(x1) * 2
+
+    refcomp.reset()
+    report = refcomp.explain(f, torch.ones(3), torch.ones(4))
+    assert not any("whole frame in eager" in n for n in report.notes), report.notes
+    assert report.graph_count >= 1
+    for backend in BACKENDS:
+        assert_like_eager(f, lambda: (torch.ones(3), torch.ones(4)), backend)
