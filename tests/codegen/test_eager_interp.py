@@ -158,7 +158,7 @@ SAMPLES = {
     **{name: (_unary(), ALL_DTYPES) for name in (
         "neg", "abs", "relu", "sign", "floor", "ceil", "round", "trunc", "exp", "log1p",
         "expm1", "sin", "cos", "tanh", "sigmoid", "erf", "silu", "reciprocal", "logical_not",
-        "isnan", "bitwise_not", "copy")},
+        "isnan", "bitwise_not", "copy", "stop_gradient")},
     **{name: (_unary("pos"), ALL_DTYPES) for name in ("log", "sqrt", "rsqrt")},
     "gelu": (_unary() + [([X], {"approximate": "tanh"})], FLOATS),
     **{name: (_binary(), ALL_DTYPES) for name in (
