@@ -310,6 +310,23 @@ def _masked_fill(ctx, x, mask, value):
     return ctx.builder.where(mask.value, v, x.value)
 
 
+@entry(T.masked_fill_, inplace=True)
+def _masked_fill_(ctx, x, mask, value):
+    """`x.masked_fill_(mask, value)`: x's new value is `where(mask, value, x)`, written by
+    the in-place machinery (cast to x's dtype; under grad, Note [In-place under grad])."""
+    return _masked_fill(ctx, x, mask, value)
+
+
+@entry(T.fill_, inplace=True)
+def _fill_(ctx, x, value):
+    """`x.fill_(value)`: x's new value is `value` everywhere (a 0-d tensor broadcast, so
+    its gradient is the sum of x's; a number as `full_like`)."""
+    if isinstance(value, TensorVar):
+        return ctx.builder.broadcast_to(value.value, list(x.value.type.shape))
+    return ctx.builder.op("full", value=value, shape=list(x.value.type.shape),
+                          dtype=x.value.type.dtype, device=x.value.type.device)
+
+
 @entry(torch.clamp, T.clamp, torch.clip, T.clip, ir_meta=True, pointwise=True)
 def _clamp(ctx, x, min=None, max=None):
     b = ctx.builder
