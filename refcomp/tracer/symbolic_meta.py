@@ -8,6 +8,8 @@ spec/tracer.md, "Opaque torch calls"; Note [Opaque calls over symbolic sizes].
 
 from __future__ import annotations
 
+import logging
+
 import sympy
 import torch
 
@@ -62,6 +64,9 @@ def symbolic_result_shapes(ctx, fn, margs_of, operands: list[TensorVar], results
 
     mode = FakeTensorMode(shape_env=env)
     fakes = []
+    quiet = logging.getLogger("torch._subclasses.fake_tensor")
+    level = quiet.level
+    quiet.setLevel(logging.CRITICAL)  # a refused fake run is not the user's error
     try:
         with mode:
             for tv in operands:
@@ -80,6 +85,8 @@ def symbolic_result_shapes(ctx, fn, margs_of, operands: list[TensorVar], results
                 out = fn(*args, **kwargs)
     except Exception:  # the fake run is a second opinion: without it, the old answer
         return None
+    finally:
+        quiet.setLevel(level)
     from codegen.opaque import flatten_results
 
     outs = flatten_results(out) if isinstance(out, (tuple, list)) else [out]
