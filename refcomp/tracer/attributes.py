@@ -233,9 +233,7 @@ def _traced_lookup(tx, obj: ConstVar, name: str):
             return _or_getattr(tx, obj, name, lambda: tx.call_function(fget, [obj], {}))
         if is_user_code(getter):
             cls_vt = _class_vt(tx, obj)
-            source = None if cls_vt.source is None else \
-                DerivedSource(cls_vt.source, _StaticLookup(name), f"{{}}.__dict__[{name!r}]")
-            raw_vt = tx.ctx.wrap(raw, source)
+            raw_vt = _class_entry(tx, cls_vt, name, raw)
             return _or_getattr(tx, obj, name, lambda: tx.call_function(
                 ConstVar(getter), [raw_vt, obj, cls_vt], {}))
         return None
@@ -269,9 +267,7 @@ def traced_store(tx, obj: VT, name: str, value: VT) -> bool:
     setter = class_lookup(type(raw), "__set__") if raw is not None else None
     if is_user_code(setter):
         cls_vt = _class_vt(tx, obj)
-        source = None if cls_vt.source is None else \
-            DerivedSource(cls_vt.source, _StaticLookup(name), f"{{}}.__dict__[{name!r}]")
-        tx.call_function(ConstVar(setter), [tx.ctx.wrap(raw, source), obj, value], {})
+        tx.call_function(ConstVar(setter), [_class_entry(tx, cls_vt, name, raw), obj, value], {})
         return True
     return False
 
@@ -379,6 +375,14 @@ class _StaticLookup:
 
     def __call__(self, cls):
         return class_lookup(cls, self.name)
+
+
+def _class_entry(tx, cls_vt: VT, name: str, raw) -> VT:
+    """`raw`, the descriptor found as `name` in the MRO of the class `cls_vt`, guarded
+    through a static lookup (the guard never calls it)."""
+    source = None if cls_vt.source is None else \
+        DerivedSource(cls_vt.source, _StaticLookup(name), f"{{}}.__dict__[{name!r}]")
+    return tx.ctx.wrap(raw, source)
 
 
 def _class_vt(tx, obj: ConstVar):

@@ -13,6 +13,7 @@ import logging
 import sympy
 import torch
 
+from codegen.opaque import flatten_results
 from refcomp.tracer import eager_layout
 from refcomp.tracer.values import TensorVar
 
@@ -87,8 +88,6 @@ def symbolic_result_shapes(ctx, fn, margs_of, operands: list[TensorVar], results
         return None
     finally:
         quiet.setLevel(level)
-    from codegen.opaque import flatten_results
-
     outs = flatten_results(out) if isinstance(out, (tuple, list)) else [out]
     if len(outs) != len(results) or not all(isinstance(o, torch.Tensor) for o in outs):
         return None
