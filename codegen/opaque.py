@@ -211,14 +211,18 @@ def make_runner(attrs: dict):
     token = attrs["results"].strip() == ir_opaque.NO_RESULTS
     draws = bool(attrs.get("rng"))
     layouts = ir_opaque.parse_layouts(attrs.get("layouts") or "")
+    overlaps = frozenset(attrs.get("overlaps") or ())
 
     def run(*tensors):
         if draws:  # Note [Random draws in eager's layout]: every operand as eager's
             tensors = [_laid_out(t, layouts.get(i), i in mutates)
                        for i, t in enumerate(tensors)]
-        elif layouts or mutates:  # Note [Operands in eager's layout]; written: copies
+        elif layouts or mutates or not all(t.is_contiguous() for t in tensors):
+            # Note [Operands in eager's layout]: eager's strides, else row-major unless
+            # eager's operand overlaps itself (an expanded input ATen only reads)
             tensors = [_laid_out(t, layouts[i], i in mutates) if i in layouts else
-                       t.clone() if i in mutates else t for i, t in enumerate(tensors)]
+                       (t.clone() if i in mutates else t) if i in overlaps else
+                       _laid_out(t, None, i in mutates) for i, t in enumerate(tensors)]
         args, kwargs = bind(tensors)
         out = fn(*args, **kwargs)
         if token:  # an effect-only call (torch.manual_seed): its result is the token

@@ -58,7 +58,7 @@ def format_results(types) -> str:
     return "; ".join(str(t) for t in types)
 
 
-def _infer(types, fn, args, results, mutates, views, rng=False, layouts=""):
+def _infer(types, fn, args, results, mutates, views, rng=False, layouts="", overlaps=()):
     """The declared results; `mutates` names operands (their new values come last)."""
     out = parse_results(results)
     if not fn:
@@ -66,6 +66,10 @@ def _infer(types, fn, args, results, mutates, views, rng=False, layouts=""):
     for i, strides in parse_layouts(layouts).items():
         if not 0 <= i < len(types) or len(strides) != len(types[i].shape):
             raise TypeError(f"aten {fn}: layout {i}:{strides} does not fit its operand")
+    for i in overlaps:
+        if not 0 <= i < len(types) or i in parse_layouts(layouts):
+            raise TypeError(f"aten {fn}: overlapping operand {i} is not an operand without"
+                            " a layout")
     if results.strip() == NO_RESULTS and (mutates or views):
         raise TypeError(f"aten {fn}: results=\"none\" writes and views nothing")
     for i in mutates:
@@ -94,7 +98,7 @@ def parse_layouts(text: str) -> dict:
     return out
 
 
-def _ref(*arrays, fn, args, results, mutates, views, rng=False, layouts="",
+def _ref(*arrays, fn, args, results, mutates, views, rng=False, layouts="", overlaps=(),
          operand_dtypes=None):
     """`operand_dtypes`: each operand's IR dtype where the interpreter knows it (a bf16
     operand is a float32 array; torch must see it as bf16, as eager does)."""
@@ -102,12 +106,14 @@ def _ref(*arrays, fn, args, results, mutates, views, rng=False, layouts="",
         raise RuntimeError(f"aten {fn}: an opaque torch call needs torch to run; import"
                            " codegen.opaque to register its executor")
     return _EXECUTOR(arrays, fn=fn, args=args, results=results, mutates=mutates, views=views,
-                     rng=rng, layouts=layouts, operand_dtypes=operand_dtypes)
+                     rng=rng, layouts=layouts, overlaps=overlaps,
+                     operand_dtypes=operand_dtypes)
 
 
 ATEN = defop(
     "aten", EXTERN, operands=("xs",), variadic=True,
     attrs={"fn": "str", "args": ("str", ""), "results": "str", "mutates": ("ints", ()),
-           "views": ("ints", ()), "rng": ("bool", False), "layouts": ("str", "")},
+           "views": ("ints", ()), "rng": ("bool", False), "layouts": ("str", ""),
+           "overlaps": ("ints", ())},
     infer=_infer, ref=_ref, effects=True,
     doc="one call of a torch callable with no IR rule, run by ATen (see ir/ops/opaque.py)")

@@ -444,16 +444,26 @@ def restrided(meta: torch.Tensor, strides) -> torch.Tensor:
 #
 # Note [Operands in eager's layout]: an opaque `aten` node hands ATen each operand whose
 # eager strides are not row-major in those strides (`layouts`, codegen/opaque.py), on
-# every backend: ATen's kernels pick paths by layout (embedding_bag's fast path, which
-# changes an auxiliary result's shape, needs contiguous weight rows; normal_'s block
-# fill), and the interp backend holds every value row-major (corpus
-# embedding_bag_of_transposed_weight_interp).
+# every backend, and every other operand row-major unless eager's overlaps itself
+# (`overlaps`: an expanded input, handed over as the backend holds it).  ATen's kernels
+# pick paths by layout (embedding_bag's fast path, which changes an auxiliary result's
+# shape, needs contiguous weight rows; normal_'s block fill; median along a stride-0 dim
+# is wrong, so a folded clone of an expanded input must arrive row-major, corpus
+# median_of_clone_of_expanded_input_eager), and the interp backend holds every value
+# row-major (corpus embedding_bag_of_transposed_weight_interp).
 def memory_order(meta: torch.Tensor) -> tuple[int, ...] | None:
     """The dims of `meta` (a dense tensor) from outermost to innermost in memory, or None
     when it is row-major (ties between size-1 dims do not change where values go)."""
     if meta.is_contiguous() or not is_non_overlapping_and_dense_or_false(meta):
         return None
     return tuple(sorted(range(meta.dim()), key=lambda d: (-meta.stride()[d], d)))
+
+
+def overlaps(meta: torch.Tensor) -> bool:
+    """Whether two elements of `meta` share memory (an expanded tensor): ATen gets such
+    an operand as the backend holds it; every other operand reaches ATen in eager's
+    strides or row-major (Note [Operands in eager's layout])."""
+    return not meta.is_contiguous() and operand_strides(meta) is None
 
 
 def operand_strides(meta: torch.Tensor) -> tuple[int, ...] | None:

@@ -472,6 +472,9 @@ def call_opaque(ctx, fn, args: list, kwargs: dict, name: str | None = None) -> V
                         if strides)
     if layouts:
         attrs["layouts"] = layouts
+    overlaps = tuple(i for i, tv in enumerate(operands) if eager_layout.overlaps(tv.meta))
+    if overlaps:
+        attrs["overlaps"] = overlaps
     values = ctx.builder.insert(ATEN, [tv.value for tv in operands], attrs, out_types)
     values = list(values) if isinstance(values, tuple) else [values]
 

@@ -6,10 +6,10 @@ refcomp folds the clone (an IR copy is the identity), the opaque `aten` node rec
 `layouts` entry for a row-major operand (Note [Operands in eager's layout]), and the eager
 backend hands ATen the caller's expanded tensor; llvm and interp hold the value row-major
 and answer 4.  Found by the torch-level soak (seed 1702 on aa0d5ee, program 1,312, session
-16, found at the end of the session), shrunk by hand.  Open: an operand with no `layouts`
-entry must reach ATen row-major, which needs the node to tell "row-major in eager" from
-"overlapping in eager" (issue 36)."""
-STATUS = "open"
+16, found at the end of the session), shrunk by hand.  Fixed in session 17: an operand
+with no `layouts` entry reaches ATen row-major unless eager's overlaps itself (the node's
+`overlaps`; Note [Operands in eager's layout])."""
+STATUS = "fixed"
 BACKENDS = ["eager"]
 SYMPTOM = "value"
 SOURCE = '''
