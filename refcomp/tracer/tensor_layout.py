@@ -592,13 +592,15 @@ def tensor_setitem(ctx, tv: TensorVar, index: VT, value: VT) -> None:
     operands = [tv] + ([val] if isinstance(val, TensorVar) else [])
     # Note [In-place under grad]: eager's setitem is copy_ into a view (CopySlices); the
     # `where` reads the old value unless the index covers every element
+    # or the value is those very elements (`x[idx] = x[idx]`, the store Python makes
+    # after `x[idx] += v`, whose add_ already wrote x through the view: eager copies the
+    # elements onto themselves; corpus grad_empty_view_of_output_written_at_break_llvm)
     covers_all = all(n == size for n, size in zip(block_sizes, shape))
+    same = isinstance(val, TensorVar) and mutation.same_elements(tv.meta[idx], val)
     grad = mutation.autograd_of_write(
         ctx, tv, operands, ctx.grad_enabled and any(t.requires_grad for t in operands),
-        propagate, "item assignment", reads_old=not covers_all)
-    if isinstance(val, TensorVar) and mutation.same_elements(tv.meta[idx], val):
-        # `x[idx] = x[idx]`, the store Python makes after `x[idx] += v` (the add_ already
-        # wrote x through the view): eager copies the elements onto themselves
+        propagate, "item assignment", reads_old=same or not covers_all)
+    if same:
         return
     apply_inplace(ctx, tv, B.where(mask, placed, x), meta, grad)
     if propagate is not None:
