@@ -127,9 +127,18 @@ def _derive(graph: Graph, diff: set, grad_outputs, given):
     producers = graph.producers()
     b.forward_strides = lambda v: view_strides(v, producers)
     grads: dict[Value, Value] = {}
+    parts: dict[Value, list] = {}  # gradients reaching a value, added when it is read
+    producer: dict[Value, Node] = {}
 
     def accumulate(v: Value, g: Value) -> None:
-        grads[v] = b.add(grads[v], g) if v in grads else g
+        parts.setdefault(v, []).append(g)
+
+    def total(v: Value) -> Value:
+        if v not in grads:
+            for n in b.nodes[len(producer):]:
+                producer.update(dict.fromkeys(n.outputs, n))
+            grads[v] = _sum_parts(b, parts.pop(v), producer)
+        return grads[v]
 
     g_inputs = []
     for i in grad_outputs:
@@ -139,7 +148,7 @@ def _derive(graph: Graph, diff: set, grad_outputs, given):
         if i in given:
             accumulate(v, g)
     for node in reversed(graph.nodes):
-        if not any(out in grads for out in node.outputs):
+        if not any(out in grads or out in parts for out in node.outputs):
             continue
         if len(node.outputs) != 1:
             raise NotDifferentiable(f"{node.op.name} has {len(node.outputs)} results")
@@ -148,13 +157,67 @@ def _derive(graph: Graph, diff: set, grad_outputs, given):
         if node.op.vjp is None:
             raise NotDifferentiable(f"op {node.op.name!r} has no VJP rule")
         (out,) = node.outputs
-        in_grads = node.op.vjp(b, grads[out], out, *node.inputs, **node.attrs)
+        in_grads = node.op.vjp(b, total(out), out, *node.inputs, **node.attrs)
         for v, g in zip(node.inputs, in_grads):
             if g is not None and v in diff:
                 accumulate(v, g)
     # The builder has every VJP's nodes, used or not: keep the live ones.
+    for v in graph.inputs:
+        if v in parts:
+            total(v)
     outputs = [grads[v] for v in graph.inputs if v in grads]
     return _live(b.nodes, outputs), g_inputs, grads
+
+
+# Note [Split gradients are one cat]: the gradients of the pieces of a split (q, k and v
+# cut from one projection) reach the split value as zero-padded slices, one per piece;
+# added, they cost a padded copy each and a sum over all of them.  Where zero pads of
+# one dim tile the value exactly, their sum is the cat of what they pad -- each element
+# is one piece's value plus zeros, so the cat is the same value, and it is eager's
+# formula (split's backward is a cat).  Other gradients of the value are added to it.
+def _sum_parts(b: GraphBuilder, gs: list, producer: dict) -> Value:
+    """The sum of the gradients `gs` reaching one value (See Note [Split gradients are
+    one cat])."""
+    tiles = _tiling_pads(gs, producer)
+    if tiles is not None:
+        dim, pieces, pads = tiles
+        gs = [b.cat(*pieces, dim=dim)] + [g for g in gs if producer.get(g) not in pads]
+    out = gs[0]
+    for g in gs[1:]:
+        out = b.add(out, g)
+    return out
+
+
+def _tiling_pads(gs: list, producer: dict):
+    """(dim, pieces in order, pad nodes) when the zero pads among `gs` tile their value
+    along one dim, else None."""
+    pads = []
+    for g in gs:
+        n = producer.get(g)
+        if n is None or n.op.name != "pad" or n.attrs.get("value", 0.0) != 0:
+            continue
+        widths = n.attrs["pads"]
+        nonzero = [k for k in range(len(widths) // 2) if widths[2 * k] or widths[2 * k + 1]]
+        if len(nonzero) != 1:
+            continue
+        (x,) = n.inputs
+        k = nonzero[0]
+        dim = x.type.rank - 1 - k
+        before, size, total = widths[2 * k], x.type.shape[dim], g.type.shape[dim]
+        if not all(isinstance(s, int) for s in (before, size, total)):
+            continue
+        pads.append((dim, before, size, total, x, n))
+    if len(pads) < 2 or len({p[0] for p in pads}) != 1:
+        return None
+    pads.sort(key=lambda p: p[1])
+    end = 0
+    for _, before, size, total, _, _ in pads:
+        if before != end:
+            return None
+        end += size
+    if end != pads[0][3]:
+        return None
+    return pads[0][0], [p[4] for p in pads], frozenset(p[5] for p in pads)
 
 
 def backward_for(j: Joint, given: frozenset) -> tuple[Graph, list[int]]:

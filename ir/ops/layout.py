@@ -265,7 +265,30 @@ def _index_select_vjp(b, g, out, x, index, dim):
 def _gather_vjp(b, g, out, x, index, dim):
     if not x.type.dtype.is_float:
         return (None, None)
+    d = rules.normalize_dim(dim, x.type.rank)
+    if _picks_one(x.type, index.type, d):
+        return (_one_hot_scatter(b, x, index, g, d), None)
     return (b.scatter_add(_zeros(b, x), index, g, dim=dim), None)
+
+
+def _picks_one(x, index, d) -> bool:
+    """Whether a gather picks one element along d of every line of x (index: size 1
+    along d and x's size elsewhere): its gradient then never accumulates."""
+    return x.rank > 0 and index.shape[d] == 1 and isinstance(x.shape[d], int) and all(
+        simplify_dim(a - b) == 0 for i, (a, b) in enumerate(zip(index.shape, x.shape)) if i != d)
+
+
+def _one_hot_scatter(b, x, index, g, d):
+    """scatter_add(zeros, index, g) for a gather that picks one element per line: a
+    pointwise select against an iota, which fuses into its readers (log_softmax's
+    gradient reads cross_entropy's this way) where a scatter is a kernel of its own.
+    Each element is 0 + g or 0, as the scatter's (adding 0.0 keeps its signed zero)."""
+    shape = list(x.type.shape)
+    iota = b.arange(end=shape[d], dtype=index.type.dtype, device=x.type.device)
+    iota = b.broadcast_to(b.reshape(iota, shape=[shape[d]] + [1] * (len(shape) - d - 1)), shape)
+    hit = b.eq(iota, b.broadcast_to(index, shape))
+    zero = b.zeros_like(g)
+    return b.where(hit, b.add(zero, b.broadcast_to(g, shape)), zero)
 
 
 def _zeros(b, x):
