@@ -35,6 +35,7 @@ import sympy
 import torch
 import torch.nn.functional as F
 
+from codegen import gemm
 from codegen.backends import Backend, register_backend
 from codegen.torch_bridge import torch_dtype
 from ir.graph import Graph, Node
@@ -473,7 +474,7 @@ EAGER_OPS.update({
     "dropout_mask": _make_dropout_mask,
     "full": _make_full, "size_value": _make_size_value, "arange": _make_arange,
     "constant": _make_constant,
-    "matmul": lambda node, attrs: torch.matmul,
+    "matmul": lambda node, attrs: gemm.matmul,  # Note [Strided batched matmul]
     "conv2d": _make_conv2d,
     "embedding": _make_embedding,
     "max_pool2d": _make_max_pool2d, "avg_pool2d": _make_avg_pool2d,
