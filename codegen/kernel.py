@@ -5,16 +5,7 @@ model (`Buffer`, `Let`, `Store`, `Reduce`, `Stage`, `Acc`, `Kernel`), its one
 printed form (`print_kernel`, also the cache key of compiled kernels) and
 `collapse` (merging loop dims that every index walks contiguously).  Must not
 know: graphs, LLVM, Triton.  The numpy executor is codegen/kernel_numpy.py.
-Spec: spec/codegen.md, "Kernel model".
-
-A kernel runs, for every point of its parallel `outer` space, its `stages` in
-order.  Each stage is a loop nest over its own `ranges`; its body is a list of
-SSA `Let`s (one scalar op each, from the ScalarOps vocabulary plus `load` and
-`acc`), `Store`s and `Reduce`s.  A `Reduce` folds a value into an accumulator
-(declared in `accs`, reset for every outer point); a later stage reads the folded
-value with an `acc` Let.  So a pointwise kernel is one stage, a reduction is a
-reducing stage and a zero-range storing stage, and softmax is three stages
-(max, sum of exp, normalize) over one row.
+Spec: spec/codegen.md, "Kernel model" (stages, accumulators, sizes as arguments).
 
     kernel(in0: f32[32], out0: f32[4]) outer [o0 < 4] {
       acc a0: f32 = sum
@@ -27,10 +18,6 @@ reducing stage and a zero-range storing stage, and softmax is three stages
         store out0[o0] = %1
       }
     }
-
-Buffers are flat and contiguous; an index is an element offset.  Sizes (extents,
-index coefficients, element counts) are ints or sympy expressions over size
-symbols, which the compiled kernel takes as arguments (Note [Runtime sizes]).
 """
 
 from __future__ import annotations

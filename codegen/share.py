@@ -6,34 +6,13 @@ the process-wide table of the bodies made so.  Must not know: LLVM, graphs, torc
 Spec: spec/codegen.md, "Kernels shared across sizes".
 
 Note [Sizes as arguments]
-A deep model lowers to many kernels that differ only in a few static sizes: the
-batch norm of every DenseNet layer reads C channels, C growing by 32 a layer, so its
-kernel has the same body with another outer extent, batch stride and buffer length
-(issue 34: 543 kernels, 255 distinct bodies, and LLVM optimizing and generating
-code for each was 13 of the 17 s of the first training step).  So when a compile
-holds kernels equal but for some ints, the ints that differ become size symbols
-(Note [Runtime sizes] in codegen/kernel.py) and one body, compiled once, runs each
-kernel with its own values; ints that agree stay literal, so LLVM still folds them.
-The body with its symbols replaced by a kernel's values is that kernel, exactly, and
-the emitter decides the same for both (a streamed row's size test moves to run time,
-Note [Symbolic rows] in codegen/llvm/emit.py) because only these ints may become
-symbols:
-- an outer loop extent, a buffer's element count, an index coefficient or constant;
-- a stage's loop extent only in a one-stage kernel without accumulators (a
-  reduction's row length decides how LLVM orders its sum and whether it stays f32,
-  Note [Short row sums] in codegen/llvm/emit.py, and a row kept in a scratch needs
-  its length, Note [Row reuse]: those stay literal);
-- never 0, 1 or a negative int (unit strides decide vectorization and tiling), nor a
-  `DivMod`'s divisor or modulus (a literal divisor is a multiply, a symbolic one a
-  division), nor a value of a `size` or `const` Let.
-LLVM itself may still order a reduction's sum differently in a body whose strides are
-arguments (sums carry `reassoc`), so a shared kernel's sums can differ from a lone
-one's in the last bits; the fuzzer's `--sizes-as-arguments` runs every kernel so.
-A kernel whose skeleton (the kernel with those ints blanked) no other kernel of
-the compile shares, and no earlier shared body serves, is compiled as before, with
-exactly its static code.  A symbol is shared by
-every position whose values agree in every kernel of the group, so `numel` and a
-stride equal in all of them stay one argument.
+Kernels of one compile equal but for some ints (DenseNet's batch norms, C growing by 32
+a layer) become one body whose differing ints are size symbols (Note [Runtime sizes] in
+codegen/kernel.py), compiled once and run with each kernel's values; ints that agree stay
+literal.  Which ints may become symbols, and why the body with its symbols bound is the
+kernel exactly: spec/codegen.md, "Kernels shared across sizes".  A symbol is shared by
+every position whose values agree in every kernel of the group, so `numel` and a stride
+equal in all of them stay one argument.
 """
 
 from __future__ import annotations

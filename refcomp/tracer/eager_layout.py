@@ -2,38 +2,14 @@
 
 Note [Eager's layout, not the meta kernel's]: refcomp types a call by running torch on
 meta tensors, and Note [Output layout] (refcomp/runtime.py) lays each output out as its
-meta says.  For most ops the meta
-kernel's strides are the CPU kernel's.  Where they are not, refcomp would return eager's
-values in another memory order (corpus copysign_of_transposed_strides,
-advanced_index_of_permuted_input_dynamic_strides).  This module computes what the CPU
-kernel does, for the families where the meta kernels are known to differ:
-
-- pointwise ATen kernels (`torch.Tag.pointwise`, with a CPU kernel of their own): ATen's
-  TensorIterator picks the output's memory order from its operands; several meta kernels
-  (Python references such as copysign's) return row-major instead;
-- advanced indexing (`x[:, idx]`, `aten.index`): ATen's AdvancedIndex restrides the source
-  and runs a TensorIterator over it *and the index tensors*; torch's meta kernel orders by
-  the source alone, which differs where size-1 dims tie;
-- batch norm (`batch_norm_strides`): the CPU kernel allocates its result in the memory
-  format the input is contiguous in, or the input's suggested format (c10's test, not
-  torch's Python port); the meta kernel keeps the input's order;
-- 1-d and 2-d convolutions (`conv_strides`): channels_last when the input or weight
-  suggests it (1-d ones run as 2-d ones on the unsqueezed input and weight); the meta
-  kernels say row-major;
-- replication and reflection pads (`pads_in_suggested_format`): `F.pad` modes
-  "replicate" and "reflect", `replication_pad*d`, `reflection_pad*d`.  The CPU kernels
-  allocate the result in the input's suggested memory format (c10's test:
-  `suggested_format_strides`; channels_last for a 4-d input, also one padded in 3 dims,
-  channels_last_3d for a 5-d one); torch's meta kernels do so only for 2-d pads (by
-  torch's Python test) and return the 3-d ones row-major
-  (tests/frontend/test_channels_last_3d_pad.py).  Circular pads are composite, row-major
-  as their meta says; constant pads' meta kernel is right.
-
-`iterator_strides` is a port of TensorIterator's layout rule (`compute_fast_setup_type`,
-`reorder_dimensions`, `allocate_or_resize_outputs` in ATen's TensorIterator.cpp), not
-torch's Python `compute_elementwise_output_strides`, whose short-cuts and tie-breaking
-differ from the C++ on size-1 dims.  tests/frontend/test_eager_layout.py checks each rule
-against the CPU kernels on random shapes and strides.
+meta says.  Where the meta kernel's strides are not the CPU kernel's (pointwise kernels,
+advanced indexing, batch norm, 1-d and 2-d convolutions, replication and reflection
+pads: the families and their rules are spec/correctness.md, "Output layout"), this
+module computes what the CPU kernel does.  `iterator_strides` is a port of
+TensorIterator's layout rule (`compute_fast_setup_type`, `reorder_dimensions`,
+`allocate_or_resize_outputs` in ATen's TensorIterator.cpp), not torch's Python
+`compute_elementwise_output_strides`, whose tie-breaking differs on size-1 dims.
+tests/frontend/test_eager_layout.py checks each rule against the CPU kernels.
 """
 
 from __future__ import annotations

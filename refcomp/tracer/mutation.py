@@ -10,22 +10,13 @@ eager's autograd of the write cannot be expressed (Note [In-place under grad]).
 `spread(...)`: a value's elements placed `step` apart along a dim (item assignment into a
 slice with a step places its value with it).  `refuse_overlapping_operands(...)`: the
 break before a write whose operand partially overlaps it (Note [Overlapping writes]).
-Must not
-know the torch table.  Spec: spec/correctness.md, "Mutation and write-back".
+Must not know the torch table.  Spec: spec/correctness.md, "Mutation and write-back".
 
 Note [Writes through views]: the IR has no storage, only values.  A view op is an index
 map of its operand (OpDef.index_map), so a write into a view is a new value of the view
-*and* of its base: the base's new value is the old base with the view's elements
-replaced (the inverse of each view step: a reshape back, the inverse permutation, or the
-untouched parts of the base concatenated around a narrowed slice, or for a slice with a
-step the base `where` a mask says, the view's elements spread step apart), and every other
-live view of that base is its view steps replayed on the new base.  Eager's aliasing is
-kept: after `u = v.view(-1); u.mul_(2)`, `v` reads the doubled values.  Handled: views of
-an intermediate (not of a graph input: its write-back is not modelled here), with static
-sizes, made by reshape/view/flatten/unflatten/view_as/reshape_as, squeeze/unsqueeze,
-select, movedim, permute/transpose/swapaxes/t, narrow, detach and basic indexing (ints,
-slices with a positive step, None, Ellipsis); under grad too (Note [Writes through views
-under grad]).
+*and* of its base, each view step inverted, and every other live view of that base is
+its view steps replayed on the new base (the steps handled: spec/correctness.md,
+"Mutation and write-back"; under grad too: Note [Writes through views under grad]).
 """
 
 from __future__ import annotations

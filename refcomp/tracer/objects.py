@@ -3,28 +3,13 @@
 Owns: `plain_class` (which classes are made symbolically), `new_object` (`cls(*args,
 **kwargs)`: an `ObjectVar` with its `__init__` inlined), attribute reads, writes and
 `hasattr` on such an object, and its `bool`/`len` through the class's dunders.  The
-object is rebuilt after the graph by refcomp/recipes.py ("object").  Spec:
-spec/tracer.md, "Objects made in the frame".
+object is rebuilt after the graph by refcomp/recipes.py ("object").
 
-Note [Objects made in the frame]: every transformers decoder makes its KV cache inside
-`forward` (`DynamicCache(config=...)`, which makes a `DynamicLayer` per layer, and
-`EncoderDecoderCache(...)`), then fills it in each attention layer and returns it in
-its ModelOutput.  Constructing it was a graph break, as Dynamo does not break there: it
-makes such objects symbolically (UserDefinedObjectVariable, with side-effect tracking of
-their attributes) and rebuilds them after the graph.  refcomp does the same for a
-*plain* class: `type.__call__` (no metaclass `__call__`; ABCMeta is fine), `object.__new__`,
-no abstract methods left, no `__slots__` with names, no builtin base other than object, no
-`__setattr__`/`__getattribute__`/`__delattr__`/`__del__` of its own, nothing from torch
-(modules, tensors and torch's own classes keep their handling).  While tracing, nothing
-is created: the object is its class and a dict of attributes (`ObjectVar`); `__init__`
-and every method are inlined with it as `self`; attribute reads follow Python's order
-(a data descriptor on the class -- a property, inlined -- then the instance's
-attributes, then the class's: functions bound to the object, static and class methods,
-values read under guards on the class); writes go to the dict.  After the graph (or at
-a break, or for a replayed effect), the object is made by `object.__new__(cls)` and its
-attributes are stored -- `__init__` does not run again, as Dynamo reconstructs them.
-The class is guarded to stay plain (the facts above are read from it at every call).
-Objects of other classes are still RB004 with the class named.
+Note [Objects made in the frame]: as Dynamo's UserDefinedObjectVariable, an object of a
+*plain* class is made symbolically -- its class and a dict of attributes (`ObjectVar`),
+`__init__` and methods inlined with it as `self` -- and made after the graph by
+`object.__new__(cls)` with its attributes stored.  What "plain" is, the attribute
+order and what is guarded: spec/tracer.md, "Objects made in the frame".
 """
 
 from __future__ import annotations
