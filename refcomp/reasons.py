@@ -58,12 +58,16 @@ UNREPLAYABLE_SIDE_EFFECT = _reason(
         " list or dict that the frame itself writes (spec/runtime.md, \"Side effects\").",
         "Return the new value instead of mutating state inside forward.")
 TRAINING_MODE_STATE = _reason("RB009", "module in training mode with state updates or randomness",
-        "BatchNorm in training mode updates running statistics and Dropout in training "
-        "mode draws its own random mask; neither is captured.",
+        "Training-mode BatchNorm and Dropout are captured (spec/autograd.md, \"Training-mode "
+        "modules\"); these are the cases that are not: batch_norm with momentum=None, "
+        "without running statistics in eval mode, over a dynamic batch or one value per "
+        "channel, and dropout off the CPU or of a non-float tensor.",
         "Call model.eval() for inference, or keep training steps eager.")
 INPLACE_ON_ALIAS = _reason("RB010", "in-place op on an aliased tensor",
-        "An in-place op or item assignment touches a tensor that has views, is a view, "
-        "or needs gradients; functionalizing it could change what aliases see.",
+        "An in-place op or item assignment whose effect on aliases or autograd a "
+        "functional value cannot say (a view it cannot invert, a view of an input, a leaf "
+        "that requires grad, a tensor a backward saved, overlapping memory): spec/"
+        "correctness.md, \"Mutation and write-back\", lists what is captured.",
         "Use the out-of-place op (x = x + 1) or clone() first.")
 GRADIENT_CUT = _reason("RB011", "gradient cut inside a differentiable graph",
         "A detach() or no_grad() value is written in place into a tensor that requires "
