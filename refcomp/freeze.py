@@ -280,11 +280,13 @@ def _fold_batch_norms(nodes, b, inputs, tensors, read, index, outputs) -> tuple:
 #   stay graph nodes, fused into the kernel after the call: oneDNN's linear with those
 #   post-ops (`_linear_pointwise`, prepacked) measured slower than MKL's GEMM plus that
 #   kernel (15.1 vs 13.7 ms), and slower than ATen's matmul on transformer2's shapes.
-# Only post-ops whose result is eager's, bit for bit, given the same GEMM output, are
-# fused into the convolution: the bias add (one f32 rounding of the f32 accumulator plus
-# the bias, as an add after the call), relu, and GELU with approximate="none" (oneDNN's
-# gelu_erf gives ATen's gelu bit for bit; tests/frontend/test_freeze.py).  GELU's tanh
-# approximation differs from ATen's by a few ulps and stays a kernel.  The GEMMs
+# The activations fused into the convolution give eager's result bit for bit on its
+# output: relu, and GELU with approximate="none" (oneDNN's gelu_erf gives ATen's gelu
+# bit for bit; tests/frontend/test_freeze.py).  GELU's tanh approximation differs from
+# ATen's by a few ulps and stays a kernel.  The bias is added inside the convolution,
+# as eager's F.conv2d(x, W, b) adds it, not always as the graph's conv2d + add rounds
+# it (an ulp apart on [8,64,56,56] 3x3), and is handed over contiguous: this op reads a
+# strided bias as if it were contiguous (torch 2.13).  The GEMMs
 # themselves are oneDNN's and MKL's (ATen's conv2d on CPU is oneDNN's too): results
 # differ from eager's by the GEMM's own rounding (the order of its sums), as torch's
 # CPU GEMMs differ among themselves.

@@ -350,3 +350,30 @@ def test_interp_backend_gets_no_prepacked_call():
         x = torch.randn(2, 1024)
         torch.testing.assert_close(cm(x), model(x), rtol=1e-5, atol=1e-5)
     assert _aten_fns(cm) == []
+
+
+class StridedBiasConvReLU(nn.Module):
+    def __init__(self, c=16):
+        super().__init__()
+        self.conv = nn.Conv2d(c, c, 3, padding=1)
+        with torch.no_grad():  # a bias that is a view with stride 2 (say, of a packed state)
+            self.conv.bias = nn.Parameter(torch.randn(2 * c)[::2])
+
+    def forward(self, x):
+        return torch.relu(self.conv(x))
+
+
+def test_a_strided_conv_bias_reaches_onednn_contiguous():
+    """torch.ops.mkldnn._convolution_pointwise reads its bias as if contiguous (a bias with
+    stride 2 gave results off by ~2.4, an expanded one ~1e23, torch 2.13): the bias must
+    reach it contiguous (freezing makes it so, and the aten runner lays operands out
+    row-major).  Equal to eager's conv2d with that bias (the same oneDNN convolution,
+    the bias applied inside it) followed by relu."""
+    model = StridedBiasConvReLU().eval()
+    assert not model.conv.bias.is_contiguous()
+    cm = refcomp.compile(model, options=FREEZE)
+    x = torch.randn(4, 16, 20, 20)
+    with torch.no_grad():
+        out = cm(x)
+        assert torch.equal(out, model(x))
+    assert _aten_fns(cm) == ["torch.ops.mkldnn._convolution_pointwise.default"]
