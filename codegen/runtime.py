@@ -6,13 +6,9 @@ launches.  Backend neutral: a backend passes `compile_kernels(kernels) ->
 [launcher or None]`.  Must not know: LLVM, the frontend.  Spec: spec/codegen.md,
 "LLVM" ("Runtime").
 
-Per-call work is the part every compiled function pays, so the call is a
-generated straight-line Python function (printable as `CompiledGraph.source`):
-check each input's shape and dtype, make non-contiguous inputs contiguous
-(kernels index flat contiguous buffers), allocate the arena (one tensor holding
-every planned intermediate, Note [Arena at run time]) and the outputs, pass data
-pointers to the ctypes launchers, return the outputs.  Outputs are fresh
-tensors, except where the graph returns a view or an input.
+Per-call work is the part every compiled function pays, so the call is one generated
+straight-line Python function (`CompiledGraph.source`; what it does: spec/codegen.md,
+"LLVM", "Runtime"; the arena: Note [Arena at run time]).
 
 Note [Guarded inputs]: the input checks and copies cost about a third of a
 tiny graph's call (two checks and two `.contiguous()` of ~8 in all, ~0.7 us).

@@ -5,29 +5,11 @@ Owns: `compile_graph(graph, options)` (the Backend contract of codegen/backends.
 order) and the registration.  Must not know: the frontend.  Spec:
 spec/codegen.md, "Triton".
 
-Pipeline (as the "llvm" backend's): composite ops are decomposed and
-pointwise/reduction nodes fused unless the graph already has regions;
-`plan_memory` gives intermediates their arena offsets (option `plan`, default
-on); `codegen.runtime.plan_graph` plans each top-level node as a kernel, an extern
-(matmul, conv: PyTorch, so cuBLAS/cuDNN on a GPU), a view or a counted torch
-fallback; every kernel goes through codegen/triton/launch.py.  A kernel Triton
-source is not emitted for falls back to torch too, counted.
-
-Memory: as in the llvm runtime (Note [Arena at run time], Note [Arena reuse] in
-codegen/runtime.py), the kernel outputs and matmul results (`out=`) that
-`codegen.runtime.Arena` places in the arena are typed views of one uint8 tensor
-per thread and device (CUDA: and stream), made on the first call and reused;
-outputs are fresh.  Triton kernels never write in place (emit.py refuses
-`Kernel.inplace`: Note [Reuse across stages] assumes no store changes what a
-later load of an input sees), so a `reuses` pair is kept apart: the result gets
+The pipeline, arena and devices are the "llvm" backend's (spec/codegen.md, "Triton"):
+every kernel goes through codegen/triton/launch.py.  Triton kernels never write in place
+(emit.py refuses `Kernel.inplace`: Note [Reuse across stages] assumes no store changes
+what a later load of an input sees), so a `reuses` pair is kept apart: the result gets
 bytes of its own past the plan's end (`Arena.separate_reuses`).
-
-Devices: on a machine with CUDA, kernels compile for the GPU and the graph's
-tensors must be CUDA tensors.  Without CUDA (or with `TRITON_INTERPRET=1`) the
-same kernels run in Triton's interpreter on CPU tensors (Note [Interpreter
-mode] in codegen/triton/__init__.py).  Outputs and the arena are allocated on
-the device of the first input.  A symbolic graph compiles once: its kernels take
-the size symbols as arguments (Note [Runtime sizes] in codegen/kernel.py).
 """
 
 from __future__ import annotations

@@ -7,26 +7,13 @@ expressions `TV(expr, dtype)`), `tl_dtype` (refcomp dtype -> `tl.<name>`),
 among them) and the reduction combiners (`combiner`).  Must not know: Kernels,
 graphs, launching.  Spec: spec/codegen.md, "Triton".
 
-Only functions that Triton's interpreter implements are used (Note [tl.math
-only]), so every kernel CI runs under `TRITON_INTERPRET=1` is the kernel a GPU
-runs.  Semantics are the ops' refs (ir/ops), as the LLVM backend's are:
-maximum/minimum propagate NaN, sign(NaN) is 0, integer division and remainder by
-zero give 0, floor division and remainder round toward -inf like Python (float
-floor division from the exact fmod remainder, as numpy computes it).
+Semantics are the ops' refs (ir/ops), as the LLVM backend's are.
 
 Note [tl.math only]: Triton 3.9's interpreter raises NotImplementedError for
-`extern_elementwise`, so `tl.extra.cuda.libdevice` (tanh, pow, log1p, expm1,
-atan2, rint, trunc) cannot be tested here.  Those are written with the
-functions it does run (exp, exp2, log, log2, sqrt, rsqrt, sin, cos, erf,
-floor, ceil, abs):
-  expm1(x) = (u - 1) * x / log(u), u = exp(x)      (Kahan: exact near 0)
-  log1p(x) = log(u) * x / (u - 1), u = 1 + x
-  tanh(x)  = -expm1(-2|x|) / (2 + expm1(-2|x|)), sign of x
-  pow(a,b) = exp2(b * log2|a|), sign for odd integer b, NaN for a < 0 and
-             fractional b, 1 when b == 0 or a == 1
-  atan2    = octant reduction + Cephes' atanf polynomial (|error| ~ 1e-7 rad,
-             f32 accuracy also in f64)
-  round    = half to even from floor;  trunc = ceil below 0, floor above.
+`extern_elementwise`, so `tl.extra.cuda.libdevice` (tanh, pow, log1p, expm1, atan2,
+rint, trunc) cannot be tested here; those are written with the functions it does run,
+so every kernel CI runs under `TRITON_INTERPRET=1` is the kernel a GPU runs.  The
+formulas: spec/codegen.md, "Triton" (the scalar vocabulary table).
 """
 
 from __future__ import annotations
