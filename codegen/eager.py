@@ -5,13 +5,7 @@ implementation with the semantics of the op's numpy `ref` (ir/ops/), and the
 plan that runs a graph through that table.  Must not know: the frontend.
 Spec: spec/codegen.md, "Backends".
 
-Compile time builds a plan: one step `(fn, operands, results)` per node, with
-attributes, dtype casts and dims already resolved, emitted as a straight-line
-Python function (one line per step), so a call costs little beyond the torch
-calls.  Tensors stay on their device; nothing is detached and no input is
-written, so torch records autograd (differentiable=True).
-Random ops use torch's generator: under `torch.manual_seed` they draw exactly
-what eager torch.rand/randn would at the same point of the program.
+The plan, autograd and random draws: spec/codegen.md, "Backends".
 
 Note [Operand casts]: IR pointwise ops promote all operands with
 `promote_types`, rank-0 operands included, while torch lets a rank-0 tensor of a
@@ -20,9 +14,6 @@ the promoted dtype (the result dtype for ops that compute in floating point on
 integers; `where`'s condition stays bool) where they differ, decided at compile
 time, so torch never promotes on its own.  f16/bf16 are not lifted to f32 here
 (unlike `ir.scalar.compute_dtypes` for kernels): torch's kernels do that inside.
-
-Outputs may be views of inputs or of each other (reshape, permute, slice,
-expand), exactly as eager torch returns views.
 """
 
 from __future__ import annotations

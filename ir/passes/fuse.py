@@ -4,26 +4,13 @@ Owns: the fusion rules (which nodes share a region), the region kinds
 ("pointwise", "reduction", "rowwise") and the construction of `fused` nodes with
 their bodies.  Must not know: backends, memory planning.  Spec: spec/fusion.md.
 
-Vocabulary (See Note [Fusion model]):
-- a *work* node computes: pointwise and reduction ops.  Work nodes are grouped.
-- a *free* node is an index map (an op with the `index_map` fact: reshape, permute,
-  slice, expand, squeeze, unsqueeze; Note [Op facts]) or a rank-0 `full`.  Free
-  nodes are never grouped; they are copied into every region that reads through
-  them (copying an index map costs no work) and stay at top level only where a
-  non-region node or the caller needs their value.
-- every other node (extern, random, cat, pad, gathers, other creation ops,
-  composite, fused) is a *boundary*: it stays a top-level node.
-
-Note [Fusion model]
-A region has a domain: a shape S and a set of reduced dims R (empty without
-reductions).  Each body value lives in a *space*: FULL (shape S, the inner loop),
-REDUCED (one value per row: S reduced over R, with or without keepdim) or SCALAR
-(rank 0, loop invariant).  A merge is legal when every value of the union has a
-shape that fits its space, all reductions reduce S over R, and a layout op on a
-value computed in the region is only a row broadcast (REDUCED/SCALAR -> FULL via
-reshape/squeeze/unsqueeze/expand).  Layout ops on FULL computed values end the
-region: the value is stored and its consumer reads it through the layout as an
-index map (a broadcast would otherwise recompute it once per copy).
+Note [Fusion model]: work nodes (pointwise, reduction) are grouped, free nodes (index
+maps, rank-0 `full`) are copied into every region that reads through them, boundaries
+stay top-level; a region has a domain (a shape S, reduced dims R) and each body value a
+space (FULL, REDUCED, SCALAR).  Legality and the region kinds: spec/fusion.md, "Node
+classes" and "Domains and kinds".  Layout ops on FULL computed values end the region:
+the value is stored and read through the layout as an index map (a broadcast would
+otherwise recompute it once per copy).
 """
 
 from __future__ import annotations

@@ -10,16 +10,9 @@ the calls) is refcomp/recipes.py `replay`.  Spec: spec/runtime.md, "Side effects
 Note [Replayed side effects]: an effect is not run while tracing (it would run once,
 at compile time) and not turned into a graph break (as Dynamo, refcomp keeps one
 graph): the tracer records `(kind, target, name, args, kwargs)` of symbolic values
-and the entry replays the list after the graph ran and wrote its inputs back, in
-program order, exactly once per call.  The tracer itself sees the effect's result:
-a written attribute or global reads back as the value written (`attr_writes`,
-`global_writes`), and a list/dict the trace had wrapped (its length guarded) is
-changed symbolically too.  A list/dict the code only mutates (`LOG.append(v)`) is
-an `OpaqueVar`: only its type is guarded, so a growing log does not recompile; any
-*read* of it is a graph break (CPython reads it after the effects before it were
-replayed), which is the only place a break remains.  A tensor printed is printed
-with its value at the `print` (a snapshot of its TensorVar), a tensor appended is
-the same object eager appends (a later in-place op shows in both).
+(`attr_writes`, `global_writes` read back what was written) and the entry replays them
+after the graph; what is replayed, in which order, and what still breaks:
+spec/runtime.md, "Side effects".
 """
 
 from __future__ import annotations
