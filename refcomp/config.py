@@ -13,16 +13,18 @@ from collections.abc import Mapping
 from codegen.backends import available_backends, get_backend
 from ir.passes.registry import all_passes
 
-OPTIONS = {
+OPTIONS = {  # name -> (default, what it does): spec/guards.md's table "Options" is rendered from it
     "cache_size_limit": (int(os.environ.get("REFCOMP_CACHE_SIZE_LIMIT", "8")),
-                         "entries per code object before calls that miss run eagerly"),
-    "guard_filter_fn": (None, "fn(list[Guard]) -> list[bool]: keep a guard where True "
-                              "(drop the ones whose risk you accept)"),
-    "passes": (None, "IR pass names to run on every graph (default: the pass manager's "
-                     "DEFAULT_PIPELINE, restricted to registered passes)"),
-    "backend_options": ({}, "dict passed to the backend's compile_graph"),
-    "freeze": (False, "True: a module's parameters and buffers are compile-time values "
-                      "(batch norms folded), guarded by identity and _version; for inference"),
+                         "entries per code object (default 8, env `REFCOMP_CACHE_SIZE_LIMIT`); "
+                         "past it, calls that miss run eagerly"),
+    "guard_filter_fn": (None, "`fn(guards) -> list[bool]`: keep a guard where True; dropping "
+                              "one accepts its risk: a changed fact then reuses a stale graph"),
+    "passes": (None, "IR passes run on every graph (default: the pass manager's "
+                     "`DEFAULT_PIPELINE`, restricted to registered passes)"),
+    "backend_options": ({}, "a dict handed to the backend's `compile_graph`"),
+    "freeze": (False, "True: a module's parameters and buffers are compile-time values, "
+                      "guarded by identity and `_version`, for inference (default False; "
+                      "\"Freezing\" below)"),
 }
 
 

@@ -121,3 +121,30 @@ def test_default_pipeline_is_the_declaration():
 
     line = " -> ".join(DEFAULT_PIPELINE) + "        (ir.passes.pipelines.DEFAULT_PIPELINE)"
     assert line in (SPEC / "passes.md").read_text().splitlines(), line
+
+
+def option_table():
+    from refcomp.config import OPTIONS
+
+    rows = ["| option | what it does |", "|---|---|"]
+    rows += [f"| `{name}` | {meaning} |" for name, (_, meaning) in OPTIONS.items()]
+    return "\n".join(rows)
+
+
+def test_option_table_is_the_declaration():
+    expected = option_table()
+    assert _table_after("guards.md", "| option | what it does |") == expected, expected
+
+
+def _first_column(path, header):
+    return [row.split("|")[1].strip().strip("`\"") for row in _table_after(path, header).splitlines()[2:]]
+
+
+def test_stance_and_log_channel_tables_name_the_declared_ones():
+    from refcomp.logs import CHANNELS
+    from refcomp.stance import STANCES
+
+    assert _first_column("guards.md", "| stance | a call whose guards match no entry |") == list(STANCES)
+    header = next(line for line in (SPEC / "runtime.md").read_text().splitlines()
+                  if line.startswith("| channel "))
+    assert _first_column("runtime.md", header) == [*CHANNELS, "all"]
