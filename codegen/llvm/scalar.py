@@ -62,6 +62,8 @@ class LLVMScalarOps:
     def __init__(self, builder: lir.IRBuilder, module: lir.Module):
         self.b = builder
         self.m = module
+        # vector-math functions emitted so far (Note [Interleaved vector math] in emit.py)
+        self.vector_math = 0
 
     # --- helpers -------------------------------------------------------------------------
     def _libm(self, name: str, ty: lir.Type, n_args: int = 1):
@@ -296,6 +298,7 @@ class LLVMScalarOps:
 
     def _vector_or_libm(self, name, x):
         if x.dtype == f32:
+            self.vector_math += 1
             return TV(getattr(vmath, name)(self.b, self, x.value), x.dtype)
         return self._float_call(name, x)
 
@@ -313,6 +316,7 @@ class LLVMScalarOps:
 
     def sigmoid(self, x):
         if x.dtype == f32:
+            self.vector_math += 1
             return TV(vmath.sigmoid(self.b, self, x.value), x.dtype)
         one = self.const(1.0, x)
         return self.truediv(one, self.add(one, self.exp(self.neg(x))))

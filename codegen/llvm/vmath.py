@@ -110,29 +110,50 @@ def _has_scalef() -> bool:
 EXP_MIN = -87.33654022216797  # float32 nextafter(log(FLT_MIN), 0); exp(EXP_MIN) >= FLT_MIN
 
 
-def exp(b: lir.IRBuilder, ops, x):
-    low = b.fcmp_ordered("<", x, _c(EXP_MIN))
-    clamped = b.select(low, _c(EXP_MIN), x)
-    clamped = b.select(b.fcmp_ordered(">", clamped, _c(89.0)), _c(89.0), clamped)
-    # Note [exp's rounding by a magic number]: n = rint(x / ln2) in the low bits of t.
-    t = b.fadd(b.fmul(clamped, _c(_LOG2E), flags=_FMA), _c(_MAGIC), flags=_FMA)
-    nf = b.fsub(t, _c(_MAGIC))
-    n = b.sub(b.bitcast(t, I32), lir.Constant(I32, _MAGIC_BITS))
-    r = b.fsub(clamped, b.fmul(nf, _c(_LN2_HI), flags=_FMA), flags=_FMA)
+def _exp_core(b: lir.IRBuilder, ops, x, bounded: bool = False):
+    """exp(x) for x in [EXP_MIN, 89] or NaN (callers clamp).
+
+    `bounded`: 2^n by a shift (Note [exp's 2^n by a shift]): from 88.37 on, inf.
+    """
+    # Note [exp's rounding by a magic number]: n = rint(x / ln2) in the low bits of t;
+    # with `bounded`, t carries n + 127, the biased exponent of 2^n.
+    magic = _MAGIC + 127.0 if bounded else _MAGIC
+    t = b.fadd(b.fmul(x, _c(_LOG2E), flags=_FMA), _c(magic), flags=_FMA)
+    nf = b.fsub(t, _c(magic))
+    r = b.fsub(x, b.fmul(nf, _c(_LN2_HI), flags=_FMA), flags=_FMA)
     r = b.fsub(r, b.fmul(nf, _c(_LN2_LO), flags=_FMA), flags=_FMA)
     # exp(r) = 1 + r * (1 + r * P(r)), each step one fused multiply-add
     q = b.fadd(b.fmul(_horner(b, r, _EXP_P), r, flags=_FMA), _c(1.0), flags=_FMA)
     p = b.fadd(b.fmul(q, r, flags=_FMA), _c(1.0), flags=_FMA)
+    if bounded:
+        # Note [exp's 2^n by a shift]
+        return b.fmul(p, b.bitcast(b.shl(b.bitcast(t, I32), lir.Constant(I32, 23)), F32))
+    n = b.sub(b.bitcast(t, I32), lir.Constant(I32, _MAGIC_BITS))
     if _has_scalef():
         # Note [exp's 2^n]: one vscalefps, rounded once like the product below.
         ldexp = ops.m.declare_intrinsic("llvm.ldexp", [F32, I32], lir.FunctionType(F32, [F32, I32]))
-        result = b.call(ldexp, [p, n])
-    else:
-        # 2^n as 2^(n/2) * 2^(n - n/2): each factor's exponent stays in range.
-        half = b.ashr(n, lir.Constant(I32, 1))
-        result = b.fmul(b.fmul(p, _pow2(b, half)), _pow2(b, b.sub(n, half)), flags=_FMA)
+        return b.call(ldexp, [p, n])
+    # 2^n as 2^(n/2) * 2^(n - n/2): each factor's exponent stays in range.
+    half = b.ashr(n, lir.Constant(I32, 1))
+    return b.fmul(b.fmul(p, _pow2(b, half)), _pow2(b, b.sub(n, half)), flags=_FMA)
+
+
+# Note [exp's 2^n by a shift]: inside sigmoid, tanh and erf, exp's argument is clamped
+# to [EXP_MIN, 89] (n in [-126, 128]) and a result over FLT_MAX may be inf (they use it
+# as 1 / (1 + e) or 2 / (e + 1)).  There 2^n is built directly: t = x*log2(e) + 1.5*2^23
+# + 127 holds n + 127 in its low bits, and the high bits of t (those of 1.5 * 2^23, zero
+# below bit 9) shift out, so bits(t) << 23 is 2^n, a normal number for n <= 127 and inf
+# for n = 128 (x >= 88.37, where exp(x) <= FLT_MAX still): two vector instructions
+# (vpslld, vmulps) where the general exp's scaling takes three (the integer n, its
+# conversion for vscalefps, vscalefps).  With the rounding of p * 2^n once, as before.
+
+
+def exp(b: lir.IRBuilder, ops, x):
+    low = b.fcmp_ordered("<", x, _c(EXP_MIN))
+    clamped = b.select(low, _c(EXP_MIN), x)
+    clamped = b.select(b.fcmp_ordered(">", clamped, _c(89.0)), _c(89.0), clamped)
     # A NaN x gives a NaN p (n is then any integer): NaN, with no select.
-    return b.select(low, _c(0.0), result)  # Note [exp underflows to 0]
+    return b.select(low, _c(0.0), _exp_core(b, ops, clamped))  # Note [exp underflows to 0]
 
 
 def log(b: lir.IRBuilder, ops, x):
@@ -162,7 +183,10 @@ def tanh(b: lir.IRBuilder, ops, x):
     ax = _intrinsic(ops, "llvm.fabs", x)
     z = b.fmul(x, x, flags=_FMA)
     small = b.fadd(b.fmul(b.fmul(_horner(b, z, _TANH_P), z), x, flags=_FMA), x)
-    e = exp(b, ops, b.fmul(ax, _c(2.0), flags=_FMA))
+    # Note [Range-limited exp]: the large branch is used for |x| >= 0.625, and tanh(|x|)
+    # rounds to 1 from 9.01 on: exp's argument 2 min(|x|, 10) lies in [0, 20]; NaN stays.
+    two_ax = b.fmul(b.select(b.fcmp_ordered(">", ax, _c(10.0)), _c(10.0), ax), _c(2.0))
+    e = _exp_core(b, ops, two_ax, bounded=True)
     large = b.fsub(_c(1.0), b.fdiv(_c(2.0), b.fadd(e, _c(1.0), flags=_FMA)))
     large = _intrinsic_copysign(ops, large, x)
     return b.select(b.fcmp_ordered("<", ax, _c(0.625)), small, large)
@@ -174,8 +198,20 @@ def _intrinsic_copysign(ops, mag, sign):
     return ops.b.call(fn, [mag, sign])
 
 
+# Note [Range-limited exp]: exp's clamps (a compare and two selects), its flush select
+# and the general 2^n cost 5 of its ~17 vector instructions.  Where the argument's range
+# is known (tanh: [0, 20] after its own clamp; erf: [-16, 0]) or the result only feeds
+# 1 / (1 + e) (sigmoid), the inner exp is `_exp_core` with only the clamps it needs,
+# no flush select, and 2^n by a shift (Note [exp's 2^n by a shift]).  The same
+# reduction and polynomial, so the same accuracy (the table in spec/codegen.md).
 def sigmoid(b: lir.IRBuilder, ops, x):
-    e = exp(b, ops, b.fneg(x))
+    # Note [Range-limited exp]: -x clamped to [EXP_MIN, 89]: below, e is exp(EXP_MIN) =
+    # FLT_MIN where exp flushes to 0, and 1 + e rounds to 1 either way; from 88.37 on, e is
+    # inf where the exact 1 / (1 + e) is below 3.7e-39 (a subnormal): 0, as exp flushes.
+    nx = b.fneg(x)
+    nx = b.select(b.fcmp_ordered("<", nx, _c(EXP_MIN)), _c(EXP_MIN), nx)
+    nx = b.select(b.fcmp_ordered(">", nx, _c(89.0)), _c(89.0), nx)
+    e = _exp_core(b, ops, nx, bounded=True)
     return b.fdiv(_c(1.0), b.fadd(_c(1.0), e, flags=_FMA))
 
 
@@ -185,7 +221,8 @@ def erf(b: lir.IRBuilder, ops, x):
     small = b.fmul(x, _horner(b, z, _ERF_SMALL), flags=_FMA)
     clamped = b.select(b.fcmp_ordered(">", ax, _c(4.0)), _c(4.0), ax)
     u = b.fdiv(_c(1.0), b.select(b.fcmp_ordered("<", clamped, _c(1.0)), _c(1.0), clamped))
-    gauss = exp(b, ops, b.fneg(b.fmul(clamped, clamped, flags=_FMA)))
+    # Note [Range-limited exp]: exp's argument lies in [-16, 0] (or is NaN)
+    gauss = _exp_core(b, ops, b.fneg(b.fmul(clamped, clamped, flags=_FMA)), bounded=True)
     tail = b.fmul(gauss, _horner(b, u, _ERF_LARGE), flags=_FMA)
     large = _intrinsic_copysign(ops, b.fsub(_c(1.0), tail, flags=_FMA), x)
     result = b.select(b.fcmp_ordered("<", ax, _c(1.0)), small, large)
