@@ -5,21 +5,9 @@ pointwise or reduction node as a region) and `Unsupported` (what cannot be
 lowered; callers fall back, never guess).  Must not know: LLVM, Triton, torch.
 Spec: spec/codegen.md, "Lowering".
 
-Every body value is lowered as a function from an index (one `Index` per dim of
-its shape) to a scalar temporary, as Inductor's loaders are: a load of a region
-input reads its contiguous buffer; a layout op rewrites the index and asks its
-operand (so permute/slice/expand/reshape/squeeze/unsqueeze never copy); a
-pointwise op asks its operands at the same index and applies its `scalar` form
-to the recorded ScalarOps.  A value is recomputed wherever it is needed (memoized
-per stage and index), never materialized inside a kernel.
-
-Regions with reductions: all reductions must reduce one shape X over one dim set
-D.  The kernel's parallel `outer` space is X's kept dims, each reduction gets a
-stage looping over D (var: two), and outputs of shape X (the "rowwise" kind:
-softmax, layer_norm) or of the reduced shape are stored in final stages (an output
-of shape X that needs no reduced value: by a reduction's stage, Note [Stores in
-reduction stages]).  A reduced value may only be read back at its own row (checked:
-else Unsupported).
+Every body value is lowered as a function from an index to a scalar temporary, as
+Inductor's loaders are; reductions, stages and what is Unsupported: spec/codegen.md,
+"Lowering".
 """
 
 from __future__ import annotations

@@ -4,23 +4,14 @@ Owns: `outputs_to_copy`, `outputs_to_rewrap`, `outputs_maybe_views`.
 Spec: spec/correctness.md, "Output aliasing".
 
 Note [Fresh outputs]
-A graph computes values; which tensor objects hold them is the backend's business: a
-backend may return a graph input as an output (`x.clone()` folds to `x`), one tensor
-for two outputs (CSE merges `x * 2` computed twice), or a view of either (`reshape`,
-a cast to the same dtype).  The caller must see what eager gives instead: outputs that
-eager makes fresh are fresh, outputs that eager makes aliases alias what eager's do.
+A backend may hand back a graph input, one tensor for two outputs, or a view of
+either; the caller must see eager's aliasing (spec/correctness.md, "Output aliasing").
 The tracer knows eager's aliasing (`TensorVar.alias`: one object per storage); this
 module knows which backend results *may* share memory (conservatively, from the final
-graph), and `outputs_to_copy` names the outputs where the two disagree: an output that
-may share memory with a graph input, or with an earlier output, whose eager alias
-differs.  `Entry.run` clones those before anything else happens (writing mutated inputs
-back included), so a later in-place op on one result cannot reach another; in eager's
-memory order when that is row-major (`x.contiguous()` of a transposed `x` folds to `x`,
-whose clone would keep `x`'s strides).  The test is
-static: entries whose outputs cannot alias pay nothing per call.  The converse case,
-an output eager returns as a new view of an input (`x.view_as(x)` with dynamic sizes,
-which Note [Returned views] leaves a graph output) that the backend hands back as the
-input object itself, is `outputs_to_rewrap`: `Entry.run` returns `o.view(o.shape)`.
+graph), and `outputs_to_copy` names the outputs where the two disagree, which
+`Entry.run` clones before anything else happens.  The converse, an output eager
+returns as a new view of an input that the backend hands back as the input object
+itself, is `outputs_to_rewrap`: `Entry.run` returns `o.view(o.shape)`.
 """
 
 from __future__ import annotations

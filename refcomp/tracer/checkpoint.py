@@ -9,17 +9,9 @@ its backward recomputes the region under the same random state and differentiate
 that.  So the region is traced inline, as a call of `function(*args, **kwargs)`, and
 the values it computes go to `ctx.checkpointed`, which the partitioner recomputes in
 the compiled backward instead of saving (random draws excepted: those are saved, the
-same numbers eager's preserved RNG state redraws).  Gradients equal eager's; the
-forward keeps what flows into the region.  Everything whose eager semantics differ
-from "call the function" is a graph break naming the argument, so CPython runs
-checkpoint itself:
-- `use_reentrant=True` or unset (eager warns, then uses the reentrant variant: its
-  output needs an input that requires grad, and `torch.autograd.grad` refuses it);
-- `preserve_rng_state=False` (eager's recomputation draws new random numbers);
-- a `context_fn` (its context managers run around forward and recomputation),
-  `debug=True`, an unknown `determinism_check` or other keyword.
-A graph break inside the region breaks at the checkpoint call itself, which then runs
-eagerly with checkpoint's own semantics.
+same numbers eager's preserved RNG state redraws).  Gradients equal eager's.  What
+breaks instead (everything whose eager semantics differ from "call the function", so
+CPython runs checkpoint itself): spec/autograd.md, Note [Checkpointed values].
 """
 
 from __future__ import annotations
