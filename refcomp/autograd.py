@@ -394,19 +394,21 @@ def _parts(info: _Info, deps_of: list, non_leaves: list):
 
 
 def eager_version_plan(graph, wants_grad, written=None, unsure=frozenset(),
-                       extra=None) -> dict:
+                       extra=None, grad_written=frozenset()) -> dict:
     """Per output of `graph` that requires grad, the (input indices, output indices) of
     the graph inputs and outputs that eager's autograd nodes on its path save (Note
     [Saved by eager], ir/ops/registry.py); outputs with none are left out.  `written`:
     output index -> the input it is copied into after the call (an input mutated in the
     graph: the caller sees that input); `unsure`: outputs left out (they may be a clone,
-    not the tensor eager's op made); `extra`: TraceContext.eager_saves."""
+    not the tensor eager's op made); `extra`: TraceContext.eager_saves; `grad_written`:
+    inputs written in place under grad, whose old value eager's in-place op saves as a
+    clone (Note [In-place on a graph input under grad])."""
     written = written or {}
     diff = differentiable_values(graph, wants_grad)
     plan = {}
     wanted = [k for k, v in enumerate(graph.outputs) if v in diff]
     for k, vals in eager_saved_each(graph, diff, wanted, extra).items():
-        ins = {i for i, u in enumerate(graph.inputs) if u in vals}
+        ins = {i for i, u in enumerate(graph.inputs) if u in vals and i not in grad_written}
         outs = {o for o, u in enumerate(graph.outputs) if u in vals}
         ins |= {written[o] for o in outs if o in written}
         outs = {o for o in outs if o not in written and o not in unsure}

@@ -88,6 +88,9 @@ class Entry:
     # Eager's version checks at backward (Note [Saved by eager], ir/ops/registry.py): per
     # output, the inputs and outputs eager's nodes on its path save.
     version_plan: dict = field(default_factory=dict)
+    # Inputs written in place under grad (Note [In-place on a graph input under grad],
+    # refcomp/tracer/mutation.py): the graph gets a clone, the write-back records autograd.
+    grad_written: frozenset = frozenset()
 
     def __post_init__(self):
         fixes = self.outputs
@@ -101,6 +104,9 @@ class Entry:
             call_inputs = [t if t.is_contiguous() else t.contiguous() for t in inputs]
         else:
             call_inputs = inputs
+        if self.grad_written:
+            call_inputs = [t.clone() if i in self.grad_written else t
+                           for i, t in enumerate(call_inputs)]
         outs = self.fn(*call_inputs)
         for i, message in self._checks:
             if outs[i]:  # the exception type eager raises, named by the message
@@ -111,8 +117,8 @@ class Entry:
             for fix in self._settle:
                 outs[fix.index] = fix.settle(outs[fix.index], call_inputs)
         if self._writeback:
-            with torch.no_grad():
-                for i, o in self._writeback:
+            for i, o in self._writeback:
+                with torch.set_grad_enabled(i in self.grad_written):
                     inputs[i].copy_(outs[o])
         if self._detach:
             outs = [o.detach() if i in self._detach else o for i, o in enumerate(outs)]
@@ -577,11 +583,14 @@ def build_entry(ctx: TraceContext, output: VT, backend_name: str, options: dict,
     outs = _Outputs(ctx)
     spec = outs.spec(output)
     writeback = []
+    grad_written = set()  # Note [In-place on a graph input under grad]
     for i, src in enumerate(ctx.input_sources):
         if src.name() in ctx.mutated:
             _, tv = ctx.mutated[src.name()]
-            writeback.append((i, outs.add_value(tv.value, False)))
-            if not tv.requires_grad:  # a buffer updated from detached values (an EMA):
+            writeback.append((i, outs.add_value(tv.value, tv.requires_grad)))
+            if tv.requires_grad:
+                grad_written.add(i)
+            else:  # a buffer updated from detached values (an EMA):
                 ctx.grad_free.add(tv.value)  # no gradient reaches it (a cut feeds no
                 # value that requires grad: RB011), so it is written back without autograd
     checks = [(outs.add_value(v, False), message) for v, message in ctx.checks]
@@ -603,7 +612,8 @@ def build_entry(ctx: TraceContext, output: VT, backend_name: str, options: dict,
     joint = None
     if needs_grad and not backend.differentiable:
         with stage("autodiff"):
-            joint, refusal = _joint_or_reason(ctx, captured, outs, writeback, frozen, backend)
+            joint, refusal = _joint_or_reason(ctx, captured, outs, writeback, grad_written,
+                                              frozen, backend)
         if joint is None:
             notes.append(f"[{OP_BY_OP_AUTOGRAD}] autograd: outputs require grad and {refusal},"
                          f" so this graph runs on 'eager' (autograd records op by op)")
@@ -666,14 +676,14 @@ def build_entry(ctx: TraceContext, output: VT, backend_name: str, options: dict,
     if needs_grad and frozen is None:  # Note [Saved by eager] (ir/ops/registry.py)
         version_plan = eager_version_plan(captured, _wants_grad(ctx), dict(
             (o, i) for i, o in writeback), _unsure_outputs(captured, outs.keys),
-            ctx.eager_saves)
+            ctx.eager_saves, grad_written)
     fixes = output_fixes(checks=checks, fresh=fresh, fresh_row_major=fresh & outs.row_major,
                          layouts=outs.layouts, row_major=row_major, rewrap=rewrap,
                          writeback=writeback, detach=detach)
     entry = Entry(guards, graph, fn, spec, fixes, contiguous=contiguous, backend=backend.name,
                   notes=notes, views=outs.views, training=training,
-                  version_plan=version_plan)
-    if spec[0] == "out" and not (fixes or contiguous or version_plan):
+                  version_plan=version_plan, grad_written=frozenset(grad_written))
+    if spec[0] == "out" and not (fixes or contiguous or version_plan or grad_written):
         entry.lone = spec[1]
     entry.compile_time_s = time.perf_counter() - start
     return entry
@@ -732,7 +742,8 @@ def _wants_grad(ctx) -> list:
             for src in ctx.input_sources]
 
 
-def _joint_or_reason(ctx, captured: Graph, outs: _Outputs, writeback, frozen, backend):
+def _joint_or_reason(ctx, captured: Graph, outs: _Outputs, writeback, grad_written, frozen,
+                     backend):
     """(Joint, None) when the graph's gradients can be compiled, else (None, why)."""
     from ir.autodiff import NotDifferentiable, differentiable_values, joint
     from ir.ops.registry import RANDOM
@@ -744,13 +755,13 @@ def _joint_or_reason(ctx, captured: Graph, outs: _Outputs, writeback, frozen, ba
         return None, "the interp backend draws random numbers from numpy, not torch"
     wants = _wants_grad(ctx)
     diff = differentiable_values(captured, wants)
-    for _, o in writeback:
-        # Eager would attach the mutated input to autograd (buf.add_(w) with w requiring
-        # grad); the write-back copy runs outside the Function, so such graphs stay eager.
-        # Values eager updates without autograd (batch norm's running statistics,
-        # ctx.grad_free) are plain non-differentiable outputs.
+    for i, o in writeback:
+        # A value that requires grad written into an input is a Function output that
+        # requires grad, copied in with grad on (Note [In-place on a graph input under
+        # grad]).  Values eager updates without autograd (batch norm's running
+        # statistics, ctx.grad_free) are plain non-differentiable outputs.
         value = captured.outputs[o]
-        if value in diff and value not in ctx.grad_free:
+        if value in diff and value not in ctx.grad_free and i not in grad_written:
             return None, "an input is mutated with a value that requires grad"
     grad_outputs = [i for i, rg in enumerate(outs.requires_grad) if rg]
     # ATen's copies of matmul operands as IR values, so the partitioner can save them

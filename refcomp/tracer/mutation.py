@@ -167,7 +167,7 @@ def autograd_of_write(ctx, tv: TensorVar, operands: list, result_requires_grad: 
     what = "on a tensor that requires grad" if tv.requires_grad else \
         "writes a value that requires grad into a tensor that does not"
     if tv.source is not None:
-        raise Unsupported(INPLACE_ON_ALIAS, f"{name} {what}, an input of the graph")
+        _input_written_under_grad(ctx, tv, name, what)
     if propagate is not None:  # Note [Writes through views under grad]
         if not propagate.differentiable:
             raise Unsupported(INPLACE_ON_ALIAS, f"{name} {what}, through a view made under"
@@ -183,6 +183,42 @@ def autograd_of_write(ctx, tv: TensorVar, operands: list, result_requires_grad: 
         raise Unsupported(GRADIENT_CUT, f"{name}: a detached / no_grad value feeds an op that"
                                         " records gradients")
     return True, False
+
+
+# Note [In-place on a graph input under grad]
+# A graph input that is not a leaf requiring grad (`h = x * 2` passed in, a tensor live
+# at a break, a buffer written with a value that requires grad) is written in place
+# under grad as eager writes it: its new value is a graph output that requires grad, and
+# after the graph `Entry.run` copies it into the caller's tensor *with grad on*, so
+# autograd records the copy (CopyBackwards: the gradient of the tensor's later uses goes
+# to the new value, none to the old one) and bumps the version once, as eager's op does:
+# a node of the caller's that saved the tensor raises at backward, as eager's does.  The
+# graph gets a clone of that input (the caller's tensor is written before the backward
+# runs, and eager's in-place op saves its original value as a clone too); eager's
+# gradient of the old value is then the clone's.  Eager raises for a leaf that requires
+# grad and for an inference tensor, and a view carries its base's history (CopySlices,
+# a no_grad view's refusal, a multi-output view's): these break (RB010, a guarded fact
+# of the input, so a call with another kind of tensor recompiles), and eager runs them.
+def _input_written_under_grad(ctx, tv: TensorVar, name: str, what: str) -> None:
+    """Raise where a write under grad into the graph input `tv` is not captured (Note
+    [In-place on a graph input under grad]); guard the facts that allowed it."""
+    src = tv.source.name()
+    example = ctx.examples.get(src)
+    if ctx.input_vars.get(src) is not tv or not isinstance(example, torch.Tensor) or \
+            tv.view_base is not None or tv.is_view:
+        raise Unsupported(INPLACE_ON_ALIAS, f"{name} {what}, an input of the graph")
+    refused = refuses_write_under_grad(example)
+    ctx.guard_fact(tv.source, refuses_write_under_grad,
+                   "refuses_write_under_grad({})", refused)
+    if refused:
+        raise Unsupported(INPLACE_ON_ALIAS, f"{name} {what}, an input of the graph that is"
+                                            " a leaf that requires grad, a view or an"
+                                            " inference tensor")
+
+
+def refuses_write_under_grad(t: torch.Tensor) -> bool:
+    """The guarded fact of Note [In-place on a graph input under grad]."""
+    return bool(t._is_view() or t.is_inference() or (t.is_leaf and t.requires_grad))
 
 
 # Note [Overlapping writes]

@@ -282,8 +282,9 @@ def test_a_comparison_of_a_tensor_that_requires_grad_is_no_gradient_cut():
     assert len(_training_entries()) == 1
 
 
-def test_an_inplace_write_of_a_value_that_requires_grad_runs_eagerly():
+def test_an_inplace_write_of_a_value_that_requires_grad_into_an_input():
     # Regression: buf.add_(x) lost requires_grad (buf.sum() came back without grad_fn).
+    # Captured since Note [In-place on a graph input under grad]: the write-back records it.
     def f(x, buf):
         buf.add_(x)
         return buf.sum()
@@ -296,8 +297,8 @@ def test_an_inplace_write_of_a_value_that_requires_grad_runs_eagerly():
     out.backward()
     want.backward()
     torch.testing.assert_close(x.grad, ex.grad)
-    entries = _entries()  # the frame breaks at add_; its resume function compiles the sum
-    assert "RB010" in entries[0]["reason"]
+    entries = _entries()
+    assert len(entries) == 1 and entries[0]["reason"] is None, entries
 
 
 @pytest.mark.parametrize("affine", [True, False])

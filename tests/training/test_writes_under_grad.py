@@ -69,3 +69,143 @@ def test_augmented_item_assignment_covering_all_is_one_graph(backend, rows):
     report = refcomp.explain(augmented_item_assignment_covering_all, x)
     assert (report.graph_count, report.graph_break_count) == (1, 0), report
     assert_like_eager(augmented_item_assignment_covering_all, lambda: [x], backend)
+
+
+# --- Note [In-place on a graph input under grad] -------------------------------------------
+def add_into_input(h, y):
+    h += y
+    return h * 2
+
+
+def item_assignment_into_input(h, y):
+    h[:, 0] = 0
+    return (h * y).sum()
+
+
+def relu_of_input(h, y):
+    h.relu_()
+    return h + y
+
+
+def sin_of_input(h, y):  # eager saves the old h as a clone: no raise, cos(old h)
+    h.sin_()
+    return h * y
+
+
+def mul_of_input_by_value_requiring_grad(h, y):
+    h.mul_(y)  # y's gradient reads the old h
+    return h.sum()
+
+
+def resumed_segment_writes_input(x, y):
+    h = x * 2
+    _ = h.sum().item()  # RB002: h is an input of the resumed graph
+    h += y
+    h[:, 1] = 0
+    h.relu_()
+    return h.sin()
+
+
+def non_leaf(x, y):
+    return [x * 2, y]
+
+
+def buffer(x, y):  # a tensor that does not require grad, written with one that does
+    return [x.detach() + 1, y]
+
+
+def leaves(x, y):
+    return [x, y]
+
+
+INPUT_CASES = [(add_into_input, non_leaf), (item_assignment_into_input, non_leaf),
+               (relu_of_input, non_leaf),
+               (mul_of_input_by_value_requiring_grad, non_leaf),
+               (add_into_input, buffer), (resumed_segment_writes_input, leaves)]
+
+
+def _run_with_input_after(fn, make, compiled):
+    """Outputs, the written input after the call, its version, and the leaves'
+    gradients of a loss of the outputs and of the written input."""
+    torch.manual_seed(0)
+    x, y = torch.randn(3, 4, requires_grad=True), torch.randn(3, 4, requires_grad=True)
+    args = make(x, y)
+    out = (compiled or fn)(*args)
+    loss = (out * 1.5).sum() + (args[0] * args[0] * torch.linspace(0, 1, 12).reshape(3, 4)).sum()
+    gx, gy = torch.autograd.grad(loss, [x, y], allow_unused=True)
+    return out.detach(), args[0].detach(), args[0]._version, args[0].requires_grad, gx, gy
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("fn, make", INPUT_CASES, ids=lambda c: c.__name__)
+def test_write_into_a_graph_input_under_grad_is_captured_with_eagers_gradients(
+        fn, make, backend):
+    torch.manual_seed(0)
+    x, y = torch.randn(3, 4, requires_grad=True), torch.randn(3, 4, requires_grad=True)
+    refcomp.reset()
+    report = refcomp.explain(fn, *make(x, y))
+    assert not [b for b in report.break_reasons if b["id"] != "RB002"], report
+    want = _run_with_input_after(fn, make, None)
+    refcomp.reset()
+    got = _run_with_input_after(fn, make, refcomp.compile(fn, backend=backend))
+    assert got[2:4] == want[2:4]  # one version bump, requires grad after, as in eager
+    for g, w in zip(got[:2] + got[4:], want[:2] + want[4:]):
+        torch.testing.assert_close(g, w)
+
+
+def write_input_saved_before(h, y):
+    a = h * y  # mul saves h: eager's backward raises after the write
+    h += 1
+    return a
+
+
+def write_input_saved_by_caller(h, y):
+    h += y
+    return h * 2
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_writes_into_inputs_raise_where_eager_raises(backend):
+    cases = [
+        (write_input_saved_before, lambda x, y: (x * 2, y), "modified by an inplace"),
+        (write_input_saved_by_caller, lambda x, y: (x.sigmoid(), y), "modified by an inplace"),
+        (add_into_input, lambda x, y: (x, y), "leaf Variable that requires grad"),
+        (add_into_input, lambda x, y: ((x * 2)[1:], y[1:]), None),  # a view: CopySlices
+    ]
+    for fn, make, message in cases:
+        outcomes = []
+        for compiled in (None, refcomp.compile(fn, backend=backend)):
+            refcomp.reset()
+            torch.manual_seed(0)
+            x, y = torch.randn(3, 4, requires_grad=True), torch.randn(3, 4, requires_grad=True)
+            try:
+                args = make(x, y)
+                out = (compiled or fn)(*args)
+                (out.sum() + args[0].sum()).backward()
+                outcomes.append(("ok", x.grad, y.grad))
+            except RuntimeError as err:
+                outcomes.append(("raise", str(err)))
+        (kind_e, *rest_e), (kind_c, *rest_c) = outcomes
+        assert kind_c == kind_e, (fn.__name__, outcomes)
+        if kind_e == "raise":
+            assert message in rest_e[0] and message in rest_c[0]
+        else:
+            assert message is None
+            torch.testing.assert_close(rest_c, rest_e)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_leaf_after_a_non_leaf_recompiles_and_raises_as_eager(backend):
+    compiled = refcomp.compile(add_into_input, backend=backend)
+    refcomp.reset()
+    x, y = torch.randn(3, requires_grad=True), torch.randn(3, requires_grad=True)
+    compiled(x * 2, y).sum().backward()
+    torch.testing.assert_close(x.grad, torch.full((3,), 4.0))
+    with pytest.raises(RuntimeError, match="leaf Variable that requires grad"):
+        compiled(x, y)
+    with torch.inference_mode():
+        t = torch.randn(3)
+    with pytest.raises(RuntimeError, match="[Ii]nference tensor"):
+        add_into_input(t, y)
+    with pytest.raises(RuntimeError, match="[Ii]nference tensor"):
+        compiled(t, y)
