@@ -197,6 +197,31 @@ def _lm2_inputs(vocab=2048, batch=8, seq=128, dim=256, ff=1024):
     return (tokens, targets, *(t.requires_grad_() for t in params))
 
 
+def cnn_train(x, targets, *p):
+    """A small CNN's training step: three conv 3x3 / batch norm (batch statistics) / ReLU
+    blocks, max-pooled after the first two, global average pool, linear head,
+    cross_entropy."""
+    for i in range(3):
+        w, g, b = p[3 * i:3 * i + 3]
+        x = F.relu(F.batch_norm(F.conv2d(x, w, padding=1), None, None, g, b, training=True))
+        if i < 2:
+            x = F.max_pool2d(x, 2)
+    logits = F.linear(x.mean((2, 3)), p[9], p[10])
+    return F.cross_entropy(logits, targets)
+
+
+def _cnn_inputs(batch=32, classes=10):
+    g = torch.Generator().manual_seed(0)
+    x = torch.randn(batch, 3, 32, 32, generator=g)
+    targets = torch.randint(0, classes, (batch,), generator=g)
+    params = []
+    for cin, cout in [(3, 32), (32, 64), (64, 128)]:
+        params += [_randn(cout, cin, 3, 3) * (cin * 9) ** -0.5, torch.ones(cout),
+                   torch.zeros(cout)]
+    params += [_randn(classes, 128) * 128 ** -0.5, torch.zeros(classes)]
+    return (x, targets, *(t.requires_grad_() for t in params))
+
+
 def _params(*ts):
     """Training inputs: every floating tensor but the first (the batch) requires grad."""
     return (ts[0],) + tuple(t.requires_grad_() for t in ts[1:])
@@ -271,6 +296,10 @@ WORKLOADS = {w.name: w for w in [
     Workload("lm2_train", lm2_train, _lm2_inputs,
              train=True, note="training step of a 2-layer causal LM (embedding, SDPA,"
              " cross_entropy; vocab 2048, batch 8, seq 128, dim 256, 8 heads, ff 1024)"),
+    Workload("cnn_train", cnn_train, _cnn_inputs, train=True,
+             note="training step of a small CNN: 3 x (conv 3x3, batch norm in training mode,"
+             " ReLU), max pool after the first two, 3->32->64->128 channels, batch 32 of"
+             " 3x32x32, global average pool, linear head, cross_entropy"),
     Workload("tiny", tiny, lambda: (_randn(8), _randn(8)), note="8 elements, 3 ops"),
     Workload("one_break", one_break, lambda: (_randn(8), _randn(8)),
              note="tiny with one graph break (.item()): two graphs and the native step"

@@ -176,7 +176,8 @@ _SAME_DTYPE_UNARY = {
     # ATen: x < 0 ? 0 : x, so relu(-0.0) is -0.0 and NaN stays NaN (not max(x, 0))
     "relu": (rules.non_bool, lambda x: np.where(x < 0, np.zeros((), x.dtype), x),
              lambda s, x: s.where(s.compare("lt", x, s.const(0, x)), s.const(0, x), x),
-             lambda b, g, out, x: (grad_for(b, b.where(b.gt(out, 0), g, b.zeros_like(g)), x),),
+             # ATen's threshold_backward: out <= 0 ? 0 : g, so a NaN passes its gradient
+             lambda b, g, out, x: (grad_for(b, b.where(b.le(out, 0), b.zeros_like(g), g), x),),
              "max(x, 0)"),
     "sign": (rules.promoted, _sign, lambda s, x: s.sign(x), _vjp_zero,
              "-1, 0 or 1; sign(NaN) = 0; bool unchanged"),

@@ -64,7 +64,10 @@ def test_small_cnn_is_one_graph_and_equals_eager(functional, backend):
     model = _cnn(functional)
     report = _one_graph(model, torch.randn(2, 3, 12, 12), backend=backend)
     (graph,) = report.graphs
-    assert "max_pool2d" in graph and "mean" in graph, graph
+    # the 2x2 pool tiles its input: `decompose` writes it as selects over strided slices
+    # on the kernel backends (Note [Max pooling in kernels])
+    pooled = "max_pool2d" in graph or ("slice" in graph and "isnan" in graph)
+    assert pooled and "mean" in graph, graph
 
 
 def test_small_cnn_compiled_twice_hits_the_cache():
