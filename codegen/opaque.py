@@ -245,12 +245,19 @@ def make_runner(attrs: dict):
 
 
 def _laid_out(t, strides, written: bool):
-    """`t` with `strides` (None: row-major): itself when it has them and the call does
-    not write it, else a fresh copy (the node never writes its operands)."""
+    """`t` with `strides` (None: row-major; a DimOrder: dense in that order): itself when
+    it has them and the call does not write it, else a fresh copy (the node never
+    writes its operands)."""
     if strides is None:
         if t.is_contiguous() and not written:
             return t
         return t.clone(memory_format=torch.contiguous_format)
+    if isinstance(strides, ir_opaque.DimOrder):
+        inverse = sorted(range(len(strides)), key=strides.__getitem__)
+        if not written and t.permute(*strides).is_contiguous():
+            return t
+        return torch.empty([t.shape[d] for d in strides], dtype=t.dtype,
+                           device=t.device).permute(*inverse).copy_(t)
     if tuple(t.stride()) == tuple(strides) and not written:
         return t
     out = torch.empty_strided(tuple(t.shape), strides, dtype=t.dtype, device=t.device)

@@ -76,7 +76,8 @@ def constant_of(node: Node) -> Optional[Const]:
         return Const(splat=scalar_of(node.attrs["value"], node.output))
     if name == "constant":
         return as_const(np.array(node.attrs["data"], dtype=node.output.type.dtype.np))
-    if name == "arange" and int(node.output.type.numel()) <= MAX_EVAL_NUMEL:
+    if name == "arange" and node.output.type.is_static and \
+            int(node.output.type.numel()) <= MAX_EVAL_NUMEL:
         return as_const(run(Graph("arange", [], [node], node.outputs), [])[0])
     return None
 

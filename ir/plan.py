@@ -15,6 +15,7 @@ then a formula, evaluated at call time with `MemoryPlan.evaluate(sizes)`.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 from typing import Optional
 
@@ -107,9 +108,20 @@ def aligned(nbytes: Dim) -> Dim:
 
 def provably_nonneg(expr: Dim) -> bool:
     """True when expr >= 0 for every choice of size symbols (integers >= 1)."""
-    expr = simplify_dim(sympy.expand(expr)) if is_symbolic(expr) else expr
     if not is_symbolic(expr):
         return expr >= 0
+    return _provably_nonneg(sympy.expand(expr))
+
+
+@functools.lru_cache(maxsize=65536)
+def _provably_nonneg(expr) -> bool:
+    """provably_nonneg of an expanded expression (memory planning asks the same
+    questions of many offset pairs: cached)."""
+    expr = simplify_dim(expr)
+    if not is_symbolic(expr):
+        return expr >= 0
+    if expr.xreplace({s: 1 for s in expr.free_symbols}) < 0:
+        return False  # negative where every size is 1
     if expr.is_nonnegative:
         return True
     # With s = t + 1 (t >= 0), a polynomial in t with nonnegative coefficients is >= 0.

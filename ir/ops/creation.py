@@ -12,7 +12,7 @@ import numpy as np
 
 from ir.ops import rules
 from ir.ops.registry import CREATION, EXTERN, RANDOM, defop, saves_all
-from ir.types import TensorType, bool_, f32, i64, result_type
+from ir.types import TensorType, bool_, f32, i64, is_symbolic, result_type
 
 
 def _dtype(d):
@@ -64,12 +64,18 @@ def _arange_len(start, end, step):
 
 
 def _arange_infer(types, start, end, step, dtype, device):
-    """dtype as given; shape [ceil((end - start) / step)] (at least 0); step != 0."""
+    """dtype as given; shape [ceil((end - start) / step)] (at least 0); step != 0.  A
+    size-expression `end` (a dynamic length) needs step 1 and end >= start, which the
+    tracer guards: the shape is then [end - start]."""
+    if is_symbolic(end):
+        if step != 1:
+            raise TypeError(f"arange to a size expression {end} needs step 1, got {step}")
+        return TensorType(_dtype(dtype), (end - start,), device)
     return TensorType(_dtype(dtype), (_arange_len(start, end, step),), device)
 
 
 defop("arange", CREATION, operands=(),
-      attrs={"start": ("int", 0), "end": "int", "step": ("int", 1), "dtype": ("dtype", i64),
+      attrs={"start": ("int", 0), "end": "dim", "step": ("int", 1), "dtype": ("dtype", i64),
              "device": ("str", "cpu")},
       infer=_arange_infer,
       ref=lambda start, end, step, dtype, device: np.arange(start, end, step).astype(

@@ -64,7 +64,8 @@ def _infer(types, fn, args, results, mutates, views, rng=False, layouts="", over
     if not fn:
         raise TypeError("aten needs fn= naming the torch callable")
     for i, strides in parse_layouts(layouts).items():
-        if not 0 <= i < len(types) or len(strides) != len(types[i].shape):
+        if not 0 <= i < len(types) or len(strides) != len(types[i].shape) or isinstance(
+                strides, DimOrder) and sorted(strides) != list(range(len(strides))):
             raise TypeError(f"aten {fn}: layout {i}:{strides} does not fit its operand")
     for i in overlaps:
         if not 0 <= i < len(types) or i in parse_layouts(layouts):
@@ -83,18 +84,27 @@ def _infer(types, fn, args, results, mutates, views, rng=False, layouts="", over
     return out if len(out) != 1 else out[0]
 
 
+class DimOrder(tuple):
+    """A dense layout given by its dims from outermost to innermost in memory (an operand
+    with symbolic sizes, whose strides are no numbers): printed `order=0,2,1,3`."""
+
+
 def parse_layouts(text: str) -> dict:
-    """{operand index: strides} from a `layouts` attribute ("0:1,4; 2:12,1")."""
+    """{operand index: strides or DimOrder} from a `layouts` attribute
+    ("0:1,4; 2:12,1; 3:order=0,2,1")."""
     out = {}
     for part in text.split(";"):
         if not part.strip():
             continue
         try:
             i, strides = part.split(":")
-            out[int(i)] = tuple(int(s) for s in strides.split(","))
+            if strides.strip().startswith("order="):
+                out[int(i)] = DimOrder(int(d) for d in strides.split("=")[1].split(","))
+            else:
+                out[int(i)] = tuple(int(s) for s in strides.split(","))
         except ValueError:
             raise ValueError(f"aten: cannot read layout {part.strip()!r} (want"
-                             " 'operand:stride,stride,...')") from None
+                             " 'operand:stride,stride,...' or 'operand:order=d,d,...')") from None
     return out
 
 

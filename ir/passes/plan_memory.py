@@ -24,6 +24,10 @@ Graph inputs and outputs are never in the arena: the caller owns them.
 from __future__ import annotations
 
 import bisect
+import functools
+import math
+
+import sympy
 
 from ir.graph import Graph
 from ir.passes.registry import register_pass
@@ -35,7 +39,6 @@ from ir.plan import (
     inplace_safe,
     intermediates,
     liveness,
-    provably_nonneg,
     views_in,
 )
 from ir.types import is_symbolic, simplify_dim
@@ -64,7 +67,7 @@ def plan_memory(graph: Graph) -> Graph:
     order = memory_order(graph)
     if order != graph.nodes:
         other = _planned(graph.with_nodes(order))
-        if _hint(other.plan.arena_bytes()) < _hint(best.plan.arena_bytes()):
+        if _arena_hint(other.plan) < _arena_hint(best.plan):
             best = other
     return best
 
@@ -191,12 +194,18 @@ def _best_fit(size, conflicts):
                                      for c in conflicts):
         return _best_fit_static(size, conflicts)
     candidates = [0] + [simplify_dim(c[2] + c[3]) for c in conflicts]
+    # The same test as `provably_nonneg`, on polynomials as dicts (sympy arithmetic on
+    # every candidate/conflict pair cost seconds for a graph with symbolic sizes).
+    size_p = _poly(size)
+    spans = [(_poly(c[2]), _padd(_poly(c[2]), _poly(c[3])), c[2]) for c in conflicts]
     best, best_key = None, None
     for offset in candidates:
-        if not all(provably_nonneg(c[2] - (offset + size)) or
-                   provably_nonneg(offset - (c[2] + c[3])) for c in conflicts):
+        start = _poly(offset)
+        end = _padd(start, size_p)
+        below = [_nonneg(_psub(lo, end)) for lo, _, _ in spans]
+        if not all(b or _nonneg(_psub(start, hi)) for b, (_, hi, _) in zip(below, spans)):
             continue
-        above = [c[2] for c in conflicts if provably_nonneg(c[2] - (offset + size))]
+        above = [c for b, (_, _, c) in zip(below, spans) if b]
         hole = min((_hint(a) - _hint(offset) - _hint(size) for a in above), default=None)
         key = (hole is None, hole if hole is not None else 0, _hint(offset))
         if best_key is None or key < best_key:
@@ -204,6 +213,47 @@ def _best_fit(size, conflicts):
     if best is None:  # nothing provable: stack above everything it is live with
         best = simplify_dim(sum((c[2] + c[3] for c in conflicts), 0))
     return best
+
+
+@functools.lru_cache(maxsize=65536)
+def _poly(expr) -> tuple:
+    """A size polynomial as ((monomial, coefficient), ...), a monomial being
+    ((symbol name, power), ...)."""
+    if not is_symbolic(expr):
+        return (((), int(expr)),) if int(expr) else ()
+    out = []
+    for term, coeff in sympy.expand(expr).as_coefficients_dict().items():
+        powers = tuple(sorted((str(b), int(e)) for b, e in term.as_powers_dict().items()
+                              if b != 1))
+        if int(coeff):
+            out.append((powers, int(coeff)))
+    return tuple(sorted(out))
+
+
+def _padd(a: tuple, b: tuple, sign: int = 1) -> tuple:
+    acc = dict(a)
+    for m, c in b:
+        acc[m] = acc.get(m, 0) + sign * c
+    return tuple(sorted((m, c) for m, c in acc.items() if c))
+
+
+def _psub(a: tuple, b: tuple) -> tuple:
+    return _padd(a, b, -1)
+
+
+@functools.lru_cache(maxsize=65536)
+def _nonneg(poly: tuple) -> bool:
+    """`provably_nonneg` of a `_poly`: with every size s = t + 1 (t >= 0), all the
+    coefficients of the polynomial in the t's are >= 0."""
+    acc: dict = {}
+    for monomial, coeff in poly:
+        terms = {(): coeff}
+        for name, power in monomial:  # (t + 1) ** power, binomially
+            terms = {m + ((name, j),) if j else m: c * math.comb(power, j)
+                     for m, c in terms.items() for j in range(power + 1)}
+        for m, c in terms.items():
+            acc[m] = acc.get(m, 0) + c
+    return all(c >= 0 for c in acc.values())
 
 
 def _best_fit_static(size: int, conflicts) -> int:
@@ -229,6 +279,12 @@ def _best_fit_static(size: int, conflicts) -> int:
         if best_key is None or key < best_key:
             best, best_key = offset, key
     return best
+
+
+def _arena_hint(plan) -> int:
+    """The arena's bytes at the hint sizes (not `arena_bytes`: a sympy Max of many
+    symbolic ends costs seconds to simplify)."""
+    return max((_hint(s.offset + s.size) for s in plan.slots), default=0)
 
 
 def _hint(d) -> int:

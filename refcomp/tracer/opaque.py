@@ -46,6 +46,7 @@ from refcomp.reasons import (
 from refcomp.tracer import autocast, eager_layout, mutation, symbolic_meta
 from refcomp.tracer.context import ir_device, ir_dtype, meta_device
 from refcomp.tracer.torch_table import (
+    is_symbolic_shape,
     new_tensor,
     refuse_inference_under_grad,
     refuse_self_overlap,
@@ -328,8 +329,21 @@ def _symbolic_shapes(ctx, fn, name, pargs, pkwargs, operands, index, results, sy
             raise Unsupported(INEXPRESSIBLE_OP, f"{name} of a tensor whose size changes between"
                                        " calls (its result's size could not be typed over"
                                        " symbolic sizes)")
-        ctx.specialize(d)
+        ctx.notes.append(f"dynamic: {d} is specialised to {ctx.specialize(d)}: {name}"
+                         " could not be typed over symbolic sizes")
     return None
+
+
+def _layout_text(tv: TensorVar) -> str:
+    """An operand's `layouts` entry: eager's strides where they are not row-major, as
+    numbers, or, for a dense operand with symbolic sizes, its dims' memory order."""
+    strides = eager_layout.operand_strides(tv.meta)
+    if strides is None:
+        return ""
+    order = eager_layout.memory_order(tv.meta)
+    if order is not None and is_symbolic_shape(tv.value.type.shape):
+        return "order=" + ",".join(map(str, order))
+    return ",".join(map(str, strides))
 
 
 def call_opaque(ctx, fn, args: list, kwargs: dict, name: str | None = None) -> VT:
@@ -467,9 +481,8 @@ def call_opaque(ctx, fn, args: list, kwargs: dict, name: str | None = None) -> V
              "mutates": tuple(mutates), "views": tuple(views), "rng": draws}
     # Note [Operands in eager's layout] (refcomp/tracer/eager_layout.py): ATen sees each
     # operand in eager's strides where those are not row-major
-    layouts = "; ".join(f"{i}:" + ",".join(str(s) for s in strides) for i, strides in
-                        enumerate(eager_layout.operand_strides(tv.meta) for tv in operands)
-                        if strides)
+    layouts = "; ".join(f"{i}:" + layout for i, layout in
+                        enumerate(_layout_text(tv) for tv in operands) if layout)
     if layouts:
         attrs["layouts"] = layouts
     overlaps = tuple(i for i, tv in enumerate(operands) if eager_layout.overlaps(tv.meta))

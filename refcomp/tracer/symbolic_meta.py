@@ -28,10 +28,12 @@ from refcomp.tracer.values import TensorVar
 # guard the kernel put on the sizes (`Eq(s0, 1)`, `s0 < 64`) becomes a shape guard of the
 # graph (ctx.decide).  Where the typing cannot be trusted the caller keeps its old answer
 # (specialize, or break for a size automatic dynamic made symbolic): an operand with a
-# symbolic size that is not row-major in eager (the node's recorded `layouts` are numbers),
-# a result that is not row-major, a size torch cannot express in our symbols, or results
-# that disagree with the concrete meta run at the traced sizes.  torch's fake-tensor
-# machinery costs a one-time import (seconds) the first time a trace needs it.
+# symbolic size that is not dense in eager (a dense one is recorded by its dims' memory
+# order, `layouts` `order=`, which holds at every size), a result not dense in one dim
+# order at every size (`linalg.qr`'s column-major Q is: order 1, 0), a size torch cannot
+# express in our symbols, or results that disagree with the concrete meta run at the
+# traced sizes.  torch's fake-tensor machinery costs a one-time import (seconds) the
+# first time a trace needs it.
 def symbolic_result_shapes(ctx, fn, margs_of, operands: list[TensorVar], results: list):
     """The results' shapes over the trace's symbols, or None where they cannot be typed.
 
@@ -72,14 +74,18 @@ def symbolic_result_shapes(ctx, fn, margs_of, operands: list[TensorVar], results
         with mode:
             for tv in operands:
                 shape = [size(d) for d in tv.value.type.shape]
-                if any(not isinstance(d, int) for d in shape) and \
-                        eager_layout.operand_strides(tv.meta):
-                    return None  # a symbolic operand not row-major
+                order = eager_layout.memory_order(tv.meta)
                 if all(isinstance(d, int) for d in shape):
                     fake = torch.empty_strided(tuple(tv.meta.shape), tv.meta.stride(),
                                                dtype=tv.meta.dtype)
-                else:
+                elif eager_layout.operand_strides(tv.meta) is None:
                     fake = torch.empty(shape, dtype=tv.meta.dtype)
+                elif order is not None:  # dense in eager's dim order (`layouts`: order=)
+                    inverse = sorted(range(len(order)), key=order.__getitem__)
+                    fake = torch.empty([shape[d] for d in order],
+                                       dtype=tv.meta.dtype).permute(*inverse)
+                else:
+                    return None  # a symbolic operand neither row-major nor dense
                 fakes.append(fake.requires_grad_(tv.meta.requires_grad))
             args, kwargs = margs_of(fakes)
             with torch.set_grad_enabled(ctx.grad_enabled):
@@ -94,7 +100,7 @@ def symbolic_result_shapes(ctx, fn, margs_of, operands: list[TensorVar], results
     shapes = []
     for o, concrete in zip(outs, results):
         shape = tuple(_ours(d, theirs) for d in o.shape)
-        if any(s is None for s in shape) or not _row_major(o) or \
+        if any(s is None for s in shape) or not _dense_in(o, _order(o, ctx, theirs)) or \
                 [ctx.concrete(s) for s in shape] != list(concrete.shape):
             return None
         shapes.append(tuple(int(s) if not getattr(s, "free_symbols", None) else s
@@ -115,12 +121,20 @@ def _ours(d, theirs):
     return None if expr.free_symbols - set(theirs.values()) else expr
 
 
-def _row_major(t) -> bool:
-    """The fake result's strides are row-major in its symbolic sizes (size-1 dims free)."""
+def _order(t, ctx, theirs) -> tuple[int, ...]:
+    """The fake result's dims from outermost to innermost in memory at the traced sizes."""
+    strides = [ctx.concrete(sympy.sympify(_expr(s)).xreplace(theirs)) for s in t.stride()]
+    return tuple(sorted(range(t.dim()), key=lambda d: (-strides[d], d)))
+
+
+def _dense_in(t, order) -> bool:
+    """The fake result's strides are dense in dim `order` at every value of its symbolic
+    sizes (size-1 dims free): the layout eager gives it at the traced sizes is the one it
+    gives at all (an SDPA output over permuted operands: order 0, 2, 1, 3)."""
     expected = sympy.Integer(1)
-    for d, s in zip(reversed(t.shape), reversed(t.stride())):
-        size = sympy.sympify(_expr(d))
-        if size != 1 and sympy.simplify(sympy.sympify(_expr(s)) - expected) != 0:
+    for d in reversed(order):
+        size = sympy.sympify(_expr(t.shape[d]))
+        if size != 1 and sympy.simplify(sympy.sympify(_expr(t.stride()[d])) - expected) != 0:
             return False
         expected = expected * size
     return True

@@ -995,17 +995,24 @@ entry(torch.rand_like)(_random_builder("rand", True))
 entry(torch.randn_like)(_random_builder("randn", True))
 
 
-@entry(torch.arange, creation=True)
+@entry(torch.arange, creation=True, sizes=True)
 @handles(from_meta=("dtype",))
 def _arange(ctx, start, end=None, step=1, *, dtype=None, device=None, requires_grad=False,
             layout=None, out=None):
+    """A dynamic `end` stays a size expression when start and step are ints, step 1 and
+    end >= start (guarded); any other dynamic bound is specialized (guarded)."""
     if requires_grad:
         raise Unsupported(INEXPRESSIBLE_OP, "creating a leaf that requires grad inside the graph")
     if out is not None:
         raise Unsupported(UNREPLAYABLE_SIDE_EFFECT, "arange(out=...)")
     if end is None:
         start, end = 0, start
-    if not all(isinstance(v, int) for v in (start, end, step)):
+    if isinstance(start, sympy.Basic) or isinstance(step, sympy.Basic) or (
+            isinstance(end, sympy.Basic) and not (step == 1 and isinstance(start, int) and
+                                                  ctx.decide(sympy.Ge(end, start)))):
+        start, end, step = (ctx.specialize(v) if isinstance(v, sympy.Basic) else v
+                            for v in (start, end, step))
+    if not all(isinstance(v, (int, sympy.Basic)) for v in (start, end, step)):
         raise Unsupported(INEXPRESSIBLE_OP, "arange with non-integer bounds")
     return Creation(lambda meta: ctx.builder.op(
         "arange", start=start, end=end, step=step, dtype=ir_dtype(meta.dtype),

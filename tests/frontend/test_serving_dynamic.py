@@ -47,3 +47,34 @@ def test_automatic_dynamic_serves_every_size_with_at_most_two_graphs(name):
     counters, kernels = _serve(model, shapes, None)
     assert counters["graphs"] <= 2
     assert kernels[-1] == kernels[1]  # the second graph's kernels serve every later size
+
+
+BERT_PAIRS = [(b, s) for b in (2, 3, 5, 6, 8) for s in (5, 9, 16, 23, 40)]  # 25 pairs
+
+
+def test_bert_encoder_serves_25_sizes_with_one_graph_and_no_new_kernel():
+    """A BERT-like encoder with padding masks (transformers builds its SDPA mask from
+    `arange` of the batch and sequence sizes and indexes the padding mask by it): one
+    graph over symbolic sizes (issue 36).  Batch 1 is left out: sizes 0 and 1 are always
+    specialized (spec/guards.md, "Dynamic sizes"), so a batch of 1 makes a second graph."""
+    transformers = pytest.importorskip("transformers")
+    torch.manual_seed(0)
+    config = transformers.BertConfig(vocab_size=100, hidden_size=32, num_hidden_layers=2,
+                                     num_attention_heads=2, intermediate_size=64,
+                                     max_position_embeddings=64)
+    model = transformers.BertModel(config).eval()
+    refcomp.reset()
+    compiled = refcomp.compile(model, backend="llvm", dynamic=True)
+    kernels = []
+    with torch.no_grad():
+        for b, s in BERT_PAIRS:
+            ids = torch.randint(0, 100, (b, s))
+            mask = torch.ones(b, s, dtype=torch.long)
+            mask[0, s // 2:] = 0  # padding in the first sequence
+            got = compiled(input_ids=ids, attention_mask=mask).last_hidden_state
+            want = model(input_ids=ids, attention_mask=mask).last_hidden_state
+            torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-4)
+            kernels.append(codegen_stats.snapshot()["kernels_compiled"])
+    counters = refcomp.stats()["counters"]
+    assert counters["graphs"] == 1 and counters.get("recompiles", 0) == 0
+    assert kernels[0] > 0 and kernels[-1] == kernels[0]
