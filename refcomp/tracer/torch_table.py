@@ -25,6 +25,7 @@ import torch
 
 from ir.graph import Value
 from refcomp.reasons import (
+    DATA_DEPENDENT_SHAPE,
     GRADIENT_CUT,
     INEXPRESSIBLE_OP,
     INFERENCE_TENSOR_UNDER_GRAD,
@@ -221,6 +222,10 @@ def call_torch(ctx, fn, args: list, kwargs: dict) -> VT:
             raise Unsupported(TENSOR_TO_PYTHON,
                               f"{name} reads the value of a tensor argument on the"
                                        " host") from None
+        if "data-independent implementation does not exist" in str(err):
+            # a meta kernel that is nonzero's (torch.where(cond)): a data-dependent shape
+            raise Unsupported(DATA_DEPENDENT_SHAPE, f"{name}: its result's shape depends on"
+                                                    " the values") from None
         raise Unsupported(TRACE_EXCEPTION, f"{name}: {type(err).__name__}: {err}") from None
     if e.python:
         return _python_query(ctx, fn, pargs, meta_out)

@@ -179,6 +179,10 @@ def bool_mask(x):
     return x[x > 0]
 
 
+def where_of_condition_alone(x):  # torch.where(cond) is nonzero: RB022, not RB017 (issue 37)
+    return torch.where(x > 0)[0] + 1
+
+
 def inplace_on_view(x):
     v = x[0]
     v.add_(1)
@@ -200,7 +204,7 @@ class Box:
 
 FALLBACKS = [(generator, "RB014"), (bumps_global, "RB008"), (item, "RB002"), (tensor_if, "RB003"),
              (mutates_attribute, "RB008"), (bool_mask, "RB022"), (inplace_on_view, "RB010"),
-             (calls_disabled, "RB016")]
+             (calls_disabled, "RB016"), (where_of_condition_alone, "RB022")]
 
 
 @pytest.mark.parametrize("f,rid", FALLBACKS, ids=[f.__name__ for f, _ in FALLBACKS])
