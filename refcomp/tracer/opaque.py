@@ -3,30 +3,9 @@
 Owns: `call_opaque` (the tracer's treatment of a C-implemented torch callable without
 an IR rule, or whose entry refused these arguments) and the refusals that keep it
 correct.  The node's format and runner: ir/ops/opaque.py and codegen/opaque.py.
-Spec: spec/tracer.md, "Opaque torch calls".
-
-The call is typed by running torch itself on meta tensors: fresh meta copies of the
-operands (same shape, strides, dtype, requires_grad), so whatever the call does to
-them is observed, not assumed:
-- an operand whose version counter moved was written (`Tensor(a!)`, `out=`, `x.op_()`):
-  the node returns its new value and the TensorVar takes it (functionalized, as the
-  table's in-place entries are, with the same aliasing refusals, RB010);
-- an operand whose sizes, strides, dtype or requires_grad changed in place (`t_()`,
-  `resize_()`, `requires_grad_()`) is refused;
-- a result that shares storage with an operand is a view: the node copies it and the
-  TensorVar is marked a view of that operand, so a later in-place op on either breaks
-  (RB010); a view of a graph input keeps `view_root` (Note [Returned views]).
-Refused with a reason naming the op (the call then runs in eager after a break):
-no meta kernel or a data-dependent output shape (the meta run raises), a result that
-is not a tensor (or a tuple/list of tensors), a random draw (the callable's aten op is
-tagged `nondeterministic_seeded`, or a `generator=` is passed: its stream must match
-eager's), sparse or quantized
-results (complex ones are fine: values of dtype c64/c128 live only between opaque nodes),
-arguments that are not constants, and a small deny list of calls
-that change global or tensor state beyond their operands.
-Symbolic sizes of operands: the results are typed over them by a second run on fake
-tensors (Note [Opaque calls over symbolic sizes], refcomp/tracer/symbolic_meta.py), else
-specialized (guarded).
+Spec: spec/tracer.md, "Opaque torch calls" (what the meta run on fresh copies of the
+operands decides: writes, views, refusals; symbolic sizes: Note [Opaque calls over
+symbolic sizes], refcomp/tracer/symbolic_meta.py).
 """
 
 from __future__ import annotations
