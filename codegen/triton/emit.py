@@ -407,3 +407,227 @@ class _RowsEmitter(_Emitter):
 
 def _ranges_text(ranges: tuple) -> str:
     return ", ".join(f"{v} < {n}" for v, n in ranges)
+
+
+# Note [Split reductions]
+# A rows kernel runs one program per XBLOCK rows, so a reduction to few outputs over many
+# elements (sum of 16M elements: one row) ran on one program of one GPU core: >100x slower
+# than eager on an H100.  A static kernel of at most SPLIT_MAX_ROWS rows whose longest
+# stage has at least SPLIT_MIN_LENGTH elements is split instead, as Inductor splits
+# reductions: each ranged stage becomes a *partial* launch of rows x S programs (program
+# (row, j) folds the j-th chunk of the row's range into its own partial accumulators and
+# writes them to a workspace; S = SPLIT_PROGRAMS // rows, fewer when the chunks would be
+# under SPLIT_MIN_CHUNK elements), then a *combine* launch folds each row's S partials
+# with the reduction's own combiner into the accumulator's final value; a stage that
+# reads an accumulator (var's second pass reads the mean) runs after the combine of the
+# stage that made it and loads the final value.  A *final* launch, one program per XBLOCK
+# rows, runs the stages after the last ranged one (the stores of the results) from the
+# final values.  A ranged stage that stores (softmax's last pass) is split the same way:
+# each element is still computed and stored once.  var stays the two passes of its
+# lowering (a shifted two-pass in f64: Note [How ATen computes var]), each split and
+# combined: the mean's partial sums, then the squared deviations' partial sums.  Sums
+# are reassociated (per chunk, then across chunks) as Triton's tree reductions already
+# are; max/min/any/all combine exactly.
+SPLIT_MAX_ROWS = 64
+SPLIT_MIN_LENGTH = 1 << 16
+SPLIT_PROGRAMS = 1024
+SPLIT_MIN_CHUNK = 4096
+
+
+@dataclass(frozen=True)
+class Launch:
+    """One launch of a split kernel: `fn[(grid,)](*args, **blocks)`; an argument is a
+    kernel buffer's name or a workspace buffer's."""
+
+    fn: str
+    args: tuple
+    blocks: tuple
+    grid: int
+
+
+@dataclass(frozen=True)
+class SplitKernel:
+    """A split reduction (Note [Split reductions]): one module, several launches, and the
+    workspace they share: ((name, dtype, numel), ...)."""
+
+    name: str
+    source: str
+    workspace: tuple
+    launches: tuple
+    params: tuple = ()
+    sizes: tuple = ()
+
+    def fits(self, numels) -> bool:
+        return all(n < INDEX_LIMIT for n in numels)
+
+
+def split_plan(kernel: Kernel):
+    """(rows, splits) when `kernel` is split (Note [Split reductions]), else None."""
+    if kernel.params or getattr(kernel, "inplace", ()) or not kernel.accs:
+        return None
+    rows = _numel(kernel.outer)
+    ranged = [i for i, st in enumerate(kernel.stages) if st.ranges]
+    if not ranged or not isinstance(rows, int) or not 0 < rows <= SPLIT_MAX_ROWS:
+        return None
+    lengths = [_numel(kernel.stages[i].ranges) for i in ranged]
+    if not all(isinstance(n, int) for n in lengths) or max(lengths) < SPLIT_MIN_LENGTH:
+        return None
+    reduced_in: dict = {}  # acc -> the ranged stage folding it
+    for i, stage in enumerate(kernel.stages):
+        defined = set()
+        for s in stage.body:
+            if isinstance(s, Let):
+                if any(a not in defined for a in s.args):
+                    return None  # a value from another stage
+                defined.add(s.name)
+                if s.op == "acc" and stage.ranges:
+                    acc = dict(s.attrs)["acc"]
+                    if reduced_in.get(acc, i) >= i:
+                        return None  # read in a ranged stage before it is final
+            elif not stage.ranges and i < ranged[-1]:
+                return None  # a store or fold between ranged stages
+            elif isinstance(s, Reduce) and stage.ranges:
+                if s.acc in reduced_in and reduced_in[s.acc] != i:
+                    return None  # folded by two ranged stages
+                reduced_in[s.acc] = i
+    splits = max(1, min(SPLIT_PROGRAMS // rows, max(lengths) // SPLIT_MIN_CHUNK))
+    splits = 1 << (splits.bit_length() - 1)  # a power of two
+    return (rows, splits) if splits > 1 else None
+
+
+def emit_split(kernel: Kernel, name: str, max_rblock: int = MAX_RBLOCK) -> Optional[SplitKernel]:
+    """The split form of `kernel` (Note [Split reductions]), or None when it is not split."""
+    plan = split_plan(kernel)
+    if plan is None:
+        return None
+    return _SplitEmitter(kernel, name, max_rblock, *plan).emit()
+
+
+class _SplitEmitter(_RowsEmitter):
+    def __init__(self, kernel: Kernel, name: str, max_rblock: int, rows: int, splits: int):
+        super().__init__(kernel, name, max_rblock)
+        self.rows, self.splits = rows, splits
+        self.functions: list = []  # (name, params, lines)
+        self.launches: list = []
+        self.workspace: list = []
+        self.final: set = set()  # accs with a final value in the workspace
+
+    def _function(self, fn: str, params: list, blocks: dict, grid: int):
+        self.functions.append((fn, params, self.lines))
+        args = tuple(p for p in params if not p.endswith("tl.constexpr"))
+        self.launches.append(Launch(fn, args, tuple(blocks.items()), grid))
+        self.lines = []
+
+    def _load_finals(self, accs, row: str, depth: int = 1):
+        for acc in accs:
+            a = self.accs[acc]
+            self.line(f"{acc} = tl.load(f_{acc} + {row}, xmask, other=0)"
+                      f".to({tl_dtype(a.dtype)})", depth)
+
+    def emit(self) -> SplitKernel:
+        k, rows, splits = self.k, self.rows, self.splits
+        buffers = [b.name for b in k.buffers]
+        for a in k.accs:
+            self.workspace.append((f"p_{a.name}", a.dtype, rows * splits))
+            self.workspace.append((f"f_{a.name}", a.dtype, rows))
+        last = max(i for i, st in enumerate(k.stages) if st.ranges)
+        for s, stage in enumerate(k.stages[:last + 1]):
+            if not stage.ranges:
+                continue  # only Lets (split_plan): nothing to run
+            self._partial(s, stage, buffers)
+        self._finish(k.stages[last + 1:], buffers)
+        helpers = set(self.ops.helpers)
+        header = [
+            f'"""Triton split reduction {self.name}, generated by refcomp'
+            ' (codegen/triton/emit.py, Note [Split reductions])."""',
+            "import triton",
+            "import triton.language as tl",
+        ]
+        for key in sorted(helpers):
+            header.append(HELPERS[key].rstrip("\n"))
+            header.append("")
+        text = header + [""] + ["# " + ln for ln in str(k).splitlines()]
+        for fn, params, lines in self.functions:
+            text += ["", "", "@triton.jit", f"def {fn}({', '.join(params)}):"] + lines
+        return SplitKernel(self.name, "\n".join(text) + "\n", tuple(self.workspace),
+                           tuple(self.launches))
+
+    def _partial(self, s: int, stage, buffers):
+        """Programs (row, j) fold chunk j of the stage's range; then the combine."""
+        k, rows, splits = self.k, self.rows, self.splits
+        length = _numel(stage.ranges)
+        per = -(-length // splits)
+        rblock = max(1, min(self.max_rblock, next_power_of_2(per)))
+        chunk = -(-per // rblock) * rblock
+        reduced = list(dict.fromkeys(t.acc for t in stage.body if isinstance(t, Reduce)))
+        read = list(dict.fromkeys(dict(t.attrs)["acc"] for t in stage.body
+                                  if isinstance(t, Let) and t.op == "acc"))
+        self.line("xindex = tl.program_id(0) * XBLOCK + tl.arange(0, XBLOCK)[:, None]")
+        self.line(f"xmask = xindex < {rows * splits}")
+        self.line(f"row = xindex // {splits}")
+        self.line(f"split = xindex % {splits}")
+        for text in decode(k.outer, "row"):
+            self.line(text)
+        self._load_finals(read, "row")
+        for acc in reduced:
+            a = self.accs[acc]
+            self.line(f"_{acc} = tl.full([XBLOCK, RBLOCK], {self._identity(acc)}, "
+                      f"{tl_dtype(a.dtype)})")
+        self.line(f"# stage {s}: [{_ranges_text(stage.ranges)}], chunks of {chunk}")
+        self.line(f"for roffset in range(0, {chunk}, RBLOCK):")
+        self.line(f"rindex = split * {chunk} + roffset + tl.arange(0, RBLOCK)[None, :]", 2)
+        self._tile_head(stage, str(length), 2)
+        outer_vars = {v for v, _ in k.outer} | {"xindex", "row", "split"}
+        block_vars = [outer_vars, {v for v, _ in stage.ranges}]
+        self.memo_scope = None
+        self.body(stage.body, "mask", block_vars, "[XBLOCK, RBLOCK]", 2, self._reduce_looped)
+        for acc in reduced:
+            fn = self._combiner(acc)
+            self.line(f"tl.store(p_{acc} + xindex, tl.reduce(_{acc}, 1, {fn}, keep_dims=True),"
+                      " xmask)")
+        params = buffers + [f"f_{a}" for a in read] + [f"p_{a}" for a in reduced] + \
+            ["XBLOCK: tl.constexpr", "RBLOCK: tl.constexpr"]
+        self._function(f"{self.name}_p{s}", params, {"XBLOCK": 1, "RBLOCK": rblock},
+                       rows * splits)
+        if not reduced:
+            return
+        sblock = next_power_of_2(splits)
+        xblock = min(next_power_of_2(rows), max(1, TILE // sblock))
+        self.line("xindex = tl.program_id(0) * XBLOCK + tl.arange(0, XBLOCK)[:, None]")
+        self.line(f"xmask = xindex < {rows}")
+        self.line("sindex = tl.arange(0, SBLOCK)[None, :]")
+        self.line(f"mask = xmask & (sindex < {splits})")
+        for acc in reduced:
+            fn = self._combiner(acc)
+            self.line(f"_{acc} = tl.where(mask, tl.load(p_{acc} + xindex * {splits} + sindex,"
+                      f" mask, other=0), {self._identity(acc)})")
+            self.line(f"tl.store(f_{acc} + xindex, tl.reduce(_{acc}, 1, {fn}, keep_dims=True),"
+                      " xmask)")
+            self.final.add(acc)
+        params = [f"p_{a}" for a in reduced] + [f"f_{a}" for a in reduced] + \
+            ["XBLOCK: tl.constexpr", "SBLOCK: tl.constexpr"]
+        self._function(f"{self.name}_c{s}", params, {"XBLOCK": xblock, "SBLOCK": sblock},
+                       -(-rows // xblock))
+
+    def _finish(self, stages, buffers):
+        """The stages after the last ranged one, per row, from the final values."""
+        if not any(st.body for st in stages):
+            return
+        k, rows = self.k, self.rows
+        xblock = min(next_power_of_2(rows), MAX_XBLOCK)
+        self.line("xindex = tl.program_id(0) * XBLOCK + tl.arange(0, XBLOCK)[:, None]")
+        self.line(f"xmask = xindex < {rows}")
+        for text in decode(k.outer, "xindex"):
+            self.line(text)
+        finals = [a.name for a in k.accs if a.name in self.final]
+        self._load_finals(finals, "xindex")
+        for a in k.accs:
+            if a.name not in self.final:
+                self.line(f"{a.name} = tl.full([XBLOCK, 1], {self._identity(a.name)}, "
+                          f"{tl_dtype(a.dtype)})")
+        outer_vars = {v for v, _ in k.outer} | {"xindex"}
+        for s, stage in enumerate(stages):
+            self.memo_scope = ("rows", ())
+            self.body(stage.body, "xmask", [outer_vars], "[XBLOCK, 1]", 1, self._reduce_row)
+        params = buffers + [f"f_{a}" for a in finals] + ["XBLOCK: tl.constexpr"]
+        self._function(f"{self.name}_f", params, {"XBLOCK": xblock}, -(-rows // xblock))

@@ -28,7 +28,7 @@ from pathlib import Path
 from codegen import dumps, stats
 from codegen.kernel import Kernel, print_kernel
 from codegen.triton import check_interpreted, interpret_scope, load_triton
-from codegen.triton.emit import MAX_RBLOCK, TritonKernel, emit_kernel
+from codegen.triton.emit import MAX_RBLOCK, SplitKernel, TritonKernel, emit_kernel, emit_split
 
 log = logging.getLogger("refcomp.codegen.triton")
 
@@ -89,6 +89,33 @@ class Launcher:
             self.fn[(grid,)](*tensors, *sizes, *values, **blocks)
 
 
+class SplitLauncher:
+    """A split reduction's launches (Note [Split reductions] in emit.py), the same call as
+    `Launcher`'s: `launcher(*tensors)`, buffers inputs then outputs (static kernels only)."""
+
+    def __init__(self, emitted: SplitKernel, module, buffers: list):
+        self.emitted = emitted
+        self.params = ()
+        self.buffers = buffers
+        self.calls = [(getattr(module, launch.fn), launch) for launch in emitted.launches]
+
+    @property
+    def source(self) -> str:
+        return self.emitted.source
+
+    def __call__(self, *tensors, values=()) -> None:
+        import torch
+
+        from codegen.torch_bridge import torch_dtype
+
+        device = tensors[0].device if tensors else None
+        env = dict(zip(self.buffers, tensors))
+        for name, dtype, numel in self.emitted.workspace:
+            env[name] = torch.empty(numel, dtype=torch_dtype(dtype), device=device)
+        for fn, launch in self.calls:
+            fn[(launch.grid,)](*[env[a] for a in launch.args], **dict(launch.blocks))
+
+
 def compile_kernel(kernel: Kernel, max_rblock: int = MAX_RBLOCK) -> Launcher:
     """The launcher of `kernel`; the same printed kernel is emitted and loaded once.
 
@@ -102,13 +129,19 @@ def compile_kernel(kernel: Kernel, max_rblock: int = MAX_RBLOCK) -> Launcher:
         return hit
     digest = hashlib.sha1(repr(key).encode()).hexdigest()[:16]
     name = f"k_{digest}"
-    emitted = emit_kernel(kernel, name, max_rblock)
+    split = emit_split(kernel, name, max_rblock)  # Note [Split reductions]
+    emitted = split or emit_kernel(kernel, name, max_rblock)
     log.debug("triton kernel %s:\n%s", name, emitted.source)
     dumps.emit("triton", name, emitted.source)
     module = load_module(name, emitted.source)
-    fn = getattr(module, name)
-    check_interpreted(fn)
-    launcher = Launcher(emitted, fn)
+    if split is not None:
+        for launch in split.launches:
+            check_interpreted(getattr(module, launch.fn))
+        launcher = SplitLauncher(split, module, [b.name for b in kernel.buffers])
+    else:
+        fn = getattr(module, name)
+        check_interpreted(fn)
+        launcher = Launcher(emitted, fn)
     _KERNELS[key] = launcher
     stats.STATS.kernels_compiled += 1
     return launcher
@@ -142,3 +175,27 @@ def compile_for_gpu(kernel: Kernel, max_rblock: int = MAX_RBLOCK, arch: int = 90
     source = ASTSource(getattr(module, emitted.name), signature,
                        constexprs=dict(emitted.blocks))
     return triton.compile(source, target=GPUTarget("cuda", arch, 32))
+
+
+def compile_split_for_gpu(kernel: Kernel, max_rblock: int = MAX_RBLOCK, arch: int = 90):
+    """`compile_for_gpu` for each launch of `kernel`'s split form (Note [Split reductions]
+    in emit.py): the compiled kernels, in launch order; None when it is not split."""
+    triton = load_triton()
+    from triton.backends.compiler import GPUTarget
+    from triton.compiler import ASTSource
+
+    digest = hashlib.sha1(repr((print_kernel(kernel), max_rblock)).encode()).hexdigest()[:16]
+    split = emit_split(kernel, f"k_{digest}", max_rblock)
+    if split is None:
+        return None
+    module = load_module(f"k_{digest}_split_gpu", split.source, interpret=False)
+    types = {b.name: _SIGNATURE[b.dtype.short] for b in kernel.buffers}
+    types.update({name: _SIGNATURE[dtype.short] for name, dtype, _ in split.workspace})
+    compiled = []
+    for launch in split.launches:
+        signature = {a: types[a] for a in launch.args}
+        signature.update({name: "constexpr" for name, _ in launch.blocks})
+        source = ASTSource(getattr(module, launch.fn), signature,
+                           constexprs=dict(launch.blocks))
+        compiled.append(triton.compile(source, target=GPUTarget("cuda", arch, 32)))
+    return compiled

@@ -89,3 +89,27 @@ def test_symbolic_kernels_compile_for_sm90():
     assert kernels and all(k.params for k in kernels)
     for kernel in kernels:
         assert_compiles(kernel)
+
+
+@pytest.mark.parametrize("text", [
+    "func @f(%x: f32[3000]) -> f32[] {\n  %0 = var %x {dims=[0], correction=1} : f32[]\n"
+    "  return %0\n}",
+    "func @f(%x: f32[1,1000]) -> f32[1,1000] {\n  %0 = softmax %x {dim=1} : f32[1,1000]\n"
+    "  return %0\n}",
+    "func @f(%x: i64[2,700]) -> i64[2] {\n  %0 = amax %x {dims=[1]} : i64[2]\n  return %0\n}",
+], ids=["var", "softmax_row", "amax_i64"])
+def test_split_reductions_compile_for_sm90(text, monkeypatch):
+    """Note [Split reductions]: every launch of a split kernel (thresholds lowered)."""
+    from codegen.triton import emit
+    from codegen.triton.launch import compile_split_for_gpu
+
+    monkeypatch.setattr(emit, "SPLIT_MIN_LENGTH", 256)
+    monkeypatch.setattr(emit, "SPLIT_MIN_CHUNK", 64)
+    monkeypatch.setattr(emit, "SPLIT_PROGRAMS", 16)
+    split = [k for k in region_kernels(ir.parse(text)) if emit.split_plan(k)]
+    assert split
+    for kernel in split:
+        compiled = compile_split_for_gpu(kernel, 32)
+        assert len(compiled) >= 3
+        for c in compiled:
+            assert c.asm["cubin"] and ".entry" in c.asm["ptx"]
