@@ -40,6 +40,7 @@ _NARROWS = {T.narrow, torch.narrow}
 _SELECTS = {T.select, torch.select}
 _MOVEDIMS = {T.movedim, T.moveaxis, torch.movedim, torch.moveaxis}
 _IDENTITIES = {T.detach, torch.detach}
+_DIAGONALS = {T.diagonal, torch.diagonal}
 
 
 def through_views(ctx, tv: TensorVar, live: list) -> Optional[Callable[[], None]]:
@@ -78,7 +79,7 @@ def through_views(ctx, tv: TensorVar, live: list) -> Optional[Callable[[], None]
         new_base = _write_back(b, base_value, steps, tv.value) if steps else tv.value
         base.value = new_base
         for v, v_steps in others:
-            v.value = _replay(b, new_base, v_steps)[-1]
+            v.value = replay(b, new_base, v_steps)[-1]
             v.view_base, v.view_made = (base, new_base), v.value
         if steps:
             tv.view_base, tv.view_made = (base, new_base), tv.value
@@ -323,6 +324,11 @@ def _primitives(value, view_steps) -> Optional[list]:
                 shape = list(meta.shape)
                 out.append(("reshape", shape[:dim] + [1] + shape[dim + 1:],
                             shape[:dim] + shape[dim + 1:]))
+        elif fn in _DIAGONALS:
+            steps = diagonal_primitives(list(meta.shape), args[1:], kwargs)
+            if steps is None:
+                return None
+            out += steps
         elif fn is operator.getitem:
             steps = _getitem_primitives(list(meta.shape), args[1])
             if steps is None:
@@ -332,6 +338,29 @@ def _primitives(value, view_steps) -> Optional[list]:
             return None
         meta = result
     return out
+
+
+def diagonal_primitives(shape, args, kwargs) -> Optional[list]:
+    """`diagonal(offset, dim1, dim2)` as primitive steps: the two dims moved last,
+    flattened into one, and every (m + 1)-th element of it from the diagonal's first (m:
+    dim2's size), so writing it back is a strided slice's `where` (Note [Writes through
+    views])."""
+    names = ("offset", "dim1", "dim2")
+    values = dict(zip(names, (0, 0, 1)))
+    values.update(zip(names, args))
+    values.update(kwargs)
+    if set(values) != set(names) or not all(isinstance(values[k], int) for k in names):
+        return None
+    rank = len(shape)
+    offset, d1, d2 = values["offset"], values["dim1"] % rank, values["dim2"] % rank
+    others = [d for d in range(rank) if d not in (d1, d2)]
+    n, m = shape[d1], shape[d2]
+    k = max(min(n, m - offset) if offset >= 0 else min(n + offset, m), 0)
+    start = (offset if offset >= 0 else -offset * m) if k else 0
+    lead = [shape[d] for d in others]
+    return [("permute", others + [d1, d2]), ("reshape", lead + [n, m], lead + [n * m]),
+            ("slice", len(others), start, start + (k - 1) * (m + 1) + 1 if k else start,
+             m + 1)]
 
 
 def _getitem_primitives(shape, index) -> Optional[list]:
@@ -373,7 +402,7 @@ def _getitem_primitives(shape, index) -> Optional[list]:
     return steps
 
 
-def _replay(b, value, steps) -> list:
+def replay(b, value, steps) -> list:
     """The value after each primitive step applied to `value`, first to last."""
     values = [value]
     for step in steps:
@@ -390,7 +419,7 @@ def _replay(b, value, steps) -> list:
 
 def _write_back(b, base_value, steps, new_view):
     """The base's new value: each step inverted, from the view back to the base."""
-    values = _replay(b, base_value, steps)
+    values = replay(b, base_value, steps)
     new = new_view
     for i in range(len(steps) - 1, -1, -1):
         step, parent = steps[i], values[i]

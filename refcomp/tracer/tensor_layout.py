@@ -316,6 +316,20 @@ def _narrow(ctx, x, dim, start, length):
     return ctx.builder.slice(x.value, dim=d, start=ir_size(start), stop=ir_size(start + length))
 
 
+@entry(T.diagonal, torch.diagonal, view=True)
+def _diagonal(ctx, x, offset=0, dim1=0, dim2=1):
+    """The diagonal as index maps: its two dims moved last and flattened, every (m + 1)-th
+    element from the first (mutation.diagonal_primitives), so a write through it is
+    functionalized as any strided slice's (Note [Writes through views]).  Dynamic sizes:
+    RB013, and the call is one opaque node."""
+    if is_symbolic_shape(x.value.type.shape):
+        raise Unsupported(INEXPRESSIBLE_OP, "diagonal of a tensor with a dynamic size")
+    steps = mutation.diagonal_primitives(list(x.value.type.shape), (offset, dim1, dim2), {})
+    if steps is None:
+        raise Unsupported(INEXPRESSIBLE_OP, "diagonal with these arguments")
+    return mutation.replay(ctx.builder, x.value, steps)[-1]
+
+
 # --- attributes, indexing, item assignment --------------------------------------------------
 # Layout predicates: refcomp traces strided, unquantized tensors only (others are refused
 # when read), so the meta tensor's answer is the real one.

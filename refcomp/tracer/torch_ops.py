@@ -64,9 +64,12 @@ _UNARY = {
     "isnan": (torch.isnan, T.isnan),
     "bitwise_not": (torch.bitwise_not, T.bitwise_not, operator.invert),
 }
-_INPLACE_UNARY = {"relu": (torch.relu_, T.relu_), "neg": (T.neg_,), "abs": (T.abs_,),
-                  "exp": (T.exp_,), "sqrt": (T.sqrt_,), "sigmoid": (T.sigmoid_,),
-                  "tanh": (T.tanh_,)}
+# every unary op's in-place method (`x.sin_()`, `torch.exp_(x)`), written by the in-place
+# machinery (Note [In-place under grad]); they were opaque calls, whose meta run refuses a
+# leaf under grad (RB004)
+_INPLACE_UNARY = {op: tuple(f for f in (getattr(torch, op + "_", None), getattr(T, op + "_", None))
+                            if f is not None) for op in _UNARY}
+_INPLACE_UNARY = {op: fns for op, fns in _INPLACE_UNARY.items() if fns}
 
 
 def _unary_builder(op):

@@ -503,7 +503,7 @@ def new_tensor(ctx, value, meta, operands, view) -> TensorVar:
 VIEW_OPS = frozenset({"reshape", "view", "flatten", "unflatten", "view_as", "reshape_as",
                       "expand", "broadcast_to", "expand_as", "permute", "transpose",
                       "swapaxes", "t", "unsqueeze", "squeeze", "split", "chunk",
-                      "narrow", "detach"})
+                      "narrow", "detach", "diagonal"})
 
 
 def view_root(ctx, base, tv, step=None):
