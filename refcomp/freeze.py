@@ -30,6 +30,7 @@ from codegen.backends import get_backend
 from ir.builder import GraphBuilder
 from ir.facts import has_effects
 from ir.graph import Graph, Node, Value
+from ir.ops.opaque import parse_layouts
 from ir.ops.registry import CREATION, FUSED, RANDOM, lookup
 from ir.passes.dce import dce
 from ir.passes.fold import _match_batch_norm
@@ -116,8 +117,11 @@ def freeze_entry(ctx, graph: Graph, guard_list: list, backend: Optional[str] = N
         ctx.examples[src.name()].requires_grad for i, src in enumerate(ctx.input_sources)
         if i not in candidates and isinstance(ctx.examples.get(src.name()), torch.Tensor))
     prepack = backend in PREPACK_BACKENDS and not differentiated
+    channels_last = frozenset(
+        i for i, src in enumerate(ctx.input_sources)
+        if i not in candidates and _channels_last(ctx.examples.get(src.name())))
     frozen_graph, plan, read, folded = freeze_graph(
-        graph, {i: t for i, (_, t) in candidates.items()}, prepack)
+        graph, {i: t for i, (_, t) in candidates.items()}, prepack, channels_last)
     for i in sorted(read):
         src, t = candidates[i]
         guards.append(G.Guard(G.TENSOR_VERSION, src, (id(t), t._version)))
@@ -142,9 +146,12 @@ def _identity_plan(graph: Graph) -> list:
 PREPACK_BACKENDS = frozenset({None, "", "llvm", "eager"})
 
 
-def freeze_graph(graph: Graph, frozen: dict, prepack: bool = False) -> tuple:
+def freeze_graph(graph: Graph, frozen: dict, prepack: bool = False,
+                 channels_last: frozenset = frozenset()) -> tuple:
     """Evaluate what depends only on the `frozen` inputs (index -> tensor); fold batch norms;
-    with `prepack`, run convolutions and linear layers with prepacked weights.
+    with `prepack`, run convolutions and linear layers with prepacked weights
+    (`channels_last`: indices of the inputs that arrive in that memory format, Note
+    [Channels-last convolutions]).
 
     Returns (graph, plan, indices of the frozen inputs whose values were read,
     (number of batch norms folded, number of prepacked-weight calls made)).  Graph
@@ -182,8 +189,11 @@ def freeze_graph(graph: Graph, frozen: dict, prepack: bool = False) -> tuple:
     if prepack:
         b.nodes = dce(b.build(outputs)).nodes  # without the nodes folding left unused
         b.nodes, outputs, fused = _prepacked_calls(b, {**inputs, **tensors}, tensors, read,
-                                                   index, outputs)
+                                                   index, outputs,
+                                                   {graph.inputs[i] for i in channels_last})
     g = dce(b.build(outputs))
+    if fused:
+        g = Graph(g.name, g.inputs, _settle_channels_last(g.nodes), g.outputs)
     used = {v for n in g.nodes for v in n.inputs} | set(g.outputs)
     final, plan = [], []
     for v in g.inputs:
@@ -306,13 +316,15 @@ def _mkl_linear_available() -> bool:
 
 
 def _prepacked_calls(b: GraphBuilder, values: dict, tensors: dict, read: set, index: dict,
-                     outputs: list) -> tuple:
+                     outputs: list, channels_last: set = frozenset()) -> tuple:
     """conv2d(x, W) [+ b] [-> relu|gelu] and matmul(x, W) of frozen W (and b) -> one call
     of torch's prepacked-weight op.  See Note [Prepacked weights].
 
-    `values`: the frozen and held tensors by Value.  Returns (nodes, outputs, number of
-    calls made).
+    `values`: the frozen and held tensors by Value; `channels_last`: the Values that are
+    channels_last tensors at run time (Note [Channels-last convolutions]).  Returns
+    (nodes, outputs, number of calls made).
     """
+    channels_last = set(channels_last)
     g = Graph(b.name, b.inputs, b.nodes, outputs)
     producers, uses = g.producers(), g.uses()
     for v in outputs:
@@ -381,14 +393,84 @@ def _prepacked_calls(b: GraphBuilder, values: dict, tensors: dict, read: set, in
         args = (f"T[0], T[1], {'T[2]' if bias is not None else 'None'}, {list(a['padding'])},"
                 f" {list(a['stride'])}, {list(a['dilation'])}, {a['groups']}, {attr!r}, [],"
                 f" {'none' if attr == 'gelu' else None!r}")  # gelu's algorithm: erf
-        new = Node(aten, operands, aten.normalize_attrs(
-            {"fn": "torch.ops.mkldnn._convolution_pointwise.default", "args": args,
-             "results": str(last.type)}), [Value(last.type)])
+        attrs = {"fn": "torch.ops.mkldnn._convolution_pointwise.default", "args": args,
+                 "results": str(last.type)}
+        layouts = []  # Note [Channels-last convolutions]
+        if operands[0] in channels_last and x.type.rank == 4:
+            layouts.append((0, _channels_last_strides(x.type.shape)))
+        if _channels_last(values[w]):  # a weight kept in that format: read where it lies
+            layouts.append((1, tuple(values[w].stride())))
+        if layouts:
+            attrs["layouts"] = "; ".join(f"{i}:" + ",".join(map(str, st)) for i, st in layouts)
+        new = Node(aten, operands, aten.normalize_attrs(attrs), [Value(last.type)])
+        if layouts and layouts[0][0] == 0:
+            channels_last.add(new.output)  # oneDNN answers in its input's memory format
         nodes[nodes.index(tail)] = new  # the chain's other nodes die (dce)
         replace[last] = new.output
         count += 1
     kept = [_substituted(n, replace) for n in nodes]
     return kept, [replace.get(v, v) for v in outputs], count
+
+
+def _settle_channels_last(nodes: list) -> list:
+    """Keep a convolution in channels_last only where its result goes to such convolutions
+    or out of the graph: a kernel reads it row-major, which costs a transposing copy
+    (torch's, ~2 ms on [8,64,56,56]) where oneDNN's own NCHW reorder costs ~1.  A
+    convolution that loses it takes its successors' with it (their input is then
+    row-major).  `nodes`: live ones only.  See Note [Channels-last convolutions]."""
+    def input_layout(node):
+        return parse_layouts(node.attrs.get("layouts") or "").get(0)
+
+    convs = {n.output: n for n in nodes if n.op.name == "aten" and input_layout(n) is not None}
+    users = {}
+    for n in nodes:
+        for j, v in enumerate(n.inputs):
+            users.setdefault(v, []).append((n, j))
+    kept = set(convs)
+    changed = True
+    while changed:
+        changed = False
+        for v in list(kept):
+            node = convs[v]
+            x = node.inputs[0]
+            good_input = x not in convs or x in kept
+            good_users = all(u.output in kept and j == 0 for u, j in users.get(v, []))
+            if not (good_input and good_users):  # a graph output is a good user
+                kept.discard(v)
+                changed = True
+    out = []
+    for n in nodes:
+        if n.op.name == "aten" and n.output in convs and n.output not in kept:
+            laid = parse_layouts(n.attrs["layouts"])
+            del laid[0]
+            attrs = dict(n.attrs)
+            attrs["layouts"] = "; ".join(f"{i}:" + ",".join(map(str, st))
+                                         for i, st in sorted(laid.items()))
+            n = Node(n.op, n.inputs, n.op.normalize_attrs(attrs), n.outputs, n.body)
+        out.append(n)
+    return out
+
+
+# Note [Channels-last convolutions]
+# A model run in channels_last (`model.to(memory_format=torch.channels_last)` and its
+# input too: the usual CPU inference recipe) convolves in that format in eager: ATen's
+# conv2d answers in its input's format, through oneDNN's NHWC convolution.  The `aten`
+# runner lays every operand out row-major unless the node names its layout (Note
+# [Operands in eager's layout], codegen/opaque.py), which here cost a copy of the input
+# to NCHW, oneDNN's reorders around its blocked convolution, and a copy of the NCHW
+# result back to eager's channels_last strides: [8,64,56,56] conv+BN+ReLU 19.8 ms
+# against eager's 15.4.  So a convolution whose input arrives channels_last (an input
+# of the graph that is channels_last-dense, or the result of such a call) names that
+# layout for it, and its result, channels_last like eager's, needs no copy when it is
+# returned; a kernel that reads it gets it row-major, as from any such call.
+def _channels_last(t) -> bool:
+    return (isinstance(t, torch.Tensor) and t.dim() == 4 and not t.is_contiguous()
+            and t.is_contiguous(memory_format=torch.channels_last))
+
+
+def _channels_last_strides(shape) -> tuple:
+    n, c, h, w = (int(d) for d in shape)
+    return (h * w * c, 1, w * c, c)
 
 
 def _type_of(t: torch.Tensor) -> TensorType:

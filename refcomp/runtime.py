@@ -25,6 +25,7 @@ from codegen import sizes as sz
 from codegen.backends import get_backend
 from codegen.stats import collecting, gc_paused, stage
 from ir.graph import Graph
+from ir.ops.opaque import parse_layouts
 from ir.passes.manager import run_pipeline
 from ir.passes.pipelines import optimize_passes
 from ir.passes.registry import all_passes
@@ -65,6 +66,8 @@ class Entry:
     # that needs anything (below).
     outputs: tuple = ()
     contiguous: bool = False
+    # Entry inputs the contiguity pass leaves as they are (_read_in_named_layouts).
+    keep_layout: frozenset = frozenset()
     backend: str = ""
     reason: Optional[Unsupported] = None
     notes: list = field(default_factory=list)
@@ -100,7 +103,11 @@ class Entry:
         self._detach = frozenset(f.index for f in fixes if f.detach)
 
     def run(self, inputs):
-        if self.contiguous:
+        if self.contiguous and self.keep_layout:
+            keep = self.keep_layout
+            call_inputs = [t if t.is_contiguous() or i in keep else t.contiguous()
+                           for i, t in enumerate(inputs)]
+        elif self.contiguous:
             call_inputs = [t if t.is_contiguous() else t.contiguous() for t in inputs]
         else:
             call_inputs = inputs
@@ -666,6 +673,7 @@ def build_entry(ctx: TraceContext, output: VT, backend_name: str, options: dict,
     rewrap = outputs_to_rewrap(graph, outs.keys, input_keys)
     # Inputs the guards pin contiguous need no contiguity pass at run time.
     contiguous = backend.name not in ("eager", "interp") and not all(pinned)
+    keep_layout = _read_in_named_layouts(graph, frozen) if contiguous else frozenset()
     # Note [Output layout]: a backend of ATen ops may follow an operand's memory order,
     # and any backend may hand back a view of an intermediate where eager's is fresh.
     row_major = outs.row_major - fresh
@@ -680,7 +688,8 @@ def build_entry(ctx: TraceContext, output: VT, backend_name: str, options: dict,
     fixes = output_fixes(checks=checks, fresh=fresh, fresh_row_major=fresh & outs.row_major,
                          layouts=outs.layouts, row_major=row_major, rewrap=rewrap,
                          writeback=writeback, detach=detach)
-    entry = Entry(guards, graph, fn, spec, fixes, contiguous=contiguous, backend=backend.name,
+    entry = Entry(guards, graph, fn, spec, fixes, contiguous=contiguous,
+                  keep_layout=keep_layout, backend=backend.name,
                   notes=notes, views=outs.views, training=training,
                   version_plan=version_plan, grad_written=frozenset(grad_written))
     if spec[0] == "out" and not (fixes or contiguous or version_plan or grad_written):
@@ -710,6 +719,23 @@ def _outputs_of_aten_calls(graph: Graph) -> frozenset:
     permuted: corpus sort_indices_contiguous_strides_llvm)."""
     made_by_aten = {v for n in graph.nodes if n.op.name == "aten" for v in n.outputs}
     return frozenset(i for i, v in enumerate(graph.outputs) if v in made_by_aten)
+
+
+def _read_in_named_layouts(graph: Graph, frozen) -> frozenset:
+    """Entry inputs that only `aten` calls read, each in a layout the call names (its
+    runner lays it out so itself): the contiguity pass would copy them for nothing, and
+    the kernel backends copy an unguarded input before any kernel reads it (Note
+    [Guarded inputs], codegen/runtime.py).  A channels_last input of a frozen
+    convolution (Note [Channels-last convolutions], refcomp/freeze.py)."""
+    named, other = set(), set()
+    for node in graph.nodes:
+        laid = parse_layouts(node.attrs.get("layouts") or "") if node.op.name == "aten" else {}
+        for j, v in enumerate(node.inputs):
+            (named if j in laid else other).add(v)
+    other.update(graph.outputs)
+    plan = frozen.plan if frozen is not None else [("in", i) for i in range(len(graph.inputs))]
+    return frozenset(x for v, (kind, x) in zip(graph.inputs, plan)
+                     if kind == "in" and v in named and v not in other)
 
 
 def _input_keys(ctx: TraceContext, graph: Graph, frozen) -> list:

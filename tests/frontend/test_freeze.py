@@ -3,6 +3,8 @@
 Spec: spec/guards.md, "Freezing".
 """
 
+import math
+
 import pytest
 import torch
 import torch.nn as nn
@@ -377,3 +379,86 @@ def test_a_strided_conv_bias_reaches_onednn_contiguous():
         out = cm(x)
         assert torch.equal(out, model(x))
     assert _aten_fns(cm) == ["torch.ops.mkldnn._convolution_pointwise.default"]
+
+
+# --- Note [Channels-last convolutions] (refcomp/freeze.py) ---------------------------------
+class ResBlock(nn.Module):
+    def __init__(self, c=16):
+        super().__init__()
+        self.c1, self.b1 = nn.Conv2d(c, c, 3, padding=1, bias=False), nn.BatchNorm2d(c)
+        self.c2, self.b2 = nn.Conv2d(c, c, 3, padding=1, bias=False), nn.BatchNorm2d(c)
+
+    def forward(self, x):
+        return torch.relu(self.b2(self.c2(torch.relu(self.b1(self.c1(x))))) + x)
+
+
+def _conv_layouts(cm):
+    return [n.attrs.get("layouts", "") for n in entry_of(cm).graph.nodes
+            if n.op.name == "aten"]
+
+
+def _big_copies(prof, numel):
+    """Copies of a tensor of `numel` elements that the profiler saw (the activations)."""
+    return [e for e in prof.events() if e.name == "aten::copy_"
+            and any(s and math.prod(s) == numel for s in e.input_shapes)]
+
+
+CL = torch.channels_last
+
+
+def test_channels_last_conv_runs_in_that_format_without_copies():
+    model = randomized(ConvBNReLU(16)).to(memory_format=CL)
+    cm = refcomp.compile(model, options=FREEZE)
+    x = torch.randn(2, 16, 12, 12).contiguous(memory_format=CL)
+    with torch.no_grad():
+        out = cm(x)
+        want = model(x)
+        torch.testing.assert_close(out, want, rtol=1e-5, atol=1e-5)
+        assert out.stride() == want.stride()  # channels_last, as eager's
+        with torch.profiler.profile(record_shapes=True) as prof:
+            cm(x)
+    (layouts,) = _conv_layouts(cm)
+    assert layouts.startswith("0:2304,1,192,16"), layouts  # the input's, named
+    assert entry_of(cm).keep_layout == frozenset({0})  # no contiguity pass for x
+    assert not _big_copies(prof, x.numel()), "an activation was copied"
+    with torch.no_grad():  # a row-major input later: laid out for the call, still right
+        x2 = torch.randn(2, 16, 12, 12)
+        torch.testing.assert_close(cm(x2), model(x2), rtol=1e-5, atol=1e-5)
+        assert cm(x2).stride() == model(x2).stride()
+
+
+def test_channels_last_chain_stays_in_that_format_and_equals_eager():
+    model = nn.Sequential(nn.Conv2d(8, 16, 3, padding=1), nn.ReLU(),
+                          nn.Conv2d(16, 16, 3, padding=1), nn.ReLU()).eval().to(memory_format=CL)
+    cm = refcomp.compile(model, options=FREEZE)
+    x = torch.randn(2, 8, 10, 10).contiguous(memory_format=CL)
+    with torch.no_grad():
+        out, want = cm(x), model(x)
+        with torch.profiler.profile(record_shapes=True) as prof:
+            cm(x)
+    assert torch.equal(out, want) and out.stride() == want.stride()
+    assert [lay.split(";")[0] for lay in _conv_layouts(cm)] == ["0:800,1,80,8", "0:1600,1,160,16"]
+    assert not _big_copies(prof, out.numel()) and not _big_copies(prof, x.numel())
+
+
+def test_channels_last_conv_read_by_a_kernel_stays_nchw():
+    """A kernel reads its operands row-major: a channels_last result there would cost
+    torch's transposing copy, so the block's convolutions run NCHW (as without the note)."""
+    model = randomized(ResBlock()).to(memory_format=CL)
+    cm = refcomp.compile(model, options=FREEZE)
+    x = torch.randn(2, 16, 10, 10).contiguous(memory_format=CL)
+    with torch.no_grad():
+        out, want = cm(x), model(x)
+    torch.testing.assert_close(out, want, rtol=1e-5, atol=1e-5)
+    assert out.stride() == want.stride()
+    assert len(_conv_layouts(cm)) == 2
+    assert not any(lay.startswith("0:") for lay in _conv_layouts(cm)), _conv_layouts(cm)
+
+
+def test_row_major_model_names_no_layout():
+    model = randomized(ConvBNReLU(16))
+    cm = refcomp.compile(model, options=FREEZE)
+    with torch.no_grad():
+        cm(torch.randn(2, 16, 12, 12))
+    assert _conv_layouts(cm) == [""]
+    assert entry_of(cm).keep_layout == frozenset()
