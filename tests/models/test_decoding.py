@@ -3,8 +3,9 @@ a size automatic dynamic makes symbolic, and the opaque call is typed over it (N
 [Opaque calls over symbolic sizes], refcomp/tracer/symbolic_meta.py) instead of breaking
 or recompiling at every token.  Three graphs per frame -- the prompt (no cache), the
 first step (a static cache), the rest (a symbolic cache), as Dynamo makes 3 -- no break,
-no kernel compiled after the third token, and the tokens equal eager's.  The default
-suite decodes 8 tokens; `REFCOMP_SLOW=1` the issue's 32."""
+no kernel compiled after the third token, and the tokens equal eager's; under
+dynamic=True two graphs.  The default suite decodes 8 tokens; `REFCOMP_SLOW=1` the
+issue's 32."""
 
 import os
 
@@ -61,3 +62,20 @@ def test_greedy_decoding_compiles_nothing_after_the_third_token(name, tokens, mo
     assert counters["graphs"] == 3 and counters.get("breaks", 0) == 0
     assert counters["compiled_calls"] == tokens
     assert compiled[2:] == [compiled[2]] * (tokens - 2)
+
+
+@pytest.mark.parametrize("name", ["gpt2", "llama"])
+def test_greedy_decoding_under_dynamic_true_makes_two_graphs(name, monkeypatch):
+    """Under dynamic=True every size is symbolic from the first call: the prompt's graph
+    and one graph for every step with a cache (the step's one new token is a size 1,
+    specialized as sizes 0 and 1 always are): 2 graphs, nothing compiled after the
+    second token (issue 36 asks for at most 2)."""
+    monkeypatch.setenv("REFCOMP_CACHE", "0")
+    model = _model(name)
+    want, _ = _decode(model, 8)
+    refcomp.reset()
+    got, compiled = _decode(refcomp.compile(model, backend="llvm", dynamic=True), 8)
+    assert torch.equal(got, want)
+    counters = refcomp.stats()["counters"]
+    assert counters["graphs"] == 2 and counters.get("breaks", 0) == 0
+    assert compiled[1:] == [compiled[1]] * 7
