@@ -5,19 +5,11 @@ and the size cap.  Callers (codegen/llvm/jit.py) choose the key — a digest of 
 that decides the bytes: the printed LLVM module, the target (triple, CPU, features) and
 the versions of llvmlite and of the entry format — and store machine code under it.
 
-Note [Disk cache safety]:
-- Nothing is unpickled: an entry is a fixed header (magic, format, key digest, payload
-  length, payload SHA-256) and the payload bytes.  An entry whose header, key or digest
-  does not match is ignored (and removed), and the caller rebuilds it.
-- The directory is per user: `$REFCOMP_CACHE_DIR`, else `$XDG_CACHE_HOME/refcomp`, else
-  `~/.cache/refcomp`, created with mode 0700.  A directory that another user owns, or that
-  others may write, is not used (a warning says so): its entries could be anyone's code.
-- Writes are atomic (a temporary file in the same directory, then `os.replace`), so a
-  reader never sees half an entry and concurrent writers of one key are harmless.
-- A size cap (`REFCOMP_CACHE_MAX_MB`, default 512): after a write that passes it, the
-  least recently used entries (by modification time; a hit touches its entry) go.
-- `REFCOMP_CACHE=0` (or `enabled(False)`) turns it off.
-Spec: spec/codegen.md, "The on-disk cache".
+Note [Disk cache safety]: nothing is unpickled (a fixed header with the key's and the
+payload's SHA-256, then the bytes; a mismatch is removed and rebuilt), the directory is
+per user and refused when another user owns it or others may write it, and writes are
+atomic (`os.replace`).  Where it lives, the size cap and the switch: spec/codegen.md,
+"The on-disk cache".
 """
 
 from __future__ import annotations

@@ -6,19 +6,9 @@ symbolically: its namespace is what its body stored), and `Fn.apply` of an
 autograd.Function subclass.  Spec: spec/tracer.md, "Classes made in the frame".
 
 Note [Classes made in the frame]: the class body is traced like a function whose locals
-are the namespace (LOAD_NAME / STORE_NAME); nothing is created at trace time, and the
-class never exists as a Python object while tracing.  What the trace may then do with it:
-read its attributes (its own functions and values, else its bases' attributes) and call
-`apply` when it subclasses torch.autograd.Function.  `apply` with no input that
-requires grad (or with grad mode off) is eager's "run forward under no_grad": forward is
-inlined with a context object that accepts save_for_backward / mark_non_differentiable /
-mark_dirty / set_materialize_grads and attribute stores, and an input that forward
-returns unchanged comes back as `input.view_as(input)` (a new tensor sharing storage,
-as autograd returns it), unless marked dirty (then the input itself).  Everything else
-breaks (RB004, naming the class): an input that requires grad (the backward would need
-autograd's own node), `setup_context`, an instance of the class, a metaclass keyword,
-`__class__`/`super()` in the body, and the class escaping the frame (returned or stored:
-RB012/RB008 as for any object).
+are the namespace (LOAD_NAME / STORE_NAME); the class never exists as a Python object
+while tracing.  What the trace may do with it (attributes, `Fn.apply` under no_grad) and
+what breaks: spec/tracer.md, "Classes made in the frame".
 """
 
 from __future__ import annotations

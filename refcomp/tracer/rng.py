@@ -6,19 +6,9 @@ Owns: the tracer's treatment of `torch.manual_seed(s)`, `torch.get_rng_state()`,
 opaque.py (an `aten` node tagged `rng`).  Spec: spec/tracer.md, "Random draws".
 
 Note [Random stream in program order]: every call that draws from, seeds or restores the
-default CPU generator becomes an `aten` node with `rng=true`, run by ATen at run time in
-the order the program made the calls.  `aten` nodes have effects, so no pass removes,
-merges, folds or reorders them among each other (ir/facts.py `has_effects`; the memory
-order and fusion's topological order keep effectful nodes in program order), and the
-IR's own random ops (`rand`, `randn`, `dropout_mask`) are effectful too and draw from
-the same generator on the eager and llvm backends.  So a compiled call draws exactly
-what eager draws from the same generator state, each call afresh, and leaves the
-generator in the state eager leaves it in.  What cannot be matched breaks (RB004, the
-call named): a `generator=` object, a seed that is not a constant int, and
-`freeze_rng_state` where an accelerator is available (it also saves that device's
-generator, which the graph does not model).  If an op of the graph raises at run time
-between a `freeze_rng_state` enter and exit, the state is not restored (eager's
-`finally` would restore it); the exception itself is eager's.
+default CPU generator becomes an `aten` node with `rng=true`, effectful, so every pass
+keeps them in program order and a compiled call draws what eager draws; what breaks and
+what is not modelled: spec/tracer.md, "Random draws".
 """
 
 from __future__ import annotations
