@@ -60,24 +60,30 @@ FACTORIES = frozenset({
 # combinations C(n, r) rows, histogram/histogramdd: the bins argument's count).  They are
 # typed by running them on zero-filled CPU tensors of the operands' shapes, strides and
 # dtypes -- what FakeTensor's fallback kernel does for such ops -- and the node runs the
-# real call on the real data at run time.  An op that may raise on zeros breaks.
+# real call on the real data at run time.  One that raises on zeros (cov's weights must
+# not sum to zero) is typed on ones; one that raises on both breaks.
 SHAPE_ONLY = frozenset({"cov", "corrcoef", "geqrf", "combinations", "histogram", "histogramdd"})
 
 
 def _typed_on_zeros(ctx, name, fn, pargs, pkwargs, operands, index):
-    """The call's results as meta tensors, from a run on zeros (Note [Typed on zeros])."""
-    zeros = []
-    for tv in operands:
-        m = tv.meta
-        z = torch.empty_strided(tuple(m.shape), tuple(m.stride()), dtype=m.dtype).zero_()
-        zeros.append(z.requires_grad_(m.requires_grad) if m.requires_grad else z)
-    versions = [z._version for z in zeros]
-    try:
-        with torch.set_grad_enabled(ctx.grad_enabled):
-            out = fn(*_substitute(pargs, zeros, index), **_substitute(pkwargs, zeros, index))
-    except Exception as err:
-        raise Unsupported(UNSUPPORTED_CALL, f"{name} has no meta kernel and raises on zeros:"
-                                   f" {type(err).__name__}") from None
+    """The call's results as meta tensors, from a run on zeros, else on ones (Note [Typed
+    on zeros])."""
+    for fill in (0, 1):
+        zeros = []
+        for tv in operands:
+            m = tv.meta
+            z = torch.empty_strided(tuple(m.shape), tuple(m.stride()), dtype=m.dtype).fill_(fill)
+            zeros.append(z.requires_grad_(m.requires_grad) if m.requires_grad else z)
+        versions = [z._version for z in zeros]
+        try:
+            with torch.set_grad_enabled(ctx.grad_enabled):
+                out = fn(*_substitute(pargs, zeros, index),
+                         **_substitute(pkwargs, zeros, index))
+            break
+        except Exception as err:
+            if fill:
+                raise Unsupported(UNSUPPORTED_CALL, f"{name} has no meta kernel and raises"
+                                  f" on zeros and on ones: {type(err).__name__}") from None
 
     def meta(r):
         if isinstance(r, (tuple, list)):
