@@ -7,19 +7,15 @@ per-set counts (`calls`, per-line failures) that loop keeps.  Must not know how 
 frame is traced; reads only what `GuardSet` generated.  Spec: spec/guards.md,
 "Cache and recompiles".
 
-Note [One lookup per cache]: a frame past its recompile limit (or one with several
-entries) checked each entry by calling its own check function: ~0.5 us an entry
-for the call, the `try`, re-reading the global state and re-loading the same
-arguments, so 8 entries cost ~4 us, half of a tiny function's eager time.  The
-lookup inlines every entry's lines into one function and checks the lines all
-entries share *as a prefix* once (grad mode, default dtype, hooks, the loads of the
-arguments): since those lines come first in every entry's own check, the first line
-that fails is the same as it would be entry by entry, so the failure counts stay
-exact.  A line is shared only when its text and every constant it names are the
-same (`_same_constant`: identity, or equality of a plain value of the same type).
-Each entry's remaining lines follow in a `while True:` block whose `break` is the
-entry's "return None".  Timed checks (Note [Sampled guard time]) keep using the
-per-entry loop; the cache uses this function for the other checks.
+Note [One lookup per cache]: checking each entry by calling its own check function cost
+~0.5 us an entry (the call, the `try`, re-loading the same arguments): 8 entries ~4 us,
+half of a tiny function's eager time.  The lookup inlines every entry's lines into one
+function and checks the lines all entries share *as a prefix* once, so the first line
+that fails, and so every count, is the same as entry by entry (spec/guards.md, "Cache
+and recompiles").  A line is shared only when its text and every constant it names are
+the same (`_same_constant`: identity, or equality of a plain value of the same type);
+each entry's remaining lines follow in a `while True:` block whose `break` is the
+entry's "return None".  Timed checks (Note [Sampled guard time]) keep the per-entry loop.
 """
 
 from __future__ import annotations
