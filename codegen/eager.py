@@ -51,7 +51,7 @@ def _operand_dtypes(op_name, have, result):
         value = result_type(*have[1:])
         return [have[0], value, value]
     common = result_type(*have)
-    if result.is_float and not common.is_float:
+    if result.is_float and not common.is_inexact:
         common = result  # torch.exp of ints computes in the default float
     return [common] * len(have)
 
@@ -99,6 +99,7 @@ _POINTWISE = {
     "bitwise_left_shift": torch.bitwise_left_shift,
     "bitwise_right_shift": torch.bitwise_right_shift,
     "where": torch.where,
+    "complex": torch.complex, "conj": torch.conj_physical, "angle": torch.angle,
 }
 for _name, _fn in _POINTWISE.items():
     EAGER_OPS[_name] = _pointwise(_fn)
@@ -236,6 +237,15 @@ EAGER_OPS.update({
 
 
 # --- layout -----------------------------------------------------------------------------
+def _view_as_complex(x):
+    # torch needs a last stride 1 and even other strides: a pair an op left otherwise
+    # (a transposed kernel output, an expand of one pair) is copied first
+    try:
+        return torch.view_as_complex(x)
+    except RuntimeError:
+        return torch.view_as_complex(x.contiguous())
+
+
 def _make_slice(node, attrs):
     d = rules.normalize_dim(attrs["dim"], node.inputs[0].type.rank)
     index = (slice(None),) * d + (slice(attrs["start"], attrs["stop"], attrs["step"]),)
@@ -332,6 +342,9 @@ EAGER_OPS.update({
     "unsqueeze": _with_attr(torch.unsqueeze, "dim"),
     "expand": _with_attr(torch.Tensor.expand, "shape"),
     "cat": lambda node, attrs: (lambda *xs, dim=attrs["dim"]: torch.cat(xs, dim)),
+    # a lazily conjugated input's values are its conjugates (torch refuses the view)
+    "view_as_real": lambda node, attrs: (lambda x: torch.view_as_real(x.resolve_conj())),
+    "view_as_complex": lambda node, attrs: _view_as_complex,
     "pad": _make_pad,
     "index_select": _make_index_select,
     "gather": _make_gather,

@@ -11,9 +11,10 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from ir.types import ALL_DTYPES, DType, TensorType, bf16
+from ir.types import ALL_DTYPES, COMPLEX_DTYPES, DType, TensorType, bf16
 
-_TO_TORCH: dict[DType, torch.dtype] = {d: getattr(torch, d.torch_name) for d in ALL_DTYPES}
+_TO_TORCH: dict[DType, torch.dtype] = {d: getattr(torch, d.torch_name)
+                                       for d in ALL_DTYPES + COMPLEX_DTYPES}
 _FROM_TORCH: dict[torch.dtype, DType] = {t: d for d, t in _TO_TORCH.items()}
 
 
@@ -50,7 +51,7 @@ def to_numpy(t: torch.Tensor) -> np.ndarray:
     array (exact: every bf16 value is a float32 value).  The result may share
     memory with `t`; callers must not write to it.
     """
-    t = t.detach()
+    t = t.detach().resolve_conj().resolve_neg()  # numpy reads no lazy conjugate
     if t.device.type != "cpu":
         t = t.cpu()
     if t.dtype == torch.bfloat16:

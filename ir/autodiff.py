@@ -86,13 +86,13 @@ def recomputable(node: Node) -> bool:
 
 
 def differentiable_values(graph: Graph, wants_grad) -> set:
-    """Floating values that depend on an input that wants a gradient."""
-    diff = {v for v, w in zip(graph.inputs, wants_grad) if w and v.type.dtype.is_float}
+    """Floating and complex values that depend on an input that wants a gradient."""
+    diff = {v for v, w in zip(graph.inputs, wants_grad) if w and v.type.dtype.is_inexact}
     for node in graph.nodes:
         if node.op.name == "stop_gradient":  # Note [Stopped gradients] (ir/ops/pointwise.py)
             continue
         if any(v in diff for v in node.inputs):
-            diff.update(v for v in node.outputs if v.type.dtype.is_float)
+            diff.update(v for v in node.outputs if v.type.dtype.is_inexact)
     return diff
 
 
@@ -428,13 +428,13 @@ class SavedSoFar:
         if len(nodes) < self.count or (self.count and nodes[self.count - 1] is not self.last):
             self._restart()
         for v, want in list(zip(inputs, wants_grad))[self.n_inputs:]:
-            if want and v.type.dtype.is_float:
+            if want and v.type.dtype.is_inexact:
                 self.diff.add(v)
         self.n_inputs = len(inputs)
         new = nodes[self.count:]
         for node in new:
             if any(v in self.diff for v in node.inputs):
-                self.diff.update(v for v in node.outputs if v.type.dtype.is_float)
+                self.diff.update(v for v in node.outputs if v.type.dtype.is_inexact)
             if node.op.aliases and node.inputs:
                 self.view_of[node.outputs[0]] = node.inputs[0]
                 if self._find(node.outputs[0]) is not self._find(node.inputs[0]):

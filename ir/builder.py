@@ -18,11 +18,20 @@ from typing import Callable, Optional, Sequence
 from ir.graph import Graph, Node, Value
 from ir.ops.registry import POINTWISE, OpDef, has_op, lookup
 from ir.ops.rules import broadcast_shapes
-from ir.types import DEFAULT_FLOAT, TensorType, bool_, i64, simplify_dim
+from ir.types import (
+    DEFAULT_FLOAT,
+    TensorType,
+    bool_,
+    c64,
+    complex_dtype,
+    i64,
+    real_dtype,
+    simplify_dim,
+)
 
 
-class ExternOnlyDTypeError(TypeError):
-    """A node other than `aten` would take or make a complex value (ir/types.py)."""
+class ComplexDTypeError(TypeError):
+    """A node of an op without the `complex` fact would take or make a complex value."""
 
 
 class GraphBuilder:
@@ -50,11 +59,10 @@ class GraphBuilder:
         if out_types is None:
             inferred = op.infer([v.type for v in operands], **attrs)
             out_types = list(inferred) if isinstance(inferred, (tuple, list)) else [inferred]
-        if op.name != "aten":
+        if not op.complex:
             for t in [v.type for v in operands] + list(out_types):
-                if t.dtype.only_extern:
-                    raise ExternOnlyDTypeError(f"{op.name}: {t.dtype} values are only"
-                                               " operands and results of `aten` nodes")
+                if t.dtype.is_complex:
+                    raise ComplexDTypeError(f"{op.name} takes no complex ({t.dtype}) values")
         outputs = [Value(t) for t in out_types]
         self.nodes.append(Node(op, list(operands), attrs, outputs, body))
         return outputs[0] if len(outputs) == 1 else tuple(outputs)
@@ -83,6 +91,10 @@ class GraphBuilder:
         if dtype is None:
             dtype = _weak_scalar_dtype(value, like)
         device = like.device if like is not None else "cpu"
+        if isinstance(value, complex) or dtype.is_complex:  # `full` holds real values
+            value, parts = complex(value), real_dtype(dtype)
+            return self.op("complex", self.scalar(value.real, dtype=parts, like=like),
+                           self.scalar(value.imag, dtype=parts, like=like))
         return self.op("full", value=value, shape=(), dtype=dtype, device=device)
 
     def zeros_like(self, x: Value) -> Value:
@@ -129,6 +141,10 @@ def _dominant_type(tensors: list[Value]) -> Optional[TensorType]:
 
 def _weak_scalar_dtype(value, like: Optional[TensorType]):
     """torch: a Python scalar takes the tensor's dtype unless it is of a higher category."""
+    if isinstance(value, complex):
+        return complex_dtype(like.dtype) if like is not None and like.dtype.is_inexact else c64
+    if like is not None and like.dtype.is_complex and not isinstance(value, bool):
+        return real_dtype(like.dtype)  # promotes with the complex tensor to its dtype
     if isinstance(value, bool):
         return like.dtype if like is not None else bool_
     if isinstance(value, int):

@@ -47,9 +47,13 @@ class DType:
         return self.kind == "bool"
 
     @property
-    def only_extern(self) -> bool:
-        """Complex: only opaque `aten` nodes take or make values of this dtype."""
+    def is_complex(self) -> bool:
         return self.kind == "complex"
+
+    @property
+    def is_inexact(self) -> bool:
+        """Floating or complex: the dtypes gradients flow through."""
+        return self.kind in ("float", "complex")
 
     @property
     def itemsize(self) -> int:
@@ -70,17 +74,17 @@ bf16 = DType("bf16", "bfloat16", "float", 16, "float32")
 f32 = DType("f32", "float32", "float", 32, "float32")
 f64 = DType("f64", "float64", "float", 64, "float64")
 
-# Complex values exist only as operands and results of opaque `aten` nodes (run by torch):
-# no IR op computes on them, no kernel loads them (`only_extern`, checked on insert).
+# Complex values: only ops with the `complex` fact take or make them (spec/ir.md, "Complex
+# values"); kernel backends first rewrite them into float pairs (ir/passes/complex_lowering.py).
 c64 = DType("c64", "complex64", "complex", 64, "complex64")
 c128 = DType("c128", "complex128", "complex", 128, "complex128")
 
-ALL_DTYPES = (bool_, u8, i8, i16, i32, i64, f16, bf16, f32, f64)
+ALL_DTYPES = (bool_, u8, i8, i16, i32, i64, f16, bf16, f32, f64)  # the real dtypes
 FLOAT_DTYPES = (f16, bf16, f32, f64)
 INT_DTYPES = (u8, i8, i16, i32, i64)
-EXTERN_ONLY_DTYPES = (c64, c128)
-BY_SHORT = {d.short: d for d in ALL_DTYPES + EXTERN_ONLY_DTYPES}
-BY_TORCH_NAME = {d.torch_name: d for d in ALL_DTYPES + EXTERN_ONLY_DTYPES}
+COMPLEX_DTYPES = (c64, c128)
+BY_SHORT = {d.short: d for d in ALL_DTYPES + COMPLEX_DTYPES}
+BY_TORCH_NAME = {d.torch_name: d for d in ALL_DTYPES + COMPLEX_DTYPES}
 DEFAULT_FLOAT = f32
 
 
@@ -93,7 +97,7 @@ def dtype_from_short(name: str) -> DType:
 
 
 def from_numpy(dt: np.dtype) -> DType:
-    for d in ALL_DTYPES + EXTERN_ONLY_DTYPES:
+    for d in ALL_DTYPES + COMPLEX_DTYPES:
         if d is not bf16 and d.np == np.dtype(dt):
             return d
     raise ValueError(f"numpy dtype {dt} has no refcomp dtype")
@@ -105,16 +109,18 @@ _CATEGORY = {"bool": 0, "uint": 1, "int": 1, "float": 2, "complex": 3}
 def promote_types(a: DType, b: DType) -> DType:
     """torch.promote_types: the smallest type both convert to without losing category.
 
-    Categories rank bool < integer < floating.  Within integers, u8 with a signed
-    type needs a wider signed type (u8 + i8 -> i16).  f16 with bf16 gives f32.
+    Categories rank bool < integer < floating < complex.  Within integers, u8 with a signed
+    type needs a wider signed type (u8 + i8 -> i16).  f16 with bf16 gives f32.  Complex
+    with floating keeps the wider parts (c64 + f64 -> c128, as torch).
     """
     if a == b:
         return a
+    if a.is_complex or b.is_complex:
+        parts = promote_types(real_dtype(a), real_dtype(b))
+        return complex_dtype(parts) if parts.is_float else (a if a.is_complex else b)
     ca, cb = _CATEGORY[a.kind], _CATEGORY[b.kind]
     if ca != cb:
         return a if ca > cb else b
-    if a.kind == "complex":
-        return a if a.bits > b.bits else b
     if a.is_float:
         if {a, b} == {f16, bf16}:
             return f32
@@ -124,6 +130,19 @@ def promote_types(a: DType, b: DType) -> DType:
         other = b if a.kind == "uint" else a
         return other if other.bits > 8 else i16
     return a if a.bits > b.bits else b
+
+
+def real_dtype(dtype: DType) -> DType:
+    """The dtype of a complex dtype's parts (c64 -> f32, c128 -> f64); others unchanged."""
+    return {c64: f32, c128: f64}.get(dtype, dtype)
+
+
+def complex_dtype(dtype: DType) -> DType:
+    """The complex dtype with parts of `dtype` (f64 -> c128; f32, f16, bf16 -> c64: the IR
+    has no complex32) -- torch's promotion of a float with a complex."""
+    if dtype.is_complex:
+        return dtype
+    return c128 if dtype == f64 else c64
 
 
 def result_type(*dtypes: DType) -> DType:

@@ -143,10 +143,9 @@ def _check_node(node: Node, line: str, out: list) -> None:
     except ValueError as e:
         out.append(Diagnostic(str(e), line))
         return
-    if op.name != "aten" and any(v.type.dtype.only_extern
-                                 for v in list(node.inputs) + list(node.outputs)):
-        out.append(Diagnostic(f"{op.name}: complex values are only operands and results of"
-                              " `aten` nodes", line))
+    if not op.complex and any(
+            v.type.dtype.is_complex for v in list(node.inputs) + list(node.outputs)):
+        out.append(Diagnostic(f"{op.name} takes no complex values", line))
         return
     if op.category == FUSED:
         _verify_fused(node, line, out)

@@ -291,13 +291,13 @@ def _grad_deps(j: Joint) -> dict:
     grad records a node, even one whose derivative is zero, like `sign`; comparisons,
     argmax and integer results record none).  Note [Unused gradients]."""
     fw = j.forward
-    reach = {v: frozenset([i]) for i, v in enumerate(fw.inputs) if v.type.dtype.is_float}
+    reach = {v: frozenset([i]) for i, v in enumerate(fw.inputs) if v.type.dtype.is_inexact}
     for node in fw.nodes:
         d = frozenset().union(*(reach.get(v, frozenset()) for v in node.inputs))
         if node.body is not None:  # a body may read any input
-            d = frozenset(i for i, v in enumerate(fw.inputs) if v.type.dtype.is_float)
+            d = frozenset(i for i, v in enumerate(fw.inputs) if v.type.dtype.is_inexact)
         for o in node.outputs:
-            if d and o.type.dtype.is_float:
+            if d and o.type.dtype.is_inexact:
                 reach[o] = d
     by_input: dict = {}
     for k, i in enumerate(j.grad_outputs):

@@ -792,7 +792,9 @@ def _joint_or_reason(ctx, captured: Graph, outs: _Outputs, writeback, grad_writt
     grad_outputs = [i for i, rg in enumerate(outs.requires_grad) if rg]
     # ATen's copies of matmul operands as IR values, so the partitioner can save them
     # (Note [Copies]); every value of `captured` stays as it is.
-    captured = run_pipeline(captured, ["materialize"])
+    # Complex values as float pairs first: gradients follow torch's convention for complex
+    # ones through the views (ir/passes/complex_lowering.py).
+    captured = run_pipeline(captured, ["lower_complex", "materialize"])
     try:
         return joint(captured, wants, grad_outputs, ctx.checkpointed), None
     except NotDifferentiable as e:

@@ -12,8 +12,9 @@ from ir.ops import rules
 from ir.ops.registry import LAYOUT, defop
 from ir.types import TensorType, simplify_dim
 
-# The six views: each is an index map of its operand and a torch view of its storage.
-VIEW = {"index_map": True, "aliases": True, "saves": {}}  # Note [Op facts] (ir/ops/registry.py)
+# The six views: each is an index map of its operand and a torch view of its storage
+# (Note [Op facts], ir/ops/registry.py), for complex values too.
+VIEW = {"index_map": True, "aliases": True, "saves": {}, "complex": True}
 
 
 def _static(dims):
@@ -212,7 +213,7 @@ def _cat_vjp(b, g, out, *xs, dim):
     return tuple(grads)
 
 
-defop("cat", LAYOUT, saves={}, operands=("xs",), attrs={"dim": "int"}, variadic=True,
+defop("cat", LAYOUT, saves={}, complex=True, operands=("xs",), attrs={"dim": "int"}, variadic=True,
       infer=_cat_infer, vjp=_cat_vjp,
       ref=lambda *xs, dim: np.concatenate(xs, axis=rules.normalize_dim(dim, xs[0].ndim)),
       doc="concatenate along dim")

@@ -125,5 +125,5 @@ ATEN = defop(
     attrs={"fn": "str", "args": ("str", ""), "results": "str", "mutates": ("ints", ()),
            "views": ("ints", ()), "rng": ("bool", False), "layouts": ("str", ""),
            "overlaps": ("ints", ())},
-    infer=_infer, ref=_ref, effects=True,
+    infer=_infer, ref=_ref, effects=True, complex=True,
     doc="one call of a torch callable with no IR rule, run by ATen (see ir/ops/opaque.py)")

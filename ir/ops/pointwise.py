@@ -37,7 +37,7 @@ def erf_ref(x):
 def opmath(*arrays, to_float=False):
     """Operands cast to the dtype the reference computes in (see Note [Reference precision])."""
     common = np.result_type(*arrays)
-    if common == np.float16 or (to_float and common.kind != "f"):
+    if common == np.float16 or (to_float and common.kind not in "fc"):
         common = np.dtype(np.float32)
     return [np.asarray(a).astype(common, copy=False) for a in arrays]
 
@@ -171,7 +171,7 @@ def _gelu_vjp(b, g, out, x, approximate="none"):
 _SAME_DTYPE_UNARY = {
     "neg": (rules.non_bool, np.negative, lambda s, x: s.neg(x),
             lambda b, g, out, x: (grad_for(b, b.neg(g), x),), "-x (ints wrap)"),
-    "abs": (rules.non_bool, np.abs, lambda s, x: s.abs(x),
+    "abs": (rules.abs_type, np.abs, lambda s, x: s.abs(x),
             _vjp_unary(lambda b, out, x: b.sign(x)), "|x|"),
     # ATen: x < 0 ? 0 : x, so relu(-0.0) is -0.0 and NaN stays NaN (not max(x, 0))
     "relu": (rules.non_bool, lambda x: np.where(x < 0, np.zeros((), x.dtype), x),
@@ -233,14 +233,19 @@ _UNARY_SAVES = {
     "tanh": (RESULT,), "sigmoid": (RESULT,), "erf": ("x",), "reciprocal": (RESULT,),
 }
 
+# Ops whose complex form is defined (spec/ir.md, "Complex values"): the reference computes
+# it with numpy's complex arithmetic, ir/passes/complex_lowering.py as float pairs.
+_COMPLEX_OPS = frozenset({"neg", "abs", "exp", "add", "sub", "mul", "div", "eq", "ne"})
+
 for _name, (_infer, _ref, _scalar, _vjp, _doc) in _SAME_DTYPE_UNARY.items():
     defop(_name, POINTWISE, operands=("x",), infer=_infer, ref=_at_opmath(_ref),
-          scalar=_scalar, vjp=_vjp, doc=_doc, saves={"x": _UNARY_SAVES[_name]})
+          scalar=_scalar, vjp=_vjp, doc=_doc, saves={"x": _UNARY_SAVES[_name]},
+          complex=_name in _COMPLEX_OPS)
 
 for _name, (_ref, _scalar, _vjp, _doc) in _FLOAT_UNARY.items():
     defop(_name, POINTWISE, operands=("x",), infer=rules.float_promoted,
           ref=_at_opmath(_ref, to_float=True), scalar=_scalar, vjp=_vjp, doc=_doc,
-          saves={"x": _UNARY_SAVES[_name]})
+          saves={"x": _UNARY_SAVES[_name]}, complex=_name in _COMPLEX_OPS)
 
 
 def _silu_vjp(b, g, out, x):
@@ -267,7 +272,7 @@ def _copy_infer(types):
 # torch-based backend would copy anyway (a matmul operand or a reshape that ATen cannot
 # read as a view: ir/layout.py), so that copy is an IR value the partitioner can save
 # and CSE can share (ir/passes/materialize.py).  Backends write it row-major.
-defop("copy", POINTWISE, saves={}, operands=("x",), infer=_copy_infer,
+defop("copy", POINTWISE, saves={}, operands=("x",), infer=_copy_infer, complex=True,
       ref=lambda x: np.array(x, copy=True), scalar=lambda s, x: x,
       vjp=lambda b, g, out, x: (g if x.type.dtype.is_float else None,),
       doc="x itself, written to a fresh row-major tensor (Note [Copies])")
@@ -277,7 +282,7 @@ defop("copy", POINTWISE, saves={}, operands=("x",), infer=_copy_infer,
 # stops there, so no gradient reaches it and it needs no VJP).  The eager backend runs it
 # as `x.detach()`, so autograd's op-by-op recording stops there too; the kernel backends
 # compute x.
-defop("stop_gradient", POINTWISE, saves={}, operands=("x",), infer=_copy_infer,
+defop("stop_gradient", POINTWISE, saves={}, operands=("x",), infer=_copy_infer, complex=True,
       ref=lambda x: x, scalar=lambda s, x: x,
       doc="x, through which no gradient flows (torch's detach; Note [Stopped gradients])")
 defop("logical_not", POINTWISE, operands=("x",), infer=rules.to_bool,
@@ -305,7 +310,7 @@ _BINARY_SAVES = {
 def _bin(name, infer, ref, scalar, vjp=None, doc="", to_float=False):
     defop(name, POINTWISE, operands=("a", "b"), infer=infer,
           ref=_at_opmath(ref, to_float=to_float), scalar=scalar, vjp=vjp, doc=doc,
-          saves=_BINARY_SAVES.get(name))
+          saves=_BINARY_SAVES.get(name), complex=name in _COMPLEX_OPS)
 
 
 def _grads(b, x, y, gx, gy):
@@ -442,7 +447,7 @@ def _where_vjp(b, g, out, c, x, y):
 
 
 WHERE = defop(
-    "where", POINTWISE, operands=("cond", "a", "b"), infer=_where_infer,
+    "where", POINTWISE, operands=("cond", "a", "b"), infer=_where_infer, complex=True,
     saves={"a": ("cond",), "b": ("cond",)},
     ref=lambda c, a, b: np.where(c, *opmath(a, b)),
     scalar=lambda s, c, a, b: s.where(c, a, b), vjp=_where_vjp,
@@ -527,6 +532,8 @@ def _cast_infer(types, dtype):
 
 def _cast_ref(x, dtype):
     target = _target(dtype)
+    if x.dtype.kind == "c" and not target.is_complex:  # torch keeps the real part
+        x = (x != 0) if target.is_bool else x.real
     if x.dtype.kind == "f" and target.is_int:
         return _float_to_int(x, target)
     return x.astype(target.np)
@@ -546,13 +553,13 @@ def _float_to_int(x, target):
 
 
 def _cast_vjp(b, g, out, x, dtype):
-    if not (x.type.dtype.is_float and _target(dtype).is_float):
+    if not (x.type.dtype.is_inexact and _target(dtype).is_inexact):
         return (None,)
     return (b.cast(g, dtype=x.type.dtype),)
 
 
 CAST = defop(
-    "cast", POINTWISE, saves={}, operands=("x",), attrs={"dtype": "dtype"},
+    "cast", POINTWISE, saves={}, operands=("x",), attrs={"dtype": "dtype"}, complex=True,
     infer=_cast_infer, ref=_cast_ref, scalar=lambda s, x, dtype: s.cast(x, dtype),
     vjp=_cast_vjp,
     doc="convert to dtype (float -> int truncates toward zero into int64 for 64-bit and"

@@ -34,13 +34,20 @@ def _same(x):
 
 
 def _accumulating(x):
-    """dtype of x if floating, else i64."""
-    return i64 if not x.dtype.is_float else x.dtype
+    """dtype of x if floating or complex, else i64."""
+    return x.dtype if x.dtype.is_inexact else i64
 
 
 def _float_only(x):
     """dtype of x, which must be floating."""
     if not x.dtype.is_float:
+        raise TypeError(f"needs a floating input, got {x.dtype}")
+    return x.dtype
+
+
+def _inexact(x):
+    """dtype of x, which must be floating or complex."""
+    if not x.dtype.is_inexact:
         raise TypeError(f"needs a floating input, got {x.dtype}")
     return x.dtype
 
@@ -62,8 +69,8 @@ def _np_reduce(fn, acc_int=False, wide=False):
     def ref(x, dims=(), keepdim=False, **_):
         if acc_int and x.dtype.kind in "biu":
             x = x.astype(np.int64)
-        elif wide and x.dtype.kind == "f":
-            x = x.astype(np.float64)
+        elif wide and x.dtype.kind in "fc":
+            x = x.astype(np.float64 if x.dtype.kind == "f" else np.complex128)
         elif x.dtype == np.float16:
             x = x.astype(np.float32)  # accumulate half precision in f32, as torch does
         return fn(x, axis=_axes(x, dims), keepdims=keepdim)
@@ -149,7 +156,7 @@ def _var_vjp(b, g, out, x, dims=(), keepdim=False, correction=1):
     return (b.mul(b.mul(grad, centered), scale),)
 
 
-defop("sum", REDUCTION, saves={}, operands=("x",), attrs=_REDUCE_ATTRS,
+defop("sum", REDUCTION, saves={}, operands=("x",), attrs=_REDUCE_ATTRS, complex=True,
       infer=_reduce_infer(_accumulating), ref=_np_reduce(np.sum, acc_int=True, wide=True),
       vjp=_sum_vjp, doc="sum over dims (ints and bool accumulate in i64); empty sum is 0")
 defop("prod", REDUCTION, saves={"x": ("x", RESULT)}, operands=("x",), attrs=_REDUCE_ATTRS,
@@ -161,8 +168,8 @@ defop("amax", REDUCTION, saves={"x": ("x", RESULT)}, operands=("x",), attrs=_RED
 defop("amin", REDUCTION, saves={"x": ("x", RESULT)}, operands=("x",), attrs=_REDUCE_ATTRS,
       infer=_reduce_infer(_same), ref=_np_reduce(np.min), vjp=_extremum_vjp,
       doc="min over dims; NaN propagates; an empty reduced dim is an error")
-defop("mean", REDUCTION, saves={}, operands=("x",), attrs=_REDUCE_ATTRS,
-      infer=_reduce_infer(_float_only), ref=_np_reduce(np.mean, wide=True), vjp=_mean_vjp,
+defop("mean", REDUCTION, saves={}, operands=("x",), attrs=_REDUCE_ATTRS, complex=True,
+      infer=_reduce_infer(_inexact), ref=_np_reduce(np.mean, wide=True), vjp=_mean_vjp,
       doc="sum / N over dims; empty mean is NaN")
 defop("any", REDUCTION, operands=("x",), attrs=_REDUCE_ATTRS,
       infer=_reduce_infer(_truth), ref=_np_reduce(np.any),

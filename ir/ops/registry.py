@@ -65,6 +65,7 @@ class OpDef:
     # and their readers: spec/ops.md, "Op facts").
     index_map: bool = False  # result[i] = operand0[f(i)] (Note [Op facts])
     aliases: bool = False  # the result is a view of operand 0's storage (Note [Op facts])
+    complex: bool = False  # takes or makes complex values (spec/ir.md, "Complex values")
     variadic: bool = False  # operands is one name bound to a list (cat)
     doc: str = ""
     # What eager's backward of this op saves (Note [Saved by eager]): operand name -> the
@@ -132,6 +133,7 @@ def defop(
     index_map: bool = False,
     aliases: bool = False,
     saves: Optional[dict] = None,
+    complex: bool = False,
 ) -> OpDef:
     """Define and register an op.  `attrs` maps name -> kind or (kind, default)."""
     if category not in CATEGORIES:
@@ -146,7 +148,7 @@ def defop(
         specs[attr_name] = AttrSpec(kind, default)
     op = OpDef(name, category, tuple(operands), infer, ref, specs, vjp, scalar,
                effects=effects, index_map=index_map, aliases=aliases, variadic=variadic,
-               doc=doc, saves=saves)
+               doc=doc, saves=saves, complex=complex)
     _REGISTRY[name] = op
     return op
 

@@ -7,7 +7,17 @@ turns those errors into diagnostics that quote the offending IR line.
 
 from __future__ import annotations
 
-from ir.types import DEFAULT_FLOAT, Dim, TensorType, bool_, i32, i64, result_type, simplify_dim
+from ir.types import (
+    DEFAULT_FLOAT,
+    Dim,
+    TensorType,
+    bool_,
+    i32,
+    i64,
+    real_dtype,
+    result_type,
+    simplify_dim,
+)
 
 
 def same_device(types) -> str:
@@ -36,7 +46,13 @@ def promoted(types, **_attrs) -> TensorType:
 def float_promoted(types, **_attrs) -> TensorType:
     """Like `promoted`, but integral and bool results become the default float (torch.exp)."""
     out = promoted(types)
-    return out if out.dtype.is_float else out.with_dtype(DEFAULT_FLOAT)
+    return out if out.dtype.is_inexact else out.with_dtype(DEFAULT_FLOAT)
+
+
+def abs_type(types, **_attrs) -> TensorType:
+    """x's type (not bool); a complex x gives its parts' dtype (|z| is real)."""
+    out = non_bool(types)
+    return out.with_dtype(real_dtype(out.dtype))
 
 
 def to_bool(types, **_attrs) -> TensorType:

@@ -39,8 +39,8 @@ def fold(g: Graph) -> Graph:
     of a non-splat constant stays an expand (a literal would only repeat data), but its
     value is known, so the ops reading it fold.  A `constant` whose elements are all
     equal becomes a `full`.
-    Never folds: random ops, nodes with effects, fused nodes, extern ops on operands
-    over MAX_EVAL_NUMEL elements.  Does not remove the now-unused producers (dce does).
+    Never folds: random ops, nodes with effects, fused nodes, complex results, extern ops
+    on operands over MAX_EVAL_NUMEL elements.  Does not remove the now-unused producers (dce does).
     Requires: a verified graph.  Preserves: every value's type, inputs, outputs order.
     Idempotent.  Bodies of fused nodes are left alone.
     """
@@ -75,7 +75,8 @@ def fold_constants(g: Graph, max_numel: int) -> Graph:
 def _foldable(node: Node) -> bool:
     op = node.op
     return (op.category not in (CREATION, RANDOM, FUSED) and not has_effects(node)
-            and len(node.outputs) == 1)
+            and len(node.outputs) == 1
+            and not node.outputs[0].type.dtype.is_complex)  # `full` holds real values
 
 
 def _evaluate(node: Node, operands: list[Const], max_numel: int) -> Optional[Const]:

@@ -25,7 +25,7 @@ from ir.passes.pipelines import DEFAULT_PIPELINE  # noqa: F401 (the default, cho
 from ir.passes.registry import get_pass
 from ir.printer import print_graph
 from ir.rewrite import RewriteStats, collect
-from ir.types import DType, bf16, f16, f32, f64, is_symbolic, simplify_dim
+from ir.types import DType, bf16, f16, f32, f64, is_symbolic, real_dtype, simplify_dim
 from ir.verify import VerificationError, verify
 
 PassLike = Union[str, Callable[[Graph], Graph]]
@@ -139,11 +139,12 @@ _TOLERANCE = {f16: (1e-2, 1e-2), bf16: (5e-2, 5e-2), f32: (1e-4, 1e-5), f64: (1e
 
 def tolerance(dtype: DType) -> tuple[float, float]:
     """(rtol, atol) for comparing results of `dtype`; (0, 0) for integers and bools."""
-    return _TOLERANCE.get(dtype, (0.0, 0.0))
+    return _TOLERANCE.get(real_dtype(dtype), (0.0, 0.0))
 
 
 def random_inputs(graph: Graph, rng: np.random.Generator) -> list[np.ndarray]:
-    """Arrays for `graph`'s inputs: floats in [-2, 2], ints in [0, 3), random bools.
+    """Arrays for `graph`'s inputs: floats (and complex parts) in [-2, 2], ints in [0, 3),
+    random bools.
 
     Each size symbol is bound to a size in [2, 4].  Small non-negative ints keep index
     inputs (gather, embedding) in range for most shapes.
@@ -159,6 +160,8 @@ def random_inputs(graph: Graph, rng: np.random.Generator) -> list[np.ndarray]:
         dtype = value.type.dtype
         if dtype.is_float:
             array = rng.uniform(-2.0, 2.0, shape)
+        elif dtype.is_complex:
+            array = rng.uniform(-2.0, 2.0, shape) + 1j * rng.uniform(-2.0, 2.0, shape)
         elif dtype.is_bool:
             array = rng.random(shape) < 0.5
         else:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from ir.graph import Graph
 from ir.ops.registry import COMPOSITE, POINTWISE, REDUCTION
+from ir.passes.complex_lowering import has_complex
 
 DEFAULT_PIPELINE = ("decompose", "fold", "simplify", "cse", "dce")
 # A graph whose ops autograd records one by one keeps eager's composites.
@@ -27,6 +28,8 @@ def optimize_passes(user_passes, registered, *, op_by_op_autograd: bool) -> list
 def kernel_passes(graph: Graph, options: dict) -> list:
     """The passes a kernel backend runs on `graph` before lowering it."""
     passes = []
+    if has_complex(graph):  # kernels load no complex values
+        passes.append("lower_complex")
     categories = {n.op.category for n in graph.nodes}
     if COMPOSITE in categories:
         passes.append("decompose")  # leaves pointwise and reduction ops behind

@@ -26,6 +26,7 @@ from ir.types import BY_TORCH_NAME, size_symbol
 from refcomp import global_state
 from refcomp import guards as G
 from refcomp.reasons import (
+    COMPLEX_UNSUPPORTED,
     INEXPRESSIBLE_OP,
     INPLACE_ON_ALIAS,
     NON_TENSOR_RESULT,
@@ -70,7 +71,8 @@ CONSTANT_TYPES = (int, float, bool, str, type(None), complex, bytes)
 def ir_dtype(dtype: torch.dtype):
     name = str(dtype).split(".")[-1]
     if name not in BY_TORCH_NAME:
-        raise Unsupported(INEXPRESSIBLE_OP, f"dtype {dtype} has no IR dtype")
+        raise Unsupported(COMPLEX_UNSUPPORTED if dtype == torch.complex32 else INEXPRESSIBLE_OP,
+                          f"dtype {dtype} has no IR dtype")
     return BY_TORCH_NAME[name]
 
 
@@ -370,8 +372,10 @@ class TraceContext:
         if source is None:
             raise Unsupported(NON_TENSOR_RESULT,
                               "a tensor reached without a source (cannot be an input)")
-        if t.is_sparse or t.is_quantized or t.layout != torch.strided or t.is_complex():
+        if t.is_sparse or t.is_quantized or t.layout != torch.strided:
             raise Unsupported(INEXPRESSIBLE_OP, f"{source.name()} is a {t.layout}/{t.dtype} tensor")
+        if t.dtype == torch.complex32:
+            raise Unsupported(COMPLEX_UNSUPPORTED, f"{source.name()} is a torch.complex32 tensor")
         if type(t) not in (torch.Tensor, torch.nn.Parameter):
             raise Unsupported(INEXPRESSIBLE_OP,
                               f"{source.name()} is a tensor subclass {type(t).__name__}")

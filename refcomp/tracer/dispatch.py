@@ -31,6 +31,7 @@ from refcomp.sources import (
 # torch_ops and tensor_layout register the torch table's entries when imported.
 from refcomp.tracer import (  # noqa: F401
     classes,
+    complex_ops,
     effects,
     modules,
     objects,

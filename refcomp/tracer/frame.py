@@ -17,7 +17,7 @@ import sys
 from dataclasses import dataclass
 from typing import Optional
 
-from ir.builder import ExternOnlyDTypeError
+from ir.builder import ComplexDTypeError
 from refcomp.reasons import (
     GENERATOR_FRAME,
     INEXPRESSIBLE_OP,
@@ -216,7 +216,7 @@ class InstructionTranslator(OpcodeHandlers):
             raise Unsupported(UNSUPPORTED_OPCODE, f"opcode {inst.opname}")
         try:
             handler(inst)
-        except ExternOnlyDTypeError as e:  # complex values: only opaque nodes take them
+        except ComplexDTypeError as e:  # an op without the `complex` fact given one
             raise Unsupported(INEXPRESSIBLE_OP, str(e)) from None
 
     def live_values(self):

@@ -16,6 +16,7 @@ from codegen.opaque import OpaqueArgsError, callable_name, encode_args, flatten_
 from ir.ops.opaque import ATEN, format_results
 from ir.types import TensorType
 from refcomp.reasons import (
+    COMPLEX_UNSUPPORTED,
     INEXPRESSIBLE_OP,
     INPLACE_ON_ALIAS,
     TENSOR_TO_PYTHON,
@@ -432,8 +433,8 @@ def call_opaque(ctx, fn, args: list, kwargs: dict, name: str | None = None) -> V
     for r in results:
         if r.layout != torch.strided or r.is_quantized:
             raise Unsupported(INEXPRESSIBLE_OP, f"{name} returns a {r.layout}/{r.dtype} tensor")
-        if r.is_complex() and r.requires_grad:  # autograd of the IR is real-valued
-            raise Unsupported(INEXPRESSIBLE_OP,
+        if r.is_complex() and r.requires_grad:  # its gradient has no IR rule
+            raise Unsupported(COMPLEX_UNSUPPORTED,
                               f"{name} returns a complex tensor that requires grad")
         ir_dtype(r.dtype)  # raises RB013 for dtypes the IR lacks
     propagations = [_check_writable(ctx, operands[i], name) for i in mutates]

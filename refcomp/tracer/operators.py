@@ -57,8 +57,8 @@ _UNARY = {"neg": operator.neg, "pos": operator.pos, "invert": operator.invert}
 
 
 # --- operators ------------------------------------------------------------------------------
-# Operators on complex tensors, which only opaque nodes take: the torch function to call
-# (tensor first; a reflected form swaps where the operator commutes).
+# Operators on complex tensors whose table entry has no complex rule: the torch function
+# an opaque node calls (tensor first; a reflected form swaps where the operator commutes).
 _COMPLEX_BINARY = {"+": torch.add, "-": torch.sub, "*": torch.mul, "/": torch.div,
                    "**": torch.pow, "@": torch.matmul, "==": torch.eq, "!=": torch.ne}
 _COMMUTES = frozenset("+ * == !=".split())
@@ -69,7 +69,8 @@ def _complex_operand(*vts) -> bool:
 
 
 def binary(tx, sym: str, a: VT, b: VT) -> VT:
-    if _complex_operand(a, b) and sym in _COMPLEX_BINARY:
+    if _complex_operand(a, b) and sym in _COMPLEX_BINARY and \
+            not torch_table.TABLE[_BINARY[sym]].complex:
         if not isinstance(a, TensorVar) and sym in _COMMUTES:
             a, b = b, a
         if isinstance(a, TensorVar):
@@ -144,8 +145,6 @@ def inplace_binary(tx, sym: str, a: VT, b: VT) -> VT:
 
 
 def unary(tx, name: str, a: VT) -> VT:
-    if _complex_operand(a) and _UNARY[name] is operator.neg:
-        return opaque.call_opaque(tx.ctx, torch.neg, [a], {})
     if isinstance(a, TensorVar):
         return torch_table.call_torch(tx.ctx, _UNARY[name], [a], {})
     return fold(_UNARY[name], as_python(require_const(tx, a, "operand")))

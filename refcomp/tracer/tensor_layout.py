@@ -345,10 +345,8 @@ def tensor_attr(ctx, tv: TensorVar, name: str) -> VT:
 
     if name == "shape":
         return TupleVar([ConstVar(d) for d in tv.value.type.shape], cls=torch.Size)
-    if name in ("real", "imag") and tv.meta.is_complex():  # views, as opaque calls
-        from refcomp.tracer import opaque
-
-        return opaque.call_opaque(ctx, getattr(torch, name), [tv], {})
+    if name in ("real", "imag") and tv.meta.is_complex():  # views: torch.real/imag
+        return call_torch(ctx, getattr(torch, name), [tv], {})
     if name in _DEVICE_ATTRS:
         return ConstVar(_real_device(tv).type == _DEVICE_ATTRS[name])
     if name in _PLAIN_ATTRS:

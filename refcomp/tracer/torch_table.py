@@ -65,6 +65,9 @@ class Entry:
     # *args, **kwargs), of the result's meta and the call's arguments (tensors as
     # TensorVars), gives them, or None to keep the meta's (Note [IR-typed meta])
     layout: Callable | None = None
+    # the builder is right for complex operands (refcomp/tracer/complex_ops.py); any
+    # other entry refuses a complex operand (RB013) and the call becomes opaque
+    complex: bool = False
 
 
 TABLE: dict = {}
@@ -194,9 +197,8 @@ def call_torch(ctx, fn, args: list, kwargs: dict) -> VT:
             any(t.grad_cut for t in operands) and any(t.requires_grad for t in operands):
         pargs, pkwargs, operands = _stop_gradients(ctx, pargs, pkwargs, operands)
     refuse_inference_under_grad(ctx, operands, name)
-    if any(t.meta.is_complex() for t in operands):
-        raise Unsupported(INEXPRESSIBLE_OP,
-                          f"{name} of a complex tensor (only opaque calls take them)")
+    if not e.complex and any(t.meta.is_complex() for t in operands):
+        raise Unsupported(INEXPRESSIBLE_OP, f"{name} of a complex tensor (no complex rule)")
     if e.ir_meta and _float_operands(operands) and \
             not (e.memory_format and any(map(_channels_last, operands))):
         return _call_ir_typed(ctx, e, name, pargs, pkwargs, operands)
@@ -486,7 +488,7 @@ def new_tensor(ctx, value, meta, operands, view) -> TensorVar:
     # Only a floating result can carry a gradient, so only it can be a cut: a comparison
     # or argmax of a tensor that requires grad is just an integer/bool value (where's
     # condition, gather's index), and feeding it on is no gradient cut.
-    grad_cut = meta.is_floating_point() and \
+    grad_cut = (meta.is_floating_point() or meta.is_complex()) and \
         (cut_in or (any(t.requires_grad for t in operands) and not rg))
     meta = meta.detach().requires_grad_(rg) if rg and meta.grad_fn is None else meta
     if view and operands:
@@ -503,7 +505,8 @@ def new_tensor(ctx, value, meta, operands, view) -> TensorVar:
 VIEW_OPS = frozenset({"reshape", "view", "flatten", "unflatten", "view_as", "reshape_as",
                       "expand", "broadcast_to", "expand_as", "permute", "transpose",
                       "swapaxes", "t", "unsqueeze", "squeeze", "split", "chunk",
-                      "narrow", "detach", "diagonal"})
+                      "narrow", "detach", "diagonal", "view_as_real", "view_as_complex",
+                      "real", "imag"})
 
 
 def view_root(ctx, base, tv, step=None):

@@ -271,7 +271,9 @@ SAMPLES = {
 # with) and fused regions (a body, not a standalone op); `aten` (an opaque torch call)
 # in tests/ir/test_opaque.py.
 # dropout_mask's draws are compared with eager's F.dropout in tests/training.
-ELSEWHERE = {"rand", "randn", "dropout_mask", "fused", "aten"}
+# The complex-only ops: eager against the interpreter and torch in tests/ir/test_complex.py.
+ELSEWHERE = {"rand", "randn", "dropout_mask", "fused", "aten", "view_as_real", "view_as_complex",
+             "complex", "conj", "angle"}
 
 
 def test_every_registered_op_has_samples():
@@ -585,15 +587,15 @@ def test_unknown_options_are_rejected_with_the_valid_ones():
 
 def test_torch_bridge_round_trips_every_dtype():
     from codegen.torch_bridge import dtype_of, tensor_type
-    from ir.types import ALL_DTYPES as IR_DTYPES
+    from ir.types import ALL_DTYPES, COMPLEX_DTYPES
 
-    for dtype in IR_DTYPES:
+    for dtype in ALL_DTYPES + COMPLEX_DTYPES:
         assert dtype_of(torch_dtype(dtype)) is dtype
         t = torch.zeros(2, 3, dtype=torch_dtype(dtype))[:, 1:]
         assert tensor_type(t) == TensorType(dtype, (2, 2))
         assert to_numpy(t).dtype == dtype.np
-    with pytest.raises(ValueError, match="no dtype for torch.complex64"):
-        dtype_of(torch.complex64)
+    with pytest.raises(ValueError, match="no dtype for torch.complex32"):
+        dtype_of(torch.complex32)
     # bf16 values survive the trip through float32 storage exactly.
     t = torch.tensor([1.0 / 3, -2.5e-3, 3e38], dtype=torch.bfloat16)
     assert torch.equal(from_numpy(to_numpy(t), bf16), t)

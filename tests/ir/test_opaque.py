@@ -133,7 +133,8 @@ def test_interpreter_keeps_rank_zero_operands():
     assert got.shape == () and float(got) == 0.75
 
 
-# Complex values (c64/c128) exist only between `aten` nodes (ir/types.py, only_extern).
+# Complex values (c64/c128) between `aten` nodes; IR ops take them only with the `complex`
+# fact (spec/ir.md, "Complex values").
 COMPLEX = """func @c(%x: f32[4]) -> (f32[4,2], c64[4]) {
   %0 = aten %x {fn="torch._C._fft.fft_fft", args="T[0]", results="c64[4]"} : c64[4]
   %1 = aten %0 {fn="torch.view_as_real", args="T[0]", results="f32[4,2]", views=[0]} : f32[4,2]
@@ -156,13 +157,14 @@ def test_complex_values_between_aten_nodes(backend):
     torch.testing.assert_close(got[0], torch.view_as_real(want))
 
 
-def test_ir_ops_on_complex_values_are_rejected():
-    from ir.builder import ExternOnlyDTypeError, GraphBuilder
+def test_ir_ops_without_a_complex_form_reject_complex_values():
+    from ir.builder import ComplexDTypeError, GraphBuilder
     from ir.types import TensorType, c64
 
-    bad = COMPLEX.replace("return %1, %0", "%2 = neg %0 : c64[4]\n  return %1, %2")
-    assert any("only operands and results of `aten`" in d.message for d in verify(parse(bad)))
+    bad = COMPLEX.replace("return %1, %0", "%2 = sigmoid %0 : c64[4]\n  return %1, %2")
+    assert any("sigmoid takes no complex values" in d.message for d in verify(parse(bad)))
     b = GraphBuilder("f")
     x = b.input("x", TensorType(c64, (4,)))
-    with pytest.raises(ExternOnlyDTypeError):
-        b.neg(x)
+    with pytest.raises(ComplexDTypeError):
+        b.sigmoid(x)
+    assert b.neg(x).type.dtype == c64  # neg has a complex form

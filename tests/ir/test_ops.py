@@ -668,7 +668,8 @@ CASES = {
 # Random ops cannot equal torch's draws; `test_random_op` checks them instead.
 RANDOM_OPS = {"rand", "randn", "dropout_mask"}
 # `aten` (an opaque torch call; its semantics are torch itself): tests/ir/test_opaque.py.
-TESTED_ELSEWHERE = {op.name for op in all_ops() if op.category in (COMPOSITE, FUSED)} | {"aten"}
+TESTED_ELSEWHERE = {op.name for op in all_ops() if op.category in (COMPOSITE, FUSED)} | {"aten"} \
+    | {op.name for op in all_ops() if op.complex and op.name not in CASES}  # test_complex.py
 
 
 def _build_and_run(name, inputs, attrs):

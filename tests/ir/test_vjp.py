@@ -133,6 +133,8 @@ NO_GRADIENT = {
     "stop_gradient": "passes no gradient: joint() stops there (Note [Stopped gradients])",
     "fused": "a fusion region: differentiation happens before fusion",
     "aten": "an opaque torch call: the IR has no rule for it, torch's autograd must",
+    **{name: "complex only: gradients are taken after lower_complex (spec/ir.md)"
+       for name in ("complex", "conj", "angle")},
     **{name: "a backward op: double backward is not supported (create_graph=True raises)"
        for name in ("conv2d_grad_input", "conv2d_grad_weight", "max_pool2d_grad",
                     "avg_pool2d_grad")},
@@ -174,13 +176,15 @@ VJP_CASES = {
 
 def test_every_vjp_has_a_case():
     with_vjp = {op.name for op in all_ops() if op.vjp is not None}
-    assert sorted(with_vjp - set(VJP_CASES)) == []
+    # the complex views' VJPs: against torch in tests/frontend/test_complex.py
+    assert sorted(with_vjp - set(VJP_CASES) - {"view_as_real", "view_as_complex"}) == []
     assert sorted(set(VJP_CASES) - with_vjp) == [], "VJP_CASES names ops without a vjp"
 
 
 def test_every_op_has_a_vjp_or_a_reason():
     names = {op.name for op in all_ops()}
-    assert sorted(names - set(VJP_CASES) - set(NO_GRADIENT)) == []
+    assert sorted(names - set(VJP_CASES) - set(NO_GRADIENT) -
+                  {"view_as_real", "view_as_complex"}) == []
     assert sorted(set(NO_GRADIENT) & set(VJP_CASES)) == []
     assert sorted(set(NO_GRADIENT) - names) == []
 

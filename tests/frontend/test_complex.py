@@ -1,0 +1,140 @@
+"""Complex tensors through refcomp.compile (spec/ir.md, "Complex values"): a Llama-style
+rotary embedding is one graph equal to eager on every backend, forward and backward;
+complex gradients follow torch's convention; what the IR does not compute breaks with
+its reason (RB025) or becomes an opaque call, never a wrong answer."""
+
+import warnings
+
+import pytest
+import torch
+
+import refcomp
+from codegen.backends import available_backends
+from refcomp.reasons import COMPLEX_UNSUPPORTED
+
+BACKENDS = ["interp", "eager", "llvm"] + (["triton"] if "triton" in available_backends()
+                                          else [])
+
+
+def rope(xq, freqs_cis):
+    xq_ = torch.view_as_complex(xq.float().reshape(*xq.shape[:-1], -1, 2))
+    out = torch.view_as_real(xq_ * freqs_cis[None, :, None, :]).flatten(3)
+    return out.type_as(xq)
+
+
+def freqs(s, d, theta=10000.0):
+    f = 1.0 / (theta ** (torch.arange(0, d, 2)[: (d // 2)].float() / d))
+    angles = torch.outer(torch.arange(s, device=f.device), f).float()
+    return torch.polar(torch.ones_like(angles), angles)
+
+
+def rope_inside(xq):
+    return rope(xq, freqs(xq.shape[1], xq.shape[3]))
+
+
+def _backend(backend, monkeypatch):
+    if backend == "triton":
+        pytest.importorskip("triton")
+        from codegen.triton import interpreting
+
+        if not interpreting():
+            pytest.skip("CUDA present: these tests use CPU tensors")
+
+
+def _check(fn, args, backend, grad_of=()):
+    """fn compiled on `backend` is one graph, no break, and equals eager: results, and the
+    gradients of the arguments at `grad_of` under a random output gradient."""
+    refcomp.reset()
+    eager_args = [a.detach().clone().requires_grad_(i in grad_of) for i, a in enumerate(args)]
+    ours = [a.detach().clone().requires_grad_(i in grad_of) for i, a in enumerate(args)]
+    report = refcomp.explain(fn, backend=backend)(*[a.detach().clone() for a in ours])
+    assert (report.graph_count, report.graph_break_count) == (1, 0), report.break_reasons
+    want, got = fn(*eager_args), refcomp.compile(fn, backend=backend)(*ours)
+    torch.testing.assert_close(got, want)
+    if grad_of:
+        g = torch.randn_like(want)
+        want.backward(g)
+        got.backward(g)
+        for i in grad_of:
+            torch.testing.assert_close(ours[i].grad, eager_args[i].grad)
+    return report
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("grad", [False, True])
+def test_rotary_embedding_is_one_graph_equal_to_eager(backend, grad, monkeypatch):
+    _backend(backend, monkeypatch)
+    torch.manual_seed(0)
+    xq = torch.randn(2, 5, 3, 8)
+    _check(rope, [xq, freqs(5, 8)], backend, grad_of=(0,) if grad else ())
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("grad", [False, True])
+def test_rotary_embedding_with_freqs_made_in_the_frame(backend, grad, monkeypatch):
+    _backend(backend, monkeypatch)
+    torch.manual_seed(1)
+    report = _check(rope_inside, [torch.randn(2, 6, 2, 4)], backend,
+                    grad_of=(0,) if grad else ())
+    opaque = [ln for ln in report.graphs[0].splitlines() if " aten " in ln]
+    assert not any("c64" in ln for ln in opaque), opaque  # polar, the views: IR ops
+
+
+def _abs_of_product(z, w):
+    return (z * w).abs().sum()
+
+
+def _mixed(z, x):
+    return torch.view_as_real((z / (x + 1j)).exp() - z.conj_physical() * 2.5)
+
+
+def _parts(z):
+    return z.real * z.imag + torch.angle(z) - z.mean(0).abs()
+
+
+@pytest.mark.parametrize("backend", ["interp", "eager", "llvm"])
+@pytest.mark.parametrize("fn", [_abs_of_product, _mixed, _parts], ids=lambda f: f.__name__)
+def test_complex_gradients_follow_torch(fn, backend):
+    """torch's convention: the gradient of a real loss L at z is dL/d re + i dL/d im."""
+    torch.manual_seed(2)
+    z = torch.randn(3, 4, dtype=torch.cfloat)
+    other = torch.randn(3, 4, dtype=torch.cfloat) if fn is _abs_of_product else torch.randn(3, 4)
+    args = [z, other] if fn is not _parts else [z]
+    _check(fn, args, backend, grad_of=tuple(range(len(args)))
+           if fn is _abs_of_product else (0,))
+
+
+def test_complex_input_written_in_place_is_written_back():
+    def f(z, w):
+        z.mul_(w)
+        return z.real.sum()
+    z, w = torch.randn(4, dtype=torch.cfloat), torch.randn(4, dtype=torch.cfloat)
+    ze = z.clone()
+    want = f(ze, w)
+    got = refcomp.compile(f, backend="llvm")(z, w)
+    torch.testing.assert_close(got, want)
+    torch.testing.assert_close(z, ze)
+
+
+def test_what_the_ir_does_not_compute_breaks_or_runs_opaque():
+    z = torch.randn(4, dtype=torch.cfloat, requires_grad=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # ComplexHalf support is experimental
+        half = torch.randn(4, dtype=torch.cfloat).to(torch.complex32)
+    report = refcomp.explain(lambda t: t * 2, backend="llvm")(half)
+    assert report.break_reasons[0]["id"] == COMPLEX_UNSUPPORTED
+    # sigmoid has no complex form: an opaque call, whose complex result needs grad here
+    report = refcomp.explain(lambda t: torch.sigmoid(t).abs(), backend="llvm")(z)
+    assert report.break_reasons[0]["id"] == COMPLEX_UNSUPPORTED
+    refcomp.reset()
+    report = refcomp.explain(lambda t: torch.fft.fft(t).abs(), backend="llvm")(z.real.detach())
+    assert report.graph_count == 1 and 'fn="torch._C._fft.fft_fft"' in report.graphs[0]
+
+
+def test_complex_scalars_and_promotion_equal_eager():
+    def f(x, z):
+        return x * 1j + z.to(torch.complex128) * 2, (x.double() + z).dtype
+    x, z = torch.randn(3), torch.randn(3, dtype=torch.cfloat)
+    got, want = refcomp.compile(f, backend="llvm")(x, z), f(x, z)
+    torch.testing.assert_close(got[0], want[0])
+    assert got[1] == want[1] == torch.complex128
