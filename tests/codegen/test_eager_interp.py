@@ -271,7 +271,7 @@ SAMPLES = {
 # with) and fused regions (a body, not a standalone op); `aten` (an opaque torch call)
 # in tests/ir/test_opaque.py.
 # dropout_mask's draws are compared with eager's F.dropout in tests/training.
-# The complex-only ops: eager against the interpreter and torch in tests/ir/test_complex.py.
+# The complex-only ops: eager against torch in tests/ir/test_complex_values.py.
 ELSEWHERE = {"rand", "randn", "dropout_mask", "fused", "aten", "view_as_real", "view_as_complex",
              "complex", "conj", "angle"}
 

@@ -669,7 +669,7 @@ CASES = {
 RANDOM_OPS = {"rand", "randn", "dropout_mask"}
 # `aten` (an opaque torch call; its semantics are torch itself): tests/ir/test_opaque.py.
 TESTED_ELSEWHERE = {op.name for op in all_ops() if op.category in (COMPOSITE, FUSED)} | {"aten"} \
-    | {op.name for op in all_ops() if op.complex and op.name not in CASES}  # test_complex.py
+    | {op.name for op in all_ops() if op.complex and op.name not in CASES}  # test_complex_values.py
 
 
 def _build_and_run(name, inputs, attrs):

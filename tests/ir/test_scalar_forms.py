@@ -20,7 +20,7 @@ from ir.types import bf16, bool_, f16, f32, i64, round_to_dtype
 from tests.ir.test_ops import CASES, TOLERANCE
 
 # Ops of complex values only have no scalar form: lower_complex rewrites them into float
-# ops before any kernel (tests/ir/test_complex.py).
+# ops before any kernel (tests/ir/test_complex_values.py).
 COMPLEX_ONLY = {"complex", "conj", "angle"}
 POINTWISE_OPS = sorted(op.name for op in all_ops() if op.category == POINTWISE and
                        op.name not in COMPLEX_ONLY)

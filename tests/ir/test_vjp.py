@@ -176,7 +176,7 @@ VJP_CASES = {
 
 def test_every_vjp_has_a_case():
     with_vjp = {op.name for op in all_ops() if op.vjp is not None}
-    # the complex views' VJPs: against torch in tests/frontend/test_complex.py
+    # the complex views' VJPs: against torch in tests/frontend/test_complex_tensors.py
     assert sorted(with_vjp - set(VJP_CASES) - {"view_as_real", "view_as_complex"}) == []
     assert sorted(set(VJP_CASES) - with_vjp) == [], "VJP_CASES names ops without a vjp"
 
