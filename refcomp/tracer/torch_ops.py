@@ -39,6 +39,7 @@ from refcomp.tracer.torch_table import (
     entry,
     handles,
     ir_size,
+    is_symbolic_shape,
     prod_of,
     result_dtype,
     sizes_of,
@@ -328,6 +329,106 @@ def _fill_(ctx, x, value):
         return ctx.builder.broadcast_to(value.value, list(x.value.type.shape))
     return ctx.builder.op("full", value=value, shape=list(x.value.type.shape),
                           dtype=x.value.type.dtype, device=x.value.type.device)
+
+
+@entry(T.zero_, inplace=True)
+def _zero_(ctx, x):
+    return _fill_(ctx, x, 0)
+
+
+def _row_index(ctx, x, dim, index, name):
+    """`index` (an int64 tensor of rank <= 1 naming rows of x along dim, negative from the
+    end) as an IR value of rank 1, wrapped; out-of-bounds raises IndexError after the graph
+    as eager's does (a runtime check)."""
+    from refcomp.tracer.tensor_layout import _check_index_bounds
+
+    if not isinstance(index, TensorVar) or index.meta.dtype != torch.int64 or \
+            index.meta.dim() > 1 or is_symbolic_shape(x.value.type.shape) or \
+            is_symbolic_shape(index.value.type.shape):
+        raise Unsupported(INEXPRESSIBLE_OP, f"{name} with this index")
+    B = ctx.builder
+    i = index.value if index.meta.dim() == 1 else B.reshape(index.value, shape=[1])
+    _check_index_bounds(ctx, i, x.value, dim)
+    n = x.value.type.shape[dim]
+    # clamped into range: the graph's index ops run before the check raises
+    return B.clamp(B.where(B.lt(i, 0), B.add(i, n), i), min=0, max=max(n - 1, 0))
+
+
+def _rows_hit(ctx, x, dim, i):
+    """bool of x's shape: the rows along dim that rank-1 index `i` names."""
+    B = ctx.builder
+    shape = list(x.value.type.shape)
+    n, m = shape[dim], int(i.type.shape[0])
+    i64 = ir_dtype(torch.int64)
+    device = x.value.type.device
+    hits = B.index_add(B.full(value=0, shape=[n], dtype=i64, device=device), i,
+                       B.full(value=1, shape=[m], dtype=i64, device=device), dim=0)
+    hit = B.reshape(B.gt(hits, 0), shape=[n if d == dim else 1 for d in range(len(shape))])
+    return B.broadcast_to(hit, shape)
+
+
+@entry(T.index_fill_, inplace=True)
+def _index_fill_(ctx, x, dim, index, value):
+    """`x.index_fill_(dim, index, value)`: where(the rows index names, value, x); a
+    repeated index names its row once (eager's gradient of a tensor value sums over the
+    unique rows)."""
+    if x.meta.dim() == 0 or not isinstance(dim, int):
+        raise Unsupported(INEXPRESSIBLE_OP, "index_fill_ of a 0-d tensor")
+    d = dim % x.meta.dim()
+    if isinstance(value, TensorVar) and ctx.grad_enabled and value.requires_grad:
+        # eager's backward of the value index_selects the unique indices unwrapped: a
+        # negative one raises IndexError there, which the graph's gradient would not
+        raise Unsupported(INEXPRESSIBLE_OP, "index_fill_ with a value that requires grad")
+    i = _row_index(ctx, x, d, index, "index_fill_")
+    if x.value.type.shape[d] == 0:  # (a non-empty index raises after the graph)
+        return x.value
+    v = value.value if isinstance(value, TensorVar) else value
+    if isinstance(v, Value):
+        if v.type.rank:
+            raise Unsupported(INEXPRESSIBLE_OP, "index_fill_ with a value of rank > 0")
+        v = cast(ctx, value, x.meta.dtype)
+    return ctx.builder.where(_rows_hit(ctx, x, d, i), v, x.value)
+
+
+@entry(T.index_put_, torch.index_put_, inplace=True)
+def _index_put_(ctx, x, indices, values, accumulate=False):
+    """`x.index_put_((index,), values, accumulate)` with one int64 index of rank 1 (rows
+    of dim 0): accumulate adds each value row to its row (`index_add`, eager's gradients:
+    x's passes through, the values' is the gradient's rows); otherwise each named row
+    takes the value row of the *last* index naming it, as ATen's CPU kernel writes them in
+    order below its parallel grain (torch calls repeated indices undefined): a comparison
+    of every index with every row picks it.  Without accumulate, values that require grad
+    break: eager gives every repeated index's value row the gradient of its row, which the
+    last-one pick cannot say."""
+    B = ctx.builder
+    indices = list(indices) if isinstance(indices, (list, tuple)) else [indices]
+    if len(indices) != 1 or not isinstance(values, TensorVar) or x.meta.dim() == 0:
+        raise Unsupported(INEXPRESSIBLE_OP, "index_put_ other than one index tensor and a"
+                                            " tensor of values")
+    i = _row_index(ctx, x, 0, indices[0], "index_put_")
+    shape = list(x.value.type.shape)
+    if shape[0] == 0:  # (a non-empty index raises after the graph)
+        return x.value
+    m = int(i.type.shape[0])
+    v = B.broadcast_to(cast(ctx, values, x.meta.dtype), [m] + shape[1:])
+    if accumulate:
+        return B.index_add(x.value, i, v, dim=0)
+    if ctx.grad_enabled and values.requires_grad:
+        raise Unsupported(INEXPRESSIBLE_OP, "index_put_ (no accumulate) of values that"
+                                            " require grad: eager's gradient of repeated"
+                                            " indices' values")
+    if m == 0:
+        return x.value
+    i64 = ir_dtype(torch.int64)
+    device = x.value.type.device
+    rows = B.reshape(B.arange(end=shape[0], dtype=i64, device=device), shape=[1, shape[0]])
+    named = B.eq(B.reshape(i, shape=[m, 1]), rows)  # [m, n]: index j names row r
+    order = B.reshape(B.arange(end=m, dtype=i64, device=device), shape=[m, 1])
+    last = B.amax(B.where(named, order, -1), dims=[0], keepdim=False)  # [n], -1: unnamed
+    picked = B.index_select(v, B.clamp(last, min=0), dim=0)
+    hit = B.broadcast_to(B.reshape(B.ge(last, 0), shape=[shape[0]] + [1] * (len(shape) - 1)),
+                         shape)
+    return B.where(hit, picked, x.value)
 
 
 @entry(torch.clamp, T.clamp, torch.clip, T.clip, ir_meta=True, pointwise=True)

@@ -263,3 +263,68 @@ def test_diagonal_with_dynamic_sizes_is_an_opaque_call(backend):
     for n in (3, 5, 6):
         x = torch.randn(n, n + 1)
         torch.testing.assert_close(compiled(x), f(x))
+
+
+# --- index_put_, index_fill_, zero_ ----------------------------------------------------------
+def index_put_accumulate(x, w):
+    h = x * w
+    h.index_put_((torch.tensor([1, 1, -1]),), w[:1] * 2, accumulate=True)
+    return (h * w).sum(), h
+
+
+def index_put_rows(x, w):
+    h = x * w
+    h.index_put_((torch.tensor([2, 0, 2]),), torch.arange(12.0).reshape(3, 4))  # last wins
+    return (h * w).sum(), h
+
+
+def index_put_values_requiring_grad(x, w):  # breaks (eager's gradient of repeated rows)
+    h = x * w
+    h.index_put_((torch.tensor([0, 2]),), w[1:3] * 3)
+    return (h * w).sum(), h
+
+
+def index_fill_through_a_view(x, w):
+    h = x * w
+    h.t().index_fill_(1, torch.tensor([0, -1, 0]), 1.5)
+    return (h * w).sum(), h
+
+
+def zero_rows(x, w):
+    h = x * w
+    h[1:3].zero_()
+    return (h * w).sum(), h
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("fn", [index_put_accumulate, index_put_rows,
+                                index_put_values_requiring_grad, index_fill_through_a_view,
+                                zero_rows], ids=lambda f: f.__name__)
+def test_index_writes_under_grad_have_eagers_gradients(fn, backend):
+    x = torch.randn(4, 4)
+    w = torch.randn(4, 4, requires_grad=True)
+    refcomp.reset()
+    report = refcomp.explain(fn, x, w)
+    if fn is not index_put_values_requiring_grad:
+        assert (report.graph_count, report.graph_break_count) == (1, 0), report
+    assert_like_eager(fn, lambda: [x, w], backend)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_index_writes_out_of_bounds_raise_index_error_as_eager(backend):
+    def put(x):
+        h = x * 2
+        h.index_put_((torch.tensor([4]),), torch.ones(4), accumulate=True)
+        return h
+
+    def fill(x):
+        h = x * 2
+        h.index_fill_(1, torch.tensor([-5]), 0.0)
+        return h
+
+    for fn in (put, fill):
+        with pytest.raises(IndexError):
+            fn(torch.randn(4, 4))
+        refcomp.reset()
+        with pytest.raises(IndexError):
+            refcomp.compile(fn, backend=backend)(torch.randn(4, 4))
