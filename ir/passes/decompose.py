@@ -15,10 +15,11 @@ from __future__ import annotations
 
 from ir.builder import GraphBuilder
 from ir.graph import Graph, Value
+from ir.ops.opaque import format_results
 from ir.ops.rules import normalize_dim, normalize_dims
 from ir.passes.registry import register_pass
 from ir.rewrite import RuleTable, rewrite
-from ir.types import bf16, f16, f32, f64, is_symbolic
+from ir.types import bf16, f16, f32, f64, i64, is_symbolic
 
 RULES = RuleTable("decompose")
 
@@ -118,9 +119,11 @@ def batch_norm(b: GraphBuilder, x: Value, mean: Value, var: Value, weight: Value
 # the kernel) the pool is pointwise over k*k strided views of x: ATen's scan,
 # `m = where(t > m or isnan(t), t, m)` over the window's taps in row-major order (the
 # first maximum wins, a NaN wins and the last NaN is kept: the same values and signed
-# zeros), which fuses with its readers.  The backward stays the extern max_pool2d_grad
-# (codegen/eager.py): written per element of x, the select reads its window through
-# div/mod index maps and took 13 ms for that shape.
+# zeros), which fuses with its readers.  Its gradient is ATen's backward at the indices
+# that scan picks (flat h * W + w per window, computed as a kernel over the pooled
+# shape): ATen's backward needs the indices, and finding them again through its NCHW
+# pool took longer than the pool.  (A select per element of x, reading its window
+# through div/mod index maps, took 13 ms for that shape as a kernel.)
 def _pool_tiles(x: Value, kernel_size, stride, padding, dilation) -> bool:
     shape = x.type.shape
     return (x.type.rank == 4 and x.type.dtype.is_float and tuple(kernel_size) == tuple(stride)
@@ -152,6 +155,30 @@ def max_pool2d(b: GraphBuilder, x: Value, kernel_size, stride, padding=(0, 0),
     for t in taps[1:]:
         m = b.where(_picks(b, t, m), t, m)
     return m
+
+
+@decomposes("max_pool2d_grad")
+def max_pool2d_grad(b: GraphBuilder, g: Value, x: Value, kernel_size, stride,
+                    padding=(0, 0), dilation=(1, 1), ceil_mode=False) -> Value:
+    """max_pool2d_grad(g, x) = ATen's max_pool2d_with_indices_backward(g, x, indices), the
+    indices of the elements the scan picks, when the windows tile x (Note [Max pooling in
+    kernels])"""
+    if not _pool_tiles(x, kernel_size, stride, padding, dilation):
+        return None
+    k = list(kernel_size)
+    n, c, h, w = x.type.shape
+    rows = b.mul(b.reshape(b.arange(end=h // k[0]), shape=[h // k[0], 1]), k[0] * w)
+    cols = b.mul(b.arange(end=w // k[1]), k[1])
+    taps = _pool_taps(b, x, k)
+    m, at = taps[0], b.full(value=0, shape=(), dtype=i64)
+    for p, t in enumerate(taps[1:], 1):
+        hit = _picks(b, t, m)
+        m = b.where(hit, t, m)
+        at = b.where(hit, b.full(value=(p // k[1]) * w + p % k[1], shape=(), dtype=i64), at)
+    index = b.add(b.add(rows, cols), at)  # flat h * W + w of the pick, as ATen's indices
+    return b.aten(g, x, index, fn="torch.ops.aten.max_pool2d_with_indices_backward.default",
+                  args=f"T[0], T[1], {k}, {k}, [0, 0], [1, 1], False, T[2]",
+                  results=format_results([x.type]))
 
 
 def _like(b: GraphBuilder, out: Value, x: Value) -> Value:
@@ -217,8 +244,8 @@ def decompose(g: Graph) -> Graph:
 
     Rewrites: softmax, log_softmax, layer_norm, rms_norm, batch_norm (inference form,
     running statistics), var (when the reduced element count is static; with
-    symbolic sizes var stays) and max_pool2d whose windows tile its input (Note [Max
-    pooling in kernels]).  Softmax over an empty dim is its (empty) input.
+    symbolic sizes var stays) and max_pool2d / max_pool2d_grad whose windows tile
+    their input (Note [Max pooling in kernels]).  Softmax over an empty dim is its (empty) input.
     f16/bf16 inputs are computed in f32 (var: every dtype in f64) and the result cast
     back, as ATen computes them (Note [Half-precision decompositions]).
     Requires: a verified graph.  Preserves: every value's type; results up to
