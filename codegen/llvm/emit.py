@@ -22,6 +22,7 @@ import llvmlite.ir as lir
 
 from codegen import sizes
 from codegen.kernel import DivMod, Index, Kernel, Let, Reduce, Store
+from codegen.llvm import vmath
 from codegen.llvm.scalar import F32, I32, I64, TV, LLVMScalarOps, llvm_type, to_bf16
 from codegen.scalar import compute_dtype
 from ir.types import DType, f32, f64
@@ -166,6 +167,7 @@ class _Emitter:
         self.redirect: dict = {}  # buffer -> (row scratch, inner var) while a stage streams
         self.prefetch = [] if self.tile_var else _plan_prefetch(kernel)
         self.loop_count = 0  # counted loops emitted so far
+        self.below_max = _plan_below_max(kernel)  # Note [exp below the row max]
 
     def run(self):
         k = self.k
@@ -432,6 +434,9 @@ class _Emitter:
             return ops.cast(args[0], attrs["dtype"])
         if s.op == "compare":
             return ops.compare(attrs["name"], *args)
+        if s.op == "exp" and s.name in self.below_max:  # Note [exp below the row max]
+            ops.vector_math += 1
+            return TV(vmath.exp_nonpositive(self.b, ops, args[0].value), s.dtype)
         return getattr(ops, s.op)(*args)
 
     def address(self, name: str, index: Index):
@@ -696,6 +701,41 @@ def _plan_prefetch(k: Kernel) -> list:
             seen.add(buf)
             out.append((buf, Index(rest, idx.const), n))
     return out
+
+
+# Note [exp below the row max]
+# softmax and log_softmax compute exp(x - max) where max is the row's max of the same x:
+# the argument is <= 0 or NaN (x - max of a row holding NaN or inf is NaN where it is
+# not 0 or below), so exp needs no upper clamp and its 2^n is a normal number or 0:
+# `vmath.exp_nonpositive` (the low clamp and flush of exp, 2^n by a shift: two vector
+# instructions fewer).  The pattern: `exp(sub(load B[i], acc m))` in a stage, where an
+# earlier stage over the same ranges folds `load B[i]` (the same buffer and index) into
+# the max accumulator m directly.  Same results as exp.
+def _plan_below_max(k: Kernel) -> set:
+    """Names of the f32 `exp` temps whose argument is x - (row max of x)."""
+    maxed: dict = {}  # (buf, index, ranges) -> {max accs folding that load}
+    ops = {a.name: a.op for a in k.accs}
+    found = set()
+    for stage in k.stages:
+        lets = {s.name: s for s in stage.body if isinstance(s, Let)}
+        for s in stage.body:
+            if isinstance(s, Let) and s.op == "exp" and s.dtype == f32:
+                sub = lets.get(s.args[0])
+                if sub is None or sub.op != "sub":
+                    continue
+                x, m = lets.get(sub.args[0]), lets.get(sub.args[1])
+                if x is None or m is None or x.op != "load" or m.op != "acc":
+                    continue
+                key = (x.attr("buf"), x.attr("index"), stage.ranges)
+                if m.attr("acc") in maxed.get(key, ()):
+                    found.add(s.name)
+        for s in stage.body:
+            if isinstance(s, Reduce) and ops[s.acc] == "max":
+                v = lets.get(s.value)
+                if v is not None and v.op == "load" and v.dtype == f32:
+                    key = (v.attr("buf"), v.attr("index"), stage.ranges)
+                    maxed.setdefault(key, set()).add(s.acc)
+    return found
 
 
 def _tile_var(k: Kernel):

@@ -156,6 +156,14 @@ def exp(b: lir.IRBuilder, ops, x):
     return b.select(low, _c(0.0), _exp_core(b, ops, clamped))  # Note [exp underflows to 0]
 
 
+def exp_nonpositive(b: lir.IRBuilder, ops, x):
+    """exp(x) for x <= 0 or NaN (Note [exp below the row max] in emit.py): exp's low clamp
+    and flush to 0, no upper clamp, 2^n by a shift (n in [-126, 0])."""
+    low = b.fcmp_ordered("<", x, _c(EXP_MIN))
+    clamped = b.select(low, _c(EXP_MIN), x)
+    return b.select(low, _c(0.0), _exp_core(b, ops, clamped, bounded=True))
+
+
 def log(b: lir.IRBuilder, ops, x):
     tiny = b.fcmp_ordered("<", x, _c(1.17549435e-38))
     # 2^23: denormals become normal numbers.
