@@ -48,13 +48,12 @@ from refcomp.recipes import (
 )
 from refcomp.runtime import Entry, build_entry, make_guard_set
 from refcomp.side_effects import mutated_containers, stored_names
-from refcomp.sources import AttrSource, ClosureSource, LocalSource
+from refcomp.sources import AttrSource, ClosureCellSource, ClosureSource, LocalSource
 from refcomp.tracer import attributes
 from refcomp.tracer.context import TraceContext
 from refcomp.tracer.effects import DICT_MUTATORS, LIST_MUTATORS, unsnap
 from refcomp.tracer.frame import InstructionTranslator, _Return
 from refcomp.tracer.values import (
-    CellVar,
     ConstVar,
     DictVar,
     ExitVar,
@@ -268,12 +267,8 @@ def _replayed_mutator(m: MethodVar) -> bool:
 def _cells(ctx, code, closure) -> dict:
     cells = {}
     for i, (name, cell) in enumerate(zip(code.co_freevars, closure or ())):
-        try:
-            contents = ctx.wrap(cell.cell_contents, ClosureSource(i, name))
-        except ValueError:  # empty: a read is RB017 (eager raises NameError there too)
-            contents = None
-        cells[name] = CellVar(contents)
-        cells[name].real = True
+        # empty: contents None, a read is RB017 (eager raises NameError there too)
+        cells[name] = ctx.real_cell(cell, ClosureSource(i, name), ClosureCellSource(i, name))
     return cells
 
 

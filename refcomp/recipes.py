@@ -30,6 +30,7 @@ from refcomp.sources import (
     ATTR,
     AttrSource,
     BuiltinSource,
+    ClosureCellSource,
     ClosureSource,
     ConstSource,
     DerivedSource,
@@ -234,6 +235,8 @@ def load_source(src, L, G, C, B):
         return B[src.builtin]
     if isinstance(src, ClosureSource):
         return C[src.index].cell_contents
+    if isinstance(src, ClosureCellSource):
+        return C[src.index]
     if isinstance(src, AttrSource):
         base = load_source(src.base_source, L, G, C, B)
         if src.where == ATTR:

@@ -90,6 +90,20 @@ class ClosureSource(Source):
         return f"C[{self.index}].cell_contents"
 
 
+class ClosureCellSource(Source):
+    """`C.cell[name]`: a closure cell itself of the compiled function (the target of a
+    replayed store into it, `cell.cell_contents = v`)."""
+
+    def __init__(self, index: int, var: str):
+        self.index, self.var = index, var
+
+    def name(self):
+        return f"C.cell[{self.var!r}]"
+
+    def expr(self, cg):
+        return f"C[{self.index}]"
+
+
 # Where an attribute of an nn.Module lives; reading the dict directly skips
 # Module.__getattr__, which is the slow part of a guard on a deep module.
 ATTR, MODULE, PARAM, BUFFER = "attr", "_modules", "_parameters", "_buffers"

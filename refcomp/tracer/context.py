@@ -218,6 +218,7 @@ class TraceContext:
         # Note [Replayed side effects] (refcomp/tracer/effects.py): effects in program
         # order, and what the trace reads back after writing an attribute or a global.
         self.effects: list = []
+        self.real_cells: dict = {}  # id(closure cell) -> (cell, its one CellVar)
         self.container_claims: dict = {}  # id(list/dict) -> ("read" | "mutated", name, obj)
         self.attr_writes: dict = {}  # (id(object), name) -> VT written
         self.global_writes: dict = {}  # (id(globals dict), name) -> VT written
@@ -512,6 +513,24 @@ class TraceContext:
             self.sym_sources[sym] = []
         self.sym_sources[sym].append((source, dim))
         return sym
+
+    def real_cell(self, cell, contents_source, cell_source):
+        """The one CellVar of a real closure cell, shared by the frame and every closure
+        inlined that holds the cell, so a store into it (replayed after the graph) is
+        what each of them reads next; contents None for an empty cell."""
+        from refcomp.tracer.values import CellVar
+
+        known = self.real_cells.get(id(cell))
+        if known is not None:
+            return known[1]
+        try:
+            contents = self.wrap(cell.cell_contents, contents_source)
+        except ValueError:
+            contents = None
+        var = CellVar(contents)
+        var.real, var.cell_source, var.cell = True, cell_source, cell
+        self.real_cells[id(cell)] = (cell, var)  # holds the cell: its id stays its own
+        return var
 
     def concrete(self, expr) -> int:
         """The value a size expression had while tracing (no guard)."""

@@ -28,11 +28,11 @@ from refcomp.reasons import (
     Raised,
     Unsupported,
 )
-from refcomp.sources import ClosureSource, LocalSource
+from refcomp.sources import ClosureCellSource, ClosureSource, LocalSource
 from refcomp.tracer import attributes, dispatch
 from refcomp.tracer.context import TraceContext
 from refcomp.tracer.opcodes import OpcodeHandlers
-from refcomp.tracer.values import VT, CellVar, ConstVar
+from refcomp.tracer.values import VT, ConstVar
 
 MAX_INLINE_DEPTH = 32
 _GENERATOR_FLAGS = (inspect.CO_GENERATOR | inspect.CO_COROUTINE | inspect.CO_ASYNC_GENERATOR
@@ -270,11 +270,11 @@ def trace(fn, bound_locals: dict, ctx: TraceContext) -> TraceResult:
     cells = {}
     for i, (name, cell) in enumerate(zip(code.co_freevars, fn.__closure__ or ())):
         try:
-            contents = cell.cell_contents
+            cell.cell_contents
         except ValueError:  # an empty cell: reading it raises NameError in eager too
             raise Unsupported(TRACE_EXCEPTION, f"closure variable {name!r} is unbound") from None
-        cells[name] = CellVar(ctx.wrap(contents, ClosureSource(i, name)))
-        cells[name].real = True  # a store into it is a side effect (RB008)
+        # a store into it is a replayed side effect
+        cells[name] = ctx.real_cell(cell, ClosureSource(i, name), ClosureCellSource(i, name))
     builtins = fn.__globals__.get("__builtins__", __builtins__)
     if not isinstance(builtins, dict):
         builtins = builtins.__dict__

@@ -25,7 +25,6 @@ from refcomp.tracer.context import CONSTANT_TYPES
 from refcomp.tracer.facts import has_symbols, is_constant, is_torch_function, public_name
 from refcomp.tracer.values import (
     VT,
-    CellVar,
     ConstVar,
     DictVar,
     FunctionVar,
@@ -157,16 +156,16 @@ def real_closure(tx, fn, fn_source) -> tuple:
     cells = []
     for i, cell in enumerate(fn.__closure__ or ()):
         try:
-            contents = cell.cell_contents
+            cell.cell_contents
         except ValueError:
             raise Unsupported(TRACE_EXCEPTION, "empty closure cell") from None
-        source = None
+        source = cell_source = None
         if fn_source is not None:
-            source = AttrSource(ItemSource(AttrSource(fn_source, "__closure__"), i),
-                                "cell_contents")
-        cellvar = CellVar(tx.ctx.wrap(contents, source))
-        cellvar.real = True
-        cells.append(cellvar)
+            cell_source = ItemSource(AttrSource(fn_source, "__closure__"), i)
+            source = AttrSource(cell_source, "cell_contents")
+        known = tx.ctx.real_cells.get(id(cell))
+        cells.append(known[1] if known is not None else
+                     tx.ctx.real_cell(cell, source, cell_source))
     return tuple(cells)
 
 

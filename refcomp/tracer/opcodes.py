@@ -144,9 +144,13 @@ class OpcodeHandlers:
 
     def STORE_DEREF(self, inst):
         cell = self.cells[inst.argval]
-        if getattr(cell, "real", False):
-            raise Unsupported(UNREPLAYABLE_SIDE_EFFECT,
-                              f"assignment to closure variable {inst.argval!r}")
+        if cell.real:  # a real cell: the store is replayed after the graph
+            if cell.cell_source is None:
+                raise Unsupported(UNREPLAYABLE_SIDE_EFFECT,
+                                  f"assignment to closure variable {inst.argval!r}")
+            target = ConstVar(cell.cell, cell.cell_source)
+            effects.record(self, "setattr", target, "cell_contents", [self.stack[-1]],
+                           what=f"assignment to closure variable {inst.argval!r}")
         cell.contents = self.pop()
 
     # --- attributes and items ---------------------------------------------------------------
@@ -532,7 +536,7 @@ FAMILIES = (
     ("names", "LOAD_CONST LOAD_FAST STORE_FAST DELETE_FAST LOAD_GLOBAL STORE_GLOBAL",
      "`STORE_GLOBAL` is replayed after the graph"),
     ("cells", "MAKE_CELL LOAD_CLOSURE LOAD_DEREF STORE_DEREF",
-     "`STORE_DEREF` into a real closure cell: RB008"),
+     "`STORE_DEREF` into a real closure cell: replayed after the graph"),
     ("imports", "IMPORT_NAME IMPORT_FROM",
      "absolute imports of a module already in `sys.modules`, read from there under an"
      " identity guard (its attributes are guarded like a global module's); else RB001"),

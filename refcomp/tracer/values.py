@@ -281,10 +281,14 @@ class OpaqueVar(VT):
 
 
 class CellVar(VT):
-    """A closure cell created during tracing (MAKE_CELL) or read from a real closure."""
+    """A closure cell created during tracing (MAKE_CELL) or read from a real closure:
+    `real`, with `cell_source` naming the cell object where a store into it can be
+    replayed (None: such a store is RB008)."""
 
     def __init__(self, contents: Optional[VT] = None):
         self.contents = contents
+        self.real = False
+        self.cell = self.cell_source = None  # a real cell: the object, a Source for it
 
 
 class FunctionVar(VT):
