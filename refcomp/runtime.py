@@ -620,7 +620,7 @@ def build_entry(ctx: TraceContext, output: VT, backend_name: str, options: dict,
     if needs_grad and not backend.differentiable:
         with stage("autodiff"):
             joint, refusal = _joint_or_reason(ctx, captured, outs, writeback, grad_written,
-                                              frozen, backend)
+                                              frozen)
         if joint is None:
             notes.append(f"[{OP_BY_OP_AUTOGRAD}] autograd: outputs require grad and {refusal},"
                          f" so this graph runs on 'eager' (autograd records op by op)")
@@ -768,17 +768,12 @@ def _wants_grad(ctx) -> list:
             for src in ctx.input_sources]
 
 
-def _joint_or_reason(ctx, captured: Graph, outs: _Outputs, writeback, grad_written, frozen,
-                     backend):
+def _joint_or_reason(ctx, captured: Graph, outs: _Outputs, writeback, grad_written, frozen):
     """(Joint, None) when the graph's gradients can be compiled, else (None, why)."""
     from ir.autodiff import NotDifferentiable, differentiable_values, joint
-    from ir.ops.registry import RANDOM
 
     if frozen is not None:
         return None, "the graph is frozen"
-    if backend.name == "interp" and any(n.op.category == RANDOM for n in captured.nodes):
-        # The eager fallback draws from torch's generator as eager does; interp does not.
-        return None, "the interp backend draws random numbers from numpy, not torch"
     wants = _wants_grad(ctx)
     diff = differentiable_values(captured, wants)
     for i, o in writeback:

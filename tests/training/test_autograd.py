@@ -452,6 +452,29 @@ def test_dropout_draws_eager_random_stream_and_gradients():
     assert entry["hits"] == 2
 
 
+def test_interp_compiles_the_backward_of_a_graph_that_draws():
+    # interp draws from torch's generator as eager does (spec/codegen.md), so a graph that
+    # draws is no reason to run op by op (it said numpy draws: RB023; issue 37)
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(8, 8), torch.nn.Dropout(0.3),
+                                torch.nn.Linear(8, 2)).train()
+    eager = copy.deepcopy(model)
+    x = torch.randn(4, 8)
+    refcomp.reset()
+    report = refcomp.explain(model, x, backend="interp")
+    assert any(n.startswith("autograd: compiled forward and backward") for n in report.notes)
+    compiled = refcomp.compile(model, backend="interp")
+    torch.manual_seed(1)
+    got = compiled(x)
+    torch.manual_seed(1)
+    want = eager(x)
+    torch.testing.assert_close(got, want)
+    got.sum().backward()
+    want.sum().backward()
+    for p, q in zip(model.parameters(), eager.parameters()):
+        torch.testing.assert_close(p.grad, q.grad)
+
+
 def test_checkpointed_blocks_of_a_module_train_as_eager():
     from torch.utils.checkpoint import checkpoint
 
