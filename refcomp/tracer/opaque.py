@@ -58,12 +58,14 @@ FACTORIES = frozenset({
 # Note [Typed on zeros]: ops with no meta kernel in torch 2.13 whose result shapes depend
 # only on the operands' shapes and the constant arguments, never on values (checked by
 # their definitions: cov/corrcoef [n, n] or [], geqrf (a's shape, [min(m, n)]),
-# combinations C(n, r) rows, histogram/histogramdd: the bins argument's count).  They are
+# combinations C(n, r) rows, histogram/histogramdd: the bins argument's count; ctc_loss:
+# [N] or [] by its reduction, the lengths' values only index the input).  They are
 # typed by running them on zero-filled CPU tensors of the operands' shapes, strides and
 # dtypes -- what FakeTensor's fallback kernel does for such ops -- and the node runs the
 # real call on the real data at run time.  One that raises on zeros (cov's weights must
 # not sum to zero) is typed on ones; one that raises on both breaks.
-SHAPE_ONLY = frozenset({"cov", "corrcoef", "geqrf", "combinations", "histogram", "histogramdd"})
+SHAPE_ONLY = frozenset({"cov", "corrcoef", "geqrf", "combinations", "histogram", "histogramdd",
+                        "ctc_loss"})
 
 
 def _typed_on_zeros(ctx, name, fn, pargs, pkwargs, operands, index):
