@@ -555,11 +555,35 @@ def _basic_index(ctx, v: Value, items) -> Value:
     return v
 
 
+def _setitem_by_tensor(ctx, tv: TensorVar, index: TensorVar, value: VT, val) -> None:
+    """`x[mask] = v` with a boolean mask of x's leading dims and one value (a number or a
+    0-d tensor) is `x.masked_fill_(mask, v)`; `x[i] = v` with a 1-d int64 index is
+    `x.index_put_((i,), v)`, the call eager makes (the table entries say what they
+    capture and break on the rest).  Any other tensor index breaks."""
+    m = index.meta
+    if m.dtype == torch.bool and m.dim() <= tv.meta.dim() and \
+            tuple(m.shape) == tuple(tv.meta.shape[:m.dim()]) and \
+            (not isinstance(val, TensorVar) or val.meta.dim() == 0):
+        if m.dim() < tv.meta.dim():
+            index = call_torch(ctx, torch.Tensor.reshape, [index, ConstVar(
+                tuple(m.shape) + (1,) * (tv.meta.dim() - m.dim()))], {})
+        call_torch(ctx, torch.Tensor.masked_fill_, [tv, index, value], {})
+        return
+    if m.dtype == torch.int64 and m.dim() == 1:
+        if not isinstance(val, TensorVar):
+            value = call_torch(ctx, torch.tensor, [value], {"dtype": ConstVar(tv.meta.dtype)})
+        call_torch(ctx, torch.Tensor.index_put_, [tv, TupleVar([index]), value], {})
+        return
+    raise Unsupported(INEXPRESSIBLE_OP, "item assignment with tensor or list indices")
+
+
 def tensor_setitem(ctx, tv: TensorVar, index: VT, value: VT) -> None:
     """`x[idx] = v` as x' = where(mask, v placed in x's shape, x); x takes x's place."""
     idx = unwrap(index)
     val = unwrap(value)
     items = list(idx) if isinstance(idx, tuple) else [idx]
+    if len(items) == 1 and isinstance(items[0], TensorVar):
+        return _setitem_by_tensor(ctx, tv, items[0], value, val)
     if any(isinstance(it, (TensorVar, list, bool)) for it in items):
         raise Unsupported(INEXPRESSIBLE_OP, "item assignment with tensor or list indices")
     propagate = check_inplace(ctx, tv, "item assignment", under_grad=True)
