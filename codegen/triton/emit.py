@@ -423,11 +423,11 @@ def _ranges_text(ranges: tuple) -> str:
 # stage that made it and loads the final value.  A *final* launch, one program per XBLOCK
 # rows, runs the stages after the last ranged one (the stores of the results) from the
 # final values.  A ranged stage that stores (softmax's last pass) is split the same way:
-# each element is still computed and stored once.  var stays the two passes of its
-# lowering (a shifted two-pass in f64: Note [How ATen computes var]), each split and
-# combined: the mean's partial sums, then the squared deviations' partial sums.  Sums
-# are reassociated (per chunk, then across chunks) as Triton's tree reductions already
-# are; max/min/any/all combine exactly.
+# each element is still computed and stored once.  var's two passes (and layer_norm's
+# mean and variance passes) are one partial launch merged as Welford's parallel update
+# does (Note [Welford merge of a split var]).  Sums are reassociated (per chunk, then
+# across chunks) as Triton's tree reductions already are; max/min/any/all combine
+# exactly.
 SPLIT_MAX_ROWS = 64
 SPLIT_MIN_LENGTH = 1 << 16
 SPLIT_PROGRAMS = 1024
@@ -503,6 +503,64 @@ def emit_split(kernel: Kernel, name: str, max_rblock: int = MAX_RBLOCK) -> Optio
     return _SplitEmitter(kernel, name, max_rblock, *plan).emit()
 
 
+# Note [Welford merge of a split var]
+# var lowers to a shifted two-pass (Note [How ATen computes var]): a stage folding d (x
+# minus the row's first element) into a sum A, then a stage folding (d - A / N)^2 into
+# B.  Split as two passes, it reads the input twice from memory.  Recognised (the same
+# expression d in both stages, B's fold exactly (d - A / N)^2 with N the stage's length,
+# A read nowhere else in the second stage), the pair is one partial launch: program j
+# sums its chunk's d (S_j over n_j elements), then, reading its chunk again (from cache),
+# the squared deviations about its own mean (M_j); the combine merges the chunks as
+# Chan et al.'s parallel Welford update does: A = sum S_j, B = sum (M_j + n_j (S_j / n_j -
+# A / N)^2), which is the two-pass value in exact arithmetic.  One read of the input from
+# memory, one partial and one combine launch instead of two of each.
+def _expression(lets: dict, name: str):
+    """A temp's expression as a nested tuple (op, attrs, dtype, args), for comparing."""
+    s = lets.get(name)
+    if s is None:
+        return ("?", name)
+    return (s.op, s.attrs, s.dtype, tuple(_expression(lets, a) for a in s.args))
+
+
+def _variance_pair(k: Kernel, s0: int, s1: int):
+    """(A, B, the temps of A / N and of A in s1) when stages s0, s1 are var's two passes."""
+    st0, st1 = k.stages[s0], k.stages[s1]
+    if st0.ranges != st1.ranges:
+        return None
+    ops = {acc.name: acc for acc in k.accs}
+    red0 = [t for t in st0.body if isinstance(t, Reduce)]
+    red1 = [t for t in st1.body if isinstance(t, Reduce)]
+    if len(red0) != 1 or len(red1) != 1 or any(isinstance(t, Store)
+                                               for t in st0.body + st1.body):
+        return None
+    a, b = red0[0].acc, red1[0].acc
+    if ops[a].op != "sum" or ops[b].op != "sum" or not ops[a].dtype.is_float \
+            or ops[a].dtype != ops[b].dtype:
+        return None
+    lets0 = {t.name: t for t in st0.body if isinstance(t, Let)}
+    lets1 = {t.name: t for t in st1.body if isinstance(t, Let)}
+    sq = lets1.get(red1[0].value)
+    if sq is None or sq.op != "mul" or sq.args[0] != sq.args[1]:
+        return None
+    dev = lets1.get(sq.args[0])
+    if dev is None or dev.op != "sub":
+        return None
+    mu = lets1.get(dev.args[1])
+    if mu is None or mu.op != "truediv":
+        return None
+    acc, n = lets1.get(mu.args[0]), lets1.get(mu.args[1])
+    if acc is None or n is None or acc.op != "acc" or acc.attr("acc") != a \
+            or n.op != "const" or float(n.attr("value")) != float(_numel(st0.ranges)):
+        return None
+    reads = [t for t in st1.body if isinstance(t, Let) and t.op == "acc"]
+    if len(reads) != 1 or [t.name for t in st1.body if isinstance(t, Let) and mu.name in
+                           t.args] != [dev.name]:
+        return None
+    if _expression(lets0, red0[0].value) != _expression(lets1, dev.args[0]):
+        return None
+    return a, b, mu.name, acc.name
+
+
 class _SplitEmitter(_RowsEmitter):
     def __init__(self, kernel: Kernel, name: str, max_rblock: int, rows: int, splits: int):
         super().__init__(kernel, name, max_rblock)
@@ -531,10 +589,17 @@ class _SplitEmitter(_RowsEmitter):
             self.workspace.append((f"p_{a.name}", a.dtype, rows * splits))
             self.workspace.append((f"f_{a.name}", a.dtype, rows))
         last = max(i for i, st in enumerate(k.stages) if st.ranges)
-        for s, stage in enumerate(k.stages[:last + 1]):
-            if not stage.ranges:
-                continue  # only Lets (split_plan): nothing to run
-            self._partial(s, stage, buffers)
+        ranged = [s for s in range(last + 1) if k.stages[s].ranges]
+        skip = set()
+        for i, s in enumerate(ranged):
+            if s in skip:
+                continue
+            pair = _variance_pair(k, s, ranged[i + 1]) if i + 1 < len(ranged) else None
+            if pair is not None:  # Note [Welford merge of a split var]
+                self._welford(s, ranged[i + 1], pair, buffers)
+                skip.add(ranged[i + 1])
+            else:
+                self._partial(s, k.stages[s], buffers)
         self._finish(k.stages[last + 1:], buffers)
         helpers = set(self.ops.helpers)
         header = [
@@ -607,6 +672,76 @@ class _SplitEmitter(_RowsEmitter):
         params = [f"p_{a}" for a in reduced] + [f"f_{a}" for a in reduced] + \
             ["XBLOCK: tl.constexpr", "SBLOCK: tl.constexpr"]
         self._function(f"{self.name}_c{s}", params, {"XBLOCK": xblock, "SBLOCK": sblock},
+                       -(-rows // xblock))
+
+    def _chunking(self, stage):
+        length = _numel(stage.ranges)
+        per = -(-length // self.splits)
+        rblock = max(1, min(self.max_rblock, next_power_of_2(per)))
+        return length, rblock, -(-per // rblock) * rblock
+
+    def _chunk_loop(self, stage, chunk: int, stmts, skip=()):
+        """The loop over this program's chunk of `stage`, its statements but `skip`."""
+        length = _numel(stage.ranges)
+        self.line(f"for roffset in range(0, {chunk}, RBLOCK):")
+        self.line(f"rindex = split * {chunk} + roffset + tl.arange(0, RBLOCK)[None, :]", 2)
+        self._tile_head(stage, str(length), 2)
+        outer_vars = {v for v, _ in self.k.outer} | {"xindex", "row", "split"}
+        block_vars = [outer_vars, {v for v, _ in stage.ranges}]
+        self.memo_scope = None
+        kept = [t for t in stmts if not (isinstance(t, Let) and t.name in skip)]
+        self.body(kept, "mask", block_vars, "[XBLOCK, RBLOCK]", 2, self._reduce_looped)
+
+    def _welford(self, s0: int, s1: int, pair, buffers):
+        """Note [Welford merge of a split var]: one partial launch for both passes."""
+        k, rows, splits = self.k, self.rows, self.splits
+        a, b, mu, read = pair
+        stage0, stage1 = k.stages[s0], k.stages[s1]
+        add = self._combiner(a)  # the sums' helper
+        length, rblock, chunk = self._chunking(stage0)
+        ty = tl_dtype(self.accs[a].dtype)
+        self.line("xindex = tl.program_id(0) * XBLOCK + tl.arange(0, XBLOCK)[:, None]")
+        self.line(f"xmask = xindex < {rows * splits}")
+        self.line(f"row = xindex // {splits}")
+        self.line(f"split = xindex % {splits}")
+        for text in decode(k.outer, "row"):
+            self.line(text)
+        self.line(f"_{a} = tl.full([XBLOCK, RBLOCK], 0, {ty})")
+        self.line(f"# stage {s0}: [{_ranges_text(stage0.ranges)}], chunks of {chunk}")
+        self._chunk_loop(stage0, chunk, stage0.body)
+        self.line(f"{a}_sum = tl.reduce(_{a}, 1, {add}, keep_dims=True)")
+        self.line(f"{a}_n = tl.minimum(tl.maximum({length} - split * {chunk}, 0), {chunk})"
+                  f".to({ty})")
+        self.line(f"{a}_mean = {a}_sum / tl.maximum({a}_n, 1)")
+        self.line(f"_{b} = tl.full([XBLOCK, RBLOCK], 0, {ty})")
+        self.line(f"# stage {s1}: [{_ranges_text(stage1.ranges)}] about the chunk's mean")
+        self.temps[mu] = TV(f"{a}_mean", self.accs[a].dtype)
+        self._chunk_loop(stage1, chunk, stage1.body, skip={mu, read})
+        self.line(f"tl.store(p_{a} + xindex, {a}_sum, xmask)")
+        self.line(f"tl.store(p_{b} + xindex, tl.reduce(_{b}, 1, {add}, keep_dims=True), xmask)")
+        params = buffers + [f"p_{a}", f"p_{b}", "XBLOCK: tl.constexpr", "RBLOCK: tl.constexpr"]
+        self._function(f"{self.name}_w{s0}", params, {"XBLOCK": 1, "RBLOCK": rblock},
+                       rows * splits)
+        sblock = next_power_of_2(splits)
+        xblock = min(next_power_of_2(rows), max(1, TILE // sblock))
+        self.line("xindex = tl.program_id(0) * XBLOCK + tl.arange(0, XBLOCK)[:, None]")
+        self.line(f"xmask = xindex < {rows}")
+        self.line("sindex = tl.arange(0, SBLOCK)[None, :]")
+        self.line(f"mask = xmask & (sindex < {splits})")
+        self.line(f"sums = tl.where(mask, tl.load(p_{a} + xindex * {splits} + sindex, mask,"
+                  " other=0), 0)")
+        self.line(f"m2s = tl.where(mask, tl.load(p_{b} + xindex * {splits} + sindex, mask,"
+                  " other=0), 0)")
+        self.line(f"n = tl.minimum(tl.maximum({length} - sindex * {chunk}, 0), {chunk}).to({ty})")
+        self.line(f"total = tl.reduce(sums, 1, {add}, keep_dims=True)")
+        self.line(f"dev = tl.where(n > 0, sums / tl.maximum(n, 1) - total / {length}, 0)")
+        self.line(f"tl.store(f_{a} + xindex, total, xmask)")
+        self.line(f"tl.store(f_{b} + xindex, tl.reduce(m2s + n * dev * dev, 1, {add},"
+                  " keep_dims=True), xmask)")
+        self.final.update((a, b))
+        params = [f"p_{a}", f"p_{b}", f"f_{a}", f"f_{b}", "XBLOCK: tl.constexpr",
+                  "SBLOCK: tl.constexpr"]
+        self._function(f"{self.name}_c{s0}", params, {"XBLOCK": xblock, "SBLOCK": sblock},
                        -(-rows // xblock))
 
     def _finish(self, stages, buffers):
