@@ -15,6 +15,8 @@ from __future__ import annotations
 
 from typing import Callable, Optional, Sequence
 
+import numpy as np
+
 from ir.graph import Graph, Node, Value
 from ir.ops.registry import POINTWISE, OpDef, has_op, lookup
 from ir.ops.rules import broadcast_shapes
@@ -24,6 +26,7 @@ from ir.types import (
     bool_,
     c64,
     complex_dtype,
+    dtype_from_short,
     i64,
     real_dtype,
     simplify_dim,
@@ -70,6 +73,8 @@ class GraphBuilder:
     # --- op calls -------------------------------------------------------------------------
     def op(self, name: str, *operands, **attrs):
         """Apply op `name`.  Python scalars and mismatched shapes are handled for pointwise ops."""
+        if name in ("full", "constant") and _is_complex_dtype(attrs.get("dtype")):
+            return self._complex_creation(name, attrs)
         opdef = lookup(name)
         if opdef.variadic and len(operands) == 1 and isinstance(operands[0], (list, tuple)):
             operands = tuple(operands[0])
@@ -79,6 +84,17 @@ class GraphBuilder:
             if not isinstance(v, Value):
                 raise TypeError(f"{name}: operand {v!r} is not an IR value")
         return self.insert(opdef, operands, attrs)
+
+    def _complex_creation(self, name: str, attrs: dict) -> Value:
+        """A complex `full`/`constant` as `complex` of its real and imaginary parts: the
+        creation ops hold real values (spec/ir.md, "Complex values")."""
+        key = "value" if name == "full" else "data"
+        parts = np.asarray(attrs[key], dtype=np.complex128)
+        dtype = real_dtype(dtype_from_short(attrs["dtype"]) if isinstance(attrs["dtype"], str)
+                          else attrs["dtype"])
+        halves = [self.op(name, **{**attrs, key: part.tolist(), "dtype": dtype})
+                  for part in (parts.real, parts.imag)]
+        return self.op("complex", *halves)
 
     def __getattr__(self, name: str):
         if name.startswith("_") or not has_op(name):
@@ -128,6 +144,12 @@ class GraphBuilder:
             return tuple(values)
         target = broadcast_shapes(*shapes)
         return tuple(v if v.type.rank == 0 else self.broadcast_to(v, target) for v in values)
+
+
+def _is_complex_dtype(dtype) -> bool:
+    if isinstance(dtype, str):
+        dtype = dtype_from_short(dtype)
+    return dtype is not None and dtype.is_complex
 
 
 def _dominant_type(tensors: list[Value]) -> Optional[TensorType]:

@@ -49,6 +49,20 @@ def test_weak_python_scalars_beside_complex_tensors_equal_torch():
     np.testing.assert_allclose(ir.run(g, [zv, np.zeros(3)])[0], zv * (1j + 2), rtol=1e-6)
 
 
+def test_complex_creations_are_complex_of_real_ones():
+    b = GraphBuilder("f")
+    full = b.full(value=1 - 2j, shape=[2, 3], dtype=c64)
+    lit = b.constant(data=[[1j, 2], [3, 4 - 1j]], dtype=c128)
+    g = b.build([full, lit])
+    assert [n.op.name for n in g.nodes].count("complex") == 2
+    got = ir.run(g, [])
+    np.testing.assert_array_equal(got[0], np.full((2, 3), 1 - 2j, np.complex64))
+    np.testing.assert_array_equal(got[1], np.array([[1j, 2], [3, 4 - 1j]]))
+    tensors = get_backend("llvm").compile_graph(g, {})()
+    assert [t.dtype for t in tensors] == [torch.complex64, torch.complex128]
+    torch.testing.assert_close(tensors[1], torch.from_numpy(got[1]))
+
+
 TEXT = """func @f(%x: f32[3,4,2], %z: c64[4]) -> (f32[3,4,2], f32[3,4], c64[3]) {
   %0 = view_as_complex %x : c64[3,4]
   %1 = unsqueeze %z {dim=0} : c64[1,4]
