@@ -29,6 +29,14 @@ def _parts_type(types):
     return x.with_dtype(real_dtype(x.dtype))
 
 
+def from_parts(re, im, dtype):
+    """The complex array re + i im (not `re + 1j * im`: 1j * inf is nan + inf j)."""
+    re, im = np.asarray(re), np.asarray(im)
+    out = np.empty(np.broadcast_shapes(re.shape, im.shape), dtype)
+    out.real, out.imag = re, im
+    return out
+
+
 def _view_as_real_infer(types):
     """x's parts' dtype, x's shape with a trailing 2 (real, imaginary)."""
     x = _complex_operand(types)
@@ -54,7 +62,7 @@ defop("view_as_real", LAYOUT, saves={}, aliases=True, complex=True, operands=("x
       doc="a complex x as float pairs: out[..., 0] = x.real, out[..., 1] = x.imag (a view)")
 defop("view_as_complex", LAYOUT, saves={}, aliases=True, complex=True, operands=("x",),
       infer=_view_as_complex_infer,
-      ref=lambda x: (x[..., 0] + 1j * x[..., 1]).astype(np.result_type(x.dtype, np.complex64)),
+      ref=lambda x: from_parts(x[..., 0], x[..., 1], np.result_type(x.dtype, np.complex64)),
       vjp=lambda b, g, out, x: (b.view_as_real(g),),
       doc="float pairs as complex: out = x[..., 0] + i x[..., 1] (a view)")
 
@@ -68,7 +76,8 @@ def _complex_infer(types):
 
 
 defop("complex", POINTWISE, saves={}, complex=True, operands=("re", "im"),
-      infer=_complex_infer, ref=lambda re, im: re + 1j * im.astype(re.dtype),
+      infer=_complex_infer,
+      ref=lambda re, im: from_parts(re, im, np.result_type(re.dtype, im.dtype, np.complex64)),
       doc="re + i im (torch.complex)")
 defop("conj", POINTWISE, saves={}, complex=True, operands=("x",),
       infer=_complex_operand, ref=np.conj,

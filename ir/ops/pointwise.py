@@ -350,7 +350,25 @@ _bin("sub", rules.non_bool, np.subtract, lambda s, a, b: s.sub(a, b),
      lambda b, g, out, x, y: _grads(b, x, y, g, b.neg(g)), "a - b")
 _bin("mul", rules.promoted, np.multiply, lambda s, a, b: s.mul(a, b),
      lambda b, g, out, x, y: _grads(b, x, y, b.mul(g, y), b.mul(g, x)), "a * b")
-_bin("div", rules.float_promoted, np.true_divide, lambda s, a, b: s.truediv(a, b),
+def true_divide(a, b):
+    """a / b; complex operands as torch's c10 division: scaled by s = max(|br|, |bi|), and
+    (ar / |br|, ai / |bi|) where s is 0 (1 / 0j is inf + inf j; numpy's is inf + nan j)."""
+    if np.asarray(a).dtype.kind != "c" and np.asarray(b).dtype.kind != "c":
+        return np.true_divide(a, b)
+    dtype = np.result_type(a, b)
+    a, b = np.asarray(a).astype(dtype), np.asarray(b).astype(dtype)
+    s = np.maximum(np.abs(b.real), np.abs(b.imag))
+    zero = s == 0
+    safe = np.where(zero, np.ones((), s.dtype), s)
+    c, d = b.real / safe, b.imag / safe
+    scale = (c * c + d * d) * safe
+    out = np.empty(np.broadcast_shapes(a.shape, b.shape), dtype)
+    out.real = np.where(zero, a.real / np.abs(b.real), (a.real * c + a.imag * d) / scale)
+    out.imag = np.where(zero, a.imag / np.abs(b.imag), (a.imag * c - a.real * d) / scale)
+    return out
+
+
+_bin("div", rules.float_promoted, true_divide, lambda s, a, b: s.truediv(a, b),
      # b's gradient is ATen's -g * ((a / b) / b): from the operands eager saves, not from
      # the result, which the caller may change in place (Note [Saved by eager])
      lambda b, g, out, x, y: _grads(b, x, y, b.div(g, y),

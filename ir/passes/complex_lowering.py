@@ -122,6 +122,11 @@ def _neg(rw, a):
     return None if a is None else rw.emit("neg", [a])
 
 
+def _scalar(rw, value, like):
+    return rw.emit("full", [], value=value, shape=(), dtype=like.type.dtype,
+                   device=like.type.device)
+
+
 def _or_zero(rw, a, like):
     return a if a is not None else rw.emit("full", [], value=0.0, shape=(),
                                            dtype=like.type.dtype, device=like.type.device)
@@ -237,22 +242,27 @@ def multiplied_parts(node, rw):
 
 @rule("div")
 def divided_parts(node, rw):
-    """a / b -> ((ar c + ai d) + i (ai c - ar d)) / (c^2 + d^2) / s, c = br/s, d = bi/s,
-    s = max(|br|, |bi|) (scaled: no overflow in c^2 + d^2)"""
+    """a / b -> ((ar c + ai d) + i (ai c - ar d)) / ((c^2 + d^2) s), c = br/s, d = bi/s,
+    s = max(|br|, |bi|) (no overflow in c^2 + d^2); (ar / |br|, ai / |bi|) where s is 0,
+    as torch's c10 division"""
     if not _complex_node(node):
         return None
     (ar, ai), (br, bi) = (_parts(rw, v, _parts_dtype(node)) for v in node.inputs)
     if bi is None:
         return _join(rw, node, rw.emit("div", [ar, br]),
                      None if ai is None else rw.emit("div", [ai, br]))
-    s = rw.emit("maximum", [rw.emit("abs", [br]), rw.emit("abs", [bi])])
-    c, d = rw.emit("div", [br, s]), rw.emit("div", [bi, s])
+    abs_r, abs_i = rw.emit("abs", [br]), rw.emit("abs", [bi])
+    s = rw.emit("maximum", [abs_r, abs_i])
+    zero = rw.emit("eq", [s, _scalar(rw, 0.0, s)])
+    safe = rw.emit("where", [zero, _scalar(rw, 1.0, s), s])  # a finite gradient where 0
+    c, d = rw.emit("div", [br, safe]), rw.emit("div", [bi, safe])
     scale = rw.emit("mul", [rw.emit("add", [rw.emit("mul", [c, c]), rw.emit("mul", [d, d])]),
-                            s])
-    re = _add(rw, _mul(rw, ar, c), _mul(rw, ai, d))
-    im = _sub(rw, _mul(rw, ai, c), _mul(rw, ar, d))
-    return _join(rw, node, rw.emit("div", [_or_zero(rw, re, s), scale]),
-                 rw.emit("div", [_or_zero(rw, im, s), scale]))
+                            safe])
+    re = rw.emit("div", [_or_zero(rw, _add(rw, _mul(rw, ar, c), _mul(rw, ai, d)), s), scale])
+    im = rw.emit("div", [_or_zero(rw, _sub(rw, _mul(rw, ai, c), _mul(rw, ar, d)), s), scale])
+    at_zero = (rw.emit("div", [_or_zero(rw, part, s), divisor])
+               for part, divisor in ((ar, abs_r), (ai, abs_i)))
+    return _join(rw, node, *(rw.emit("where", [zero, z, v]) for z, v in zip(at_zero, (re, im))))
 
 
 @rule("neg", "conj")
@@ -277,19 +287,20 @@ def exp_parts(node, rw):
 
 @rule("abs")
 def abs_parts(node, rw):
-    """|z| -> s sqrt((re/s)^2 + (im/s)^2), s = max(|re|, |im|) (0 if s is 0, inf if inf)"""
+    """|z| -> s sqrt((re/s)^2 + (im/s)^2), s = max(|re|, |im|) (no overflow); 0 where s is 0
+    (with gradient 0, as torch's sgn(0)), inf where s is inf"""
     if not _complex_node(node):
         return None
     re, im = _parts(rw, node.inputs[0], _parts_dtype(node))
     s = rw.emit("maximum", [rw.emit("abs", [re]), rw.emit("abs", [im])])
-    a, b = rw.emit("div", [re, s]), rw.emit("div", [im, s])
-    r = rw.emit("mul", [s, rw.emit("sqrt", [rw.emit("add", [rw.emit("mul", [a, a]),
-                                                            rw.emit("mul", [b, b])])])])
-    zero = rw.emit("full", [], value=0.0, shape=(), dtype=s.type.dtype, device=s.type.device)
-    inf = rw.emit("full", [], value=float("inf"), shape=(), dtype=s.type.dtype,
-                  device=s.type.device)
-    r = rw.emit("where", [rw.emit("eq", [s, inf]), inf, r])
-    return rw.emit("where", [rw.emit("eq", [s, zero]), zero, r])
+    zero, inf = _scalar(rw, 0.0, s), _scalar(rw, float("inf"), s)
+    at_zero = rw.emit("eq", [s, zero])
+    safe = rw.emit("where", [at_zero, _scalar(rw, 1.0, s), s])  # no 0/0 in the gradient
+    a, b = rw.emit("div", [re, safe]), rw.emit("div", [im, safe])
+    sq = rw.emit("add", [rw.emit("mul", [a, a]), rw.emit("mul", [b, b])])
+    root = rw.emit("sqrt", [rw.emit("where", [at_zero, _scalar(rw, 1.0, s), sq])])
+    r = rw.emit("where", [rw.emit("eq", [s, inf]), inf, rw.emit("mul", [safe, root])])
+    return rw.emit("where", [at_zero, zero, r])
 
 
 @rule("angle")

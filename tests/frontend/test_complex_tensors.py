@@ -138,3 +138,16 @@ def test_complex_scalars_and_promotion_equal_eager():
     got, want = refcomp.compile(f, backend="llvm")(x, z), f(x, z)
     torch.testing.assert_close(got[0], want[0])
     assert got[1] == want[1] == torch.complex128
+
+
+@pytest.mark.parametrize("backend", ["interp", "llvm"])
+def test_abs_gradient_at_zero_and_division_by_zero_equal_eager(backend):
+    # Regressions: the scaled |z| = s sqrt((re/s)^2 + (im/s)^2) had gradient NaN at z = 0
+    # (eager: 0), and a / 0 was NaN where eager's c10 division gives (re/0, im/0)
+    z = torch.tensor([0j, 1 + 1j, 3 - 4j])
+    _check(lambda z: z.abs().sum(), [z], backend, grad_of=(0,))
+    a = torch.tensor([1 + 1j, 0j, -2 + 0j, 3 + 4j])
+    b = torch.tensor([0j, 0j, 0j, 1e-30 + 1e-30j])
+    refcomp.reset()
+    got = refcomp.compile(lambda a, b: torch.view_as_real(a / b), backend=backend)(a, b)
+    torch.testing.assert_close(got, torch.view_as_real(a / b), equal_nan=True)

@@ -221,3 +221,24 @@ def test_f64_parts_stay_f64():
     got = get_backend("llvm").compile_graph(g, {})(torch.from_numpy(xv))[0]
     want = torch.view_as_complex(torch.from_numpy(xv)).square().abs()
     torch.testing.assert_close(got, want, rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_infinite_parts_stay_apart(backend):
+    # Regression: the references built re + 1j * im, and 1j * inf is nan + inf j
+    parts = np.array([[1.0, np.inf], [-np.inf, 0.0], [np.nan, 2.0]], np.float32)
+    b = GraphBuilder("f")
+    x = b.input("x", TensorType(f32, (3, 2)))
+    z = b.view_as_complex(x)
+    g = b.build([b.complex(b.slice(x, dim=1, start=1, stop=2), b.slice(x, dim=1, start=0,
+                                                                       stop=1)),
+                 b.div(z, b.full(value=0j, shape=[3], dtype=c64))])
+    t = torch.from_numpy(parts)
+    want = [torch.complex(t[:, 1:], t[:, :1]),
+            torch.view_as_complex(t) / torch.zeros(3, dtype=torch.cfloat)]
+    if backend == "interp":
+        got = [torch.from_numpy(np.asarray(a)) for a in ir.run(g, [parts])]
+    else:
+        got = get_backend(backend).compile_graph(g, {})(t)
+    for a, w in zip(got, want):
+        torch.testing.assert_close(torch.view_as_real(a), torch.view_as_real(w), equal_nan=True)
