@@ -336,6 +336,15 @@ class TraceContext:
             return MethodVar(value.__func__, self.wrap(value.__self__,
                                                        AttrSource(source, "__self__")),
                              value.__func__.__name__)
+        if isinstance(value, types.FunctionType) and value.__code__.co_name in COMPREHENSIONS:
+            # A comprehension's function is made anew at every call (3.11), and one on the
+            # stack at a break reaches the resumed code as an argument: guarded by identity
+            # it failed at every call (transformers' backbone wrapper recompiled per call).
+            # Nothing can see it but its one call: its code decides, and the cells it reads
+            # are guarded through this source when the call is inlined.
+            self.add_guard(G.TYPE_MATCH, source, types.FunctionType)
+            self.wrap(value.__code__, AttrSource(source, "__code__"))
+            return ConstVar(value, source)
         if isinstance(value, (types.FunctionType, types.BuiltinFunctionType, types.ModuleType,
                               type, torch.nn.Module, types.MethodType,
                               types.MethodWrapperType, types.WrapperDescriptorType,
@@ -654,6 +663,9 @@ def module_attr_source(module: torch.nn.Module, base: Source, name: str) -> Sour
         if name in module.__dict__.get(where, {}):
             return AttrSource(base, name, where)
     return AttrSource(base, name)
+
+
+COMPREHENSIONS = frozenset({"<listcomp>", "<dictcomp>", "<setcomp>", "<genexpr>"})
 
 
 def _describe(value) -> str:
