@@ -33,7 +33,7 @@ from refcomp.reasons import (
     Unsupported,
 )
 from refcomp.recipes import Refused
-from refcomp.runtime import fallback_entry
+from refcomp.runtime import RerunEagerly, fallback_entry
 from refcomp.stance import FORCE_EAGER, RecompileError
 from refcomp.tracer.context import MARK_ATTR, STATIC_ATTR, TraceContext
 from refcomp.tracer.frame import check_code_supported, trace
@@ -270,7 +270,10 @@ class CompiledFunction:
                         CALLS["compiled_calls"] += 1
                         if entry.lone is not None:
                             return entry.fn(*inputs)[entry.lone]
-                        return entry.run(inputs)
+                        try:
+                            return entry.run(inputs)
+                        except RerunEagerly:  # Note [Raising branches]
+                            return fn(*args, **kwargs)
                     return self._run(entry, inputs, L, G, C, B, fn, args, kwargs)
                 if cache.at_limit and stance._STANCE[0] != "fail_on_recompile":
                     CALLS["past_limit"] += 1  # Note [Eager past the limit]
@@ -318,15 +321,17 @@ class CompiledFunction:
     def _run(self, entry, inputs, L, G, C, B, fn, args, kwargs):
         """Run what the lookup found: a graph, a graph that breaks, or (None) eagerly."""
         self.last_entry = entry
-        if entry is not None:
-            if entry.resume is not None:  # a graph break: spec/runtime.md
+        try:
+            if entry is not None and entry.resume is not None:  # a break: spec/runtime.md
                 CALLS["compiled_calls"] += 1
                 return resume.run_break(entry, inputs, L, G, C, B, self)
-            if entry.graph is not None:
+            if entry is not None and entry.graph is not None:
                 CALLS["compiled_calls"] += 1
                 if entry.lone is not None:
                     return entry.fn(*inputs)[entry.lone]
                 return entry.run(inputs)
+        except RerunEagerly:  # Note [Raising branches] (refcomp/tracer/raise_checks.py)
+            pass
         CALLS["eager_calls"] += 1
         return fn(*args, **kwargs) if kwargs else fn(*args)
 

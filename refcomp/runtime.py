@@ -24,6 +24,7 @@ from torch._prims_common import is_non_overlapping_and_dense_or_false
 from codegen import sizes as sz
 from codegen.backends import get_backend
 from codegen.stats import collecting, gc_paused, stage
+from ir.facts import touches_rng
 from ir.graph import Graph
 from ir.ops.opaque import parse_layouts
 from ir.passes.manager import run_pipeline
@@ -35,7 +36,12 @@ from refcomp.autograd import check_versions_at_backward, eager_version_plan
 from refcomp.cache import COUNTERS
 from refcomp.config import default_backend
 from refcomp.guards import GuardSet, pinned_contiguous
-from refcomp.reasons import NON_TENSOR_RESULT, OP_BY_OP_AUTOGRAD, Unsupported
+from refcomp.reasons import (
+    NON_TENSOR_RESULT,
+    OP_BY_OP_AUTOGRAD,
+    TENSOR_CONTROL_FLOW,
+    Unsupported,
+)
 from refcomp.tracer import eager_layout
 from refcomp.tracer.context import CONSTANT_TYPES, TraceContext
 from refcomp.tracer.torch_table import is_symbolic_shape
@@ -97,10 +103,12 @@ class Entry:
 
     def __post_init__(self):
         fixes = self.outputs
-        self._checks = tuple((f.index, f.check) for f in fixes if f.check is not None)
+        self._checks = tuple((f.index, f.check) for f in sorted(
+            (f for f in fixes if f.check is not None), key=lambda f: f.check_order))
         self._settle = tuple(f for f in fixes if f.settles)
         self._writeback = tuple((i, f.index) for f in fixes for i in f.writes_back)
         self._detach = frozenset(f.index for f in fixes if f.detach)
+        self._raise_checks = any(not isinstance(c, str) for _, c in self._checks)
 
     def run(self, inputs):
         if self.contiguous and self.keep_layout:
@@ -114,11 +122,15 @@ class Entry:
         if self.grad_written:
             call_inputs = [t.clone() if i in self.grad_written else t
                            for i, t in enumerate(call_inputs)]
-        outs = self.fn(*call_inputs)
-        for i, message in self._checks:
-            if outs[i]:  # the exception type eager raises, named by the message
-                raise (IndexError if message.startswith("IndexError") else RuntimeError)(
-                    message)
+        try:
+            outs = self.fn(*call_inputs)
+        except Exception:
+            if self._raise_checks:  # Note [Raising branches]: eager says which raises first
+                raise RerunEagerly() from None
+            raise
+        for i, check in self._checks:  # in program order: eager raises the first
+            if outs[i]:
+                raise check_exception(check)
         if self._settle:
             outs = list(outs)
             for fix in self._settle:
@@ -143,8 +155,10 @@ class OutputFix:
     back to; detach it.  Each field says why in its Note."""
 
     index: int  # the output of the compiled function
-    # Note [Runtime checks]: raise RuntimeError(check) when this 0-d bool output is true.
-    check: Optional[str] = None
+    # Note [Runtime checks]: raise check_exception(check) when this 0-d bool output is
+    # true; check_order: its place among the entry's checks in program order.
+    check: Any = None
+    check_order: int = 0
     # Note [Fresh outputs] (refcomp/aliasing.py): the backend may hand back memory eager's
     # result does not share: "clone" it, or "row_major" (eager lays it out row-major:
     # `x.contiguous()` of a transposed input folds to `x`).
@@ -192,8 +206,9 @@ def output_fixes(*, checks, fresh, fresh_row_major, layouts, row_major, rewrap, 
 
     def fix(i):
         return fixes.setdefault(i, {})
-    for i, message in checks:
-        fix(i)["check"] = message
+    for order, (i, check) in enumerate(checks):
+        if "check" not in fix(i):  # one condition twice: the first in program order
+            fix(i).update(check=check, check_order=order)
     for i in fresh:
         fix(i)["clone"] = "row_major" if i in fresh_row_major else "clone"
     for i, strides, dims in layouts:
@@ -207,6 +222,16 @@ def output_fixes(*, checks, fresh, fresh_row_major, layouts, row_major, rewrap, 
     for i in detach:
         fix(i)["detach"] = True
     return tuple(OutputFix(i, **kw) for i, kw in sorted(fixes.items()))
+
+
+def check_exception(check) -> Exception:
+    """Note [Runtime checks]: the exception a failed check raises.  A message (ATen's
+    checks) names its type (IndexError, else RuntimeError); a raising branch (Note
+    [Raising branches], refcomp/tracer/raise_checks.py) recorded (class, args)."""
+    if isinstance(check, str):
+        return (IndexError if check.startswith("IndexError") else RuntimeError)(check)
+    cls, args = check
+    return cls(*args)
 
 
 def _permuted(shape, strides, order) -> bool:
@@ -583,6 +608,21 @@ def default_passes() -> list:
 # without autograd, and the compiled Function's halves, run the whole pipeline.
 
 
+class RerunEagerly(Exception):
+    """Note [Raising branches]: the graph of an entry with a raising branch's check raised
+    before the entry could look at the check; nothing observable has happened yet, so
+    the caller runs the frame eagerly, which raises what eager raises first."""
+
+
+def _no_draw_with_raise_check(ctx) -> None:
+    """Note [Raising branches]: a graph with a raising branch's check may be rerun eagerly
+    (RerunEagerly), and a random draw after the check would advance the generator where
+    eager, having raised, drew nothing: with a draw, the frame runs eagerly."""
+    if ctx.raise_check_at is not None and any(touches_rng(n) for n in ctx.builder.nodes):
+        raise Unsupported(TENSOR_CONTROL_FLOW, "the truth value of a tensor (a branch that"
+                          " raises, in a graph that draws random numbers)")
+
+
 def build_entry(ctx: TraceContext, output: VT, backend_name: str, options: dict,
                 guard_list: list) -> Entry:
     """Graph, backend and runtime plan for a finished trace."""
@@ -600,7 +640,8 @@ def build_entry(ctx: TraceContext, output: VT, backend_name: str, options: dict,
             else:  # a buffer updated from detached values (an EMA):
                 ctx.grad_free.add(tv.value)  # no gradient reaches it (a cut feeds no
                 # value that requires grad: RB011), so it is written back without autograd
-    checks = [(outs.add_value(v, False), message) for v, message in ctx.checks]
+    _no_draw_with_raise_check(ctx)
+    checks = [(outs.add_value(v, False), check) for v, check in ctx.checks]
     graph = ctx.builder.build(outs.values)
     captured = graph  # before any pass: the joint graph differentiates the captured ops
     frozen = None

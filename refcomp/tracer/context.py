@@ -212,9 +212,13 @@ class TraceContext:
         self.examples: dict = {}  # source name -> the real tensor seen while tracing
         self.storage_alias: dict = {}  # storage data pointer -> alias object of its inputs
         self.id_objects: list = []  # objects under ID_MATCH (modules are held weakly)
-        # (0-d bool IR value, message): the entry raises RuntimeError(message) when one
-        # is true after the graph ran (Note [Runtime checks] in refcomp/runtime.py).
+        # (0-d bool IR value, message or (exception class, args)), in program order: the
+        # entry raises when one is true after the graph ran (Note [Runtime checks] in
+        # refcomp/runtime.py).
         self.checks: list = []
+        # The node count at the first check of a raising branch (Note [Raising branches],
+        # refcomp/tracer/raise_checks.py): no random draw may follow it.
+        self.raise_check_at: Optional[int] = None
         # Note [Replayed side effects] (refcomp/tracer/effects.py): effects in program
         # order, and what the trace reads back after writing an attribute or a global.
         self.effects: list = []
@@ -636,6 +640,13 @@ class TraceContext:
             return
         self.checks.append((self.builder.op("any", condition, dims=[], keepdim=False),
                             message))
+
+    def add_raise_check(self, condition, cls: type, args: tuple) -> None:
+        """Raise `cls(*args)` after the graph when the 0-d bool IR value `condition` is
+        true (Note [Raising branches], refcomp/tracer/raise_checks.py)."""
+        if self.raise_check_at is None:
+            self.raise_check_at = len(self.builder.nodes)
+        self.checks.append((condition, (cls, tuple(args))))
 
     def record_mutation(self, old: TensorVar, new: TensorVar) -> None:
         """`old` (a graph input) now holds `new`'s value; written back after the graph runs."""

@@ -33,6 +33,7 @@ from refcomp.tracer import (
     facts,
     objects,
     operators,
+    raise_checks,
     rng,
 )
 from refcomp.tracer.values import (
@@ -412,11 +413,18 @@ class OpcodeHandlers:
         if predicate(self.pop()):
             self.jump(inst)
 
+    def _jump_on_truth(self, inst, jumps_when: bool):
+        value = self.pop()
+        if raise_checks.branch(self, inst, value, jumps_when):  # Note [Raising branches]
+            return
+        if bool(operators.truth(self, value)) == jumps_when:
+            self.jump(inst)
+
     def POP_JUMP_FORWARD_IF_TRUE(self, inst):
-        self._jump_if(inst, lambda v: operators.truth(self, v))
+        self._jump_on_truth(inst, True)
 
     def POP_JUMP_FORWARD_IF_FALSE(self, inst):
-        self._jump_if(inst, lambda v: not operators.truth(self, v))
+        self._jump_on_truth(inst, False)
 
     def POP_JUMP_FORWARD_IF_NONE(self, inst):
         self._jump_if(inst, lambda v: operators.is_same(v, ConstVar(None)))
@@ -479,6 +487,9 @@ class OpcodeHandlers:
             value.__cause__ = cause_value  # `from None` also suppresses the context
             value.__suppress_context__ = True
         raise Raised(value, f"{type(value).__name__}: {value}")
+
+    def LOAD_ASSERTION_ERROR(self, inst):
+        self.push(raise_checks.load_assertion_error())
 
     def RERAISE(self, inst):
         exc = self.pop()
@@ -558,13 +569,15 @@ FAMILIES = (
      " POP_JUMP_FORWARD_IF_FALSE POP_JUMP_FORWARD_IF_NONE POP_JUMP_FORWARD_IF_NOT_NONE"
      " POP_JUMP_BACKWARD_IF_TRUE POP_JUMP_BACKWARD_IF_FALSE POP_JUMP_BACKWARD_IF_NONE"
      " POP_JUMP_BACKWARD_IF_NOT_NONE JUMP_IF_TRUE_OR_POP JUMP_IF_FALSE_OR_POP",
-     "a jump on a tensor's value: RB003"),
+     "a jump on a tensor's value: RB003, except a branch whose one side only raises (a"
+     " runtime check: Note [Raising branches], spec/correctness.md)"),
     ("loops", "GET_ITER FOR_ITER", ""),
     ("generator expressions", "RETURN_GENERATOR YIELD_VALUE",
      "only in a `(e for x in it)` frame (Note [Generator expressions])"),
     ("with", "BEFORE_WITH",
      "grad-mode contexts and `freeze_rng_state` (others: RB013); the exit call is an"
      " ordinary `CALL`"),
-    ("exceptions", "RAISE_VARARGS RERAISE PUSH_EXC_INFO POP_EXCEPT CHECK_EXC_MATCH",
+    ("exceptions", "LOAD_ASSERTION_ERROR RAISE_VARARGS RERAISE PUSH_EXC_INFO POP_EXCEPT"
+     " CHECK_EXC_MATCH",
      "handlers of inlined frames (Note [Exceptions inside inlined frames])"),
 )
