@@ -724,7 +724,8 @@ def build_entry(ctx: TraceContext, output: VT, backend_name: str, options: dict,
     version_plan = {}
     if needs_grad and frozen is None:  # Note [Saved by eager] (ir/ops/registry.py)
         version_plan = eager_version_plan(captured, _wants_grad(ctx), dict(
-            (o, i) for i, o in writeback), _unsure_outputs(captured, outs.keys),
+            (o, i) for i, o in writeback), _unsure_outputs(captured, outs.keys,
+                                                           ctx.copy_aliases),
             ctx.eager_saves, grad_written)
     fixes = output_fixes(checks=checks, fresh=fresh, fresh_row_major=fresh & outs.row_major,
                          layouts=outs.layouts, row_major=row_major, rewrap=rewrap,
@@ -788,18 +789,29 @@ def _input_keys(ctx: TraceContext, graph: Graph, frozen) -> list:
     return [by_source[x] if kind == "in" else object() for kind, x in frozen.plan]
 
 
-def _unsure_outputs(graph: Graph, keys: list) -> set:
+def _unsure_outputs(graph: Graph, keys: list, copies=frozenset()) -> set:
     """Outputs that may not be the tensor an op made in eager: the IR folds a clone into
     its operand, so `x.clone()` is the graph input x, and `y.clone()` beside `y` is one
     value at two outputs of different alias identity (Note [Fresh outputs]).  Eager's
-    version checks leave them out (Note [Saved by eager]): a clone has its own version."""
+    version checks leave them out (Note [Saved by eager]): a clone has its own version.
+    `copies`: the ids of the alias objects a folded copy made (TraceContext.copy_aliases):
+    where one value's outputs have exactly one other key, that one is the op's own tensor
+    and stays checked (`y` beside `y.clone()`, then `y.abs_()` after the graph: corpus
+    grad_clone_beside_saved_result_at_break_missed_raise)."""
     inputs = set(graph.inputs)
     keys_of: dict = {}
     for v, key in zip(graph.outputs, keys):
         if key is not None:
             keys_of.setdefault(v, set()).add(id(key))
-    return {o for o, v in enumerate(graph.outputs)
-            if v in inputs or len(keys_of.get(v, ())) > 1}
+
+    def sure(v, key) -> bool:
+        ids = keys_of.get(v, set())
+        if len(ids) <= 1:
+            return True
+        own = ids - set(copies)
+        return key is not None and own == {id(key)}
+    return {o for o, (v, key) in enumerate(zip(graph.outputs, keys))
+            if v in inputs or not sure(v, key)}
 
 
 def _wants_grad(ctx) -> list:

@@ -172,6 +172,9 @@ class TraceContext:
         # what eager's nodes save where the IR ops' `saves` differ: torch ops built from
         # several IR ops, promotion casts (Note [Saved by eager], ir/ops/registry.py)
         self.eager_saves = EagerSaves()
+        # alias objects of tensors a folded copy made (`y.clone()` is y's value):
+        # Note [Saved by eager] (ir/ops/registry.py), runtime._unsure_outputs
+        self.copy_aliases: set = set()
         self._saved_so_far = None  # ir.autodiff.SavedSoFar, made by saved_for_backward
         self._module_keys_guarded: set = set()  # sources guard_module_keys has guarded
         # (source name, attribute) pairs the caller checks on every call itself, so no

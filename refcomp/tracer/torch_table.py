@@ -434,6 +434,8 @@ def _pair(ctx, out, meta, operands, e, name, step=None):
             raise Unsupported(INEXPRESSIBLE_OP, f"{name}: torch returns {type(meta).__name__}")
         check_type(out, meta, name, ctx)
         tv = new_tensor(ctx, out, meta, operands, view)
+        if not view and operands and out is operands[0].value:  # a folded copy
+            ctx.copy_aliases.add(id(tv.alias))
         if view and name in VIEW_OPS:
             tv.view_root = view_root(ctx, operands[0], tv, step)
         return tv

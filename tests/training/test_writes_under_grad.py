@@ -328,3 +328,40 @@ def test_index_writes_out_of_bounds_raise_index_error_as_eager(backend):
         refcomp.reset()
         with pytest.raises(IndexError):
             refcomp.compile(fn, backend=backend)(torch.randn(4, 4))
+
+
+# --- Note [Saved by eager] with a folded clone beside the saved tensor ------------------------
+def clone_beside_saved_result_then_result_written(x):
+    v = x.norm()  # LinalgVectorNorm saves its result v
+    c = v.clone()
+    _ = v.sum().item()  # RB002: v and c are outputs of one value
+    v.abs_()  # eager's backward of c raises
+    return c
+
+
+def clone_beside_saved_result_then_clone_written(x):
+    v = x.norm()
+    c = v.clone()
+    _ = v.sum().item()
+    c.abs_()  # a clone has its own version: no raise
+    return c * v
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("fn", [clone_beside_saved_result_then_result_written,
+                                clone_beside_saved_result_then_clone_written],
+                         ids=lambda f: f.__name__)
+def test_a_folded_clone_keeps_eagers_version_checks(fn, backend):
+    outcomes = []
+    for compiled in (None, refcomp.compile(fn, backend=backend)):
+        refcomp.reset()
+        x = torch.tensor([2.0, -1.0], requires_grad=True)
+        try:
+            (compiled or fn)(x).sum().backward()
+            outcomes.append(("ok", x.grad))
+        except RuntimeError as err:
+            assert "modified by an inplace operation" in str(err)
+            outcomes.append(("raise", None))
+    assert outcomes[0][0] == outcomes[1][0], outcomes
+    if outcomes[0][0] == "ok":
+        torch.testing.assert_close(outcomes[1][1], outcomes[0][1])
