@@ -100,7 +100,8 @@ def symbolic_result_shapes(ctx, fn, margs_of, operands: list[TensorVar], results
     shapes = []
     for o, concrete in zip(outs, results):
         shape = tuple(_ours(d, theirs) for d in o.shape)
-        if any(s is None for s in shape) or not _dense_in(o, _order(o, ctx, theirs)) or \
+        if any(s is None or not _polynomial(s) for s in shape) or \
+                not _dense_in(o, _order(o, ctx, theirs)) or \
                 [ctx.concrete(s) for s in shape] != list(concrete.shape):
             return None
         shapes.append(tuple(int(s) if not getattr(s, "free_symbols", None) else s
@@ -114,11 +115,39 @@ def symbolic_result_shapes(ctx, fn, margs_of, operands: list[TensorVar], results
 
 
 def _ours(d, theirs):
-    """A result size in the trace's symbols, or None."""
+    """A result size in the trace's symbols (torch's FloorDiv as sympy's floor, which
+    codegen/sizes.py evaluates exactly), or None."""
     if isinstance(d, int):
         return d
-    expr = d.node.expr.xreplace(theirs)
+    expr = _sympy_floor(d.node.expr).xreplace(theirs)
     return None if expr.free_symbols - set(theirs.values()) else expr
+
+
+def _polynomial(d) -> bool:
+    """A size the IR's dim grammar writes (a polynomial with integer coefficients; a
+    pool's floor(s/2) is not, and is specialized)."""
+    if isinstance(d, int) or not d.free_symbols:
+        return True
+    try:
+        return all(c.is_integer for c in sympy.Poly(d, *sorted(d.free_symbols, key=str)).coeffs())
+    except sympy.PolynomialError:
+        return False
+
+
+def _sympy_floor(expr):
+    from torch.utils._sympy.functions import FloorDiv
+
+    return expr.replace(lambda e: isinstance(e, FloorDiv),
+                        lambda e: sympy.floor(e.args[0] / e.args[1]))
+
+
+def _at_least_two(expr):
+    """expr with each size symbol s written t + 2 (t >= 0): sizes 0 and 1 are always
+    specialized, so `Max(1, s // 2)` simplifies to `s // 2`."""
+    expr = _sympy_floor(sympy.sympify(expr))
+    return sympy.simplify(expr.xreplace({
+        s: sympy.Symbol(f"_t_{s}", integer=True, nonnegative=True) + 2
+        for s in expr.free_symbols}))
 
 
 def _order(t, ctx, theirs) -> tuple[int, ...]:
@@ -134,7 +163,7 @@ def _dense_in(t, order) -> bool:
     expected = sympy.Integer(1)
     for d in reversed(order):
         size = sympy.sympify(_expr(t.shape[d]))
-        if size != 1 and sympy.simplify(sympy.sympify(_expr(t.stride()[d])) - expected) != 0:
+        if size != 1 and _at_least_two(sympy.sympify(_expr(t.stride()[d])) - expected) != 0:
             return False
         expected = expected * size
     return True
