@@ -11,10 +11,10 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from ir.types import ALL_DTYPES, COMPLEX_DTYPES, DType, TensorType, bf16
+from ir.types import ALL_DTYPES, COMPLEX_DTYPES, EXTERN_DTYPES, DType, TensorType, bf16
 
 _TO_TORCH: dict[DType, torch.dtype] = {d: getattr(torch, d.torch_name)
-                                       for d in ALL_DTYPES + COMPLEX_DTYPES}
+                                       for d in ALL_DTYPES + COMPLEX_DTYPES + EXTERN_DTYPES}
 _FROM_TORCH: dict[torch.dtype, DType] = {t: d for d, t in _TO_TORCH.items()}
 
 

@@ -33,8 +33,16 @@ from ir.types import (
 )
 
 
-class ComplexDTypeError(TypeError):
+class OpDTypeError(TypeError):
+    """A node would take or make a value of a dtype its op does not compute."""
+
+
+class ComplexDTypeError(OpDTypeError):
     """A node of an op without the `complex` fact would take or make a complex value."""
+
+
+class ExternDTypeError(OpDTypeError):
+    """A node of an op other than `aten` would take or make a u16/u32/u64 value."""
 
 
 class GraphBuilder:
@@ -66,6 +74,11 @@ class GraphBuilder:
             for t in [v.type for v in operands] + list(out_types):
                 if t.dtype.is_complex:
                     raise ComplexDTypeError(f"{op.name} takes no complex ({t.dtype}) values")
+        if op.name != "aten":
+            for t in [v.type for v in operands] + list(out_types):
+                if t.dtype.extern_only:
+                    raise ExternDTypeError(f"{op.name} takes no {t.dtype} values (only"
+                                           " opaque aten calls do)")
         outputs = [Value(t) for t in out_types]
         self.nodes.append(Node(op, list(operands), attrs, outputs, body))
         return outputs[0] if len(outputs) == 1 else tuple(outputs)

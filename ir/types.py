@@ -56,6 +56,11 @@ class DType:
         return self.kind in ("float", "complex")
 
     @property
+    def extern_only(self) -> bool:
+        """u16, u32, u64: held only by the operands and results of opaque `aten` nodes."""
+        return self.kind == "uint" and self.bits > 8
+
+    @property
     def itemsize(self) -> int:
         return max(1, self.bits // 8)
 
@@ -79,12 +84,19 @@ f64 = DType("f64", "float64", "float", 64, "float64")
 c64 = DType("c64", "complex64", "complex", 64, "complex64")
 c128 = DType("c128", "complex128", "complex", 128, "complex128")
 
+# Unsigned integers wider than 8 bits (torch's "limited support" dtypes: `hash_tensor`'s
+# uint64 result): only `aten` nodes take or make them (spec/ir.md, "Extern-only dtypes").
+u16 = DType("u16", "uint16", "uint", 16, "uint16")
+u32 = DType("u32", "uint32", "uint", 32, "uint32")
+u64 = DType("u64", "uint64", "uint", 64, "uint64")
+
 ALL_DTYPES = (bool_, u8, i8, i16, i32, i64, f16, bf16, f32, f64)  # the real dtypes
 FLOAT_DTYPES = (f16, bf16, f32, f64)
 INT_DTYPES = (u8, i8, i16, i32, i64)
 COMPLEX_DTYPES = (c64, c128)
-BY_SHORT = {d.short: d for d in ALL_DTYPES + COMPLEX_DTYPES}
-BY_TORCH_NAME = {d.torch_name: d for d in ALL_DTYPES + COMPLEX_DTYPES}
+EXTERN_DTYPES = (u16, u32, u64)
+BY_SHORT = {d.short: d for d in ALL_DTYPES + COMPLEX_DTYPES + EXTERN_DTYPES}
+BY_TORCH_NAME = {d.torch_name: d for d in ALL_DTYPES + COMPLEX_DTYPES + EXTERN_DTYPES}
 DEFAULT_FLOAT = f32
 
 
@@ -97,7 +109,7 @@ def dtype_from_short(name: str) -> DType:
 
 
 def from_numpy(dt: np.dtype) -> DType:
-    for d in ALL_DTYPES + COMPLEX_DTYPES:
+    for d in ALL_DTYPES + COMPLEX_DTYPES + EXTERN_DTYPES:
         if d is not bf16 and d.np == np.dtype(dt):
             return d
     raise ValueError(f"numpy dtype {dt} has no refcomp dtype")

@@ -147,6 +147,10 @@ def _check_node(node: Node, line: str, out: list) -> None:
             v.type.dtype.is_complex for v in list(node.inputs) + list(node.outputs)):
         out.append(Diagnostic(f"{op.name} takes no complex values", line))
         return
+    if op.name != "aten" and any(
+            v.type.dtype.extern_only for v in list(node.inputs) + list(node.outputs)):
+        out.append(Diagnostic(f"{op.name} takes no u16/u32/u64 values", line))
+        return
     if op.category == FUSED:
         _verify_fused(node, line, out)
         return

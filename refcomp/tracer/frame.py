@@ -17,7 +17,7 @@ import sys
 from dataclasses import dataclass
 from typing import Optional
 
-from ir.builder import ComplexDTypeError
+from ir.builder import OpDTypeError
 from refcomp.reasons import (
     GENERATOR_FRAME,
     INEXPRESSIBLE_OP,
@@ -216,7 +216,8 @@ class InstructionTranslator(OpcodeHandlers):
             raise Unsupported(UNSUPPORTED_OPCODE, f"opcode {inst.opname}")
         try:
             handler(inst)
-        except ComplexDTypeError as e:  # an op without the `complex` fact given one
+        except OpDTypeError as e:  # a complex value for an op without the `complex` fact,
+            # a u16/u32/u64 one for an op other than `aten` (ir/builder.py)
             raise Unsupported(INEXPRESSIBLE_OP, str(e)) from None
 
     def live_values(self):

@@ -107,8 +107,10 @@ def test_dtype_names():
         dtype_from_short("f8")
     assert from_numpy(np.dtype(np.int64)) is i64
     assert from_numpy(np.dtype(np.float32)) is f32  # f32 storage means f32, not bf16
-    with pytest.raises(ValueError, match="uint16"):
-        from_numpy(np.dtype(np.uint16))
+    with pytest.raises(ValueError, match="datetime64"):
+        from_numpy(np.dtype("datetime64[s]"))
+    # u16/u32/u64 are extern-only (spec/ir.md, "Extern-only dtypes")
+    assert from_numpy(np.dtype(np.uint16)).short == "u16" and dtype_from_short("u64").extern_only
     # complex values exist only between opaque `aten` nodes (spec/ir.md, "Types")
     assert from_numpy(np.dtype(np.complex64)).short == "c64"
     assert [d.itemsize for d in (bool_, u8, f16, bf16, f32, f64)] == [1, 1, 2, 2, 4, 8]
