@@ -50,9 +50,11 @@ def _pair(rw: Rewriter, z: Value) -> Value:
 
 
 def _parts(rw: Rewriter, v: Value, parts_dtype):
-    """(re, im) of v in `parts_dtype`; im is None for a real v (zero)."""
+    """(re, im) of v in `parts_dtype`; a real v's im is an explicit +0.0: torch promotes
+    it to complex and computes every cross term (inf * 0 is NaN, -0.0 + 0.0 is 0.0)."""
     if not v.type.dtype.is_complex:
-        return _cast(rw, v, parts_dtype), None
+        re = _cast(rw, v, parts_dtype)
+        return re, _scalar(rw, 0.0, re)
     p = _pair(rw, v)
     joined = _joined_parts(rw, p)
     if joined is not None:  # a pair a rule made: its parts, not slices of it

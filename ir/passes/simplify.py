@@ -68,7 +68,11 @@ def _compose(node, rw, attr):
 # --- arithmetic ---------------------------------------------------------------------------
 @rule("mul")
 def mul_by_one(node, rw):
-    """x * 1 -> x   (cast x when 1's dtype decides the result's)"""
+    """x * 1 -> x   (cast x when 1's dtype decides the result's; not complex)
+
+    torch multiplies a complex x by 1 + 0j, and inf * 0 makes a NaN part."""
+    if node.output.type.dtype.is_complex:
+        return None
     for x, one in _operand_pairs(node):
         if _is(rw.splat(one), 1):
             return rw.as_type_of(x, node.output)
@@ -87,7 +91,11 @@ def mul_by_zero_int(node, rw):
 
 @rule("add")
 def add_zero(node, rw):
-    """x + 0 -> x   for integer or bool x, or float x with 0 = -0.0 (-0.0 + 0.0 is 0.0)"""
+    """x + 0 -> x   for integer or bool x, or float x with 0 = -0.0 (-0.0 + 0.0 is 0.0)
+
+    Not complex: 0 is 0 + 0j, and an imaginary -0.0 becomes 0.0."""
+    if node.output.type.dtype.is_complex:
+        return None
     for x, zero in _operand_pairs(node):
         z = rw.splat(zero)
         if _is(z, 0) and (not x.type.dtype.is_float or math.copysign(1.0, z) < 0):
@@ -97,7 +105,9 @@ def add_zero(node, rw):
 
 @rule("sub")
 def sub_zero(node, rw):
-    """x - 0 -> x   (for floats only 0 = +0.0: x - -0.0 is x + 0.0)"""
+    """x - 0 -> x   (for floats only 0 = +0.0: x - -0.0 is x + 0.0; not complex)"""
+    if node.output.type.dtype.is_complex:
+        return None
     x, zero = node.inputs
     z = rw.splat(zero)
     if _is(z, 0) and (not x.type.dtype.is_float or math.copysign(1.0, z) > 0):
@@ -115,16 +125,18 @@ def sub_self_int(node, rw):
 
 @rule("div")
 def div_by_one(node, rw):
-    """x / 1 -> x   (cast x when it is an integer: true division gives a float)"""
-    if _is(rw.splat(node.inputs[1]), 1):
+    """x / 1 -> x   (cast x when it is an integer: true division gives a float)
+
+    Not complex: torch divides by 1 + 0j."""
+    if not node.output.type.dtype.is_complex and _is(rw.splat(node.inputs[1]), 1):
         return rw.as_type_of(node.inputs[0], node.output)
     return None
 
 
 @rule("pow")
 def pow_one(node, rw):
-    """x ** 1 -> x"""
-    if _is(rw.splat(node.inputs[1]), 1):
+    """x ** 1 -> x   (not complex)"""
+    if not node.output.type.dtype.is_complex and _is(rw.splat(node.inputs[1]), 1):
         return rw.as_type_of(node.inputs[0], node.output)
     return None
 

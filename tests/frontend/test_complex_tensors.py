@@ -151,3 +151,22 @@ def test_abs_gradient_at_zero_and_division_by_zero_equal_eager(backend):
     refcomp.reset()
     got = refcomp.compile(lambda a, b: torch.view_as_real(a / b), backend=backend)(a, b)
     torch.testing.assert_close(got, torch.view_as_real(a / b), equal_nan=True)
+
+
+_INF = float("inf")
+
+
+@pytest.mark.parametrize("backend", ["interp", "eager", "llvm"])
+def test_real_operands_and_identities_keep_torchs_cross_terms(backend):
+    """`z * 1.0` of an infinite imaginary part is NaN + inf j in torch (1.0 is 1 + 0j):
+    simplify's identities skip complex values and a real operand's imaginary part is an
+    explicit +0.0 (spec/ir.md, "Complex values")."""
+    z = torch.tensor([complex(1, _INF), complex(2, -0.0), complex(_INF, 1), complex(-0.0, -0.0)])
+    r = torch.tensor([1.0, -0.0, 2.0, 0.0])
+    for fn in (lambda z: z * 1.0, lambda z: 1.0 * z, lambda z: z + 0.0, lambda z: z + (-0.0),
+               lambda z: z / 1.0, lambda z: z * r, lambda z: z + r, lambda z: z / r):
+        want, got = torch.view_as_real(fn(z)), torch.view_as_real(
+            refcomp.compile(fn, backend=backend)(z))
+        assert torch.equal(want.isnan(), got.isnan())
+        assert torch.equal(want.nan_to_num().signbit(), got.nan_to_num().signbit())
+        assert torch.equal(want.nan_to_num(), got.nan_to_num())
