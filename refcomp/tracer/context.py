@@ -232,6 +232,7 @@ class TraceContext:
         self.context_tokens: list = []  # ContextTokenVars of traced ContextVar.set calls
         self.context_reset_real: set = set()  # ids of ContextVars reset by a real token
         self.add_guard(G.GRAD_MODE, None, self.grad_enabled)
+        self.entry_grad_enabled = self.grad_enabled  # Note [Raising branches]
         self.add_guard(G.DEFAULT_DTYPE, None, torch.get_default_dtype())
         self.global_state = global_state.snapshot()  # See Note [Global state]
         self.add_guard(G.GLOBAL_STATE, None, self.global_state)

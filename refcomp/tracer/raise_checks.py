@@ -21,9 +21,10 @@ mutated inputs back and before it replays side effects, so what comes after the 
 in program order never happens either.  What came *before* it must not need the
 graph's completion to be seen, so the branch stays a break (RB003, the reason says why)
 when, at the branch: an input has been written in place (eager's write happened, the
-entry's write-back would not), a side effect to replay has been recorded, the raise
-would be caught by a handler of any frame being traced (a `try` or a `with` block), or
-the branch is inside a generator.  A random draw after a check would advance the
+entry's write-back would not), a side effect to replay has been recorded, grad mode
+differs from the frame's at entry (eager switched it; the entry switches after the
+graph), the raise would be caught by a handler of any frame being traced (a `try` or a
+`with` block), or the branch is inside a generator.  A random draw after a check would advance the
 generator where eager, having raised, drew nothing: such a frame runs eagerly
 (`check_no_draw_after`).
 """
@@ -85,6 +86,8 @@ def _refusal(tx, raise_at: int):
         return "an input was written in place before it"
     if ctx.effects:
         return "a side effect to replay was recorded before it"
+    if ctx.grad_enabled != ctx.entry_grad_enabled:
+        return "grad mode was switched before it"
     for frame in ctx.frames:
         if frame.code.co_flags & inspect.CO_GENERATOR:
             return "it is inside a generator"

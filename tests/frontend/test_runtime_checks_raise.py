@@ -190,6 +190,13 @@ def _effect_first(x, log=[]):  # noqa: B006 (a list outliving the call)
     return x * 2
 
 
+def _grad_switched(x):
+    torch.set_grad_enabled(False)  # eager has switched grad mode off when it raises
+    if (x < 0).any():
+        raise ValueError("negative")
+    return x * 2
+
+
 def _caught(x):
     try:
         if (x < 0).any():
@@ -219,7 +226,7 @@ def _draws_after(x):
 
 STILL_BREAKS = {"mutates_first": _mutates_first, "effect_first": _effect_first,
                 "caught": _caught, "formatted": _formatted, "built": _built,
-                "draws_after": _draws_after}
+                "draws_after": _draws_after, "grad_switched": _grad_switched}
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
@@ -229,6 +236,7 @@ def test_refused_raising_branches_break_and_match_eager(name, backend):
     n_args = f.__code__.co_argcount - len(f.__defaults__ or ())
     make = (lambda: (torch.rand(3) - 0.5, torch.rand(3))[:n_args])
     ex = _explain(f, *(a.abs() for a in make()), backend=backend)
+    torch.set_grad_enabled(True)  # _grad_switched leaves it off, as in eager
     assert [r["id"] for r in ex.break_reasons] == [TENSOR_CONTROL_FLOW], ex.break_reasons
     for sign in (1, -1):  # not raising, raising
         torch.manual_seed(0)
@@ -238,18 +246,23 @@ def test_refused_raising_branches_break_and_match_eager(name, backend):
         refcomp.reset()
         cf = refcomp.compile(f, backend=backend)
         for _ in range(2):
+            torch.set_grad_enabled(True)
             torch.manual_seed(1)
             try:
                 want, err = f(*args_e), None
             except ValueError as e:
                 want, err = None, e
             state_e = torch.get_rng_state()
+            grad_e = torch.is_grad_enabled()
+            torch.set_grad_enabled(True)
             torch.manual_seed(1)
             try:
                 got, got_err = cf(*args_c), None
             except ValueError as e:
                 got, got_err = None, e
             assert str(got_err) == str(err)
+            assert torch.is_grad_enabled() == grad_e  # grad mode as eager left it
+            torch.set_grad_enabled(True)
             assert torch.equal(torch.get_rng_state(), state_e)  # drew what eager drew
             if want is not None:
                 torch.testing.assert_close(got, want)
