@@ -795,8 +795,10 @@ def _unsure_outputs(graph: Graph, keys: list, copies=frozenset()) -> set:
     value at two outputs of different alias identity (Note [Fresh outputs]).  Eager's
     version checks leave them out (Note [Saved by eager]): a clone has its own version.
     `copies`: the ids of the alias objects a folded copy made (TraceContext.copy_aliases):
-    where one value's outputs have exactly one other key, that one is the op's own tensor
-    and stays checked (`y` beside `y.clone()`, then `y.abs_()` after the graph: corpus
+    such an output is a clone, never what eager saved (corpus
+    grad_write_through_narrow_of_clone_of_saved_view_false_raise); where one value's
+    outputs have exactly one other key, that one is the op's own tensor and stays
+    checked (`y` beside `y.clone()`, then `y.abs_()` after the graph: corpus
     grad_clone_beside_saved_result_at_break_missed_raise)."""
     inputs = set(graph.inputs)
     keys_of: dict = {}
@@ -805,6 +807,8 @@ def _unsure_outputs(graph: Graph, keys: list, copies=frozenset()) -> set:
             keys_of.setdefault(v, set()).add(id(key))
 
     def sure(v, key) -> bool:
+        if key is not None and id(key) in copies:  # a clone: its own version counter
+            return False
         ids = keys_of.get(v, set())
         if len(ids) <= 1:
             return True
