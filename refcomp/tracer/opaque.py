@@ -68,6 +68,15 @@ SHAPE_ONLY = frozenset({"cov", "corrcoef", "geqrf", "combinations", "histogram",
                         "ctc_loss"})
 
 
+def _shape_only(short: str, pkwargs: dict) -> bool:
+    """Whether the call's result shapes depend on no value (Note [Typed on zeros]).
+    linalg.lstsq's do with the drivers gelsy (CPU's default: residuals always empty) and
+    gels (always computed for m > n); gelsd and gelss compute them by the matrix's rank."""
+    if short == "linalg_lstsq":
+        return pkwargs.get("driver") in (None, "gelsy", "gels")
+    return short in SHAPE_ONLY
+
+
 def _typed_on_zeros(ctx, name, fn, pargs, pkwargs, operands, index):
     """The call's results as meta tensors, from a run on zeros, else on ones (Note [Typed
     on zeros])."""
@@ -400,7 +409,7 @@ def call_opaque(ctx, fn, args: list, kwargs: dict, name: str | None = None) -> V
     except Unsupported:
         raise
     except NotImplementedError as err:
-        if short not in SHAPE_ONLY or factory:
+        if not _shape_only(short, pkwargs) or factory:
             detail = str(err).split("\n")[0][:160]
             raise Unsupported(UNSUPPORTED_CALL, f"{name} cannot be typed on meta tensors (no meta"
                                        f" kernel, or an output shape that depends on data):"
