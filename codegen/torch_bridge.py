@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from ir.types import ALL_DTYPES, COMPLEX_DTYPES, EXTERN_DTYPES, DType, TensorType, bf16
+from ir.types import ALL_DTYPES, COMPLEX_DTYPES, EXTERN_DTYPES, DType, TensorType, bf16, c32
 
 _TO_TORCH: dict[DType, torch.dtype] = {d: getattr(torch, d.torch_name)
                                        for d in ALL_DTYPES + COMPLEX_DTYPES + EXTERN_DTYPES}
@@ -56,6 +56,8 @@ def to_numpy(t: torch.Tensor) -> np.ndarray:
         t = t.cpu()
     if t.dtype == torch.bfloat16:
         t = t.float()
+    elif t.dtype == torch.complex32:  # stored as complex64, as bf16 is as float32
+        t = t.to(torch.complex64)
     return t.numpy()
 
 
@@ -71,6 +73,8 @@ def from_numpy(array, dtype: DType, device="cpu") -> torch.Tensor:
                                                                dtype=torch.from_numpy(array).dtype)
     if dtype is bf16:
         t = t.to(torch.bfloat16)
+    elif dtype is c32:
+        t = t.to(torch.complex32)
     if torch.device(device).type != "cpu":
         t = t.to(device)
     return t

@@ -48,7 +48,8 @@ class DType:
 
     @property
     def is_complex(self) -> bool:
-        return self.kind == "complex"
+        """c64, c128: complex values the IR computes on (not the extern-only c32)."""
+        return self.kind == "complex" and not self.extern_only
 
     @property
     def is_inexact(self) -> bool:
@@ -57,8 +58,9 @@ class DType:
 
     @property
     def extern_only(self) -> bool:
-        """u16, u32, u64: held only by the operands and results of opaque `aten` nodes."""
-        return self.kind == "uint" and self.bits > 8
+        """u16, u32, u64, c32: held only by the operands and results of opaque `aten`
+        nodes."""
+        return self.kind == "uint" and self.bits > 8 or self.kind == "complex" and self.bits < 64
 
     @property
     def itemsize(self) -> int:
@@ -89,12 +91,15 @@ c128 = DType("c128", "complex128", "complex", 128, "complex128")
 u16 = DType("u16", "uint16", "uint", 16, "uint16")
 u32 = DType("u32", "uint32", "uint", 32, "uint32")
 u64 = DType("u64", "uint64", "uint", 64, "uint64")
+# torch's complex32 (`chalf`), stored as complex64 arrays (as bf16 is as float32): every
+# complex32 value is a complex64 value.
+c32 = DType("c32", "complex32", "complex", 32, "complex64")
 
 ALL_DTYPES = (bool_, u8, i8, i16, i32, i64, f16, bf16, f32, f64)  # the real dtypes
 FLOAT_DTYPES = (f16, bf16, f32, f64)
 INT_DTYPES = (u8, i8, i16, i32, i64)
 COMPLEX_DTYPES = (c64, c128)
-EXTERN_DTYPES = (u16, u32, u64)
+EXTERN_DTYPES = (u16, u32, u64, c32)
 BY_SHORT = {d.short: d for d in ALL_DTYPES + COMPLEX_DTYPES + EXTERN_DTYPES}
 BY_TORCH_NAME = {d.torch_name: d for d in ALL_DTYPES + COMPLEX_DTYPES + EXTERN_DTYPES}
 DEFAULT_FLOAT = f32
@@ -110,7 +115,7 @@ def dtype_from_short(name: str) -> DType:
 
 def from_numpy(dt: np.dtype) -> DType:
     for d in ALL_DTYPES + COMPLEX_DTYPES + EXTERN_DTYPES:
-        if d is not bf16 and d.np == np.dtype(dt):
+        if d not in (bf16, c32) and d.np == np.dtype(dt):
             return d
     raise ValueError(f"numpy dtype {dt} has no refcomp dtype")
 

@@ -136,10 +136,11 @@ INFERENCE_TENSOR_UNDER_GRAD = _reason("RB024", "inference tensor meets a tensor 
 
 COMPLEX_UNSUPPORTED = _reason("RB025", "complex value the IR does not compute",
         "The IR computes complex64 and complex128 values with the ops that have a complex "
-        "form (spec/ir.md, \"Complex values\"); this one is complex32 (torch.chalf, whose "
-        "CPU kernels are few), or a complex result of an opaque ATen call that requires "
-        "grad (the graph's gradients are derived from IR rules), so it runs in torch at a "
-        "break.", "Compute in complex64, or accept the break.")
+        "form (spec/ir.md, \"Complex values\"); this one is a complex32 argument (torch.chalf, "
+        "whose CPU kernels are few; a chalf() result is an extern-only c32), or a "
+        "complex result of an opaque ATen call that requires grad (the graph's gradients "
+        "are derived from IR rules), so it runs in torch at a break.",
+        "Compute in complex64, or accept the break.")
 
 class Unsupported(Exception):
     """Raised by the tracer: this construct cannot be captured (reason id + detail)."""

@@ -85,3 +85,17 @@ def test_only_aten_nodes_take_extern_dtypes(dtype):
     node.outputs[0].type = TensorType(dtype, (3,))
     assert any("u16/u32/u64" in str(d) for d in verify(Graph(g.name, g.inputs, g.nodes,
                                                               g.outputs)))
+
+
+@pytest.mark.parametrize("backend", ["interp", "eager", "llvm"])
+def test_chalf_result_is_an_extern_only_c32(backend):
+    """`x.chalf()` makes torch's complex32, which the IR holds as the extern-only c32
+    (stored as complex64, as bf16 is as float32): one graph, eager's values and dtype.
+    An IR op given it refuses (ExternDTypeError): the call runs at a break (RB013)."""
+    x = torch.randn(3, 4)
+    refcomp.reset()
+    report = refcomp.explain(lambda t: t.chalf(), backend=backend)(x)
+    assert report.graph_count == 1 and report.graph_break_count == 0, str(report)
+    got = refcomp.compile(lambda t: t.chalf(), backend=backend)(x)
+    assert got.dtype == torch.complex32  # torch.equal has no ComplexHalf kernel
+    assert torch.equal(got.to(torch.complex64), x.chalf().to(torch.complex64))
