@@ -187,7 +187,9 @@ ID_MATCH = kind(
 TYPE_MATCH = kind(
     "TYPE_MATCH",
     "any other object whose attributes are read; a bound method (a new object at each"
-    " read: its `__func__` by `ID_MATCH`, its `__self__` by its own kind)",
+    " read: its `__func__` by `ID_MATCH`, its `__self__` by its own kind); a"
+    " comprehension's function on the stack at a break (new at each call: its `__code__`"
+    " by `ID_MATCH`)",
     "exact type; each attribute read is guarded by its own kind",
     emit=lambda cg, g: f"_type({cg.load(g.source)}) is {cg.const(g.expected)}",
     describe=lambda g: f"type({g.name}) is {g.expected.__qualname__}",
