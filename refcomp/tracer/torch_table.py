@@ -175,7 +175,18 @@ def tensors_in(x) -> list:
     return []
 
 
+def _inplace_form(fn, args, kwargs):
+    """The in-place op a functional's `inplace=True` calls (F.relu: torch.relu_), or None."""
+    if fn is not torch.nn.functional.relu:
+        return None
+    flag = kwargs.get("inplace", args[1] if len(args) > 1 else None)
+    return torch.relu_ if isinstance(flag, ConstVar) and flag.value is True else None
+
+
 def call_torch(ctx, fn, args: list, kwargs: dict) -> VT:
+    inplace = _inplace_form(fn, args, kwargs)
+    if inplace is not None:  # `F.relu(x, inplace=True)` is torch.relu_(x), as in F.relu
+        return call_torch(ctx, inplace, args[:1], {})
     e = TABLE[fn]
     if isinstance(kwargs.get("out"), TensorVar) and not e.inplace:
         result = _call_with_out(ctx, fn, args, kwargs)
