@@ -175,7 +175,10 @@ def _conv2d_infer(types, stride=(1, 1), padding=(0, 0), dilation=(1, 1), groups=
     if x.rank != 4 or w.rank != 4:
         raise TypeError(f"conv2d takes NCHW input and OIHW weight, got {x}, {w}")
     if x.shape[1] != w.shape[1] * groups:
-        raise TypeError(f"conv2d channels: input {x} vs weight {w} with groups={groups}")
+        # names only the channel sizes: a dynamic-size retry pins just the symbol named
+        # (Note [Specialised dims], refcomp/api.py), not the spatial sizes beside it
+        raise TypeError(f"conv2d channels: input has {x.shape[1]}, weight {w.shape[1]} with"
+                        f" groups={groups}")
     h = _conv_out(x.shape[2], w.shape[2], stride[0], padding[0], dilation[0])
     wd = _conv_out(x.shape[3], w.shape[3], stride[1], padding[1], dilation[1])
     return TensorType(x.dtype, (x.shape[0], w.shape[0], h, wd), rules.same_device(types))

@@ -78,3 +78,18 @@ def test_bert_encoder_serves_25_sizes_with_one_graph_and_no_new_kernel():
     counters = refcomp.stats()["counters"]
     assert counters["graphs"] == 1 and counters.get("recompiles", 0) == 0
     assert kernels[0] > 0 and kernels[-1] == kernels[0]
+
+
+def test_convolution_serves_batch_and_spatial_sizes_with_one_graph():
+    """A stride-1 convolution's batch and spatial sizes stay symbolic under dynamic=True;
+    only the channel count, which the weight fixes, is specialised (its type error names
+    only that size, so the retry pins only its symbol: Note [Specialised dims])."""
+    torch.manual_seed(0)
+    conv = torch.nn.Conv2d(3, 4, 3, padding=1).eval()
+    refcomp.reset()
+    compiled = refcomp.compile(lambda x: conv(x).relu(), backend="llvm", dynamic=True)
+    with torch.no_grad():
+        for n, hw in [(2, 8), (3, 10), (5, 6), (4, 13)]:
+            x = torch.randn(n, 3, hw, hw)
+            torch.testing.assert_close(compiled(x), conv(x).relu(), rtol=1e-4, atol=1e-4)
+    assert refcomp.stats()["counters"]["graphs"] == 1
