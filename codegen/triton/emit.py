@@ -627,12 +627,7 @@ class _SplitEmitter(_RowsEmitter):
         reduced = list(dict.fromkeys(t.acc for t in stage.body if isinstance(t, Reduce)))
         read = list(dict.fromkeys(dict(t.attrs)["acc"] for t in stage.body
                                   if isinstance(t, Let) and t.op == "acc"))
-        self.line("xindex = tl.program_id(0) * XBLOCK + tl.arange(0, XBLOCK)[:, None]")
-        self.line(f"xmask = xindex < {rows * splits}")
-        self.line(f"row = xindex // {splits}")
-        self.line(f"split = xindex % {splits}")
-        for text in decode(k.outer, "row"):
-            self.line(text)
+        self._split_program(k, rows, splits)
         self._load_finals(read, "row")
         for acc in reduced:
             a = self.accs[acc]
@@ -674,6 +669,15 @@ class _SplitEmitter(_RowsEmitter):
         self._function(f"{self.name}_c{s}", params, {"XBLOCK": xblock, "SBLOCK": sblock},
                        -(-rows // xblock))
 
+    def _split_program(self, k, rows: int, splits: int) -> None:
+        """A split launch's program: its row of the kernel's outer range and its split."""
+        self.line("xindex = tl.program_id(0) * XBLOCK + tl.arange(0, XBLOCK)[:, None]")
+        self.line(f"xmask = xindex < {rows * splits}")
+        self.line(f"row = xindex // {splits}")
+        self.line(f"split = xindex % {splits}")
+        for text in decode(k.outer, "row"):
+            self.line(text)
+
     def _chunking(self, stage):
         length = _numel(stage.ranges)
         per = -(-length // self.splits)
@@ -700,12 +704,7 @@ class _SplitEmitter(_RowsEmitter):
         add = self._combiner(a)  # the sums' helper
         length, rblock, chunk = self._chunking(stage0)
         ty = tl_dtype(self.accs[a].dtype)
-        self.line("xindex = tl.program_id(0) * XBLOCK + tl.arange(0, XBLOCK)[:, None]")
-        self.line(f"xmask = xindex < {rows * splits}")
-        self.line(f"row = xindex // {splits}")
-        self.line(f"split = xindex % {splits}")
-        for text in decode(k.outer, "row"):
-            self.line(text)
+        self._split_program(k, rows, splits)
         self.line(f"_{a} = tl.full([XBLOCK, RBLOCK], 0, {ty})")
         self.line(f"# stage {s0}: [{_ranges_text(stage0.ranges)}], chunks of {chunk}")
         self._chunk_loop(stage0, chunk, stage0.body)
