@@ -651,12 +651,7 @@ class _SplitEmitter(_RowsEmitter):
                        rows * splits)
         if not reduced:
             return
-        sblock = next_power_of_2(splits)
-        xblock = min(next_power_of_2(rows), max(1, TILE // sblock))
-        self.line("xindex = tl.program_id(0) * XBLOCK + tl.arange(0, XBLOCK)[:, None]")
-        self.line(f"xmask = xindex < {rows}")
-        self.line("sindex = tl.arange(0, SBLOCK)[None, :]")
-        self.line(f"mask = xmask & (sindex < {splits})")
+        sblock, xblock = self._combine_program(rows, splits)
         for acc in reduced:
             fn = self._combiner(acc)
             self.line(f"_{acc} = tl.where(mask, tl.load(p_{acc} + xindex * {splits} + sindex,"
@@ -668,6 +663,16 @@ class _SplitEmitter(_RowsEmitter):
             ["XBLOCK: tl.constexpr", "SBLOCK: tl.constexpr"]
         self._function(f"{self.name}_c{s}", params, {"XBLOCK": xblock, "SBLOCK": sblock},
                        -(-rows // xblock))
+
+    def _combine_program(self, rows: int, splits: int) -> tuple[int, int]:
+        """A combine launch's program: XBLOCK rows by SBLOCK partials; (SBLOCK, XBLOCK)."""
+        sblock = next_power_of_2(splits)
+        xblock = min(next_power_of_2(rows), max(1, TILE // sblock))
+        self.line("xindex = tl.program_id(0) * XBLOCK + tl.arange(0, XBLOCK)[:, None]")
+        self.line(f"xmask = xindex < {rows}")
+        self.line("sindex = tl.arange(0, SBLOCK)[None, :]")
+        self.line(f"mask = xmask & (sindex < {splits})")
+        return sblock, xblock
 
     def _split_program(self, k, rows: int, splits: int) -> None:
         """A split launch's program: its row of the kernel's outer range and its split."""
@@ -721,12 +726,7 @@ class _SplitEmitter(_RowsEmitter):
         params = buffers + [f"p_{a}", f"p_{b}", "XBLOCK: tl.constexpr", "RBLOCK: tl.constexpr"]
         self._function(f"{self.name}_w{s0}", params, {"XBLOCK": 1, "RBLOCK": rblock},
                        rows * splits)
-        sblock = next_power_of_2(splits)
-        xblock = min(next_power_of_2(rows), max(1, TILE // sblock))
-        self.line("xindex = tl.program_id(0) * XBLOCK + tl.arange(0, XBLOCK)[:, None]")
-        self.line(f"xmask = xindex < {rows}")
-        self.line("sindex = tl.arange(0, SBLOCK)[None, :]")
-        self.line(f"mask = xmask & (sindex < {splits})")
+        sblock, xblock = self._combine_program(rows, splits)
         self.line(f"sums = tl.where(mask, tl.load(p_{a} + xindex * {splits} + sindex, mask,"
                   " other=0), 0)")
         self.line(f"m2s = tl.where(mask, tl.load(p_{b} + xindex * {splits} + sindex, mask,"

@@ -1,8 +1,10 @@
 """Facts about Python values that every call kind asks: is it a constant, hashable, a torch
-function; its public name; how to describe it in a reason."""
+function; its public name; how to describe it in a reason; a code object's exception
+table."""
 
 from __future__ import annotations
 
+import dis
 import types
 
 import sympy
@@ -86,3 +88,14 @@ def is_user_code(fn) -> bool:
     (`torch.backends.cudnn.enabled`) are state queries, read for real and guarded."""
     return isinstance(fn, types.FunctionType) and \
         not (fn.__module__ == "torch" or (fn.__module__ or "").startswith("torch."))
+
+
+_EXCEPTION_TABLES: dict = {}  # code object -> its parsed exception table
+
+
+def exception_table(code) -> list:
+    """`dis`'s parsed exception table of `code`, parsed once per code object."""
+    table = _EXCEPTION_TABLES.get(code)
+    if table is None:
+        table = _EXCEPTION_TABLES[code] = dis._parse_exception_table(code)
+    return table

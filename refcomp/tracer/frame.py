@@ -31,6 +31,7 @@ from refcomp.reasons import (
 from refcomp.sources import ClosureCellSource, ClosureSource, LocalSource
 from refcomp.tracer import attributes, dispatch
 from refcomp.tracer.context import TraceContext
+from refcomp.tracer.facts import exception_table
 from refcomp.tracer.opcodes import OpcodeHandlers
 from refcomp.tracer.values import VT, ConstVar
 
@@ -61,16 +62,6 @@ def _instructions(code):
         cached = (insts, {inst.offset: i for i, inst in enumerate(insts)})
         _INSTRUCTIONS[code] = cached
     return cached
-
-
-_EXCEPTION_TABLES: dict = {}  # code object -> its parsed exception table
-
-
-def _exception_table(code) -> list:
-    table = _EXCEPTION_TABLES.get(code)
-    if table is None:
-        table = _EXCEPTION_TABLES[code] = dis._parse_exception_table(code)
-    return table
 
 
 def check_code_supported(code, *, generator: bool = False) -> None:
@@ -193,7 +184,7 @@ class InstructionTranslator(OpcodeHandlers):
         if self.parent is None or self.current is None:
             return False
         offset = self.current.offset
-        for entry in _exception_table(self.code):
+        for entry in exception_table(self.code):
             if entry.start <= offset < entry.end:
                 del self.stack[entry.depth:]
                 if entry.lasti:

@@ -31,7 +31,6 @@ generator where eager, having raised, drew nothing: such a frame runs eagerly
 
 from __future__ import annotations
 
-import dis
 import inspect
 import types
 
@@ -39,19 +38,12 @@ import torch
 
 from refcomp.reasons import TENSOR_CONTROL_FLOW, Unsupported
 from refcomp.tracer import attributes
+from refcomp.tracer.facts import exception_table
 from refcomp.tracer.values import ConstVar, TensorVar
 
 # What the raising side may hold (NOPs aside): the class, constant arguments, the call.
 _LOADS = ("LOAD_GLOBAL", "LOAD_ASSERTION_ERROR")
 _BODY = ("LOAD_CONST", "PRECALL", "CALL")
-_TABLES: dict = {}  # code object -> its parsed exception table
-
-
-def _handlers(code) -> list:
-    table = _TABLES.get(code)
-    if table is None:
-        table = _TABLES[code] = dis._parse_exception_table(code)
-    return table
 
 
 def _raise_side(tx, start: int):
@@ -92,7 +84,7 @@ def _refusal(tx, raise_at: int):
         if frame.code.co_flags & inspect.CO_GENERATOR:
             return "it is inside a generator"
         offset = (tx.instructions[raise_at] if frame is tx else frame.current).offset
-        if any(e.start <= offset < e.end for e in _handlers(frame.code)):
+        if any(e.start <= offset < e.end for e in exception_table(frame.code)):
             return "a try or with block of a traced frame would see the exception"
     return None
 
