@@ -124,7 +124,14 @@ def torch_dtype(d) -> torch.dtype:
 
 
 def meta_like(t: torch.Tensor, requires_grad: bool) -> torch.Tensor:
+    """A meta tensor with `t`'s sizes, strides, dtype and lazy conjugate/negative bits (an
+    op eager refuses on a conjugated view, such as view_as_real, refuses it here too; the
+    graph's input value is the resolved one, spec/ir.md "Complex values")."""
     m = torch.empty_strided(tuple(t.shape), tuple(t.stride()), dtype=t.dtype, device="meta")
+    if t.is_conj():
+        m = m.conj()
+    if t.is_neg():
+        m = m._neg_view()
     return m.requires_grad_(requires_grad) if requires_grad else m
 
 

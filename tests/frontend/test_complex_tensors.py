@@ -116,6 +116,40 @@ def test_complex_input_written_in_place_is_written_back():
     torch.testing.assert_close(z, ze)
 
 
+@pytest.mark.parametrize("backend", ["interp", "llvm"])
+def test_lazily_conjugated_inputs_behave_as_in_eager(backend):
+    """A conjugate (or negative) bit is part of what the graph was traced for: an op eager
+    refuses on a lazily conjugated tensor raises eager's error, on the first call and
+    after a call without the bit; ops that read it compute the resolved values."""
+    def to_real(z):
+        return torch.view_as_real(z) * 2
+
+    def parts(z):
+        return z * 2 + z.imag, z.imag.is_neg()
+
+    def written(z, w):
+        z.mul_(w)
+        return z.real.sum()
+
+    plain = torch.randn(3, dtype=torch.cfloat)
+    compiled = refcomp.compile(to_real, backend=backend)
+    torch.testing.assert_close(compiled(plain), to_real(plain))
+    for _ in range(2):  # after a plain call, then traced for the conjugated one
+        with pytest.raises(RuntimeError, match="unresolved conjugated"):
+            to_real(plain.conj())
+        with pytest.raises(RuntimeError, match="unresolved conjugated"):
+            compiled(plain.conj())
+    got, want = refcomp.compile(parts, backend=backend)(plain.conj()), parts(plain.conj())
+    torch.testing.assert_close(got[0], want[0])
+    assert got[1] == want[1] is True
+    w = torch.randn(3, dtype=torch.cfloat)
+    base_eager, base = plain.clone(), plain.clone()
+    want = written(base_eager.conj(), w)
+    got = refcomp.compile(written, backend=backend)(base.conj(), w)
+    torch.testing.assert_close(got, want)
+    torch.testing.assert_close(base, base_eager)
+
+
 def test_what_the_ir_does_not_compute_breaks_or_runs_opaque():
     z = torch.randn(4, dtype=torch.cfloat, requires_grad=True)
     with warnings.catch_warnings():
