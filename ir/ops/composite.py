@@ -10,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from ir.ops import rules
+from ir.ops.pointwise import _one_rounding
 from ir.ops.registry import COMPOSITE, RESULT, defop, saves_all
 from ir.types import TensorType
 
@@ -93,11 +94,13 @@ def _norm_grads(b, g, x, weight, bias, normalized_ndim, eps, centre):
     return gx, gw, gb
 
 
+# ATen's (log_)softmax backward of a half-typed output is one kernel that computes in f32
+# and rounds once (spec/autograd.md, "Autocast").
 defop("softmax", COMPOSITE, saves={"x": (RESULT,)}, operands=("x",), attrs={"dim": "int"},
-      infer=_softmax_infer, ref=_softmax_ref, vjp=_softmax_vjp,
+      infer=_softmax_infer, ref=_softmax_ref, vjp=_one_rounding(_softmax_vjp),
       doc="exp(x - max) / sum(exp(x - max)) along dim")
 defop("log_softmax", COMPOSITE, saves={"x": (RESULT,)}, operands=("x",), attrs={"dim": "int"},
-      infer=_softmax_infer, ref=_log_softmax_ref, vjp=_log_softmax_vjp,
+      infer=_softmax_infer, ref=_log_softmax_ref, vjp=_one_rounding(_log_softmax_vjp),
       doc="(x - max) - log(sum(exp(x - max))) along dim")
 
 
