@@ -177,15 +177,38 @@ def _derive(graph: Graph, diff: set, grad_outputs, given):
 # formula (split's backward is a cat).  Other gradients of the value are added to it.
 def _sum_parts(b: GraphBuilder, gs: list, producer: dict) -> Value:
     """The sum of the gradients `gs` reaching one value (See Note [Split gradients are
-    one cat])."""
+    one cat], Note [Scatters into zeros add into the other gradients])."""
     tiles = _tiling_pads(gs, producer)
     if tiles is not None:
         dim, pieces, pads = tiles
         gs = [b.cat(*pieces, dim=dim)] + [g for g in gs if producer.get(g) not in pads]
+    scatter = next((g for g in gs if _adds_into_zeros(g, producer)), None)
+    if scatter is not None and len(gs) > 1:
+        gs = [g for g in gs if g is not scatter]
     out = gs[0]
     for g in gs[1:]:
         out = b.add(out, g)
+    if scatter is not None and out is not scatter:
+        node = producer[scatter]
+        out = b.index_add(out, *node.inputs[1:], **node.attrs)
     return out
+
+
+# Note [Scatters into zeros add into the other gradients]: embedding's gradient is an
+# index_add of the output gradient's rows into zeros.  Where the weight gets other
+# gradients too (a tied embedding: the output projection's weight gradient), adding the
+# scatter's result to them is a zero fill, a scatter and an add over the whole weight;
+# index_add into their sum is one scatter (ATen's embedding_dense_backward and the add
+# cost about what the scatter alone does).  Rows picked more than once are summed into
+# the other gradient one by one, where eager first sums them: within rounding.
+def _adds_into_zeros(g: Value, producer: dict) -> bool:
+    """Whether g is an index_add into a zero fill of g's type."""
+    node = producer.get(g)
+    if node is None or node.op.name != "index_add":
+        return False
+    fill = producer.get(node.inputs[0])
+    return fill is not None and fill.op.name == "full" and fill.attrs.get("value") == 0 \
+        and node.inputs[0].type == g.type
 
 
 def _tiling_pads(gs: list, producer: dict):

@@ -53,6 +53,7 @@ def _check(fn, params, *data, has=(), lacks=()):
     ops = _backward_ops(step, fn)
     assert all(op in ops for op in has), ops
     assert not any(op in ops for op in lacks), ops
+    return step
 
 
 def test_split_gradients_are_one_cat():
@@ -98,3 +99,32 @@ def test_repeated_targets_and_float32_equal_eager_bitwise():
     (got,) = torch.autograd.grad(step(w.requires_grad_(), x, t), w)
     (want,) = torch.autograd.grad(_gather_rows(w, x, t), w)
     torch.testing.assert_close(got, want)
+
+
+def _tied(emb, w, ids):
+    x = F.embedding(ids, emb)  # the weight's rows, and the output projection's weight
+    return F.cross_entropy((x @ w).tanh() @ emb.t(), ids.flip(0))
+
+
+def test_tied_embedding_gradient_scatters_into_the_other_gradient():
+    # Note [Scatters into zeros add into the other gradients]: no zero fill, no add.
+    g = torch.Generator().manual_seed(5)
+    emb = torch.randn(11, 6, generator=g, dtype=torch.float64)
+    w = torch.randn(6, 6, generator=g, dtype=torch.float64)
+    ids = torch.tensor([3, 1, 3, 0, 10, 3, 1])  # repeats accumulate
+    step = _check(_tied, [emb, w], ids, has=["index_add"])
+    code = _tied.__code__
+    ((record, _),) = located_entries(step.cache, f"{code.co_filename}:{code.co_firstlineno}")
+    weight_sized = [n.op.name for n in record.training.backward_graph.nodes
+                    if n.outputs[0].type.shape == (11, 6)]
+    assert "full" not in weight_sized and "add" not in weight_sized, weight_sized
+
+
+def _embedding_only(emb, ids):
+    return F.embedding(ids, emb).pow(2).sum()
+
+
+def test_embedding_alone_still_scatters_into_zeros():
+    g = torch.Generator().manual_seed(6)
+    emb = torch.randn(7, 3, generator=g, dtype=torch.float64)
+    _check(_embedding_only, [emb], torch.tensor([2, 2, 5]), has=["index_add", "full"])
