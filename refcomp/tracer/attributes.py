@@ -162,7 +162,8 @@ def load_attr(tx, obj: VT, name: str) -> VT:
         if attr.__self__ is value and hasattr(value, "__dict__"):
             tx.ctx.guard_not_overridden(obj.source, name)
         return MethodVar(attr.__func__, obj, name)
-    if isinstance(attr, types.BuiltinMethodType) and attr.__self__ is value:
+    if isinstance(attr, (types.BuiltinMethodType, types.MethodWrapperType)) and \
+            attr.__self__ is value:
         # `s.startswith`: a new bound object at every access (an identity guard on it
         # could never pass); what it does is fixed by `value`, guarded where it was read.
         return tx.ctx.wrap(attr, None)

@@ -128,6 +128,9 @@ NO_OP_CALLS = {
     torch._C._get_deterministic_algorithms: lambda args: torch._C._get_deterministic_algorithms(),
     torch._C._get_deterministic_algorithms_warn_only:
         lambda args: torch._C._get_deterministic_algorithms_warn_only(),
+    # Named once per process (torch.utils.rename_privateuse1_backend refuses a second
+    # name); torch.utils._foreach_utils asks it for the devices with foreach kernels.
+    torch._C._get_privateuse1_backend_name: lambda args: torch._C._get_privateuse1_backend_name(),
 }
 
 

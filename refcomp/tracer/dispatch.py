@@ -33,6 +33,7 @@ from refcomp.tracer import (  # noqa: F401
     classes,
     complex_ops,
     effects,
+    foreach,
     modules,
     objects,
     opaque,
@@ -292,6 +293,9 @@ KINDS: tuple = (
           len(a) == 2 and not k,
           lambda tx, fn, a, k: binary(tx, OPERATOR_SYMBOL[fn.value], *a),
           summary="`operator.mul(a, b)` is `a * b`"),
+    _kind("foreach op", _value_is(lambda v: hashable(v) and foreach.is_foreach(v)),
+          lambda tx, fn, a, k: foreach.call_foreach(tx, fn.value, a, k),
+          summary="`torch._foreach_mul_(xs, c)`: one op per tensor (Note [Foreach ops])"),
     _kind("torch table entry", _value_is(torch_table.has_entry),
           lambda tx, fn, a, k: call_torch_or_opaque(tx, fn.value, a, k),
           summary="an IR builder (refcomp/tracer/torch_ops.py, tensor_layout.py), else one"
@@ -310,6 +314,15 @@ KINDS: tuple = (
           _value_is(lambda v: isinstance(v, types.MethodType) and
                     isinstance(v.__func__, types.FunctionType)),
           _call_bound_method, summary="`obj.m` read as a value, then called"),
+    _kind("the optimizer's graph_break", foreach.is_optimizer_graph_break,
+          lambda tx, fn, a, k: ConstVar(None),
+          summary="`torch._dynamo.graph_break()` in torch.optim's `_use_grad`: a no-op"
+                  " (Note [Optimizer steps])"),
+    _kind("function.__get__",
+          _value_is(lambda v: isinstance(v, types.MethodWrapperType) and v.__name__ == "__get__"
+                    and isinstance(v.__self__, types.FunctionType)),
+          lambda tx, fn, a, k: foreach.bind_function(fn.value.__self__, a, k),
+          summary="`f.__get__(obj, cls)`: `f` bound to `obj`, a method of the traced value"),
     _kind("namedtuple class", _value_is(_is_namedtuple_class),
           lambda tx, fn, a, k: new_namedtuple(fn.value, a, k),
           summary="a tuple with its class"),

@@ -375,12 +375,29 @@ def tensor_attr(ctx, tv: TensorVar, name: str) -> VT:
         return call_torch(ctx, T.permute if name == "T" else T.transpose,
                           [tv] + ([ConstVar(list(range(tv.meta.dim()))[::-1])] if name == "T"
                                   else [ConstVar(-2), ConstVar(-1)]), {})
-    if name in ("data", "grad", "grad_fn", "_version"):
+    if name == "grad":
+        return _input_grad(ctx, tv)
+    if name in ("data", "grad_fn", "_version"):
         raise Unsupported(UNSUPPORTED_TENSOR_METHOD, f"Tensor.{name}")
     method = getattr(T, name, None)
     if method is not None and callable(method):
         return MethodVar(name, tv, name)
     raise Unsupported(UNSUPPORTED_TENSOR_METHOD, f"Tensor.{name}")
+
+
+def _input_grad(ctx, tv: TensorVar) -> VT:
+    """Note [Gradients as inputs] (spec/tracer.md): `p.grad` of a graph input is read as
+    an input of its own, at source `<p>.grad`, guarded as any tensor input (or `is None`).
+    Nothing the graph runs sets `.grad` (backward is a break), so the value read at the
+    start of the graph is the one eager reads here; in-place ops on it are writes to an
+    input (written back, as for any input)."""
+    from refcomp.sources import AttrSource
+
+    src = tv.source
+    if src is None or ctx.input_vars.get(src.name()) is not tv:
+        raise Unsupported(UNSUPPORTED_TENSOR_METHOD, "Tensor.grad of a tensor the graph made")
+    real = ctx.examples[src.name()]
+    return ctx.wrap(real.grad, AttrSource(src, "grad"))
 
 
 def _real_device(tv):

@@ -1,0 +1,163 @@
+"""Foreach ops: `torch._foreach_<op>(lists, ...)` and `torch._foreach_<op>_(...)` traced as
+one `<op>` per tensor, and torch's grouping of tensor lists by device and dtype.
+
+Owns: `is_foreach`, `call_foreach`.  Spec: spec/tracer.md, Note [Foreach ops].
+"""
+
+from __future__ import annotations
+
+import torch
+
+from refcomp.reasons import INEXPRESSIBLE_OP, UNSUPPORTED_CALL, Unsupported
+from refcomp.tracer.values import VT, ConstVar, DictVar, ListVar, MethodVar, TensorVar, TupleVar
+
+_PREFIX = "_foreach_"
+_GROUP = torch._C._group_tensors_by_device_and_dtype
+
+# Per-tensor forms that are not `torch.<op>` / `Tensor.<op>_` of the same name.
+_PER_TENSOR = {
+    "norm": lambda x, ord=2, dtype=None: (torch.linalg.vector_norm, [x, ord],
+                                          {"dtype": dtype} if dtype is not None else {}),
+    "max": lambda x: (torch.amax, [x], {}),
+}
+# Composite in-place forms written as the out-of-place ops eager's CPU kernels compute
+# (Note [Foreach ops]: lerp/addcmul/addcdiv have no table entry of their own).
+_COMPOSITE = {"lerp", "addcmul", "addcdiv"}
+_REFUSED = {"powsum", "mm", "copy"}
+
+
+def is_foreach(fn) -> bool:
+    if fn is _GROUP:
+        return True
+    name = getattr(fn, "__name__", "")
+    return isinstance(name, str) and name.startswith(_PREFIX) and \
+        getattr(torch, name, None) is fn
+
+
+def call_foreach(tx, fn, args: list, kwargs: dict) -> VT:
+    if fn is _GROUP:
+        return _group(tx, args, kwargs)
+    name = fn.__name__
+    op = name[len(_PREFIX):]
+    inplace = op.endswith("_")
+    base = op.rstrip("_")
+    if base in _REFUSED:
+        raise Unsupported(UNSUPPORTED_CALL, f"torch.{name} has no per-tensor form here")
+    lists = [a for a in args if isinstance(a, (ListVar, TupleVar))]
+    if not lists or not isinstance(args[0], (ListVar, TupleVar)) and base != "pow":
+        raise Unsupported(INEXPRESSIBLE_OP, f"torch.{name}: its first argument is not a list")
+    n = len(lists[0].items)
+    if any(len(a.items) != n for a in lists):
+        # eager raises: the lists' lengths differ
+        raise Unsupported(INEXPRESSIBLE_OP, f"torch.{name}: lists of different lengths")
+    results = []
+    for i in range(n):
+        a = [x.items[i] if isinstance(x, (ListVar, TupleVar)) else x for x in args]
+        k = {key: v.items[i] if isinstance(v, (ListVar, TupleVar)) else v
+             for key, v in kwargs.items()}
+        results.append(_one(tx, name, base, inplace, a, k))
+    return ConstVar(None) if inplace else ListVar(results)
+
+
+def _one(tx, name, base, inplace, args, kwargs) -> VT:
+    if base in _COMPOSITE:
+        out = _composite(tx, base, args, kwargs)
+        if not inplace:
+            return out
+        return tx.call_function(MethodVar("copy_", args[0], "copy_"), [out], {})
+    if base in _PER_TENSOR:
+        if inplace:
+            raise Unsupported(UNSUPPORTED_CALL, f"torch.{name}")
+        fn, a, k = _PER_TENSOR[base](*args, **kwargs)
+        return tx.call_function(ConstVar(fn), a, k)
+    if base in ("clamp_min", "clamp_max"):
+        key = "min" if base == "clamp_min" else "max"
+        if isinstance(args[1], TensorVar):
+            fn = torch.maximum if key == "min" else torch.minimum
+            out = tx.call_function(ConstVar(fn), args, kwargs)
+        else:
+            out = tx.call_function(ConstVar(torch.clamp), [args[0]], {key: args[1]})
+        return tx.call_function(MethodVar("copy_", args[0], "copy_"), [out], {}) \
+            if inplace else out
+    if inplace:
+        if not isinstance(args[0], TensorVar):
+            raise Unsupported(INEXPRESSIBLE_OP, f"torch.{name} of a list item that is not a"
+                                                " tensor")
+        return tx.call_function(MethodVar(base + "_", args[0], base + "_"), args[1:], kwargs)
+    fn = getattr(torch, base, None)
+    if fn is None:
+        raise Unsupported(UNSUPPORTED_CALL, f"torch.{name} has no per-tensor torch.{base}")
+    return tx.call_function(ConstVar(fn), args, kwargs)
+
+
+def _composite(tx, base, args, kwargs) -> VT:
+    """lerp(x, end, w), addcmul(x, a, b, value), addcdiv(x, a, b, value) out of place, as
+    eager's CPU kernels order them (up to their fused multiply-add: Note [Foreach ops])."""
+    def call(fn, *a):
+        return tx.call_function(ConstVar(fn), list(a), {})
+
+    x = args[0]
+    if base == "lerp":
+        end = args[1]
+        w = args[2] if len(args) > 2 else kwargs["weight"]
+        if isinstance(w, TensorVar):
+            return call(torch.lerp, x, end, w)  # one op (opaque or table), as eager's
+        diff = call(torch.sub, end, x)
+        if abs(w.value) < 0.5:
+            return call(torch.add, x, call(torch.mul, diff, w))
+        return call(torch.sub, end, call(torch.mul, diff, ConstVar(1 - w.value)))
+    a, b = args[1], args[2]
+    value = args[3] if len(args) > 3 else kwargs.get("value", ConstVar(1))
+    scaled = call(torch.mul, a, value)
+    return call(torch.add, x, call(torch.mul if base == "addcmul" else torch.div, scaled, b))
+
+
+def _group(tx, args, kwargs) -> VT:
+    """torch._C._group_tensors_by_device_and_dtype(tensorlistlist, with_indices): the
+    lists whose first list's tensors share one device and dtype, as one group (several
+    groups: the C++ map's key order is not traced, so a break)."""
+    from refcomp.tracer.tensor_layout import _real_device
+
+    lists = args[0]
+    if not isinstance(lists, (ListVar, TupleVar)) or not lists.items or \
+            not all(isinstance(li, (ListVar, TupleVar)) for li in lists.items):
+        raise Unsupported(INEXPRESSIBLE_OP, "_group_tensors_by_device_and_dtype of a"
+                                            " non-list")
+    first = lists.items[0].items
+    if not all(isinstance(t, TensorVar) for t in first):
+        raise Unsupported(INEXPRESSIBLE_OP, "_group_tensors_by_device_and_dtype: the first"
+                                            " list holds a non-tensor")
+    if not first:
+        return DictVar({})
+    keys = {(_real_device(t), t.meta.dtype) for t in first}
+    if len(keys) != 1:
+        raise Unsupported(UNSUPPORTED_CALL, "_group_tensors_by_device_and_dtype of tensors on"
+                                            " several devices or dtypes")
+    key = keys.pop()
+    grouped = ListVar([ListVar(list(li.items)) for li in lists.items])
+    indices = ListVar([ConstVar(i) for i in range(len(first))])
+    return DictVar({key: TupleVar([grouped, indices])})
+
+
+def bind_function(fn, args, kwargs) -> VT:
+    """`fn.__get__(obj[, cls])`: the method `fn` bound to the traced `obj` (the LR
+    scheduler's wrapper of `optimizer.step` binds the optimizer's own `step` so)."""
+    if kwargs or not 1 <= len(args) <= 2 or isinstance(args[0], ConstVar) and \
+            args[0].value is None:
+        raise Unsupported(UNSUPPORTED_CALL, f"{fn.__qualname__}.__get__ of no object")
+    return MethodVar(fn, args[0], fn.__name__)
+
+
+_USE_GRAD = "_use_grad_for_differentiable.<locals>._use_grad"
+
+
+def is_optimizer_graph_break(tx, fn, args, kwargs) -> bool:
+    """`torch._dynamo.graph_break()` called by torch.optim's `_use_grad` wrapper of a
+    step.  It is there for AOTAutograd's functionalization (torch/optim/optimizer.py);
+    refcomp writes the step's in-place updates back as they are, so it is no break here
+    (Note [Optimizer steps]).  Anywhere else graph_break() stays the break it asks for."""
+    import torch.optim.optimizer as optimizer
+
+    return isinstance(fn, ConstVar) and fn.value is torch._dynamo.graph_break and \
+        not args and not kwargs and tx.code.co_qualname == _USE_GRAD and \
+        tx.code.co_filename == optimizer.__file__

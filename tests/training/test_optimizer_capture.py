@@ -1,0 +1,163 @@
+"""The pieces of a training step after backward, each captured (issue 35; spec/tracer.md,
+"Gradients, foreach ops and optimizer steps"): `p.grad` of an input, the foreach ops,
+clip_grad_norm_, torch.optim's own graph_break, `f.__get__(obj)`.  Each equals eager and
+each explain() counts its graphs and breaks."""
+
+import pytest
+import torch
+
+import refcomp
+from refcomp import reasons
+
+
+def _params(seed=0):
+    torch.manual_seed(seed)
+    ps = [torch.nn.Parameter(torch.randn(6, 5)), torch.nn.Parameter(torch.randn(5)),
+          torch.nn.Parameter(torch.randn(3, 6))]
+    for p in ps:
+        p.grad = torch.randn_like(p)
+    return ps
+
+
+def _counts(fn, *args):
+    refcomp.reset()
+    report = refcomp.explain(fn, *args) if args else refcomp.explain(fn)()
+    return report.graph_count, [b["id"] for b in report.break_reasons]
+
+
+@pytest.mark.parametrize("backend", ["interp", "eager", "llvm"])
+def test_grad_of_input_is_an_input_written_back(backend):
+    def f(ps):
+        out = []
+        for p in ps:
+            if p.grad is None:
+                out.append(p.detach() * 0)
+            else:
+                p.grad.mul_(2)
+                out.append(p.grad + 1)
+        return out
+
+    got, want = _params(), _params()
+    got[1].grad = want[1].grad = None  # guarded: `.grad == None`
+    fn = refcomp.compile(f, backend=backend)
+    for _ in range(2):
+        for r, w in zip(fn(got), f(want)):
+            torch.testing.assert_close(r, w)
+        for p, q in zip(got, want):
+            assert (p.grad is None) == (q.grad is None)
+            if p.grad is not None:
+                torch.testing.assert_close(p.grad, q.grad)
+    got[1].grad, want[1].grad = torch.ones(5), torch.ones(5)  # a new guard set: recompiled
+    for r, w in zip(fn(got), f(want)):
+        torch.testing.assert_close(r, w)
+    torch.testing.assert_close(got[1].grad, want[1].grad)
+    assert _counts(f, _params()) == (1, [])
+
+
+def test_grad_of_a_tensor_the_graph_made_breaks():
+    x = torch.randn(3, requires_grad=True)
+
+    def f(x):
+        y = x * 2
+        return y.grad is None  # eager warns: not a leaf
+
+    assert _counts(f, x)[1] == [reasons.UNSUPPORTED_TENSOR_METHOD]
+    with pytest.warns(UserWarning, match="not a leaf"):
+        assert refcomp.compile(f)(x) is True
+
+
+@torch.no_grad()  # as optimizers run them
+def _foreach_program(ps):
+    g = [p.grad for p in ps]
+    torch._foreach_lerp_(g, ps, 0.1)
+    torch._foreach_lerp_(g, ps, 0.9)
+    torch._foreach_mul_(g, 0.5)
+    torch._foreach_add_(g, ps, alpha=-0.25)
+    torch._foreach_addcmul_(g, g, g, value=0.3)
+    torch._foreach_addcdiv_(g, g, [x.abs() + 1 for x in g], value=-0.3)
+    torch._foreach_clamp_min_(g, -1.0)
+    norms = torch._foreach_norm(g, 2.0)
+    return torch._foreach_sqrt(torch._foreach_abs(g)) + norms + torch._foreach_pow(2.0, g)
+
+
+@pytest.mark.parametrize("backend", ["interp", "eager", "llvm"])
+def test_foreach_ops_are_per_tensor_ops(backend):
+    got, want = _params(), _params()
+    out = refcomp.compile(_foreach_program, backend=backend)(got)
+    # lerp and addcmul: eager rounds once through an FMA (Note [Foreach ops])
+    for r, w in zip(out, _foreach_program(want)):
+        torch.testing.assert_close(r, w)
+    for p, q in zip(got, want):
+        torch.testing.assert_close(p.grad, q.grad)
+    assert _counts(_foreach_program, _params()) == (1, [])
+
+
+def test_foreach_lists_of_different_lengths_raise_as_eager():
+    ps = _params()
+
+    def f(ps):
+        torch._foreach_mul_([p.grad for p in ps], [1.0, 2.0])
+
+    with pytest.raises(RuntimeError):
+        f(ps)
+    with pytest.raises(RuntimeError):
+        refcomp.compile(f)(ps)
+
+
+@pytest.mark.parametrize("backend", ["interp", "llvm"])
+def test_clip_grad_norm_is_one_graph(backend):
+    def f(ps):
+        return torch.nn.utils.clip_grad_norm_(ps, 0.5)
+
+    got, want = _params(), _params()
+    torch.testing.assert_close(refcomp.compile(f, backend=backend)(got), f(want))
+    for p, q in zip(got, want):
+        torch.testing.assert_close(p.grad, q.grad)
+    assert _counts(f, _params()) == (1, [])
+
+
+def test_grouping_of_several_dtypes_breaks():
+    def params():
+        ps = _params()
+        ps[1] = torch.nn.Parameter(ps[1].detach().double())
+        ps[1].grad = torch.ones(5, dtype=torch.float64)
+        return ps
+
+    def f(ps):
+        return torch.nn.utils.clip_grad_norm_(ps, 0.5)
+
+    got, want = params(), params()
+    torch.testing.assert_close(refcomp.compile(f)(got), f(want))
+    for p, q in zip(got, want):
+        torch.testing.assert_close(p.grad, q.grad)
+    _, ids = _counts(f, params())
+    assert reasons.UNSUPPORTED_CALL in ids, ids
+
+
+def test_graph_break_outside_the_optimizer_still_breaks():
+    def f(x):
+        y = x + 1
+        torch._dynamo.graph_break()
+        return y * 2
+
+    x = torch.randn(3)
+    assert _counts(f, x) == (2, [reasons.UNSUPPORTED_CALL])
+    torch.testing.assert_close(refcomp.compile(f)(x), f(x))
+
+
+def test_function_get_binds_a_method():
+    class Box:
+        def __init__(self):
+            self.k = 3.0
+
+        def scale(self, x):
+            return x * self.k
+
+    box, func = Box(), Box.scale
+
+    def f(x):
+        return func.__get__(box, Box)(x) + 1
+
+    x = torch.randn(4)
+    assert _counts(f, x) == (1, [])
+    torch.testing.assert_close(refcomp.compile(f)(x), f(x))
