@@ -27,7 +27,7 @@ from pathlib import Path
 
 from codegen import dumps, stats
 from codegen.kernel import Kernel, print_kernel
-from codegen.triton import check_interpreted, interpret_scope, load_triton
+from codegen.triton import check_interpreted, interpret_scope, interpreting, load_triton
 from codegen.triton.emit import MAX_RBLOCK, SplitKernel, TritonKernel, emit_kernel, emit_split
 
 log = logging.getLogger("refcomp.codegen.triton")
@@ -58,6 +58,14 @@ def load_module(name: str, source: str, interpret: bool | None = None):
     module = importlib.util.module_from_spec(spec)
     with interpret_scope(interpret):
         spec.loader.exec_module(module)
+    if (interpreting() if interpret is None else interpret) and hasattr(module, "_sum"):
+        # Note [Interpreted sums]: Triton's interpreter folds a `tl.reduce` left to right in
+        # Python, one call per element (n eps rounding error, and slow), unless its combiner
+        # is Triton's own add, which it computes with numpy's pairwise sum.  On a GPU both
+        # are the same tree, so the interpreted module uses Triton's add for `_sum`.
+        import triton.language as tl
+
+        module._sum = tl.standard._sum_combine
     sys.modules[module_name] = module
     return module
 
