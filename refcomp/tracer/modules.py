@@ -411,6 +411,14 @@ def mha_forward(mha, query, key, value, need_weights=True, attn_mask=None,
     need_weights=True: dropout(softmax(q k^T / sqrt(d) + mask)) v, then out_proj."""
     if query.dim() != 3:
         raise ValueError("unbatched MultiheadAttention input")
+    if not (need_weights or fast_path) and query is key is value and mha._qkv_same_embed_dim:
+        # eager's self-attention projects once, with the packed weight (one GEMM, so
+        # the input's gradient is one GEMM's, not three summed); in half precision it
+        # calls scaled_dot_product_attention (See _mha_sdpa)
+        x = query.transpose(0, 1) if mha.batch_first else query  # (tgt, n, e)
+        proj = F.linear(x, mha.in_proj_weight, mha.in_proj_bias)
+        if proj.dtype in (torch.float16, torch.bfloat16):
+            return _mha_sdpa(mha, proj, attn_mask, key_padding_mask, dropout_p, query.dtype)
     if not mha.batch_first:
         query, key, value = query.transpose(0, 1), key.transpose(0, 1), value.transpose(0, 1)
     n, tgt, e = query.shape
@@ -461,6 +469,39 @@ def mha_forward(mha, query, key, value, need_weights=True, attn_mask=None,
     if not need_weights:
         return out, None
     return out, weights.mean(dim=1) if average_attn_weights else weights
+
+
+def _mha_sdpa(mha, proj, attn_mask, key_padding_mask, dropout_p, mask_dtype):
+    """Self-attention with need_weights=False in half precision (autocast), as eager's
+    F.multi_head_attention_forward computes it: q, k, v from the packed projection `proj`
+    (tgt, n, 3e), then scaled_dot_product_attention, whose f16/bf16 CPU kernel (flash
+    attention: blocked, online softmax) mha_forward's math does not reproduce bitwise; the
+    call stays ATen's (spec/autograd.md, "Autocast").  Masks as eager's: a bool mask (True
+    hides) as -inf in the query's dtype, the key padding mask added per batch and head."""
+    tgt, n, e3 = proj.shape
+    e, h = e3 // 3, mha.num_heads
+    d = e // h
+    proj = proj.unflatten(-1, (3, e)).unsqueeze(0).transpose(0, -2).squeeze(-2).contiguous()
+    q, k, v = (t.view(tgt, n * h, d).transpose(0, 1).view(n, h, tgt, d)
+               for t in (proj[0], proj[1], proj[2]))
+
+    def canonical(mask):
+        if mask is not None and mask.dtype == torch.bool:
+            return torch.zeros_like(mask, dtype=mask_dtype).masked_fill(mask, float("-inf"))
+        return mask
+    attn_mask, key_padding_mask = canonical(attn_mask), canonical(key_padding_mask)
+    if attn_mask is not None and attn_mask.dim() == 2:
+        attn_mask = attn_mask.unsqueeze(0)
+    if key_padding_mask is not None:
+        pad = key_padding_mask.view(n, 1, 1, tgt).expand(-1, h, -1, -1).reshape(n * h, 1, tgt)
+        attn_mask = pad if attn_mask is None else attn_mask + pad
+    if attn_mask is not None:
+        attn_mask = attn_mask.unsqueeze(0) if attn_mask.shape[0] == 1 else \
+            attn_mask.view(n, h, -1, tgt)
+    out = F.scaled_dot_product_attention(q, k, v, attn_mask, dropout_p)
+    out = out.permute(2, 0, 1, 3).contiguous().view(n * tgt, e)
+    out = F.linear(out, mha.out_proj.weight, mha.out_proj.bias).view(tgt, n, e)
+    return (out.transpose(0, 1) if mha.batch_first else out), None
 
 
 @module(nn.TransformerEncoderLayer)
