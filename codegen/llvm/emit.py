@@ -22,7 +22,7 @@ import llvmlite.ir as lir
 
 from codegen import sizes
 from codegen.kernel import DivMod, Index, Kernel, Let, Reduce, Store
-from codegen.llvm import vmath
+from codegen.llvm import jit, vmath
 from codegen.llvm.scalar import F32, I32, I64, TV, LLVMScalarOps, llvm_type, to_bf16
 from codegen.scalar import compute_dtype
 from ir.types import DType, f32, f64
@@ -89,13 +89,27 @@ TILE_MAX_ACCS = 8
 # side by side.  The same operations on the same elements: results are unchanged.
 # A loop of a static trip count asks for fewer, so that each of the interleaved vectors
 # still gets two iterations (a row of 128 f32: 4; of 64 or less: LLVM's choice), since
-# the elements left over run in narrower vectors and a scalar loop.  The count is a power
+# the elements left over run in narrower vectors and a scalar loop.  A loop of a static
+# trip count (a row stage: softmax's exp-and-sum pass) asks for at most INTERLEAVE_ROW:
+# its body also stores the row and sums it, and 8 vectors of it spilled registers
+# (softmax [4096, 1024], kernel alone, same-process A/B: 1.79 ms with 8, 1.63 with 4;
+# [16384, 256] 2.79 -> 2.28 ms).  The count is a power
 # of two (LLVM ignores others: 6 ran as 1).  Measured on emeraldrapids, 1 thread, CPU
 # time, one process comparing the counts: the 14-op chain on 4M f32 20.5 ms (1, LLVM's
 # choice) -> 12.6 (4) -> 12.0 (8); 10 transcendentals (pointwise_transc) 17.3 -> 11.5 ->
-# 10.2 ms; softmax [4096, 1024] 3.0 -> 2.9 -> 3.0 ms (its exp pass is short).
+# 10.2 ms.
 INTERLEAVE_MATH = 8
+INTERLEAVE_ROW = 4
 MATH_VECTOR = 16  # f32 lanes of an AVX-512 vector: the widest the vectorizer picks
+
+# Note [Vector width of math loops]: with AVX-512, LLVM's cost model picked 8 lanes, not
+# 16, for softmax's exp-and-sum pass over rows of 4096 or more f32 (16 for rows of
+# 1024: the same loop body, another trip count), and that pass ran at half speed
+# (softmax [16, 4096] in cache 0.044 -> 0.030 ms with 16 lanes; [1024, 4096] out of cache
+# 4.18 -> 3.68 ms).  So a hinted loop (Note [Interleaved vector math]) on an AVX-512
+# host also asks for MATH_VECTOR lanes (`llvm.loop.vectorize.width`).  The same
+# operations per element; a sum's partial sums are grouped differently (as any change
+# of width or interleaving does: sums carry `reassoc`).
 
 
 def _interleave_count(lo, hi) -> int:
@@ -103,19 +117,25 @@ def _interleave_count(lo, hi) -> int:
     count = INTERLEAVE_MATH
     if isinstance(lo, lir.Constant) and isinstance(hi, lir.Constant):
         trips = int(hi.constant) - int(lo.constant)
+        count = min(count, INTERLEAVE_ROW)
         while count > 1 and count * MATH_VECTOR * 2 > trips:
             count //= 2
     return count
 
 
-def _loop_id(module: lir.Module, interleave: int):
-    """A fresh loop ID (`!N = !{!N, !{"llvm.loop.interleave.count", i32 k}}`)."""
-    hint = module.add_metadata([lir.MetaDataString(module, "llvm.loop.interleave.count"),
-                                lir.Constant(I32, interleave)])
+def _loop_id(module: lir.Module, interleave: int, width: int = 0):
+    """A fresh loop ID (`!N = !{!N, !{"llvm.loop.interleave.count", i32 k}}`, and
+    `!{"llvm.loop.vectorize.width", i32 w}` when `width`)."""
+    hints = [module.add_metadata([lir.MetaDataString(module, "llvm.loop.interleave.count"),
+                                  lir.Constant(I32, interleave)])]
+    if width:
+        hints.append(module.add_metadata([lir.MetaDataString(module, "llvm.loop.vectorize.width"),
+                                          lir.Constant(I32, width)]))
     # made unique by a placeholder operand, then pointed at itself (a loop ID's first
     # operand is the node itself; never hashed again, so the cycle is harmless)
-    node = module.add_metadata([lir.MetaDataString(module, f"loop{len(module.metadata)}"), hint])
-    node.operands = (node, hint)
+    node = module.add_metadata([lir.MetaDataString(module, f"loop{len(module.metadata)}"),
+                                *hints])
+    node.operands = (node, *hints)
     return node
 
 
@@ -225,8 +245,9 @@ class _Emitter:
         if self.loop_count == loops + 1 and self.ops.vector_math > math:
             # an innermost loop with vector math: Note [Interleaved vector math]
             count = _interleave_count(lo, hi)
-            if count > 1:
-                back.set_metadata("llvm.loop", _loop_id(self.fn.module, count))
+            if count > 1:  # and Note [Vector width of math loops]
+                width = MATH_VECTOR if jit.host_has_avx512() else 0
+                back.set_metadata("llvm.loop", _loop_id(self.fn.module, count, width))
         b.position_at_end(done)
 
     def loops(self, dims, inner, parallel: bool):

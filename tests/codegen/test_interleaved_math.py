@@ -12,7 +12,7 @@ import torch
 import ir
 from codegen.backends import get_backend
 from codegen.llvm import emit, jit
-from codegen.llvm.emit import INTERLEAVE_MATH, MATH_VECTOR, emit_kernel
+from codegen.llvm.emit import INTERLEAVE_MATH, INTERLEAVE_ROW, MATH_VECTOR, emit_kernel
 
 
 def _compile(src):
@@ -60,10 +60,11 @@ func @f(%x: f32[4096], %y: f32[4096]) -> f32[4096] {
     assert _hints(kernel) == []
 
 
-@pytest.mark.parametrize("n, count", [(1024, 8), (2 * 8 * MATH_VECTOR - 1, 4), (128, 4),
-                                      (64, 2), (63, 0), (16, 0)])
+@pytest.mark.parametrize("n, count", [(1024, INTERLEAVE_ROW), (2 * 4 * MATH_VECTOR - 1, 2),
+                                      (128, 4), (64, 2), (63, 0), (16, 0)])
 def test_short_static_rows_ask_for_fewer(n, count):
-    """softmax's exp pass over rows of n: each interleaved vector gets two iterations."""
+    """softmax's exp pass over rows of n: at most INTERLEAVE_ROW, and each interleaved
+    vector gets two iterations."""
     _, (kernel,) = _compile(f"""
 func @f(%x: f32[6,{n}]) -> f32[6,{n}] {{
   %0 = softmax %x {{dim=1}} : f32[6,{n}]
@@ -71,7 +72,22 @@ func @f(%x: f32[6,{n}]) -> f32[6,{n}] {{
 }}""")
     hints = _hints(kernel)
     assert hints == ([count] if count else []), hints
-    assert all(h <= INTERLEAVE_MATH for h in hints)
+    assert all(h <= INTERLEAVE_ROW for h in hints)
+
+
+def test_hinted_loops_ask_for_full_width_vectors_with_avx512():
+    """Note [Vector width of math loops]: the hint carries MATH_VECTOR lanes on an AVX-512
+    host (LLVM picked 8 for softmax rows of 4096), and no width elsewhere."""
+    _, (kernel,) = _compile("""
+func @f(%x: f32[6,4096]) -> f32[6,4096] {
+  %0 = softmax %x {dim=1} : f32[6,4096]
+  return %0
+}""")
+    module = lir.Module(name="m")
+    emit_kernel(module, kernel, "k")
+    widths = [int(line.rsplit("i32", 1)[1].strip(" }")) for line in str(module).splitlines()
+              if '"llvm.loop.vectorize.width"' in line]
+    assert widths == ([MATH_VECTOR] if jit.host_has_avx512() else [])
 
 
 @pytest.mark.parametrize("n", [1, 15, 17, 127, 129, 1000, 4099])
