@@ -352,7 +352,7 @@ class _RowsEmitter(_Emitter):
             self.body(stage.body, "mask", block_vars, shape, 2, self._reduce_looped)
             for acc in dict.fromkeys(reduced):
                 fn = self._combiner(acc)
-                self.line(f"{acc} = {fn}({acc}, tl.reduce(_{acc}, 1, {fn}, keep_dims=True))")
+                self.line(f"{acc} = {fn}({acc}, {self._tree(acc, '_' + acc)})")
         symbols = k.params
         params = [b.name for b in k.buffers] + [n for n, _ in self.sizes] + \
             [str(p) for p in symbols] + ["XBLOCK: tl.constexpr", "RBLOCK: tl.constexpr"]
@@ -388,6 +388,12 @@ class _RowsEmitter(_Emitter):
         a = self.accs[acc]
         return literal(reduce_init(a.op, a.dtype).item(), a.dtype)
 
+    def _tree(self, acc: str, value: str, fn: str | None = None) -> str:
+        """`value`'s reduction along the block's RBLOCK dim for accumulator `acc`: a
+        tl.reduce whose combiner is the accumulator's, `_sum_tree` for a sum."""
+        fn = fn or self._combiner(acc)
+        return f"tl.reduce({value}, 1, {'_sum_tree' if fn == '_sum' else fn}, keep_dims=True)"
+
     def _reduce_row(self, s: Reduce, depth: int):
         fn = self._combiner(s.acc)
         value = self.temps[s.value].expr
@@ -396,8 +402,7 @@ class _RowsEmitter(_Emitter):
     def _reduce_persistent(self, s: Reduce, depth: int):
         fn = self._combiner(s.acc)
         value = f"tl.where(mask, {self.temps[s.value].expr}, {self._identity(s.acc)})"
-        self.line(f"{s.acc} = {fn}({s.acc}, tl.reduce({value}, 1, {fn}, keep_dims=True))",
-                  depth)
+        self.line(f"{s.acc} = {fn}({s.acc}, {self._tree(s.acc, value)})", depth)
 
     def _reduce_looped(self, s: Reduce, depth: int):
         fn = self._combiner(s.acc)
@@ -642,9 +647,7 @@ class _SplitEmitter(_RowsEmitter):
         self.memo_scope = None
         self.body(stage.body, "mask", block_vars, "[XBLOCK, RBLOCK]", 2, self._reduce_looped)
         for acc in reduced:
-            fn = self._combiner(acc)
-            self.line(f"tl.store(p_{acc} + xindex, tl.reduce(_{acc}, 1, {fn}, keep_dims=True),"
-                      " xmask)")
+            self.line(f"tl.store(p_{acc} + xindex, {self._tree(acc, '_' + acc)}, xmask)")
         params = buffers + [f"f_{a}" for a in read] + [f"p_{a}" for a in reduced] + \
             ["XBLOCK: tl.constexpr", "RBLOCK: tl.constexpr"]
         self._function(f"{self.name}_p{s}", params, {"XBLOCK": 1, "RBLOCK": rblock},
@@ -653,11 +656,9 @@ class _SplitEmitter(_RowsEmitter):
             return
         sblock, xblock = self._combine_program(rows, splits)
         for acc in reduced:
-            fn = self._combiner(acc)
             self.line(f"_{acc} = tl.where(mask, tl.load(p_{acc} + xindex * {splits} + sindex,"
                       f" mask, other=0), {self._identity(acc)})")
-            self.line(f"tl.store(f_{acc} + xindex, tl.reduce(_{acc}, 1, {fn}, keep_dims=True),"
-                      " xmask)")
+            self.line(f"tl.store(f_{acc} + xindex, {self._tree(acc, '_' + acc)}, xmask)")
             self.final.add(acc)
         params = [f"p_{a}" for a in reduced] + [f"f_{a}" for a in reduced] + \
             ["XBLOCK: tl.constexpr", "SBLOCK: tl.constexpr"]
@@ -713,7 +714,7 @@ class _SplitEmitter(_RowsEmitter):
         self.line(f"_{a} = tl.full([XBLOCK, RBLOCK], 0, {ty})")
         self.line(f"# stage {s0}: [{_ranges_text(stage0.ranges)}], chunks of {chunk}")
         self._chunk_loop(stage0, chunk, stage0.body)
-        self.line(f"{a}_sum = tl.reduce(_{a}, 1, {add}, keep_dims=True)")
+        self.line(f"{a}_sum = {self._tree(a, '_' + a, add)}")
         self.line(f"{a}_n = tl.minimum(tl.maximum({length} - split * {chunk}, 0), {chunk})"
                   f".to({ty})")
         self.line(f"{a}_mean = {a}_sum / tl.maximum({a}_n, 1)")
@@ -722,7 +723,7 @@ class _SplitEmitter(_RowsEmitter):
         self.temps[mu] = TV(f"{a}_mean", self.accs[a].dtype)
         self._chunk_loop(stage1, chunk, stage1.body, skip={mu, read})
         self.line(f"tl.store(p_{a} + xindex, {a}_sum, xmask)")
-        self.line(f"tl.store(p_{b} + xindex, tl.reduce(_{b}, 1, {add}, keep_dims=True), xmask)")
+        self.line(f"tl.store(p_{b} + xindex, {self._tree(b, '_' + b, add)}, xmask)")
         params = buffers + [f"p_{a}", f"p_{b}", "XBLOCK: tl.constexpr", "RBLOCK: tl.constexpr"]
         self._function(f"{self.name}_w{s0}", params, {"XBLOCK": 1, "RBLOCK": rblock},
                        rows * splits)
@@ -732,11 +733,11 @@ class _SplitEmitter(_RowsEmitter):
         self.line(f"m2s = tl.where(mask, tl.load(p_{b} + xindex * {splits} + sindex, mask,"
                   " other=0), 0)")
         self.line(f"n = tl.minimum(tl.maximum({length} - sindex * {chunk}, 0), {chunk}).to({ty})")
-        self.line(f"total = tl.reduce(sums, 1, {add}, keep_dims=True)")
+        self.line(f"total = {self._tree(a, 'sums', add)}")
         self.line(f"dev = tl.where(n > 0, sums / tl.maximum(n, 1) - total / {length}, 0)")
         self.line(f"tl.store(f_{a} + xindex, total, xmask)")
-        self.line(f"tl.store(f_{b} + xindex, tl.reduce(m2s + n * dev * dev, 1, {add},"
-                  " keep_dims=True), xmask)")
+        self.line(f"tl.store(f_{b} + xindex, {self._tree(b, 'm2s + n * dev * dev', add)},"
+                  " xmask)")
         self.final.update((a, b))
         params = [f"p_{a}", f"p_{b}", f"f_{a}", f"f_{b}", "XBLOCK: tl.constexpr",
                   "SBLOCK: tl.constexpr"]

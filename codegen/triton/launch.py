@@ -58,14 +58,15 @@ def load_module(name: str, source: str, interpret: bool | None = None):
     module = importlib.util.module_from_spec(spec)
     with interpret_scope(interpret):
         spec.loader.exec_module(module)
-    if (interpreting() if interpret is None else interpret) and hasattr(module, "_sum"):
+    if (interpreting() if interpret is None else interpret) and hasattr(module, "_sum_tree"):
         # Note [Interpreted sums]: Triton's interpreter folds a `tl.reduce` left to right in
         # Python, one call per element (n eps rounding error, and slow), unless its combiner
-        # is Triton's own add, which it computes with numpy's pairwise sum.  On a GPU both
-        # are the same tree, so the interpreted module uses Triton's add for `_sum`.
+        # is Triton's own add, which it computes with numpy's pairwise sum (it never calls
+        # it).  On a GPU both are the same tree, so an interpreted module's reductions name
+        # Triton's add; `_sum`, called elementwise, stays the module's own.
         import triton.language as tl
 
-        module._sum = tl.standard._sum_combine
+        module._sum_tree = tl.standard._sum_combine
     sys.modules[module_name] = module
     return module
 

@@ -196,6 +196,9 @@ def _min_nan(a, b):
 @triton.jit
 def _sum(a, b):
     return a + b
+
+
+_sum_tree = _sum  # a tl.reduce's add (Note [Interpreted sums], codegen/triton/launch.py)
 ''',
     "prod": '''
 @triton.jit

@@ -110,7 +110,7 @@ func @f(%x: f32[3,40]) -> f32[3] {
 # CHECK-NEXT:     r0 = rindex
 # CHECK-NEXT:     [[X:t[0-9]+]] = tl.load(in0 + (40 * o0 + r0), mask, other=0)
 # CHECK-NEXT:     _[[A]] = tl.where(mask, _sum(_[[A]], [[X]]), _[[A]])
-# CHECK-NEXT: [[A]] = _sum([[A]], tl.reduce(_[[A]], 1, _sum, keep_dims=True))
+# CHECK-NEXT: [[A]] = _sum([[A]], tl.reduce(_[[A]], 1, _sum_tree, keep_dims=True))
 # The row result is stored once per row, by a stage with no ranges.
 # CHECK-NEXT: # stage 1: []
 # CHECK-NEXT: [[R:t[0-9]+]] = [[A]]
