@@ -222,6 +222,16 @@ def _cnn_inputs(batch=32, classes=10):
     return (x, targets, *(t.requires_grad_() for t in params))
 
 
+def strided_inplace(x, c):
+    """Writes into windows of a clone (issue 33): a strided mul_, a narrow add_, a diagonal
+    fill_, then one pointwise op over the whole (spec/memory.md, "Writes in place")."""
+    h = x.clone()
+    h[:, 1::2].mul_(3)
+    h[1:].add_(c)
+    h.diagonal().fill_(0.5)
+    return h.exp()
+
+
 def _params(*ts):
     """Training inputs: every floating tensor but the first (the batch) requires grad."""
     return (ts[0],) + tuple(t.requires_grad_() for t in ts[1:])
@@ -300,6 +310,9 @@ WORKLOADS = {w.name: w for w in [
              note="training step of a small CNN: 3 x (conv 3x3, batch norm in training mode,"
              " ReLU), max pool after the first two, 3->32->64->128 channels, batch 32 of"
              " 3x32x32, global average pool, linear head, cross_entropy"),
+    Workload("strided_inplace", strided_inplace, lambda: (_randn(2048, 2048), _randn(2048)),
+             note="h = x.clone(); h[:, 1::2].mul_(3); h[1:].add_(c); h.diagonal().fill_(0.5);"
+             " h.exp() on 2048x2048 f32"),
     Workload("tiny", tiny, lambda: (_randn(8), _randn(8)), note="8 elements, 3 ops"),
     Workload("one_break", one_break, lambda: (_randn(8), _randn(8)),
              note="tiny with one graph break (.item()): two graphs and the native step"

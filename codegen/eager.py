@@ -346,6 +346,9 @@ EAGER_OPS.update({
     "view_as_real": lambda node, attrs: (lambda x: torch.view_as_real(x.resolve_conj())),
     "view_as_complex": lambda node, attrs: _view_as_complex,
     "pad": _make_pad,
+    "slice_scatter": lambda node, attrs: (
+        lambda x, src, a=attrs: torch.slice_scatter(x, src, a["dim"], a["start"], a["stop"],
+                                                    a["step"])),
     "index_select": _make_index_select,
     "gather": _make_gather,
     "index_add": lambda node, attrs: _scatter(torch.index_add, node, attrs),

@@ -12,6 +12,8 @@ Inductor's loaders are; reductions, stages and what is Unsupported: spec/codegen
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import sympy
 
@@ -481,6 +483,61 @@ class _Lowering:
             return tuple(Index.of(0) if k in gone else next(it) for k in range(len(src)))
         raise Unsupported(f"{name} is an index map but has no index function here"
                           " (add it to layout_index)")
+
+
+# Note [Scatter kernels]: `slice_scatter x, src` (Note [Writes as slice_scatter],
+# ir/ops/layout.py) is a kernel of two stages: a copy of x, then a store of src's elements
+# at their window positions.  Where the memory plan writes the result over x's bytes
+# (spec/memory.md, "Writes in place"), the copy stores each element onto itself and the
+# runtime drops it (`drop_inplace_copies`): the kernel then stores src's elements only.
+NODE_KERNELS = frozenset({"slice_scatter"})
+
+
+def lower_node(node: Node) -> Kernel:
+    """The Kernel of a top-level node that is not a region (today `slice_scatter`);
+    Unsupported for any other node, or one the Kernel model cannot express."""
+    if node.op.name != "slice_scatter":
+        raise Unsupported(f"{node.op.name} has no kernel of its own")
+    x, src = node.inputs
+    if x.type.dtype.is_complex or not (x.type.is_static and src.type.is_static):
+        raise Unsupported("slice_scatter of complex values or symbolic sizes")
+    shape = tuple(int(d) for d in x.type.shape)
+    window = tuple(int(d) for d in src.type.shape)
+    a = node.attrs
+    d = normalize_dim(a["dim"], len(shape))
+    start, step = _slice_start(a["start"], a["stop"], a["step"], shape[d])
+    dtype, load = x.type.dtype, compute_dtype(x.type.dtype)
+    numel, count = _prod(shape), _prod(window)
+    copy = Stage((("i0", numel),), (
+        Let("0", "load", (), (("buf", "in0"), ("index", Index.var("i0"))), load),
+        Store("out0", Index.var("i0"), "0")))
+    dims = tuple((f"i{k}", n) for k, n in enumerate(window))
+    idx = [Index.var(v) for v, _ in dims]
+    placed = list(idx)
+    placed[d] = idx[d].scale(step) + Index.of(start)
+    scatter = Stage(dims, (
+        Let("1", "load", (), (("buf", "in1"), ("index", flat(tuple(idx), window))), load),
+        Store("out0", flat(tuple(placed), shape), "1")))
+    buffers = (Buffer("in0", dtype, numel, False), Buffer("in1", dtype, count, False),
+               Buffer("out0", dtype, numel, True))
+    return collapse(Kernel(buffers, (), (), (copy, scatter) if count else (copy,)))
+
+
+def drop_inplace_copies(kernel: Kernel) -> Kernel:
+    """`kernel` without the stages that only copy an input onto the output written over it
+    (Kernel.inplace): each stores every element onto itself (Note [Scatter kernels])."""
+    pairs = set(kernel.inplace)
+    kept = tuple(st for st in kernel.stages if not _self_copy(st, pairs))
+    return dataclasses.replace(kernel, stages=kept) if len(kept) != len(kernel.stages) else kernel
+
+
+def _self_copy(stage: Stage, pairs: set) -> bool:
+    if len(stage.body) != 2:
+        return False
+    load, store = stage.body
+    return isinstance(load, Let) and load.op == "load" and isinstance(store, Store) and \
+        store.value == load.name and (store.buf, load.attr("buf")) in pairs and \
+        store.index == load.attr("index")
 
 
 def flat(idx: tuple, shape: tuple) -> Index:

@@ -38,7 +38,14 @@ import torch
 
 from codegen import sizes as sz
 from codegen.kernel import Kernel
-from codegen.lower import Unsupported, lower_region, single_node_body
+from codegen.lower import (
+    NODE_KERNELS,
+    Unsupported,
+    drop_inplace_copies,
+    lower_node,
+    lower_region,
+    single_node_body,
+)
 from codegen.share import share
 from codegen.stats import STAGES, STATS, stage
 from codegen.torch_bridge import torch_dtype
@@ -142,6 +149,14 @@ def plan_graph(graph: Graph, symbols=()) -> list[_Unit]:
                 units.append(_Unit("eager", node.inputs, node.outputs,
                                    fn=_eager_body(body), label=label))
                 continue
+        if name in NODE_KERNELS:  # See Note [Scatter kernels] in codegen/lower.py
+            try:
+                units.append(_Unit("kernel", node.inputs, node.outputs,
+                                   kernel=lower_node(node), fn=single_node_body(node),
+                                   label=name))
+                continue
+            except Unsupported:
+                pass  # run by torch, counted below
         step = eager._make_step(node, list(symbols), {})
         sized = bool(eager._symbolic_attr_names(node))
         if node.op.aliases:  # a torch view of its operand (Note [Op facts])
@@ -295,7 +310,9 @@ class Arena:
             pairs.append((f"out{j}", f"in{unit.inputs.index(operand)}"))
         if moved:  # (settling costs a pass over every buffer: only when one moved)
             self._settle()
-        return dataclasses.replace(unit.kernel, inplace=tuple(pairs)) if pairs else unit.kernel
+        if not pairs:
+            return unit.kernel
+        return drop_inplace_copies(dataclasses.replace(unit.kernel, inplace=tuple(pairs)))
 
     def separate_reuses(self) -> None:
         """Give each in-place result bytes of its own, past the end of everything else,

@@ -1,6 +1,6 @@
 """`python -m ir.opt`: run passes over textual IR, without PyTorch in the loop.
 
-    python -m ir.opt --passes=decompose,fold,simplify,cse,dce [--print-after-all]
+    python -m ir.opt --passes=decompose,fold,simplify,scatters,cse,dce [--print-after-all]
                      [--print-after=NAME] [--timings] [--stats] [--check-semantics]
                      [in.rir]
 

@@ -203,6 +203,8 @@ def inplace_safe(node: Node, operand: Value, result: Value, view_of: dict) -> st
     the operand: element i is then read before element i is written, and no other
     element is read from those bytes.
     """
+    if node.op.name == "slice_scatter" and node.body is None:
+        return _scatter_inplace_safe(node, operand, view_of)
     if node.body is None or node.attrs.get("kind") != "pointwise":
         return f"{node.op.name} is not a pointwise region"
     if operand.type.shape != result.type.shape or \
@@ -240,6 +242,22 @@ def inplace_safe(node: Node, operand: Value, result: Value, view_of: dict) -> st
             reads.update(inner.outputs)
     if any(out in reads for out in body.outputs if out is not produced):
         return "another result of the node reads the operand"
+    return ""
+
+
+def _scatter_inplace_safe(node: Node, operand: Value, view_of: dict) -> str:
+    """Note [Scatter kernels] (codegen/lower.py): `slice_scatter x, src` over x's bytes
+    stores src's elements at the window and nothing else, so it is safe when x is the
+    base itself (not src, nor read through a view) and src does not share x's bytes:
+    every element src holds was computed before the first store."""
+    x, src = node.inputs
+    if x is not operand:
+        return "slice_scatter writes in place over its base only"
+    root = src
+    while root is not None:
+        if root is operand:
+            return "the window's new value is a view of the base"
+        root = view_of.get(root)
     return ""
 
 

@@ -68,7 +68,9 @@ def emit_kernel(module: lir.Module, kernel: Kernel, symbol: str) -> lir.Function
 # the input's argument: one pointer, load and store of element i at the same
 # address, which LLVM sees as a distance-0 dependence and still vectorizes.  The
 # output's own argument is then unused.  The plan only allows this for pointwise
-# kernels reading that input elementwise (ir.plan.inplace_safe).
+# kernels reading that input elementwise, and for scatter kernels, which then store only
+# the window's elements and never load the input (ir.plan.inplace_safe; Note [Scatter
+# kernels], codegen/lower.py).
 
 
 # Outer points per tile when a reduction is tiled (See Note [Outer reductions]), and per

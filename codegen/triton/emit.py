@@ -62,6 +62,11 @@ def emit_kernel(kernel: Kernel, name: str, max_rblock: int = MAX_RBLOCK) -> Trit
     if getattr(kernel, "inplace", ()):
         # Reuse across stages assumes loads see inputs nothing in the kernel writes.
         raise NotImplementedError("in-place kernels (an output over an input's bytes)")
+    stored = [{st.buf for st in stage.body if isinstance(st, Store)} for stage in kernel.stages]
+    if len(set().union(*stored)) < sum(map(len, stored)):
+        # a scatter kernel (Note [Scatter kernels], codegen/lower.py): its second stage's
+        # stores must follow every program's first-stage stores, which no launch orders
+        raise NotImplementedError("stages storing into one buffer (a scatter)")
     big = [b.name for b in kernel.buffers if isinstance(b.numel, int) and b.numel >= INDEX_LIMIT]
     if big:
         raise NotImplementedError(f"buffers {big} need 64-bit indices (int32 is emitted)")

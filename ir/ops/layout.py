@@ -116,6 +116,44 @@ defop("slice", LAYOUT, **VIEW, operands=("x",),
       doc="x[..., start:stop:step, ...] along dim (Python clamping, step >= 1)")
 
 
+def _slice_scatter_infer(types, dim, start, stop, step=1):
+    """x's type; src must be x's dtype with the shape of slice(x, dim, start, stop, step)"""
+    x, src = types
+    want = _slice_infer([x], dim, start, stop, step)
+    if src.dtype != x.dtype or len(src.shape) != len(want.shape) or any(
+            simplify_dim(a - b) != 0 for a, b in zip(src.shape, want.shape)):
+        raise TypeError(f"slice_scatter's src must be {want}, got {src}")
+    return TensorType(x.dtype, x.shape, rules.same_device(types))
+
+
+def _slice_scatter_ref(x, src, dim, start, stop, step=1):
+    out = np.array(x, copy=True)
+    index = [slice(None)] * x.ndim
+    index[rules.normalize_dim(dim, x.ndim)] = slice(start, stop, step)
+    out[tuple(index)] = src
+    return out
+
+
+def _slice_scatter_vjp(b, g, out, x, src, dim, start, stop, step=1):
+    t = src.type
+    zeros = b.full(value=0, shape=list(t.shape), dtype=t.dtype, device=t.device)
+    window = dict(dim=dim, start=start, stop=stop, step=step)
+    return (b.slice_scatter(g, zeros, **window) if x.type.dtype.is_float else None,
+            b.slice(g, **window) if t.dtype.is_float else None)
+
+
+# Note [Writes as slice_scatter]: a write into a slice of a base (`h[:, 1::2] *= 3`, a
+# narrow, a diagonal) is functionalized as the base's new value; the `scatters` pass
+# (ir/passes/scatters.py) names it `slice_scatter`, which the kernel backends run as a
+# store of src's elements only, over the base's bytes when the base dies there
+# (spec/memory.md, "Writes in place").
+defop("slice_scatter", LAYOUT, saves={}, complex=True, operands=("x", "src"),
+      attrs={"dim": "int", "start": "dim", "stop": "dim", "step": ("int", 1)},
+      infer=_slice_scatter_infer, ref=_slice_scatter_ref, vjp=_slice_scatter_vjp,
+      doc="x with x[..., start:stop:step, ...] along dim replaced by src"
+          " (torch.slice_scatter)")
+
+
 # --- squeeze / unsqueeze / expand ---------------------------------------------------------
 def _squeeze_infer(types, dims):
     """x's type without the listed dims that have size 1."""

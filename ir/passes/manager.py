@@ -6,7 +6,7 @@ a pass is a name in the registry or any callable `Graph -> Graph`.  Which passes
 refcomp's graphs is chosen in ir/passes/pipelines.py.
 Spec: spec/passes.md, "The pass manager".
 
-    g = run_pipeline(g)                                   # decompose, fold, simplify, cse, dce
+    g = run_pipeline(g)                          # decompose, fold, simplify, scatters, cse, dce
     g = run_pipeline(g, ["fold", "dce"], print_after="all", check_semantics=True)
 """
 

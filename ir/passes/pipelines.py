@@ -9,7 +9,7 @@ from ir.graph import Graph
 from ir.ops.registry import COMPOSITE, POINTWISE, REDUCTION
 from ir.passes.complex_lowering import has_complex
 
-DEFAULT_PIPELINE = ("decompose", "fold", "simplify", "cse", "dce")
+DEFAULT_PIPELINE = ("decompose", "fold", "simplify", "scatters", "cse", "dce")
 # A graph whose ops autograd records one by one keeps eager's composites.
 OP_BY_OP_AUTOGRAD_PIPELINE = ("dce",)
 # What explain().to_dot draws: the graph as the kernel backends get it.

@@ -283,6 +283,25 @@ def slice_inputs(draw, dtypes=ALL):
     return [(draw(arrays(dtype, shape)), dtype)], attrs
 
 
+@st.composite
+def slice_scatter_inputs(draw, dtypes=ALL):
+    [(x, dtype)], attrs = draw(slice_inputs(dtypes))
+    window = _slice_ref_shape(x, **attrs)
+    return [(x, dtype), (draw(arrays(dtype, window)), dtype)], attrs
+
+
+def _slice_ref_shape(x, dim, start, stop, step):
+    index = [slice(None)] * x.ndim
+    index[dim] = slice(start, stop, step)
+    return x[tuple(index)].shape
+
+
+def _torch_slice_scatter(x, src, dim, start, stop, step):
+    out = x.clone()
+    _torch_slice(out, dim, start, stop, step).copy_(src)
+    return out
+
+
 def _torch_slice(x, dim, start, stop, step):
     index = [slice(None)] * x.dim()
     index[dim] = slice(start, stop, step)
@@ -629,6 +648,7 @@ CASES = {
     "reshape": (lambda x, shape: torch.reshape(x, shape), reshape_inputs()),
     "permute": (lambda x, perm: torch.permute(x, perm), permute_inputs()),
     "slice": (_torch_slice, slice_inputs()),
+    "slice_scatter": (_torch_slice_scatter, slice_scatter_inputs()),
     "squeeze": (lambda x, dims: torch.squeeze(x, dim=tuple(dims)) if dims else torch.squeeze(x),
                 squeeze_inputs()),
     "unsqueeze": (torch.unsqueeze, unsqueeze_inputs()),

@@ -27,7 +27,7 @@ SOURCE = """func @f(%x: f32[4]) -> f32[4] {
 
 
 def test_default_pipeline_names():
-    assert DEFAULT_PIPELINE == ("decompose", "fold", "simplify", "cse", "dce")
+    assert DEFAULT_PIPELINE == ("decompose", "fold", "simplify", "scatters", "cse", "dce")
 
 
 def test_runs_named_passes_and_times_them():

@@ -49,7 +49,7 @@ def test_print_after_all(tmp_path, capsys):
     assert main(["--print-after-all", str(path)]) == 0
     err = capsys.readouterr().err
     names = [line.split()[2] for line in err.splitlines() if line.startswith("# after ")]
-    assert names == ["decompose", "fold", "simplify", "cse", "dce"]
+    assert names == ["decompose", "fold", "simplify", "scatters", "cse", "dce"]
 
 
 def test_parse_errors_point_at_line_and_column(tmp_path, capsys):

@@ -21,7 +21,7 @@ from ir.types import TensorType, bf16, f16, f32, f64
 from ir.verify import verify
 from tests.strategies import arrays_for, graphs, shapes
 
-PASSES = ("decompose", "fold", "simplify", "cse", "dce")
+PASSES = ("decompose", "fold", "simplify", "scatters", "cse", "dce")
 
 
 @st.composite
