@@ -129,11 +129,12 @@ func @f(%x: f32[300,300]) -> (f32[300,300], f32[300]) {
         np.testing.assert_allclose(got.numpy(), want, rtol=1e-5, atol=1e-5)
 
 
-@pytest.mark.parametrize("offset", [0, 1])
+@pytest.mark.parametrize("offset", [0, 1, 8])
 def test_streamed_rows_equal_plain_stores(monkeypatch, offset):
     # Note [Streaming stores]: rows go through an aligned scratch and out with
     # non-temporal stores; 301 columns leave a tail, offset 1 a misaligned output row
-    # (the plain path).  The threshold is lowered so a small output streams.
+    # (the plain path), offset 8 rows aligned to 32 but not 64 bytes (Note [Full-width
+    # streaming]).  The threshold is lowered so a small output streams.
     import hashlib
 
     from codegen.llvm import emit, jit
