@@ -51,7 +51,7 @@ from codegen.stats import STAGES, STATS, stage
 from codegen.torch_bridge import torch_dtype
 from ir.graph import Graph, Value
 from ir.ops.registry import EXTERN, POINTWISE, REDUCTION
-from ir.plan import ALIGN, aligned, views_in
+from ir.plan import ALIGN, aligned, bytes_root, same_bytes_views, views_in
 from ir.types import is_symbolic
 
 PARALLEL_MIN_WORK = 1 << 16  # elements; below this a thread hand-off costs more than it saves
@@ -263,6 +263,7 @@ class Arena:
         self.offset: dict = {}  # Value -> byte offset (a size: int or symbolic formula)
         self.reuses: dict = {}  # in-place result -> the operand whose bytes it takes
         self.nbytes = 0
+        self.same_bytes = same_bytes_views(graph)  # a kernel may read a reused slot so
         plan = graph.plan
         if plan is None or not units:
             return
@@ -302,12 +303,14 @@ class Arena:
             operand = self.reuses.get(v)
             if operand is None:
                 continue
-            if unit.inputs.count(operand) != 1:
+            reads = [k for k, x in enumerate(unit.inputs)
+                     if bytes_root(x, self.same_bytes) is operand]
+            if len(reads) != 1:
                 del self.reuses[v]  # read through two buffers: keep the bytes apart
                 self.offset.pop(v)
                 moved = True
                 continue
-            pairs.append((f"out{j}", f"in{unit.inputs.index(operand)}"))
+            pairs.append((f"out{j}", f"in{reads[0]}"))
         if moved:  # (settling costs a pass over every buffer: only when one moved)
             self._settle()
         if not pairs:

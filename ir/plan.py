@@ -178,6 +178,24 @@ def views_in(graph: Graph) -> dict[Value, Value]:
             if node.op.aliases and node.body is None}
 
 
+# Views whose elements keep their row-major order: over a row-major operand they are its
+# bytes, read the same way (a kernel may take one's pointer for its operand's).
+ROW_MAJOR_VIEWS = frozenset({"reshape", "squeeze", "unsqueeze"})
+
+
+def same_bytes_views(graph: Graph) -> dict[Value, Value]:
+    """Top-level ROW_MAJOR_VIEWS results: result -> operand."""
+    return {node.outputs[0]: node.inputs[0] for node in graph.nodes
+            if node.op.aliases and node.body is None and node.op.name in ROW_MAJOR_VIEWS}
+
+
+def bytes_root(v: Value, same_bytes: dict) -> Value:
+    """The value whose bytes `v` is, in the same order (v itself when it is no such view)."""
+    while v in same_bytes:
+        v = same_bytes[v]
+    return v
+
+
 def intermediates(graph: Graph) -> list[Value]:
     """Values defined by top-level nodes that the caller never sees.
 
@@ -194,7 +212,8 @@ def intermediates(graph: Graph) -> list[Value]:
 
 
 # --- in-place safety -----------------------------------------------------------------------
-def inplace_safe(node: Node, operand: Value, result: Value, view_of: dict) -> str:
+def inplace_safe(node: Node, operand: Value, result: Value, view_of: dict,
+                 same_bytes: Optional[dict] = None) -> str:
     """'' when `result` may be written over `operand`'s bytes by `node`, else why not.
 
     Safe only in a pointwise region that reads the operand elementwise (no index map)
@@ -204,7 +223,7 @@ def inplace_safe(node: Node, operand: Value, result: Value, view_of: dict) -> st
     element is read from those bytes.
     """
     if node.op.name == "slice_scatter" and node.body is None:
-        return _scatter_inplace_safe(node, operand, view_of)
+        return _scatter_inplace_safe(node, operand, view_of, same_bytes or {})
     if node.body is None or node.attrs.get("kind") != "pointwise":
         return f"{node.op.name} is not a pointwise region"
     if operand.type.shape != result.type.shape or \
@@ -245,14 +264,15 @@ def inplace_safe(node: Node, operand: Value, result: Value, view_of: dict) -> st
     return ""
 
 
-def _scatter_inplace_safe(node: Node, operand: Value, view_of: dict) -> str:
+def _scatter_inplace_safe(node: Node, operand: Value, view_of: dict, same_bytes: dict) -> str:
     """Note [Scatter kernels] (codegen/lower.py): `slice_scatter x, src` over x's bytes
     stores src's elements at the window and nothing else, so it is safe when x is the
-    base itself (not src, nor read through a view) and src does not share x's bytes:
-    every element src holds was computed before the first store."""
+    base or a reshape of it (ROW_MAJOR_VIEWS: the same bytes in the same order) and src
+    does not share the base's bytes: every element src holds was computed before the
+    first store."""
     x, src = node.inputs
-    if x is not operand:
-        return "slice_scatter writes in place over its base only"
+    if bytes_root(x, same_bytes) is not operand:
+        return "slice_scatter writes in place over its base only (or a reshape of it)"
     root = src
     while root is not None:
         if root is operand:
@@ -279,6 +299,7 @@ def check_plan(graph: Graph, sizes: Optional[dict] = None) -> list[str]:
     expected = set(intermediates(graph))
     live = liveness(graph)
     view_of = views_in(graph)
+    same_bytes = same_bytes_views(graph)
     entries = [s.value for s in plan.slots] + [w.value for w in plan.views]
     for v in entries:
         if v not in expected:
@@ -305,7 +326,7 @@ def check_plan(graph: Graph, sizes: Optional[dict] = None) -> list[str]:
             problems.append(f"{nm(s.value)}: size {s.size} is smaller than its"
                             f" {s.value.type.nbytes()} bytes")
         if s.reuses is not None:
-            problems += _check_reuse(s, plan, producer, view_of, nm)
+            problems += _check_reuse(s, plan, producer, view_of, same_bytes, nm)
     slots = plan.slots
     for i, a in enumerate(slots):
         for b in slots[i + 1:]:
@@ -330,7 +351,7 @@ def _is_reuse_pair(first: Slot, second: Slot) -> bool:
     return second.reuses is first.value
 
 
-def _check_reuse(s: Slot, plan: MemoryPlan, producer, view_of, nm) -> list[str]:
+def _check_reuse(s: Slot, plan: MemoryPlan, producer, view_of, same_bytes, nm) -> list[str]:
     old = plan.entry(s.reuses)
     if not isinstance(old, Slot):
         return [f"{nm(s.value)} reuses {nm(s.reuses)}, which has no buffer"]
@@ -340,9 +361,9 @@ def _check_reuse(s: Slot, plan: MemoryPlan, producer, view_of, nm) -> list[str]:
     if sympy.simplify(old.offset - s.offset) != 0 or sympy.simplify(old.size - s.size) != 0:
         return [f"{nm(s.value)} reuses {nm(s.reuses)} but has another offset or size"]
     node = producer[s.value]
-    if s.reuses not in node.inputs:
+    if all(bytes_root(v, same_bytes) is not s.reuses for v in node.inputs):
         return [f"{nm(s.value)} reuses {nm(s.reuses)}, which its node does not read"]
-    why = inplace_safe(node, s.reuses, s.value, view_of)
+    why = inplace_safe(node, s.reuses, s.value, view_of, same_bytes)
     return [f"{nm(s.value)} cannot reuse {nm(s.reuses)} in place: {why}"] if why else []
 
 

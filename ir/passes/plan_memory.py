@@ -36,9 +36,11 @@ from ir.plan import (
     Slot,
     View,
     aligned,
+    bytes_root,
     inplace_safe,
     intermediates,
     liveness,
+    same_bytes_views,
     views_in,
 )
 from ir.types import is_symbolic, simplify_dim
@@ -136,7 +138,7 @@ def _planned(graph: Graph) -> Graph:
     view_of = views_in(graph)
     live = liveness(graph)
     buffers = [v for v in intermediates(graph) if v not in view_of]
-    reuse = _inplace_pairs(graph, buffers, live, view_of)
+    reuse = _inplace_pairs(graph, buffers, live, view_of, same_bytes_views(graph))
     # Groups: chains of buffers that take over each other's bytes, first owner first.
     group_of = {}
     groups: list[list] = []
@@ -167,20 +169,21 @@ def _planned(graph: Graph) -> Graph:
     return out
 
 
-def _inplace_pairs(graph, buffers, live, view_of) -> dict:
-    """result -> the dying operand whose bytes it takes (each operand at most once)."""
+def _inplace_pairs(graph, buffers, live, view_of, same_bytes) -> dict:
+    """result -> the dying operand whose bytes it takes (each operand at most once); an
+    operand read through a reshape (`ir.plan.same_bytes_views`) is a candidate too."""
     is_buffer = set(buffers)
     reuse, taken = {}, set()
     for step, node in enumerate(graph.nodes):
         for result in node.outputs:
             if result not in is_buffer:
                 continue
-            for operand in node.inputs:
+            for operand in dict.fromkeys(bytes_root(v, same_bytes) for v in node.inputs):
                 if operand not in is_buffer or operand in taken or live[operand][1] != step:
                     continue
                 if aligned(operand.type.nbytes()) != aligned(result.type.nbytes()):
                     continue
-                if inplace_safe(node, operand, result, view_of):
+                if inplace_safe(node, operand, result, view_of, same_bytes):
                     continue
                 reuse[result] = operand
                 taken.add(operand)
