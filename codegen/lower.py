@@ -193,7 +193,11 @@ class _Lowering:
                 for i, v in enumerate(self.g.outputs)]
         self.in_buf = {v: b.name for v, b in zip(self.g.inputs, ins)}
         reductions = [n for n in self.g.nodes if n.op.category == REDUCTION]
-        if reductions:
+        scatter = self.scatter_node()
+        if scatter is not None and not reductions:
+            outer = ()
+            self.store_scatter(scatter)
+        elif reductions:
             outer = self.plan_rows(reductions)
             early = self.early_outputs(reductions)
             self.lower_reductions(reductions, early)
@@ -232,6 +236,41 @@ class _Lowering:
             for j, v in members:
                 self.store(j, v, idx)
             self.end_stage(dims)
+
+    # --- scatter regions (Note [Scatter kernels]) -----------------------------------------
+    def scatter_node(self):
+        """The body's `slice_scatter` when it computes the body's one output, else None."""
+        if len(self.g.outputs) != 1:
+            return None
+        node = self.producer.get(self.g.outputs[0])
+        return node if node is not None and node.op.name == "slice_scatter" else None
+
+    def store_scatter(self, node: Node):
+        """Two stages: the base copied to out0, then each window element computed where it
+        is stored (the copy is dropped when out0 is written over the base)."""
+        x, src = node.inputs
+        if x not in self.in_buf or x.type.dtype.is_complex:
+            raise Unsupported("a scatter's base must be a real region input")
+        shape, window, dtype = self.shape(x), self.shape(src), x.type.dtype
+        a = node.attrs
+        d = normalize_dim(a["dim"], len(shape))
+        start, step = _slice_start(a["start"], a["stop"], a["step"], shape[d])
+        copy = [("i0", _prod(shape))]
+        rec = self.new_stage(copy)
+        base = rec.call("load", [], buf=self.in_buf[x], index=Index.var("i0"),
+                        dtype=compute_dtype(dtype))
+        rec.body.append(Store("out0", Index.var("i0"), base.name))
+        self.end_stage(copy)
+        if _prod(window) == 0:
+            return
+        dims = [(f"i{k}", n) for k, n in enumerate(window)]
+        rec = self.new_stage(dims)
+        idx = tuple(Index.var(v) for v, _ in dims)
+        placed = list(idx)
+        placed[d] = idx[d].scale(step) + Index.of(start)
+        value = rec.cast(self.value_at(src, idx), dtype)
+        rec.body.append(Store("out0", flat(tuple(placed), shape), value.name))
+        self.end_stage(dims)
 
     # --- regions with reductions --------------------------------------------------------
     def plan_rows(self, reductions: list[Node]) -> tuple:
@@ -494,33 +533,12 @@ NODE_KERNELS = frozenset({"slice_scatter"})
 
 
 def lower_node(node: Node) -> Kernel:
-    """The Kernel of a top-level node that is not a region (today `slice_scatter`);
-    Unsupported for any other node, or one the Kernel model cannot express."""
-    if node.op.name != "slice_scatter":
+    """The Kernel of a top-level node that is not a region (today `slice_scatter`, as a
+    one-node scatter region); Unsupported for any other node, or one the Kernel model
+    cannot express."""
+    if node.op.name not in NODE_KERNELS:
         raise Unsupported(f"{node.op.name} has no kernel of its own")
-    x, src = node.inputs
-    if x.type.dtype.is_complex or not (x.type.is_static and src.type.is_static):
-        raise Unsupported("slice_scatter of complex values or symbolic sizes")
-    shape = tuple(int(d) for d in x.type.shape)
-    window = tuple(int(d) for d in src.type.shape)
-    a = node.attrs
-    d = normalize_dim(a["dim"], len(shape))
-    start, step = _slice_start(a["start"], a["stop"], a["step"], shape[d])
-    dtype, load = x.type.dtype, compute_dtype(x.type.dtype)
-    numel, count = _prod(shape), _prod(window)
-    copy = Stage((("i0", numel),), (
-        Let("0", "load", (), (("buf", "in0"), ("index", Index.var("i0"))), load),
-        Store("out0", Index.var("i0"), "0")))
-    dims = tuple((f"i{k}", n) for k, n in enumerate(window))
-    idx = [Index.var(v) for v, _ in dims]
-    placed = list(idx)
-    placed[d] = idx[d].scale(step) + Index.of(start)
-    scatter = Stage(dims, (
-        Let("1", "load", (), (("buf", "in1"), ("index", flat(tuple(idx), window))), load),
-        Store("out0", flat(tuple(placed), shape), "1")))
-    buffers = (Buffer("in0", dtype, numel, False), Buffer("in1", dtype, count, False),
-               Buffer("out0", dtype, numel, True))
-    return collapse(Kernel(buffers, (), (), (copy, scatter) if count else (copy,)))
+    return lower_region(single_node_body(node))
 
 
 def drop_inplace_copies(kernel: Kernel) -> Kernel:
@@ -528,7 +546,11 @@ def drop_inplace_copies(kernel: Kernel) -> Kernel:
     (Kernel.inplace): each stores every element onto itself (Note [Scatter kernels])."""
     pairs = set(kernel.inplace)
     kept = tuple(st for st in kernel.stages if not _self_copy(st, pairs))
-    return dataclasses.replace(kernel, stages=kept) if len(kept) != len(kernel.stages) else kernel
+    if len(kept) == len(kernel.stages):
+        return kernel
+    # the copy's index no longer keeps the window's loops apart (`collapse` checks every
+    # stage's indices)
+    return collapse(dataclasses.replace(kernel, stages=kept))
 
 
 def _self_copy(stage: Stage, pairs: set) -> bool:

@@ -24,6 +24,8 @@ import sympy
 
 from ir.graph import Graph, Node, Value
 from ir.interpreter import run
+from ir.ops.layout import slice_bounds
+from ir.ops.rules import normalize_dim
 from ir.printer import value_names
 from ir.types import Dim, bf16, is_symbolic, simplify_dim
 
@@ -224,6 +226,8 @@ def inplace_safe(node: Node, operand: Value, result: Value, view_of: dict,
     """
     if node.op.name == "slice_scatter" and node.body is None:
         return _scatter_inplace_safe(node, operand, view_of, same_bytes or {})
+    if node.body is not None and node.attrs.get("kind") == "scatter":
+        return _scatter_region_inplace_safe(node, operand, view_of, same_bytes or {})
     if node.body is None or node.attrs.get("kind") != "pointwise":
         return f"{node.op.name} is not a pointwise region"
     if operand.type.shape != result.type.shape or \
@@ -280,6 +284,47 @@ def _scatter_inplace_safe(node: Node, operand: Value, view_of: dict, same_bytes:
         root = view_of.get(root)
     return ""
 
+
+def _scatter_region_inplace_safe(node: Node, operand: Value, view_of: dict,
+                                 same_bytes: dict) -> str:
+    """A scatter region (spec/fusion.md, "Scatter regions") over its base's bytes: safe
+    under `_scatter_inplace_safe`'s conditions when, besides, the body reads the base
+    only through the window itself (`slice` of the scatter's window) into pointwise ops:
+    window element j is then read only by the iteration that stores element j."""
+    body = node.body
+    scatter = next(n for n in body.nodes if body.outputs[0] in n.outputs)
+    base = scatter.inputs[0]
+    outer = dict(zip(body.inputs, node.inputs))
+    if base not in outer or bytes_root(outer[base], same_bytes) is not operand:
+        return "the scatter writes in place over its base only (or a reshape of it)"
+    for param, v in outer.items():
+        while param is not base and v is not None:
+            if v is operand:
+                return "the region reads the base through another operand"
+            v = view_of.get(v)
+    users: dict[Value, list[Node]] = {}
+    for inner in body.nodes:
+        for v in inner.inputs:
+            users.setdefault(v, []).append(inner)
+    window = _window_of(scatter, scatter.inputs[1].type.shape)
+    for user in users.get(base, []):
+        if user is scatter:
+            continue
+        if user.op.name != "slice" or _window_of(user, user.outputs[0].type.shape) != window:
+            return f"the body reads the base through {user.op.name}, not the window"
+        for reader in users.get(user.outputs[0], []):
+            if reader.op.category != "pointwise":
+                return f"the body reads the window through {reader.op.name}"
+    return ""
+
+
+def _window_of(node: Node, shape) -> tuple:
+    """(dim, first index, step, shape) of a slice or slice_scatter's window."""
+    a = node.attrs
+    size = node.inputs[0].type.shape
+    d = normalize_dim(a["dim"], len(size))
+    start, _ = slice_bounds(size[d], a["start"], a["stop"], a["step"])
+    return d, start, a["step"], tuple(shape)
 
 # --- the checker ---------------------------------------------------------------------------
 def check_plan(graph: Graph, sizes: Optional[dict] = None) -> list[str]:

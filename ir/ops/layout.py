@@ -61,7 +61,7 @@ defop("permute", LAYOUT, **VIEW, operands=("x",), attrs={"perm": "ints"},
 
 
 # --- slice ------------------------------------------------------------------------------
-def _slice_bounds(size, start, stop, step):
+def slice_bounds(size, start, stop, step):
     """Clamp start/stop like Python slicing on a non-negative step (torch forbids < 1).
 
     A symbolic bound (a size expression, Note [Symbolic slice bounds]) is taken as it is:
@@ -78,7 +78,7 @@ def _slice_infer(types, dim, start, stop, step=1):
     """x's type with dim's size len(range(start, stop, step)) after Python clamping."""
     (x,) = types
     d = rules.normalize_dim(dim, x.rank)
-    start, stop = _slice_bounds(x.shape[d], start, stop, step)
+    start, stop = slice_bounds(x.shape[d], start, stop, step)
     length = simplify_dim((stop - start + step - 1) // step) if isinstance(stop, int) else \
         (stop - start + step - 1) // step
     shape = list(x.shape)
@@ -98,7 +98,7 @@ def _slice_vjp(b, g, out, x, dim, start, stop, step=1):
     size, n = x.type.shape[d], g.type.shape[d]
     if not (isinstance(size, int) and isinstance(n, int)):
         raise NotImplementedError("the VJP of slice needs static sizes along the sliced dim")
-    start, _ = _slice_bounds(size, start, stop, step)
+    start, _ = slice_bounds(size, start, stop, step)
     if step > 1 and n > 0:
         shape = list(g.type.shape)
         g = b.unsqueeze(g, dim=d + 1)

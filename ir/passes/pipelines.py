@@ -36,6 +36,8 @@ def kernel_passes(graph: Graph, options: dict) -> list:
         categories |= {POINTWISE, REDUCTION}
     if options.get("fuse", True) and categories & {POINTWISE, REDUCTION}:
         passes.append("fuse")
+        if any(n.op.name == "slice_scatter" for n in graph.nodes):
+            passes.append("fuse_scatters")  # spec/fusion.md, "Scatter regions"
     if options.get("plan", True) and graph.plan is None:
         passes.append("plan_memory")
     return passes

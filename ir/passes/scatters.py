@@ -18,7 +18,7 @@ from __future__ import annotations
 import numpy as np
 
 from ir.graph import Graph, Value
-from ir.ops.layout import _slice_bounds
+from ir.ops.layout import slice_bounds
 from ir.ops.rules import normalize_dim
 from ir.passes.registry import register_pass
 from ir.rewrite import RuleTable, rewrite
@@ -162,7 +162,7 @@ def _window(rw, part: Value, d: int):
     size = s.inputs[0].type.shape[d]
     if not all(isinstance(x, int) for x in (size, s.attrs["start"], s.attrs["stop"])):
         return None
-    start, stop = _slice_bounds(size, s.attrs["start"], s.attrs["stop"], 1)
+    start, stop = slice_bounds(size, s.attrs["start"], s.attrs["stop"], 1)
     return s.inputs[0], start, stop
 
 

@@ -61,6 +61,13 @@ def write_keeps_old_reader(x):
     return h + before
 
 
+def self_updates(x, c):
+    h = x.exp()
+    h[:, 1::2] *= 3  # a scatter region reading only its window: in place
+    h[2:9] += c[2:9]
+    return h.sin()
+
+
 def window_from_own_base(x):
     h = x * 2
     h[:, ::2] = h[:, 1::2] + 1  # src is computed from the base the window is written into
@@ -87,6 +94,7 @@ CASES = [
     (write_keeps_old_reader, lambda: (torch.randn(N, N),)),
     (window_from_own_base, lambda: (torch.randn(N, N),)),
     (empty_windows, lambda: (torch.randn(N, N), torch.randn(N, N))),
+    (self_updates, lambda: (torch.randn(N, N), torch.randn(N, N))),
 ]
 
 
