@@ -444,7 +444,9 @@ def _reads_stored_value(groups: _Groups, producer: Node, node: Node) -> bool:
 # (1.05 + 1.35 ms for [8, 128, 1024]); as one, ~1.8 ms (lm2_train one process
 # 133.7 -> 131.7 ms).  The region runs after the inputs of both (a matmul's result),
 # which the cycle check allows only if neither feeds the other through another kernel.
-# A common smaller load (a broadcast bias) saves little and is no reason to merge.
+# A common smaller load (a broadcast bias) saves little and is no reason to merge.  The
+# merged results are alive together: mlp_train's backward arena grew by one of them
+# (5.2 -> 9.4 MB; lm2_train's shrank, 24.2 -> 20.0 MB; bench/TRAINING.md).
 def _siblings(groups: _Groups) -> None:
     """Reductions over one domain, and pointwise regions over one shape, whose regions
     read a common input share a region (Note [Pointwise siblings])."""
