@@ -38,6 +38,7 @@ from refcomp.sources import (
     GlobalSource,
     ItemSource,
     LocalSource,
+    TensorKeySource,
 )
 from refcomp.tracer.context import CONSTANT_TYPES
 from refcomp.tracer.values import (
@@ -250,6 +251,9 @@ def load_source(src, L, G, C, B):
         return src.obj
     if isinstance(src, DictOfSource):
         return load_source(src.base_source, L, G, C, B).__dict__
+    if isinstance(src, TensorKeySource):  # an optimizer's state[p]
+        return dict.get(load_source(src.base_source, L, G, C, B),
+                        load_source(src.key_source, L, G, C, B))
     if hasattr(src, "globals"):  # an inlined function's module globals
         return src.globals
     raise TypeError(f"cannot read source {src!r}")

@@ -634,8 +634,11 @@ def build_entry(ctx: TraceContext, output: VT, backend_name: str, options: dict,
     for i, src in enumerate(ctx.input_sources):
         if src.name() in ctx.mutated:
             _, tv = ctx.mutated[src.name()]
-            writeback.append((i, outs.add_value(tv.value, tv.requires_grad)))
-            if tv.requires_grad:
+            # a parameter written under no_grad: written back without autograd (Note
+            # [Parameters written under no_grad], refcomp/tracer/mutation.py)
+            grad = tv.requires_grad and not tv.written_without_grad
+            writeback.append((i, outs.add_value(tv.value, grad)))
+            if grad:
                 grad_written.add(i)
             else:  # a buffer updated from detached values (an EMA):
                 ctx.grad_free.add(tv.value)  # no gradient reaches it (a cut feeds no

@@ -275,3 +275,20 @@ def size_text(source: Source, dim) -> str:
     if isinstance(source, NumberAsSize):
         return source.base_source.name()
     return f"{source.name()}.size({dim})"
+
+
+class TensorKeySource(Source):
+    """`base[key]` of a dict keyed by a tensor (an optimizer's `state[p]`), read with
+    `dict.get` so that a guard never runs a defaultdict's `__missing__`."""
+
+    def __init__(self, base_source: Source, key_source: Source):
+        self.base_source, self.key_source = base_source, key_source
+
+    def base(self):
+        return self.base_source
+
+    def name(self):
+        return f"{self.base_source.name()}[{self.key_source.name()}]"
+
+    def expr(self, cg):
+        return f"dict.get({cg.load(self.base_source)}, {cg.load(self.key_source)})"

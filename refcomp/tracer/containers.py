@@ -63,6 +63,11 @@ from refcomp.tracer.values import (
 def getitem(tx, obj: VT, index: VT) -> VT:
     if isinstance(obj, TensorVar):
         return tensor_layout.tensor_getitem(tx.ctx, obj, index)
+    if isinstance(index, TensorVar) and isinstance(obj, ConstVar) and \
+            isinstance(obj.value, dict) and obj.source is not None:
+        from refcomp.tracer.foreach import tensor_keyed_item
+
+        return tensor_keyed_item(tx, obj, index)  # an optimizer's `state[p]`
     key = as_python(require_const(tx, index, "subscript"))
     if isinstance(obj, (TupleVar, ListVar)):
         if isinstance(key, slice):  # a slice of a torch.Size is a torch.Size

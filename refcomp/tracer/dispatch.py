@@ -259,6 +259,10 @@ KINDS: tuple = (
           lambda tx, fn, a, k: inline(tx, fn.code, fn.f_globals, a, k, fn.defaults,
                                       fn.kwdefaults, fn.closure, fn.globals_source),
           summary="a `def` or lambda the trace executed: inlined"),
+    _kind("optimizer _init_group", foreach.is_init_group,
+          lambda tx, fn, a, k: foreach.init_group(tx, fn, a, k),
+          summary="run for real while tracing; its lists are sourced inputs"
+                  " (Note [Optimizer steps])"),
     _kind("bound method", _is(MethodVar), lambda tx, fn, a, k: call_method(tx, fn, a, k),
           summary="`obj.m(...)`: by the receiver (refcomp/tracer/methods.py)"),
     _kind("end of a grad-mode block", _is(ExitVar), _exit_grad_mode,

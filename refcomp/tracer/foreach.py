@@ -43,6 +43,8 @@ def call_foreach(tx, fn, args: list, kwargs: dict) -> VT:
     base = op.rstrip("_")
     if base in _REFUSED:
         raise Unsupported(UNSUPPORTED_CALL, f"torch.{name} has no per-tensor form here")
+    if base in ("addcmul", "addcdiv"):  # the `Tensor scalars` overload: one per tensor
+        args, kwargs = _scalars_as_list(tx, name, args, kwargs)
     lists = [a for a in args if isinstance(a, (ListVar, TupleVar))]
     if not lists or not isinstance(args[0], (ListVar, TupleVar)) and base != "pow":
         raise Unsupported(INEXPRESSIBLE_OP, f"torch.{name}: its first argument is not a list")
@@ -57,6 +59,27 @@ def call_foreach(tx, fn, args: list, kwargs: dict) -> VT:
              for key, v in kwargs.items()}
         results.append(_one(tx, name, base, inplace, a, k))
     return ConstVar(None) if inplace else ListVar(results)
+
+
+def _scalars_as_list(tx, name, args, kwargs):
+    """addcmul/addcdiv's 1-d tensor of scalars (`_foreach_addcdiv_(ps, a, b, t)`, what
+    torch.optim's Adam passes while compiling) is one scalar per tensor: its items."""
+    from refcomp.tracer.tensor_layout import tensor_getitem
+
+    args, kwargs = list(args), dict(kwargs)
+    where = (args, 3) if len(args) > 3 else (kwargs, "scalars") if "scalars" in kwargs \
+        else (None, None)
+    if where[0] is None or not isinstance(where[0][where[1]], TensorVar):
+        return args, kwargs
+    t = where[0][where[1]]
+    n = len(args[0].items) if isinstance(args[0], (ListVar, TupleVar)) else -1
+    if t.meta.dim() != 1 or t.meta.shape[0] != n:
+        raise Unsupported(INEXPRESSIBLE_OP, f"torch.{name}: a tensor of scalars that is not"
+                                            " one per tensor")
+    where[0][where[1]] = ListVar([tensor_getitem(tx.ctx, t, ConstVar(i)) for i in range(n)])
+    if where[1] == "scalars":
+        kwargs["value"] = kwargs.pop("scalars")
+    return args, kwargs
 
 
 def _one(tx, name, base, inplace, args, kwargs) -> VT:
@@ -161,3 +184,91 @@ def is_optimizer_graph_break(tx, fn, args, kwargs) -> bool:
     return isinstance(fn, ConstVar) and fn.value is torch._dynamo.graph_break and \
         not args and not kwargs and tx.code.co_qualname == _USE_GRAD and \
         tx.code.co_filename == optimizer.__file__
+
+
+def is_init_group(tx, fn, args, kwargs) -> bool:
+    """`self._init_group(group, lists...)` of a torch.optim optimizer read with a source."""
+    return isinstance(fn, MethodVar) and callable(fn.fn) and \
+        getattr(fn.fn, "__name__", None) == "_init_group" and \
+        getattr(fn.fn, "__module__", "").startswith("torch.optim.") and \
+        isinstance(fn.self_vt, ConstVar) and fn.self_vt.source is not None and \
+        isinstance(fn.self_vt.value, torch.optim.Optimizer)
+
+
+def init_group(tx, fn: MethodVar, args, kwargs) -> VT:
+    """Note [Optimizer steps]: `_init_group` runs for real, once, while tracing (as under
+    Dynamo): it makes the state a first step makes lazily (zeros, a step of 0) and lists
+    the group's parameters with a gradient, their gradients and their state.  Each listed
+    tensor is then the traced value of its source -- the parameter's, `<p>.grad`,
+    `<opt>.state[<p>][key]` -- so the step's updates are writes to graph inputs.  Guarded:
+    every parameter's `.grad` (tensor facts, or None) and each state dict's keys and
+    tensors."""
+    from refcomp.sources import AttrSource, ItemSource, TensorKeySource
+    from refcomp.tracer.tensor_layout import _input_grad
+
+    ctx, opt_vt = tx.ctx, fn.self_vt
+    opt = opt_vt.value
+    group_vt, lists = (args[0] if args else None), list(args[1:])
+    groups = AttrSource(opt_vt.source, "param_groups")
+    real_group = next((g for k, g in enumerate(opt.param_groups)
+                       if isinstance(group_vt, DictVar) and group_vt.source is not None and
+                       group_vt.source.name() == ItemSource(groups, k).name()), None)
+    if kwargs or real_group is None or \
+            not all(isinstance(li, ListVar) and not li.items for li in lists):
+        raise Unsupported(UNSUPPORTED_CALL, f"{type(opt).__name__}._init_group of a group or"
+                                            " lists not read from the optimizer")
+    params_vt = group_vt.items.get("params")
+    if not isinstance(params_vt, ListVar) or \
+            not all(isinstance(p, TensorVar) for p in params_vt.items):
+        raise Unsupported(UNSUPPORTED_CALL, "_init_group: the group's params are not tensors")
+    known = {}
+    for p, pv in zip(real_group["params"], params_vt.items):
+        known[id(p)] = pv
+        g = _input_grad(ctx, pv)
+        if isinstance(g, TensorVar):
+            known[id(p.grad)] = g
+    real_lists = [[] for _ in lists]
+    result = fn.fn(opt, real_group, *real_lists)
+    state_source = AttrSource(opt_vt.source, "state")
+    for p, pv in zip(real_group["params"], params_vt.items):
+        if p in opt.state:
+            st = ctx.wrap(opt.state[p], TensorKeySource(state_source, pv.source))
+            for key, v in getattr(st, "items", {}).items():
+                if isinstance(v, TensorVar):
+                    known[id(opt.state[p][key])] = v
+    for lv, real in zip(lists, real_lists):
+        for t in real:
+            if t is not None and id(t) not in known:
+                raise Unsupported(UNSUPPORTED_CALL, "_init_group listed a tensor that is not a"
+                                                    " parameter, gradient or state")
+            lv.items.append(ConstVar(None) if t is None else known[id(t)])
+    return ctx.wrap(result, None)
+
+
+def tensor_keyed_item(tx, obj: ConstVar, key: TensorVar) -> VT:
+    """`d[t]` of a real dict keyed by tensors (an optimizer's `state[p]`), `t` a graph
+    input: the item at source `d[<t>]` (guarded as any read), or a break where `t` is
+    not a key (a defaultdict would make an entry: eager runs it)."""
+    from refcomp.sources import TensorKeySource
+
+    real = tx.ctx.examples.get(key.source.name()) if key.source is not None else None
+    if real is None or tx.ctx.input_vars.get(key.source.name()) is not key or \
+            real not in obj.value:
+        raise Unsupported(UNSUPPORTED_CALL, "item of a tensor-keyed dict at a key the trace"
+                                            " cannot name")
+    return tx.ctx.wrap(dict.__getitem__(obj.value, real), TensorKeySource(obj.source,
+                                                                          key.source))
+
+
+def tensor_value_composite(tx, name, args, kwargs) -> VT:
+    """`x.addcdiv_(a, b, value=t)` with a 0-d tensor `t`: eager takes only a number there;
+    torch.optim's single-tensor step passes one while compiling (`_get_value` returns the
+    step tensor), so it is what Dynamo makes of it, the op written out
+    (`x + (t * a) / b`, Note [Foreach ops])."""
+    value = kwargs["value"]
+    if value.meta.dim() != 0 or len(args) != 3 or set(kwargs) != {"value"}:
+        raise Unsupported(INEXPRESSIBLE_OP, f"Tensor.{name} of a tensor value that is not 0-d")
+    out = _composite(tx, name.rstrip("_"), args, kwargs)
+    if name.endswith("_"):
+        return tx.call_function(MethodVar("copy_", args[0], "copy_"), [out], {})
+    return out

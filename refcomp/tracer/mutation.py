@@ -160,6 +160,8 @@ def autograd_of_write(ctx, tv: TensorVar, operands: list, result_requires_grad: 
     grad]).  `propagate`: through_views' result for this write; reads_old: whether the
     new value was computed from tv's old one."""
     if not result_requires_grad:
+        if tv.requires_grad and _leaf_input_written_without_grad(ctx, tv):
+            return True, False  # Note [Parameters written under no_grad]
         if tv.requires_grad:
             raise Unsupported(INPLACE_ON_ALIAS, f"{name} under no_grad on a tensor that requires"
                                                 " grad")
@@ -200,6 +202,29 @@ def autograd_of_write(ctx, tv: TensorVar, operands: list, result_requires_grad: 
 # grad and for an inference tensor, and a view carries its base's history (CopySlices,
 # a no_grad view's refusal, a multi-output view's): these break (RB010, a guarded fact
 # of the input, so a call with another kind of tensor recompiles), and eager runs them.
+# Note [Parameters written under no_grad]: an optimizer's step writes its parameters,
+# leaves that require grad, under no_grad (`p.addcdiv_(...)`).  Eager changes the data
+# and keeps the leaf as it is.  Such a write into a graph input that is a leaf (guarded)
+# is captured and written back; the tensor still requires grad, and since the graph's
+# autodiff would take its new value as computed from the old one, any later op under
+# grad with it as an operand breaks (torch_table.new_tensor) -- eager would start a new
+# history at the leaf there.
+def _leaf_input_written_without_grad(ctx, tv: TensorVar) -> bool:
+    src = tv.source.name() if tv.source is not None else None
+    example = ctx.examples.get(src)
+    if src is None or ctx.input_vars.get(src) is not tv or tv.is_view or \
+            tv.view_base is not None or not isinstance(example, torch.Tensor):
+        return False
+    leaf = bool(example.is_leaf and not example._is_view())
+    ctx.guard_fact(tv.source, _is_plain_leaf, "{}.is_leaf and not {}._is_view()", leaf)
+    tv.written_without_grad = leaf
+    return leaf
+
+
+def _is_plain_leaf(t) -> bool:
+    return bool(t.is_leaf and not t._is_view())
+
+
 def _input_written_under_grad(ctx, tv: TensorVar, name: str, what: str) -> None:
     """Raise where a write under grad into the graph input `tv` is not captured (Note
     [In-place on a graph input under grad]); guard the facts that allowed it."""

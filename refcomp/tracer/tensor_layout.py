@@ -670,7 +670,7 @@ def unbind(ctx, tv: TensorVar) -> list:
 # --- Python-valued queries (answered from guarded facts) -----------------------------------
 for _fn in (T.size, T.dim, T.ndimension, T.numel, T.nelement, torch.numel, T.is_contiguous,
             T.is_floating_point, torch.is_floating_point, T.element_size, T.stride,
-            torch.is_tensor, T.is_complex, T.get_device):
+            torch.is_tensor, T.is_complex, torch.is_complex, T.get_device):
     entry(_fn, python=True)(None)
 
 

@@ -494,6 +494,10 @@ def new_tensor(ctx, value, meta, operands, view) -> TensorVar:
         # returned it without requires_grad), so it is made eagerly, at a break.
         raise Unsupported(UNSUPPORTED_CALL, "a new tensor that requires grad (a leaf of"
                                             " autograd made in the frame)")
+    if ctx.grad_enabled and any(t.written_without_grad for t in operands):
+        raise Unsupported(INPLACE_ON_ALIAS, "a parameter written under no_grad is an operand"
+                                            " under grad"
+                                            " (Note [Parameters written under no_grad])")
     cut_in = any(t.grad_cut for t in operands)
     if rg and cut_in:
         raise Unsupported(GRADIENT_CUT, "a detached / no_grad value feeds an op that records"

@@ -78,6 +78,7 @@ class TensorVar(VT):
     view_steps = None
     view_base = None
     view_made = None
+    written_without_grad = False  # Note [Parameters written under no_grad]
 
     def __init__(self, value, meta, *, requires_grad=False, grad_cut=False, alias=None,
                  is_view=False, source=None):

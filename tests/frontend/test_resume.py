@@ -252,7 +252,10 @@ def test_a_training_step_compiles_once_and_stops_tracing(make_opt):
     for p1, p2 in zip(m1.parameters(), m2.parameters()):
         torch.testing.assert_close(p1, p2)
     assert seen[0][0] >= 1                       # the forward and loss are a graph
-    assert all(s == seen[0] for s in seen)        # traced on the first call only
+    # traced on the first call, and for SGD the second: its first step makes the momentum
+    # buffers (the step is a graph that reads the optimizer's state: spec/tracer.md Note
+    # [Optimizer steps]), so the second sees new state keys; never again after that
+    assert all(s == seen[1] for s in seen[1:])
     assert refcomp.stats()["counters"].get("eager_calls", 0) == 0
 
 
