@@ -311,6 +311,8 @@ def _chain(v: TensorVar):
     if v.view_base is None or v.view_steps is None or v.value is not v.view_made:
         return None
     root, value = v.view_base
+    if any(is_symbolic(d) for d in value.type.shape):  # the steps run on a meta tensor
+        return None  # (through_views refuses a symbolic base anyway)
     steps = _primitives(value, v.view_steps)
     return None if steps is None else (root, value, steps)
 

@@ -2,6 +2,8 @@
 views], refcomp/tracer/mutation.py; issue 33): the base takes the written elements and
 every live view follows, equal to eager on every backend, in one graph."""
 
+import logging
+
 import pytest
 import torch
 import torch.nn as nn
@@ -151,3 +153,29 @@ def test_overlapping_copy_raises_as_eager(backend):
     with pytest.raises(RuntimeError) as compiled:
         refcomp.compile(f, backend=backend)(torch.randn(4))
     assert str(compiled.value) == str(eager.value)
+
+
+
+def test_a_write_through_a_view_of_a_symbolic_size_tensor_breaks_with_its_reason(caplog):
+    """A view of an intermediate with a symbolic size (automatic dynamic, the second
+    call): its view steps ran on a meta tensor of int sizes, an internal error (RB018),
+    where it is a write the IR does not take through views of symbolic sizes (RB010,
+    Note [Writes through views]); corpus grad_empty_clone_written_twice_false_raise's
+    second call."""
+    def writes_a_slice(x):
+        w = x * 2
+        w[1:] *= 2
+        return w
+
+    refcomp.reset()
+    refcomp.set_logs("graph_breaks")
+    caplog.set_level(logging.INFO)
+    try:
+        f = refcomp.compile(writes_a_slice, backend="interp")
+        for n in (4, 5):
+            x = torch.randn(3, n)
+            torch.testing.assert_close(f(x), writes_a_slice(x))
+    finally:
+        refcomp.set_logs("")
+    breaks = [r.getMessage() for r in caplog.records if r.name == "refcomp.graph_breaks"]
+    assert len(breaks) == 1 and "[RB010]" in breaks[0], breaks
