@@ -1,6 +1,7 @@
 """Which graph outputs must be copied so that the caller sees eager's aliasing.
 
-Owns: `outputs_to_copy`, `outputs_to_rewrap`, `outputs_maybe_views`.
+Owns: `outputs_to_copy`, `outputs_to_rewrap`, `outputs_maybe_views`,
+`fold_clone_copies`.
 Spec: spec/correctness.md, "Output aliasing".
 
 Note [Fresh outputs]
@@ -12,6 +13,16 @@ graph), and `outputs_to_copy` names the outputs where the two disagree, which
 `Entry.run` clones before anything else happens.  The converse, an output eager
 returns as a new view of an input that the backend hands back as the input object
 itself, is `outputs_to_rewrap`: `Entry.run` returns `o.view(o.shape)`.
+
+Note [Tensors the Function holds]
+A compiled autograd Function saves some of its forward's results for its backward and
+checks their versions there (Note [Saved versions], refcomp/autograd.py).  The passes
+may make one of them the very tensor a caller's output is: `v4 = v3 * 1` folds into
+`v3`, exp's result, which the backward reads.  Where eager's backward saves that
+output's tensor too, sharing is eager's own semantics (a change in place raises in
+both); where it does not, the caller gets a clone, so that changing it in place
+neither raises where eager does not nor changes what the backward reads (corpus
+`grad_folded_identity_output_modified_false_raise`).
 """
 
 from __future__ import annotations
@@ -80,19 +91,28 @@ def output_roots(graph: Graph, opaque_fresh: bool = True) -> list:
     return [roots.get(v, {("val", v)}) for v in graph.outputs]
 
 
-def outputs_to_copy(graph: Graph, output_keys: list, input_keys: list) -> frozenset:
+def outputs_to_copy(graph: Graph, output_keys: list, input_keys: list,
+                    held_from=None, eager_held=frozenset()) -> frozenset:
     """Output indices to clone at run time (Note [Fresh outputs]).
 
     output_keys[i]: eager's alias identity for output i, or None for an output the
     caller never sees (a mutated input's new value, copied back).  input_keys[j]: the
-    same for graph input j."""
+    same for graph input j.  `held_from`: where `graph` is a compiled autograd
+    Function's forward, the index of its first saved output (those after the caller's);
+    `eager_held`: the outputs whose tensor eager's backward saves (Note [Tensors the
+    Function holds])."""
     copy = set()
     seen: list = []  # (roots, key) of outputs the caller sees, in order
-    for i, (roots, key) in enumerate(zip(output_roots(graph), output_keys)):
+    all_roots = output_roots(graph)
+    held = set()
+    if held_from is not None:
+        held = {r for roots in all_roots[held_from:] for r in roots if r[0] == "val"}
+    for i, (roots, key) in enumerate(zip(all_roots, output_keys)):
         if key is None:
             continue
         clash = any(kind == "in" and input_keys[x] is not key for kind, x in roots) or \
-            any(k is not key and roots & r for r, k in seen)
+            any(k is not key and roots & r for r, k in seen) or \
+            (i not in eager_held and bool(roots & held))
         if clash:
             copy.add(i)
             continue  # a clone is fresh: later outputs cannot meet it
@@ -119,3 +139,26 @@ def outputs_maybe_views(graph: Graph) -> frozenset:
     return frozenset(i for i, (roots, v) in enumerate(zip(output_roots(graph, False),
                                                           graph.outputs))
                      if roots - {("val", v)})
+
+
+def fold_clone_copies(graph: Graph, copies) -> Graph:
+    """`graph` with each `copy` node whose result is in `copies` (a clone under grad:
+    TraceContext.clone_copies) replaced by its operand, for a graph no output of which
+    requires grad: no autograd node saves either tensor, so one value serves both and
+    `outputs_to_copy` clones where the caller must see two (Note [Clones under grad],
+    spec/autograd.md)."""
+    if not copies:
+        return graph
+    to: dict = {}
+    nodes = []
+    for node in graph.nodes:
+        if node.op.name == "copy" and node.outputs[0] in copies:
+            to[node.outputs[0]] = to.get(node.inputs[0], node.inputs[0])
+            continue
+        if any(v in to for v in node.inputs):
+            node = Node(node.op, [to.get(v, v) for v in node.inputs], node.attrs,
+                        node.outputs, node.body)
+        nodes.append(node)
+    if not to:
+        return graph
+    return graph.with_nodes(nodes, [to.get(v, v) for v in graph.outputs])

@@ -31,7 +31,12 @@ from ir.passes.manager import run_pipeline
 from ir.passes.pipelines import optimize_passes
 from ir.passes.registry import all_passes
 from refcomp import global_state, logs
-from refcomp.aliasing import outputs_maybe_views, outputs_to_copy, outputs_to_rewrap
+from refcomp.aliasing import (
+    fold_clone_copies,
+    outputs_maybe_views,
+    outputs_to_copy,
+    outputs_to_rewrap,
+)
 from refcomp.autograd import check_versions_at_backward, eager_version_plan
 from refcomp.cache import COUNTERS
 from refcomp.config import default_backend
@@ -646,6 +651,8 @@ def build_entry(ctx: TraceContext, output: VT, backend_name: str, options: dict,
     _no_draw_with_raise_check(ctx)
     checks = [(outs.add_value(v, False), check) for v, check in ctx.checks]
     graph = ctx.builder.build(outs.values)
+    if not any(outs.requires_grad):  # Note [Clones under grad] (spec/autograd.md)
+        graph = fold_clone_copies(graph, ctx.clone_copies)
     captured = graph  # before any pass: the joint graph differentiates the captured ops
     frozen = None
     if options["freeze"]:  # before decompose: it folds the batch_norm composite
@@ -707,7 +714,17 @@ def build_entry(ctx: TraceContext, output: VT, backend_name: str, options: dict,
         fn = _without_grad(fn)
     guards = make_guard_set(ctx, guard_list, list(ctx.input_sources))
     input_keys = _input_keys(ctx, graph, frozen)
-    fresh = outputs_to_copy(graph, outs.keys, input_keys)
+    version_plan = {}
+    if needs_grad and frozen is None:  # Note [Saved by eager] (ir/ops/registry.py)
+        version_plan = eager_version_plan(captured, _wants_grad(ctx), dict(
+            (o, i) for i, o in writeback), _unsure_outputs(captured, outs.keys,
+                                                           ctx.copy_aliases),
+            ctx.eager_saves, grad_written)
+    # Note [Tensors the Function holds] (refcomp/aliasing.py): an output that shares a
+    # tensor the compiled backward reads, where eager's is not one its backward saved.
+    held_from = len(outs.keys) if training is not None else None
+    eager_held = frozenset(o for _, saved_outs in version_plan.values() for o in saved_outs)
+    fresh = outputs_to_copy(graph, outs.keys, input_keys, held_from, eager_held)
     # Outputs eager does not attach to autograd: every one a differentiable backend
     # returns, and on any backend a copy of a graph input (`x.detach().clone()` folds to
     # the input's value, and the copy of an input that requires grad would record
@@ -724,12 +741,6 @@ def build_entry(ctx: TraceContext, output: VT, backend_name: str, options: dict,
     if backend.row_major and row_major:
         row_major &= outputs_maybe_views(graph) | _outputs_of_aten_calls(graph)
     row_major = tuple(sorted(row_major))
-    version_plan = {}
-    if needs_grad and frozen is None:  # Note [Saved by eager] (ir/ops/registry.py)
-        version_plan = eager_version_plan(captured, _wants_grad(ctx), dict(
-            (o, i) for i, o in writeback), _unsure_outputs(captured, outs.keys,
-                                                           ctx.copy_aliases),
-            ctx.eager_saves, grad_written)
     fixes = output_fixes(checks=checks, fresh=fresh, fresh_row_major=fresh & outs.row_major,
                          layouts=outs.layouts, row_major=row_major, rewrap=rewrap,
                          writeback=writeback, detach=detach)

@@ -182,6 +182,9 @@ class TraceContext:
         # alias objects of tensors a folded copy made (`y.clone()` is y's value):
         # Note [Saved by eager] (ir/ops/registry.py), runtime._unsure_outputs
         self.copy_aliases: set = set()
+        # the `copy` nodes' results a clone under grad made (Note [Clones under grad],
+        # spec/autograd.md): folded when no output of the graph requires grad
+        self.clone_copies: set = set()
         self._saved_so_far = None  # ir.autodiff.SavedSoFar, made by saved_for_backward
         self._module_keys_guarded: set = set()  # sources guard_module_keys has guarded
         # (source name, attribute) pairs the caller checks on every call itself, so no

@@ -430,12 +430,14 @@ def _pair(ctx, out, meta, operands, e, name, step=None):
         # the operand's own value: a view of it for detach and a 0-d squeeze (corpus
         # squeeze_of_0d_input_is_a_view), a copy for clone/contiguous
         out, view = operands[0].value, name in ("detach", "squeeze")
+        if not view:
+            out = clone_copy(ctx, out)
     elif isinstance(out, Cast):
         x = operands[0]
         if meta is x.meta:
             return x  # torch returned the tensor itself (a no-op cast)
         if meta.dtype == x.meta.dtype:  # copy=True, or a new memory format: a fresh tensor
-            out, view = x.value, False
+            out, view = clone_copy(ctx, x.value), False
         else:
             out, view = ctx.builder.cast(x.value, dtype=ir_dtype(meta.dtype)), False
     elif isinstance(out, Creation):
@@ -460,6 +462,19 @@ def _pair(ctx, out, meta, operands, e, name, step=None):
                                step and step[:3] + (j,))
                          for j, (o, m) in enumerate(zip(out, meta))], cls=cls)
     return ctx.wrap(out, None)
+
+
+def clone_copy(ctx, v: Value) -> Value:
+    """A fresh tensor of `v`'s value (clone, a copying contiguous or cast): under grad, a
+    `copy` node, so the clone is its own value, as it is its own tensor with its own
+    version counter in eager (Note [Clones under grad], spec/autograd.md); else `v`
+    itself (a folded copy).  The copies of a graph no output of which requires grad are
+    folded again when the entry is built (`fold_clone_copies`, refcomp/aliasing.py)."""
+    if not ctx.grad_enabled or v.type.dtype.extern_only:
+        return v
+    out = ctx.builder.copy(v)
+    ctx.clone_copies.add(out)
+    return out
 
 
 def _python_query(ctx, fn, pargs, meta_out):
