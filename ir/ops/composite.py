@@ -12,7 +12,7 @@ import numpy as np
 from ir.ops import rules
 from ir.ops.pointwise import _one_rounding
 from ir.ops.registry import COMPOSITE, RESULT, defop, saves_all
-from ir.types import TensorType
+from ir.types import TensorType, bf16, f16, f32
 
 
 def _float_like(types, **_):
@@ -123,12 +123,28 @@ def _layer_norm_ref(x, weight, bias, normalized_ndim, eps):
     return (x - mean) / np.sqrt(var + eps) * weight + bias
 
 
+def _in_opmath(vjp):
+    """`vjp` as ATen's norm backward computes a half-precision input (one kernel, in f32,
+    "opmath"): every operand in f32, each gradient rounded once to its operand's dtype, so
+    a float32 weight's gradient (the mixed-type kernel: autocast's bf16 activation, f32
+    parameters) is never rounded to the half type (spec/autograd.md, "Autocast")."""
+    def rule(b, g, out, x, *params, **attrs):
+        if x.type.dtype not in (f16, bf16):
+            return vjp(b, g, out, x, *params, **attrs)
+        wide = [b.cast(v, dtype=f32) if v.type.dtype in (f16, bf16) else v
+                for v in (g, x, *params)]
+        grads = vjp(b, wide[0], out, *wide[1:], **attrs)
+        return tuple(d if d is None or d.type.dtype == v.type.dtype else
+                     b.cast(d, dtype=v.type.dtype) for d, v in zip(grads, (x, *params)))
+    return rule
+
+
 defop("layer_norm", COMPOSITE, operands=("x", "weight", "bias"),
       saves=saves_all(("x", "weight", "bias"), ("x", "weight", "bias")),
       attrs={"normalized_ndim": "int", "eps": ("float", 1e-5)},
       infer=_norm_infer, ref=_layer_norm_ref,
-      vjp=lambda b, g, out, x, w, bias, normalized_ndim, eps: _norm_grads(
-          b, g, x, w, bias, normalized_ndim, eps, centre=True),
+      vjp=_in_opmath(lambda b, g, out, x, w, bias, normalized_ndim, eps: _norm_grads(
+          b, g, x, w, bias, normalized_ndim, eps, centre=True)),
       doc="(x - mean) / sqrt(biased var + eps) * weight + bias over the last normalized_ndim dims")
 
 
@@ -146,8 +162,8 @@ defop("rms_norm", COMPOSITE, operands=("x", "weight"),
       saves=saves_all(("x", "weight"), ("x", "weight")),
       attrs={"normalized_ndim": "int", "eps": ("float", 1e-6)},
       infer=_rms_norm_infer, ref=_rms_norm_ref,
-      vjp=lambda b, g, out, x, w, normalized_ndim, eps: _norm_grads(
-          b, g, x, w, None, normalized_ndim, eps, centre=False),
+      vjp=_in_opmath(lambda b, g, out, x, w, normalized_ndim, eps: _norm_grads(
+          b, g, x, w, None, normalized_ndim, eps, centre=False)),
       doc="x / sqrt(mean(x^2) + eps) * weight over the last normalized_ndim dims")
 
 
