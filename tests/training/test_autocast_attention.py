@@ -274,3 +274,14 @@ def test_norm_of_half_input_backward_in_float(seed, norm, dtype):
     for name in ("norm.weight", "norm.bias")[:2 if norm == "layer_norm" else 1]:
         a, b = model.get_parameter(name).grad, reference.get_parameter(name).grad
         assert (a - b).abs().max() <= torch.finfo(dtype).eps * b.abs().max(), name
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_transformer_encoder_with_causal_hint(dtype):
+    """nn.TransformerEncoder of two layers, a causal mask passed with is_causal=True (eager's
+    MultiheadAttention may hand SDPA the hint instead of the mask)."""
+    torch.manual_seed(0)
+    layer = nn.TransformerEncoderLayer(16, 2, 32, dropout=0.0, batch_first=True)
+    encoder = nn.TransformerEncoder(layer, 2, enable_nested_tensor=False)
+    masks = {"mask": nn.Transformer.generate_square_subsequent_mask(5), "is_causal": True}
+    _compare(_Masked(encoder, masks), (torch.randn(2, 5, 16),), dtype)
