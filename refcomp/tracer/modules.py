@@ -411,14 +411,11 @@ def mha_forward(mha, query, key, value, need_weights=True, attn_mask=None,
     need_weights=True: dropout(softmax(q k^T / sqrt(d) + mask)) v, then out_proj."""
     if query.dim() != 3:
         raise ValueError("unbatched MultiheadAttention input")
-    if not (need_weights or fast_path) and query is key is value and mha._qkv_same_embed_dim:
-        # eager's self-attention projects once, with the packed weight (one GEMM, so
-        # the input's gradient is one GEMM's, not three summed); in half precision it
-        # calls scaled_dot_product_attention (See _mha_sdpa)
-        x = query.transpose(0, 1) if mha.batch_first else query  # (tgt, n, e)
-        proj = F.linear(x, mha.in_proj_weight, mha.in_proj_bias)
-        if proj.dtype in (torch.float16, torch.bfloat16):
-            return _mha_sdpa(mha, proj, attn_mask, key_padding_mask, dropout_p, query.dtype)
+    if not (need_weights or fast_path) and mha._qkv_same_embed_dim:
+        # in half precision eager calls scaled_dot_product_attention (See _mha_sdpa)
+        q, k, v = _in_projection(mha, query, key, value)
+        if q.dtype in (torch.float16, torch.bfloat16):
+            return _mha_sdpa(mha, q, k, v, attn_mask, key_padding_mask, dropout_p, query.dtype)
     if not mha.batch_first:
         query, key, value = query.transpose(0, 1), key.transpose(0, 1), value.transpose(0, 1)
     n, tgt, e = query.shape
@@ -471,19 +468,41 @@ def mha_forward(mha, query, key, value, need_weights=True, attn_mask=None,
     return out, weights.mean(dim=1) if average_attn_weights else weights
 
 
-def _mha_sdpa(mha, proj, attn_mask, key_padding_mask, dropout_p, mask_dtype):
-    """Self-attention with need_weights=False in half precision (autocast), as eager's
-    F.multi_head_attention_forward computes it: q, k, v from the packed projection `proj`
-    (tgt, n, 3e), then scaled_dot_product_attention, whose f16/bf16 CPU kernel (flash
+def _in_projection(mha, query, key, value):
+    """q, k, v as eager's in_projection_packed makes them, each (length, n, e): a shared
+    input is projected once with the packed weight (one GEMM, so its gradient is one
+    GEMM's, not a sum of three), k and v of the same memory with their two thirds."""
+    same_kv, same_qk = key is value, query is key
+    if mha.batch_first:
+        query, key, value = query.transpose(0, 1), key.transpose(0, 1), value.transpose(0, 1)
+    w, b, e = mha.in_proj_weight, mha.in_proj_bias, query.shape[-1]
+
+    def packed(x, w, b, parts):
+        proj = F.linear(x, w, b).unflatten(-1, (parts, e))
+        proj = proj.unsqueeze(0).transpose(0, -2).squeeze(-2).contiguous()
+        return [proj[i] for i in range(parts)]
+    if same_kv and same_qk:
+        return packed(query, w, b, 3)
+    if same_kv:
+        bq, bkv = (None, None) if b is None else b.split([e, 2 * e])
+        wq, wkv = w.split([e, 2 * e])
+        return [F.linear(query, wq, bq)] + packed(key, wkv, bkv, 2)
+    bs = (None, None, None) if b is None else b.chunk(3)
+    return [F.linear(x, wi, bi) for x, wi, bi in zip((query, key, value), w.chunk(3), bs)]
+
+
+def _mha_sdpa(mha, q, k, v, attn_mask, key_padding_mask, dropout_p, mask_dtype):
+    """need_weights=False in half precision (autocast), as eager's
+    F.multi_head_attention_forward computes it: q (tgt, n, e), k and v (src, n, e) from
+    `_in_projection`, then scaled_dot_product_attention, whose f16/bf16 CPU kernel (flash
     attention: blocked, online softmax) mha_forward's math does not reproduce bitwise; the
     call stays ATen's (spec/autograd.md, "Autocast").  Masks as eager's: a bool mask (True
     hides) as -inf in the query's dtype, the key padding mask added per batch and head."""
-    tgt, n, e3 = proj.shape
-    e, h = e3 // 3, mha.num_heads
+    tgt, n, e = q.shape
+    src, h = k.shape[0], mha.num_heads
     d = e // h
-    proj = proj.unflatten(-1, (3, e)).unsqueeze(0).transpose(0, -2).squeeze(-2).contiguous()
-    q, k, v = (t.view(tgt, n * h, d).transpose(0, 1).view(n, h, tgt, d)
-               for t in (proj[0], proj[1], proj[2]))
+    q = q.view(tgt, n * h, d).transpose(0, 1).view(n, h, tgt, d)
+    k, v = (t.view(src, n * h, d).transpose(0, 1).view(n, h, src, d) for t in (k, v))
 
     def canonical(mask):
         if mask is not None and mask.dtype == torch.bool:
@@ -493,11 +512,11 @@ def _mha_sdpa(mha, proj, attn_mask, key_padding_mask, dropout_p, mask_dtype):
     if attn_mask is not None and attn_mask.dim() == 2:
         attn_mask = attn_mask.unsqueeze(0)
     if key_padding_mask is not None:
-        pad = key_padding_mask.view(n, 1, 1, tgt).expand(-1, h, -1, -1).reshape(n * h, 1, tgt)
+        pad = key_padding_mask.view(n, 1, 1, src).expand(-1, h, -1, -1).reshape(n * h, 1, src)
         attn_mask = pad if attn_mask is None else attn_mask + pad
     if attn_mask is not None:
         attn_mask = attn_mask.unsqueeze(0) if attn_mask.shape[0] == 1 else \
-            attn_mask.view(n, h, -1, tgt)
+            attn_mask.view(n, h, -1, src)
     out = F.scaled_dot_product_attention(q, k, v, attn_mask, dropout_p)
     out = out.permute(2, 0, 1, 3).contiguous().view(n * tgt, e)
     out = F.linear(out, mha.out_proj.weight, mha.out_proj.bias).view(tgt, n, e)

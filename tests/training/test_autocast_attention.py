@@ -324,3 +324,21 @@ def test_hand_written_attention_longer_rows(dtype):
     scale = max(p.grad.abs().max() for p in reference.parameters())
     for (name, p), q in zip(model.named_parameters(), reference.parameters()):
         assert (p.grad - q.grad).abs().max() <= eps * scale, name
+
+
+class _Decoder(nn.Module):
+    def __init__(self, layer):
+        super().__init__()
+        self.layer = layer
+
+    def forward(self, x, memory):
+        return self.layer(x, memory, tgt_mask=nn.Transformer.generate_square_subsequent_mask(5))
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_transformer_decoder_layer(dtype):
+    """Cross-attention (query from the target, key and value the same memory): eager
+    projects q alone and k, v with one packed GEMM, then calls SDPA."""
+    torch.manual_seed(0)
+    layer = nn.TransformerDecoderLayer(16, 2, 32, dropout=0.0, batch_first=True)
+    _compare(_Decoder(layer), (torch.randn(2, 5, 16), torch.randn(2, 7, 16)), dtype)
