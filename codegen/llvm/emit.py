@@ -289,6 +289,11 @@ class _Emitter:
             if i == len(self.k.stages) - 1 and self.prefetch:
                 self.prefetch_next_row()  # Note [Next-row prefetch]
             streams = self.streams.get(i, {})
+            if len(streams) == 1 and _vector_stage(self, stage):
+                # Note [Vector streamed stage]
+                ((buf, (_, row, n)),) = streams.items()
+                self.vector_stream_stage(stage, buf, row, n)
+                continue
             self.redirect = {buf: (scratch, stage.ranges[-1][0])
                              for buf, (scratch, _, _) in streams.items()}
             self.loops(list(stage.ranges), lambda st=stage: self.stage_body(st),
@@ -367,6 +372,80 @@ class _Emitter:
         b.branch(done)
         b.position_at_end(done)
 
+    def vector_stream_stage(self, stage, buf: str, row: Index, n: int):
+        """Note [Vector streamed stage]: the stage in explicit 16-lane vectors, each stored
+        straight to the output row with a non-temporal store when the row is 64-byte
+        aligned; the tail, and rows that are not aligned, run the scalar stage body with
+        plain stores."""
+        b = self.b
+        var = stage.ranges[0][0]
+        arg, dtype = self.bufs[buf]
+        ty = llvm_type(dtype, storage=True)
+        out = b.gep(arg, [self.index(row)], inbounds=True, source_etype=ty)
+        aligned = b.icmp_unsigned("==", b.and_(b.ptrtoint(out, I64),
+                                               lir.Constant(I64, FULL_STREAM_BYTES - 1)),
+                                  lir.Constant(I64, 0))
+        width = FULL_STREAM_BYTES // dtype.itemsize
+        body_end = n - n % width
+
+        def scalar(iv):
+            self.vars[var] = iv
+            self.stage_body(stage)
+        with b.if_else(aligned) as (then, otherwise):
+            with then:
+                self.counted_loop(f"{var}.vec", lir.Constant(I64, 0),
+                                  lir.Constant(I64, body_end), width,
+                                  lambda iv: self.vector_body(stage, iv, buf, width))
+                self.counted_loop(f"{var}.tail", lir.Constant(I64, body_end),
+                                  lir.Constant(I64, n), 1, scalar)
+            with otherwise:
+                self.counted_loop(var, lir.Constant(I64, 0), lir.Constant(I64, n), 1, scalar)
+
+    def vector_body(self, stage, iv, buf: str, width: int):
+        """One vector of a stage _vector_stage accepted: elements iv .. iv + width - 1."""
+        b = self.b
+        var = stage.ranges[0][0]
+        self.vars[var] = iv
+        env: dict = {}  # name -> (TV, is_vector)
+        nontemporal = self.fn.module.add_metadata([lir.Constant(I32, 1)])
+
+        def vec(name):
+            value, is_vector = env[name]
+            if is_vector:
+                return value
+            undef = lir.Constant(lir.VectorType(value.value.type, width), None)
+            one = b.insert_element(undef, value.value, lir.Constant(I32, 0))
+            zeros = lir.Constant(lir.VectorType(I32, width), [0] * width)
+            return TV(b.shuffle_vector(one, undef, zeros), value.dtype)
+        for s in stage.body:
+            if isinstance(s, Store):
+                addr, dtype = self.address(s.buf, s.index)
+                st = b.store(vec(s.value).value, addr, align=FULL_STREAM_BYTES)
+                st.set_metadata("nontemporal", nontemporal)
+                continue
+            attrs = dict(s.attrs)
+            plan = self.reuse.get(s.name)
+            vty = lir.VectorType(llvm_type(s.dtype), width)
+            if plan is not None:  # a row value stored by an earlier stage (Note [Row reuse])
+                env[s.name] = (TV(b.load(self.row_slot(plan[1], stage), typ=vty,
+                                         align=s.dtype.itemsize), s.dtype), True)
+            elif s.op == "load" and var in attrs["index"].variables():
+                addr, dtype = self.address(attrs["buf"], attrs["index"])
+                env[s.name] = (TV(b.load(addr, typ=vty, align=dtype.itemsize), s.dtype), True)
+            elif s.op == "truediv" and s.dtype.is_float and not env[s.args[1]][1]:
+                # Note [Reciprocal of row values], as stage_body does it (also when x is
+                # fixed for the row: a mean's sum / n)
+                x, is_vector = env[s.args[0]]
+                recip = _reciprocal(b, env[s.args[1]][0].value)
+                if is_vector:
+                    env["recip"] = (TV(recip, s.dtype), False)
+                    recip = vec("recip").value
+                env[s.name] = (TV(b.fmul(x.value, recip), s.dtype), is_vector)
+            elif s.op == "load" or not any(env[a][1] for a in s.args):
+                env[s.name] = (self.let(s, {a: env[a][0] for a in s.args}), False)
+            else:
+                env[s.name] = (getattr(self.ops, s.op)(*[vec(a) for a in s.args]), True)
+
     def tile_body(self, tile_start, hi):
         """Note [Outer reductions]: the tiled outer dim becomes every stage's innermost loop.
 
@@ -407,9 +486,10 @@ class _Emitter:
                     invariant.add(s.name)
                 if s.op == "truediv" and s.args[1] in invariant and s.dtype.is_float:
                     # Note [Reciprocal of row values]: x / d with d fixed for the whole
-                    # stage may become x * (1/d), 1/d hoisted out of the loop (arcp).
+                    # stage is x * (1/d), 1/d hoisted out of the loop.
                     a, d = env[s.args[0]], env[s.args[1]]
-                    env[s.name] = TV(self.b.fdiv(a.value, d.value, flags=("arcp",)), s.dtype)
+                    env[s.name] = TV(self.b.fmul(a.value, _reciprocal(self.b, d.value)),
+                                     s.dtype)
                     continue
                 plan = self.reuse.get(s.name)
                 if plan is not None and plan[0] == "load":
@@ -697,6 +777,58 @@ def _plan_streams(k: Kernel) -> list:
     return out
 
 
+# Note [Vector streamed stage]
+# A streamed stage (Note [Streaming stores]) wrote its row into a stack scratch, and a
+# copy loop read it back to store it with non-temporal stores: one more load and store
+# per vector.  On an AVX-512 host, a streamed stage whose body is simple enough is
+# emitted here in explicit 16-lane vectors instead, storing each vector straight to the
+# output (softmax's normalization, layer_norm's affine step): f32 loads contiguous along
+# the row or fixed for it, values of a row scratch (Note [Row reuse]), accumulators,
+# constants, and add, sub, mul, truediv, neg on f32; one store, the streamed one.  Rows
+# whose address is not 64-byte aligned, and the last n % 16 elements, run the scalar
+# body with plain stores.  The same operations per element (a division by a value fixed
+# for the row is `arcp`, as in the scalar body), so the same results.
+_VECTOR_OPS = frozenset({"load", "acc", "const", "add", "sub", "mul", "truediv", "neg"})
+
+
+def _vector_stage(em: "_Emitter", stage) -> bool:
+    """Whether `stage` (streamed, one range) can be emitted by vector_stream_stage."""
+    if not jit.host_has_avx512() or len(stage.ranges) != 1:
+        return False
+    var, n = stage.ranges[0]
+    if not isinstance(n, int) or n < FULL_STREAM_BYTES // 4:
+        return False
+    dtypes = {buf.name: buf.dtype for buf in em.k.buffers}
+    stores, varying = 0, set()  # varying: temps that change along the row
+    for s in stage.body:
+        if isinstance(s, Reduce):
+            return False
+        if isinstance(s, Store):
+            stores += 1
+            if dtypes[s.buf].short != "f32" or s.buf in {o for o, _ in em.k.inplace}:
+                return False
+            continue
+        plan = em.reuse.get(s.name)
+        if plan is not None:
+            if plan[0] != "load" or s.dtype.short != "f32":
+                return False
+            varying.add(s.name)
+        elif s.op == "load":
+            index = dict(s.attrs)["index"]
+            if var in index.variables():
+                if dtypes[dict(s.attrs)["buf"]].short != "f32" or index.coeff(var) != 1 or any(
+                        not isinstance(a, str) and var in a.inner.variables()
+                        for a, _ in index.terms):
+                    return False
+                varying.add(s.name)
+        elif any(a in varying for a in s.args):
+            # a value fixed for the row is computed once, as a scalar, whatever its op
+            if s.op not in _VECTOR_OPS or s.dtype.short != "f32":
+                return False
+            varying.add(s.name)
+    return stores == 1
+
+
 # Note [Next-row prefetch]
 # A row kernel of several stages (softmax, log_softmax, layer_norm) reads its row from
 # memory in the first stage and works on it in the cache for the rest, so memory sits
@@ -924,6 +1056,11 @@ def _key_float(b: lir.IRBuilder, key, ty):
     sign = b.ashr(key, lir.Constant(key.type, w - 1))
     bits = b.xor(key, b.and_(sign, lir.Constant(key.type, (1 << (w - 1)) - 1)))
     return b.bitcast(bits, ty)
+
+
+def _reciprocal(b: lir.IRBuilder, d):
+    """1 / d (Note [Reciprocal of row values])."""
+    return b.fdiv(lir.Constant(d.type, 1.0), d)
 
 
 def _binary_intrinsic(module, name: str, ty):
