@@ -41,6 +41,7 @@ from refcomp.sources import (
     TensorKeySource,
 )
 from refcomp.tracer.context import CONSTANT_TYPES
+from refcomp.tracer.facts import has_symbols
 from refcomp.tracer.values import (
     NULL,
     ConstVar,
@@ -141,6 +142,8 @@ class Recipes:
             return ("source", vt.source)
         if isinstance(vt, ConstVar) and isinstance(vt.value, sympy.Basic):
             return self._size(vt.value)
+        if isinstance(vt, ConstVar) and has_symbols(vt.value):  # slice(s0 - 3, None)
+            raise Refused(f"a {type(vt.value).__name__} holding a dynamic size")
         if isinstance(vt, ConstVar):
             if _immutable(vt.value):
                 return ("const", vt.value)

@@ -49,6 +49,7 @@ from refcomp.reasons import (
 )
 from refcomp.tracer import eager_layout
 from refcomp.tracer.context import CONSTANT_TYPES, TraceContext
+from refcomp.tracer.facts import has_symbols
 from refcomp.tracer.torch_table import is_symbolic_shape
 from refcomp.tracer.values import (
     VIEW_BASE,
@@ -563,6 +564,9 @@ class _Outputs:
                 raise Unsupported(NON_TENSOR_RESULT, f"returning {vt!r}")
             if isinstance(vt.value, sympy.Basic) and vt.value.free_symbols:
                 return self.size_spec(vt.value)
+            if has_symbols(vt.value):  # a slice(s0 - 3, None) built here: no constant
+                raise Unsupported(NON_TENSOR_RESULT, f"returning a {type(vt.value).__name__}"
+                                                     " holding a dynamic size")
             if vt.source is not None and not _pinned_object(vt.value):
                 # Only its type is guarded: a later call's object differs.  The return
                 # becomes a graph break that CPython runs (spec/runtime.md).

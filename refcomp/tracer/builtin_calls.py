@@ -42,7 +42,7 @@ from refcomp.tracer import (
 from refcomp.tracer.attributes import has_attr, load_attr
 from refcomp.tracer.containers import dict_get, getitem, iterate
 from refcomp.tracer.context import CONSTANT_TYPES
-from refcomp.tracer.facts import describe_vt, is_constant, require_const
+from refcomp.tracer.facts import concrete_vt, describe_vt, is_constant, require_const
 from refcomp.tracer.inlining import wrap_defaults, wrap_kwdefaults
 from refcomp.tracer.operators import binary, fold, is_symbolic_value, truth
 from refcomp.tracer.values import (
@@ -171,7 +171,10 @@ def _len(tx, args, kwargs):
 
 def _range_like(fn):
     def handler(tx, args, kwargs):
-        return ConstVar(fn(*[as_python(require_const(tx, a, "range bound")) for a in args]))
+        # range(n) of a dynamic size n: its traced value, guarded (Note [Sizes inside
+        # folded values]); a sympy symbol is no index
+        return ConstVar(fn(*[as_python(concrete_vt(tx.ctx, require_const(tx, a, "range bound")))
+                             for a in args]))
     return handler
 
 
@@ -251,14 +254,20 @@ def _type(tx, args, kwargs):
                      **{k: as_python(v) for k, v in kwargs.items()})
     (obj,) = args
     if isinstance(obj, TensorVar):
-        example = tx.ctx.examples.get(obj.source.name()) if obj.source is not None else None
-        return ConstVar(type(example) if example is not None else torch.Tensor)
+        return ConstVar(_tensor_type(tx, obj))
     if isinstance(obj, ConstVar):
         return ConstVar(type(obj.value))
     try:
         return ConstVar(obj.python_type())
     except NotImplementedError:
         raise Unsupported(UNSUPPORTED_CALL, f"type() of {obj!r}") from None
+
+
+def _tensor_type(tx, obj):
+    """A traced tensor's Python type: a graph input's exact type (Tensor or Parameter, pinned
+    by its TENSOR_MATCH guard), else torch.Tensor (what the trace's ops return)."""
+    example = tx.ctx.examples.get(obj.source.name()) if obj.source is not None else None
+    return type(example) if example is not None else torch.Tensor
 
 
 def _reduce(tx, args, kwargs):
@@ -369,9 +378,10 @@ def _isinstance(tx, args, kwargs):
         rest = [c for c in parts if not isinstance(c, classes.ClassVar)]
         return _isinstance(tx, [obj, TupleVar(rest)], {}) if rest else ConstVar(False)
     cls = as_python(cls)
-    if isinstance(obj, TensorVar):
-        return ConstVar(issubclass(torch.Tensor, cls) if isinstance(cls, type) else any(
-            issubclass(torch.Tensor, c) for c in cls))
+    if isinstance(obj, TensorVar):  # its type as type() gives it: a Parameter is one
+        kind = _tensor_type(tx, obj)
+        return ConstVar(issubclass(kind, cls) if isinstance(cls, type) else any(
+            issubclass(kind, c) for c in cls))
     if isinstance(obj, ConstVar):
         return ConstVar(isinstance(obj.value, cls))
     return ConstVar(issubclass(obj.python_type(), cls) if isinstance(cls, type) else any(

@@ -36,6 +36,7 @@ from refcomp.tracer.constructors import model_output_key, own_to_tuple
 from refcomp.tracer.context import CONSTANT_TYPES, constant_key
 from refcomp.tracer.facts import (
     class_lookup,
+    concrete_vt,
     describe_vt,
     is_constant,
     is_user_code,
@@ -68,7 +69,9 @@ def getitem(tx, obj: VT, index: VT) -> VT:
         from refcomp.tracer.foreach import tensor_keyed_item
 
         return tensor_keyed_item(tx, obj, index)  # an optimizer's `state[p]`
-    key = as_python(require_const(tx, index, "subscript"))
+    # a dynamic size as an index or slice bound: its traced value, guarded (Note [Sizes
+    # inside folded values]; a sympy symbol is no index)
+    key = as_python(concrete_vt(tx.ctx, require_const(tx, index, "subscript")))
     if isinstance(obj, (TupleVar, ListVar)):
         if isinstance(key, slice):  # a slice of a torch.Size is a torch.Size
             return TupleVar(obj.items[key], cls=size_or_tuple(obj)) \
@@ -200,14 +203,18 @@ def contains(tx, container: VT, item: VT) -> bool:
     if isinstance(container, ModelOutputVar):
         key = as_python(require_const(tx, item, "key"))
         return model_output_key(container.cls, key) in container.items
+    # Python's equality on dynamic sizes: their traced values, guarded
+    # (Note [Sizes inside folded values])
     if isinstance(container, DictVar):
-        return as_python(require_const(tx, item, "key")) in container.items
+        return as_python(concrete_vt(tx.ctx, require_const(tx, item, "key"))) in container.items
     if isinstance(container, (TupleVar, ListVar)):
         if isinstance(item, TensorVar):
             raise Unsupported(TENSOR_CONTROL_FLOW, "`tensor in sequence` compares tensor values")
-        return as_python(item) in [as_python(i) for i in container.items
-                                   if not isinstance(i, TensorVar)]
+        return as_python(concrete_vt(tx.ctx, item)) in [
+            as_python(concrete_vt(tx.ctx, i)) for i in container.items
+            if not isinstance(i, TensorVar)]
     if isinstance(container, ConstVar) and isinstance(item, ConstVar):
+        item = concrete_vt(tx.ctx, item)
         value = container.value
         if isinstance(value, (torch.nn.ModuleDict, torch.nn.ModuleList, torch.nn.Sequential)):
             tx.ctx.guard_module_keys(container)
@@ -312,7 +319,7 @@ def container_method(tx, obj, name, args, kwargs) -> VT:
         if name == "values":
             return ListVar(list(obj.items.values()))
         if name == "get":
-            key = as_python(args[0])
+            key = as_python(concrete_vt(tx.ctx, args[0]))
             default = args[1] if len(args) > 1 else ConstVar(None)
             return obj.items.get(key, default)
     if isinstance(obj, ListVar) and name == "copy" and not args and not kwargs:
@@ -320,10 +327,13 @@ def container_method(tx, obj, name, args, kwargs) -> VT:
     if isinstance(obj, DictVar) and name == "copy" and not args and not kwargs:
         return DictVar(dict(obj.items))
     if isinstance(obj, (ListVar, TupleVar)):
+        # Python's equality on dynamic sizes: their traced values, guarded
+        # (Note [Sizes inside folded values])
+        items = [as_python(concrete_vt(tx.ctx, i)) for i in obj.items]
         if name == "index" and not kwargs:
-            return ConstVar([as_python(i) for i in obj.items].index(as_python(args[0])))
+            return ConstVar(items.index(as_python(concrete_vt(tx.ctx, args[0]))))
         if name == "count" and not kwargs:
-            return ConstVar([as_python(i) for i in obj.items].count(as_python(args[0])))
+            return ConstVar(items.count(as_python(concrete_vt(tx.ctx, args[0]))))
     if isinstance(obj, ListVar) and name in ("append", "extend", "insert", "pop", "clear",
                                              "reverse") and not kwargs:
         if name == "extend":

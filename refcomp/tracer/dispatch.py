@@ -64,7 +64,15 @@ from refcomp.tracer.constructors import (
     new_torch_module,
 )
 from refcomp.tracer.containers import SET_QUERIES, iterate
-from refcomp.tracer.facts import has_symbols, hashable, is_constant, is_torch_function, public_name
+from refcomp.tracer.facts import (
+    concrete_vt,
+    has_symbols,
+    hashable,
+    is_constant,
+    is_torch_function,
+    nested_symbols,
+    public_name,
+)
 from refcomp.tracer.inlining import (
     assumed_constant,
     generator_expression,
@@ -130,7 +138,11 @@ def _constant_args(args, kwargs) -> bool:
 
 
 def _fold_call(tx, fn, args, kwargs):
-    return fold(fn.value, *[as_python(a) for a in args],
+    if nested_symbols(fn.value, [as_python(a) for a in args],
+                                {k: as_python(v) for k, v in kwargs.items()}):
+        args = [concrete_vt(tx.ctx, a) for a in args]
+        kwargs = {k: concrete_vt(tx.ctx, v) for k, v in kwargs.items()}
+    return fold(fn.value, *[as_python(a) for a in args], ctx=tx.ctx,
                 **{k: as_python(v) for k, v in kwargs.items()})
 
 

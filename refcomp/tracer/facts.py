@@ -5,6 +5,7 @@ table."""
 from __future__ import annotations
 
 import dis
+import operator
 import types
 
 import sympy
@@ -33,7 +34,60 @@ def has_symbols(x) -> bool:
         return any(has_symbols(i) for i in x)
     if isinstance(x, dict):
         return any(has_symbols(k) or has_symbols(v) for k, v in x.items())
+    if isinstance(x, slice):
+        return has_symbols([x.start, x.stop, x.step])
     return False
+
+
+# Note [Sizes inside folded values]: a fold runs the real Python function on the traced
+# values, and a dynamic size is a sympy symbol there: Python's `==` on sympy is structural
+# (`(s0, 2) == (4, 2)` is False whatever s0 is), `str` prints "s0", `hash` hashes the name.
+# So a symbol inside a container argument (a tuple, torch.Size, list, dict, set, slice) is
+# specialised to its traced value first, with a guard (`ctx.specialize`), unless the
+# function only looks at the container's structure (STRUCTURAL_FOLDS, and concatenating
+# or repeating a sequence).  Without a context to guard in, such a fold breaks.
+STRUCTURAL_FOLDS = frozenset({len, type, isinstance, issubclass, callable, hasattr, tuple,
+                              list, reversed, id})
+
+
+def nested_symbols(fn, args, kwargs) -> bool:
+    if fn in STRUCTURAL_FOLDS or not (has_symbols(list(args)) or has_symbols(kwargs)):
+        return False
+    if fn in (operator.add, operator.mul) and all(
+            isinstance(a, (int, sympy.Basic, tuple, list)) and not isinstance(a, bool)
+            for a in args):
+        return False  # sizes, or sequence concatenation / repetition: structural
+    return any(isinstance(a, (tuple, list, dict, set, frozenset, slice)) and has_symbols(a)
+               for a in list(args) + list(kwargs.values()))
+
+
+def concrete(ctx, value):
+    """`value` with each dynamic size in it replaced by its traced value, guarded."""
+    if isinstance(value, sympy.Basic):
+        return ctx.specialize(value) if value.free_symbols else value
+    if isinstance(value, slice):
+        return slice(*(concrete(ctx, v) for v in (value.start, value.stop, value.step)))
+    if isinstance(value, tuple):
+        items = [concrete(ctx, v) for v in value]
+        return type(value)(*items) if hasattr(type(value), "_fields") else type(value)(items)
+    if isinstance(value, (list, set, frozenset)):
+        return type(value)(concrete(ctx, v) for v in value)
+    if isinstance(value, dict):
+        return type(value)((concrete(ctx, k), concrete(ctx, v)) for k, v in value.items())
+    return value
+
+
+def concrete_vt(ctx, vt: VT) -> VT:
+    """concrete() of a traced value, keeping a symbolic torch.Size a torch.Size."""
+    from refcomp.tracer.values import ConstVar, ListVar, TupleVar
+
+    if isinstance(vt, TupleVar):
+        return TupleVar([concrete_vt(ctx, i) for i in vt.items], cls=vt.cls)
+    if isinstance(vt, ListVar) and vt.source is None:
+        return ListVar([concrete_vt(ctx, i) for i in vt.items])
+    if type(vt) is ConstVar and has_symbols(vt.value):
+        return ConstVar(concrete(ctx, vt.value))
+    return vt
 
 
 def is_constant(v: VT) -> bool:

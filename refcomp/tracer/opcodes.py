@@ -295,7 +295,7 @@ class OpcodeHandlers:
 
     def BUILD_MAP(self, inst):
         items = self.popn(2 * inst.arg)
-        self.push(DictVar({operators.key_of(items[i]): items[i + 1]
+        self.push(DictVar({operators.key_of(self, items[i]): items[i + 1]
                            for i in range(0, len(items), 2)}))
 
     def BUILD_CONST_KEY_MAP(self, inst):
@@ -314,7 +314,8 @@ class OpcodeHandlers:
 
     def FORMAT_VALUE(self, inst):
         spec = as_python(self.pop()) if (inst.arg & 0x04) else ""
-        value = as_python(facts.require_const(self, self.pop(), "f-string value"))
+        value = facts.require_const(self, self.pop(), "f-string value")
+        value = operators.plain(self, value)  # "s0" is no size's text
         conv = {1: str, 2: repr, 3: ascii}.get(inst.arg & 0x03)
         self.push(ConstVar(format(conv(value) if conv else value, spec)))
 
@@ -331,7 +332,7 @@ class OpcodeHandlers:
 
     def MAP_ADD(self, inst):
         value, key = self.pop(), self.pop()
-        self.stack[-inst.arg].items[operators.key_of(key)] = value
+        self.stack[-inst.arg].items[operators.key_of(self, key)] = value
 
     def DICT_UPDATE(self, inst):
         other = self.pop()

@@ -30,7 +30,13 @@ from refcomp.tracer import (
 )
 from refcomp.tracer.containers import iterate
 from refcomp.tracer.context import CONSTANT_TYPES
-from refcomp.tracer.facts import require_const, size_or_tuple
+from refcomp.tracer.facts import (
+    concrete,
+    concrete_vt,
+    nested_symbols,
+    require_const,
+    size_or_tuple,
+)
 from refcomp.tracer.values import (
     VT,
     ConstVar,
@@ -80,13 +86,13 @@ def binary(tx, sym: str, a: VT, b: VT) -> VT:
     if is_symbolic_value(a) or is_symbolic_value(b):
         return _symbolic_binary(tx, sym, a.value, b.value)
     if isinstance(a, (TupleVar, ListVar)) or isinstance(b, (TupleVar, ListVar)):
-        return _sequence_op(sym, sequence_of(a) or a, sequence_of(b) or b)
+        return _sequence_op(tx, sym, sequence_of(a) or a, sequence_of(b) or b)
     if isinstance(a, ConstVar) and isinstance(b, ConstVar):
         if sym in ("==", "!="):
             guard_compared(tx.ctx, a, b, equality=True)
-        return fold(_BINARY[sym], a.value, b.value)
+        return fold(_BINARY[sym], a.value, b.value, ctx=tx.ctx)
     if sym in ("==", "!=") and all(isinstance(v, (TupleVar, ListVar, ConstVar)) for v in (a, b)):
-        return fold(_BINARY[sym], as_python(a), as_python(b))
+        return fold(_BINARY[sym], as_python(a), as_python(b), ctx=tx.ctx)
     raise Unsupported(INEXPRESSIBLE_OP, f"operator {sym} on {a!r}, {b!r}")
 
 
@@ -113,7 +119,7 @@ def _symbolic_binary(tx, sym, a, b) -> ConstVar:
     return fold(_BINARY[sym], a, b)
 
 
-def _sequence_op(sym, a, b):
+def _sequence_op(tx, sym, a, b):
     if sym == "+" and type(a) is type(b):
         if isinstance(a, TupleVar):
             return TupleVar(a.items + b.items, cls=size_or_tuple(a, b))
@@ -125,7 +131,7 @@ def _sequence_op(sym, a, b):
                 return TupleVar(seq.items * n.value, cls=size_or_tuple(seq))
             return ListVar(seq.items * n.value)
     if sym in ("==", "!="):
-        return fold(_BINARY[sym], as_python(a), as_python(b))
+        return fold(_BINARY[sym], as_python(a), as_python(b), ctx=tx.ctx)
     raise Unsupported(INEXPRESSIBLE_OP, f"operator {sym} on {a!r}, {b!r}")
 
 
@@ -147,14 +153,25 @@ def inplace_binary(tx, sym: str, a: VT, b: VT) -> VT:
 def unary(tx, name: str, a: VT) -> VT:
     if isinstance(a, TensorVar):
         return torch_table.call_torch(tx.ctx, _UNARY[name], [a], {})
-    return fold(_UNARY[name], as_python(require_const(tx, a, "operand")))
+    return fold(_UNARY[name], as_python(require_const(tx, a, "operand")), ctx=tx.ctx)
 
 
-def fold(fn, *args, **kwargs) -> ConstVar:
-    if any(isinstance(a, sympy.Basic) and a.free_symbols for a in args) and fn not in (
-            operator.add, operator.sub, operator.mul, operator.floordiv, operator.mod,
-            operator.neg, operator.pos):
+_SYMBOLIC_ARITHMETIC = (operator.add, operator.sub, operator.mul, operator.floordiv,
+                        operator.mod, operator.neg, operator.pos)
+
+
+def fold(fn, *args, ctx=None, **kwargs) -> ConstVar:
+    """fn(*args, **kwargs) on traced Python values; `ctx` (the trace's context) lets sizes
+    inside containers be specialised (Note [Sizes inside folded values])."""
+    if any(isinstance(a, sympy.Basic) and a.free_symbols for a in args) and \
+            fn not in _SYMBOLIC_ARITHMETIC:
         raise Unsupported(INEXPRESSIBLE_OP, f"{getattr(fn, '__name__', fn)} of a dynamic size")
+    if nested_symbols(fn, args, kwargs):
+        if ctx is None:
+            raise Unsupported(INEXPRESSIBLE_OP,
+                              f"{getattr(fn, '__name__', fn)} of dynamic sizes")
+        args = [concrete(ctx, a) for a in args]
+        kwargs = {k: concrete(ctx, v) for k, v in kwargs.items()}
     try:
         return ConstVar(fn(*args, **kwargs))
     except Exception as e:
@@ -165,6 +182,7 @@ def is_same(a: VT, b: VT, ctx=None) -> bool:
     if isinstance(a, ConstVar) and isinstance(b, ConstVar):
         if ctx is not None:
             guard_compared(ctx, a, b, equality=False)
+            a, b = concrete_vt(ctx, a), concrete_vt(ctx, b)  # `n is 4` of a size n
         return a.value is b.value
     if isinstance(a, ConstVar) or isinstance(b, ConstVar):
         return False  # a symbolic value is never a given real object (None, a module...)
@@ -217,5 +235,12 @@ def truth(tx, v: VT) -> bool:
     return True
 
 
-def key_of(v: VT):
-    return as_python(v)
+def key_of(tx, v: VT):
+    """A dict key: a dynamic size in it is specialised (Note [Sizes inside folded values])."""
+    return plain(tx, v)
+
+
+def plain(tx, v: VT):
+    """as_python(v) with each dynamic size in it its traced value, guarded: for Python's
+    own equality and hashing (`in`, dict keys, list.count)."""
+    return as_python(concrete_vt(tx.ctx, v))
