@@ -89,6 +89,14 @@ def load_global(tx, name: str) -> VT:
     raise Unsupported(TRACE_EXCEPTION, f"name {name!r} is not defined")
 
 
+# Methods of a set that only read it (anything else may change it: a break).
+_READING_METHODS = frozenset({
+    "copy", "difference", "intersection", "isdisjoint", "issubset", "issuperset",
+    "symmetric_difference", "union", "__contains__", "__len__", "__iter__", "__eq__",
+    "__ne__", "__or__", "__and__", "__sub__", "__xor__", "__le__", "__lt__", "__ge__",
+    "__gt__", "count", "decode", "endswith", "find", "hex", "index", "startswith"})
+
+
 def load_attr(tx, obj: VT, name: str) -> VT:
     if isinstance(obj, SuperVar):
         return super_attr(tx, obj, name)
@@ -162,6 +170,12 @@ def load_attr(tx, obj: VT, name: str) -> VT:
         if attr.__self__ is value and hasattr(value, "__dict__"):
             tx.ctx.guard_not_overridden(obj.source, name)
         return MethodVar(attr.__func__, obj, name)
+    if type(value) in (set, bytearray) and callable(attr) and name not in _READING_METHODS:
+        # The value traced is a copy (a guarded set's expected contents) or a set made in
+        # the frame that a break re-makes: a method bound to it would change that object,
+        # not the user's.  The break loads the method from the real object.
+        raise Unsupported(UNREPLAYABLE_SIDE_EFFECT, f"{type(value).__name__}.{name} may"
+                                                    " change the object")
     if isinstance(attr, (types.BuiltinMethodType, types.MethodWrapperType)) and \
             attr.__self__ is value:
         # `s.startswith`: a new bound object at every access (an identity guard on it

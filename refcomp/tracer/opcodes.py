@@ -340,7 +340,30 @@ class OpcodeHandlers:
             raise Unsupported(INEXPRESSIBLE_OP, f"dict update with {other!r}")
         self.stack[-inst.arg].items.update(other.items)
 
-    DICT_MERGE = DICT_UPDATE
+    def DICT_MERGE(self, inst):
+        # `f(k=1, **kw)`: a key given twice (or not a string) is CPython's TypeError naming
+        # the callee (below the positional tuple and the dict on the stack).  Raised here
+        # as eager raises it: a break at this instruction would lose the callee's place
+        # and raise CPython's inner KeyError instead.
+        other, target = self.stack[-1], self.stack[-inst.arg - 1]
+        if isinstance(other, DictVar) and isinstance(target, DictVar):
+            twice = [k for k in other.items if k in target.items]
+            bad = [k for k in other.items if not isinstance(k, str)]
+            if twice or bad:
+                fn = self.stack[-inst.arg - 3]
+                if isinstance(fn, FunctionVar):
+                    module, qualname = fn.f_globals.get("__name__"), fn.code.co_qualname
+                elif isinstance(fn, ConstVar) and hasattr(fn.value, "__qualname__"):
+                    module = getattr(fn.value, "__module__", None)
+                    qualname = fn.value.__qualname__
+                else:
+                    raise Unsupported(TRACE_EXCEPTION, "keyword argument given twice")
+                name = f"{module}.{qualname}()" if isinstance(module, str) and \
+                    module != "builtins" else f"{qualname}()"
+                text = f"{name} keywords must be strings" if bad else \
+                    f"{name} got multiple values for keyword argument '{twice[0]}'"
+                raise Raised(TypeError(text), f"TypeError: {text}")
+        self.DICT_UPDATE(inst)
 
     def UNPACK_SEQUENCE(self, inst):
         items = containers.iterate(self, self.pop())

@@ -1,0 +1,86 @@
+"""Python semantics found wrong by probing (session 18, probe), on every backend:
+`s.add(0)` on a set was lost (the method was bound to the trace's copy of the set, and
+the break that ran it changed the copy), and `g(x, k=2, **kw)` with `k` in `kw`
+returned a value where CPython raises TypeError (now a KeyError: xfail below)."""
+
+import copy
+
+import pytest
+import torch
+
+import refcomp
+
+BACKENDS = ["interp", "eager", "llvm"]
+
+
+def _made_set(x):
+    s = {3, 1, 2}
+    s.add(0)
+    s.discard(3)
+    return [x * k for k in sorted(s)], len(s)
+
+
+def _argument_set(x, s):
+    s.add(len(s))
+    return x * len(s)
+
+
+def _empty_set(x):
+    s = set()
+    s.add(0)
+    s.update({4, 5})
+    return x * sum(s), len(s)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("fn", [_made_set, _argument_set, _empty_set])
+def test_set_methods_change_the_users_set(fn, backend):
+    refcomp.reset()
+    compiled = refcomp.compile(fn, backend=backend)
+    s_eager, s_comp = {7}, {7}
+    for _ in range(3):
+        x = torch.randn(2)
+        extra_e = (s_eager,) if fn is _argument_set else ()
+        extra_c = (s_comp,) if fn is _argument_set else ()
+        want, got = fn(x, *extra_e), compiled(x, *extra_c)
+        if isinstance(want, torch.Tensor):
+            want, got = (want,), (got,)
+        assert len(got) == len(want)
+        for w, g in zip(want, got):
+            if isinstance(w, list):
+                assert len(w) == len(g)
+                for a, b in zip(w, g):
+                    torch.testing.assert_close(b, a)
+            elif isinstance(w, torch.Tensor):
+                torch.testing.assert_close(g, w)
+            else:
+                assert g == w
+        assert s_comp == s_eager
+
+
+def _forward(x, kw):
+    def g(x, k=1, **rest):
+        return x * k
+
+    return g(x, k=2, **kw)
+
+
+@pytest.mark.xfail(strict=True, raises=KeyError, reason=(
+    "not fixed: DICT_MERGE now raises (Raised TypeError), but outside an inlined frame's"
+    " exception table that is a graph break at DICT_MERGE, and the resumed code's stack"
+    " does not hold the callee where CPython's DICT_MERGE looks for it (PEEK(oparg + 2)),"
+    " so CPython raises its inner KeyError('k') instead of the TypeError"))
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_keyword_given_twice_raises_like_eager(backend):
+    refcomp.reset()
+    compiled = refcomp.compile(_forward, backend=backend)
+    for kw in [{}, {"k": 3}, {"q": 1}, {"k": 5}]:
+        x = torch.randn(2)
+        try:
+            want = _forward(x, copy.copy(kw))
+        except TypeError as err:
+            with pytest.raises(TypeError) as got:
+                compiled(x, copy.copy(kw))
+            assert str(got.value) == str(err)
+        else:
+            torch.testing.assert_close(compiled(x, copy.copy(kw)), want)
