@@ -427,6 +427,12 @@ class TraceContext:
         # an alias, so an in-place op on one sees the other (Note [In-place]).
         ptr = t.untyped_storage().data_ptr() if t.untyped_storage().nbytes() else None
         alias = self.storage_alias.setdefault(ptr, object()) if ptr is not None else None
+        if alias is not None and any(self.input_vars[src.name()].alias is alias
+                                     for src, _ in self.mutated.values()):
+            # its value would miss the write (and NO_ALIASING would fail right after the
+            # trace, running the whole frame eagerly): the graph ends before this read
+            raise Unsupported(INPLACE_ON_ALIAS, f"{source.name()} shares storage with an"
+                                                " input the frame wrote")
         var = TensorVar(value, meta_like(t, t.requires_grad), requires_grad=t.requires_grad,
                         alias=alias, source=source)
         var.inference = t.is_inference()

@@ -53,7 +53,10 @@ def through_views(ctx, tv: TensorVar, live: list) -> Optional[Callable[[], None]
         base, base_value, steps = tv, tv.value, []
     else:
         return None
-    if tv.alias in ctx.input_aliases or any(is_symbolic(d) for d in base_value.type.shape):
+    if any(is_symbolic(d) for d in base_value.type.shape):
+        return None
+    if tv.alias in ctx.input_aliases and (not _input_base(ctx, base) or any(
+            v is not base and v.alias is base.alias and _input_base(ctx, v) for v in live)):
         return None
     others = []
     for v in live:
@@ -73,11 +76,15 @@ def through_views(ctx, tv: TensorVar, live: list) -> Optional[Callable[[], None]
         all(_made_under_grad(v) for v in group if v is not base)
     if any(v.requires_grad for v in group) and not differentiable:
         return None  # eager's write is silent to autograd, or raises; the graph's is neither
+    if base.alias in ctx.input_aliases and any(v.requires_grad for v in group):
+        return None  # Note [Writes through views of a graph input]: without grad only
 
     def propagate() -> None:
         b = ctx.builder
         new_base = _write_back(b, base_value, steps, tv.value) if steps else tv.value
         base.value = new_base
+        if base.alias in ctx.input_aliases:  # Note [Writes through views of a graph input]
+            ctx.record_mutation(base, base)
         for v, v_steps in others:
             v.value = replay(b, new_base, v_steps)[-1]
             v.view_base, v.view_made = (base, new_base), v.value
@@ -91,6 +98,20 @@ def through_views(ctx, tv: TensorVar, live: list) -> Optional[Callable[[], None]
     propagate.reads_base = any(st[0] == "slice" and (st[2], st[3], st[4]) != (0, size, 1)
                                for st, size in zip(steps, _slice_sizes(base_value, steps)))
     return propagate
+
+
+# Note [Writes through views of a graph input]
+# A write through a view the frame took of a graph input (`a[:, 1::2].mul_(3)`, `a.
+# diagonal().fill_(7)`) gives the input its new value as for an intermediate's view; the
+# input is then written back whole once after the graph (`OutputFix.writes_back`), so the
+# caller's tensor, and every view of it the caller holds, sees eager's elements.  Only the
+# input itself is a base here (a view of the caller's storage that is not the input
+# argument, or two arguments sharing storage, keeps the break), and only where nothing
+# in the group requires grad: an input's history under grad is Note [In-place on a graph
+# input under grad]'s, which writes the whole input and no view of it.
+def _input_base(ctx, base: TensorVar) -> bool:
+    """Is `base` a graph input argument itself (not a view the caller passed alongside)?"""
+    return base.source is not None and ctx.input_vars.get(base.source.name()) is base
 
 
 # Note [Writes through views under grad]

@@ -568,6 +568,10 @@ def view_root(ctx, base, tv, step=None):
         return None  # a copy, or a chain made partly under no_grad: left a graph output
     tv.view_grad = ctx.grad_enabled
     tv.view_steps = None if steps is None or step is None else steps + (step,)
+    if tv.view_steps is not None:  # Note [Writes through views of a graph input]
+        tv.view_base = base.view_base if base.view_root is not None and \
+            base.view_base is not None and base.value is base.view_made else (root, root.value)
+        tv.view_made = tv.value
     return root
 
 
