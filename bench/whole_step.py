@@ -1,7 +1,10 @@
 """The whole training step compiled (issue 35): zero_grad, forward, cross_entropy,
 backward, clip_grad_norm_, AdamW.step, StepLR.step of an MLP 256 -> 1024 -> 256 with
 LayerNorm, batch 512.  Prints the graph and break counts from explain() and the CPU time
-per step (median of rounds) compiled vs eager.  `PYTHONPATH=. python -m bench.whole_step`"""
+per step (median of rounds) compiled vs eager, for a float lr (each new lr is a new graph:
+spec/tracer.md Note [Optimizer steps]) and for `lr=torch.tensor(...)`, and the step
+after backward alone (clip_grad_norm_ of a list and AdamW.step).
+`PYTHONPATH=. python -m bench.whole_step`"""
 
 import statistics
 import time
@@ -12,11 +15,11 @@ import torch.nn as nn
 import refcomp
 
 
-def setup(seed=0):
+def setup(seed=0, lr=1e-3):
     torch.manual_seed(seed)
     model = nn.Sequential(nn.Linear(256, 1024), nn.GELU(), nn.LayerNorm(1024),
                           nn.Linear(1024, 256))
-    opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
+    opt = torch.optim.AdamW(model.parameters(), lr=torch.tensor(1e-3) if lr == "tensor" else lr)
     sched = torch.optim.lr_scheduler.StepLR(opt, 2, gamma=0.5)
 
     def step(x, y):
@@ -42,23 +45,44 @@ def cpu_per_step(fn, args, steps=5, rounds=5):
     return statistics.median(times)
 
 
+def post_backward(seed=0):
+    """clip_grad_norm_ of the parameter list and AdamW.step, on fixed gradients."""
+    model, _ = setup(seed, "tensor")
+    ps = list(model.parameters())
+    opt = torch.optim.AdamW(ps, lr=torch.tensor(1e-3))
+    torch.manual_seed(seed)
+    model(torch.randn(512, 256)).logsumexp(1).sum().backward()
+
+    def post():
+        torch.nn.utils.clip_grad_norm_(ps, 1.0)
+        opt.step()
+    return post
+
+
 def main():
     torch.set_num_threads(1)
     x = torch.randn(512, 256)
     y = torch.randint(0, 256, (512,))
+    for lr in (1e-3, "tensor"):
+        refcomp.reset()
+        _, step = setup(lr=lr)
+        report = refcomp.explain(step, x, y)
+        print(f"lr={lr}: graphs {report.graph_count}  breaks {len(report.break_reasons)}")
+        for b in report.break_reasons:
+            print(f"  {b['id']}: {str(b.get('reason', ''))[:110]}")
+        refcomp.reset()
+        _, eager = setup(lr=lr)
+        _, step = setup(lr=lr)
+        compiled = refcomp.compile(step)
+        e = cpu_per_step(eager, (x, y))
+        c = cpu_per_step(compiled, (x, y))
+        print(f"  CPU ms/step: eager {e * 1e3:.1f}  compiled {c * 1e3:.1f}  eager/compiled"
+              f" {e / c:.2f}x; {refcomp.stats()['counters']}")
     refcomp.reset()
-    _, step = setup()
-    report = refcomp.explain(step, x, y)
-    print(f"graphs {report.graph_count}  breaks {len(report.break_reasons)}")
-    for b in report.break_reasons:
-        print(f"  {b['id']}: {str(b.get('reason', ''))[:110]}")
-    _, eager = setup()
-    _, step = setup()
-    compiled = refcomp.compile(step)
-    e = cpu_per_step(eager, (x, y))
-    c = cpu_per_step(compiled, (x, y))
-    print(f"CPU ms/step: eager {e * 1e3:.1f}  compiled {c * 1e3:.1f}  "
-          f"eager/compiled {e / c:.2f}x (machine shared, 1 thread)")
+    e = cpu_per_step(post_backward(), ())
+    c = cpu_per_step(refcomp.compile(post_backward()), ())
+    print(f"after backward (clip + AdamW.step): eager {e * 1e3:.2f}  compiled {c * 1e3:.2f}"
+          f"  eager/compiled {e / c:.2f}x (machine shared, 1 thread)")
 
 
 if __name__ == "__main__":

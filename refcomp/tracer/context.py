@@ -45,6 +45,7 @@ from refcomp.sources import (
     ModuleDictSource,
     ModuleSliceSource,
     NumberAsSize,
+    SameObjectSource,
     Source,
     size_text,
 )
@@ -209,6 +210,7 @@ class TraceContext:
         self.guards: dict = {}  # key -> Guard (deduplicated)
         self.input_sources: list[Source] = []
         self.input_vars: dict = {}  # source name -> TensorVar (as first read)
+        self.parameter_vars: dict = {}  # id of a Parameter input -> its TensorVar
         self.objects: dict = {}  # source name -> VT (reads are cached per source)
         self.grad_enabled = torch.is_grad_enabled()
         self.mutated: dict = {}  # source name -> (source, latest TensorVar)
@@ -407,6 +409,13 @@ class TraceContext:
         if type(t) not in (torch.Tensor, torch.nn.Parameter):
             raise Unsupported(INEXPRESSIBLE_OP,
                               f"{source.name()} is a tensor subclass {type(t).__name__}")
+        first = self.parameter_vars.get(id(t)) if type(t) is torch.nn.Parameter else None
+        if first is not None:
+            # One parameter at two sources (the module's and the optimizer's param_groups,
+            # or a list of model.parameters()): one traced value, so a step's writes into it
+            # are seen through both; the guard pins that both still read one object.
+            self.add_guard(G.EQUALS_MATCH, SameObjectSource(first.source, source), True)
+            return first
         dynamic_dims = self._dynamic_dims(t, source)
         facts = G.tensor_facts(t, dynamic_dims)
         self.add_guard(G.TENSOR_MATCH, source, facts)
@@ -437,6 +446,8 @@ class TraceContext:
                         alias=alias, source=source)
         var.inference = t.is_inference()
         self.input_vars[source.name()] = var
+        if type(t) is torch.nn.Parameter:
+            self.parameter_vars[id(t)] = var
         self.input_aliases.add(var.alias)
         self.examples[source.name()] = t  # for the C++ tensor check; dropped after compile
         return var

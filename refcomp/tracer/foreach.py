@@ -260,15 +260,33 @@ def tensor_keyed_item(tx, obj: ConstVar, key: TensorVar) -> VT:
                                                                           key.source))
 
 
-def tensor_value_composite(tx, name, args, kwargs) -> VT:
-    """`x.addcdiv_(a, b, value=t)` with a 0-d tensor `t`: eager takes only a number there;
-    torch.optim's single-tensor step passes one while compiling (`_get_value` returns the
-    step tensor), so it is what Dynamo makes of it, the op written out
-    (`x + (t * a) / b`, Note [Foreach ops])."""
-    value = kwargs["value"]
-    if value.meta.dim() != 0 or len(args) != 3 or set(kwargs) != {"value"}:
-        raise Unsupported(INEXPRESSIBLE_OP, f"Tensor.{name} of a tensor value that is not 0-d")
-    out = _composite(tx, name.rstrip("_"), args, kwargs)
+def composite_method(tx, name, args, kwargs):
+    """`x.addcdiv_(a, b, value=v)`, `x.addcmul_(...)`, `x.lerp_(end, w)` of float tensors
+    of one shape and a number (or 0-d tensor) `v`/`w`: written out as eager's CPU kernels
+    order them (Note [Foreach ops]), so they fuse with the ops around them; None where
+    the op is left to its table entry or opaque call.  A 0-d tensor `value` is what
+    torch.optim's single-tensor step passes while compiling (eager reads it as a number)."""
+    base = name.rstrip("_")
+    tensors = [a for a in args if isinstance(a, TensorVar)]
+    value = kwargs.get("value", kwargs.get("weight"))
+    if base == "lerp":
+        value = args[2] if len(args) > 2 else value
+        if len(args) > 3 or set(kwargs) - {"weight"}:
+            return None
+        tensors = tensors[:2]
+    elif len(args) != 3 or set(kwargs) - {"value"}:
+        return None
+    if len(tensors) != (2 if base == "lerp" else 3) or not all(
+            t.meta.is_floating_point() and t.meta.dtype == args[0].meta.dtype and
+            t.meta.shape == args[0].meta.shape for t in tensors):
+        return None
+    if isinstance(value, TensorVar):
+        if value.meta.dim() != 0 or base == "lerp" or not value.meta.is_floating_point():
+            return None
+    elif not (value is None and base != "lerp" or isinstance(value, ConstVar) and
+              type(value.value) in (int, float)):
+        return None
+    out = _composite(tx, base, args, kwargs)
     if name.endswith("_"):
         return tx.call_function(MethodVar("copy_", args[0], "copy_"), [out], {})
     return out

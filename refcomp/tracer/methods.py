@@ -50,11 +50,12 @@ _AT_A_BREAK = {
 def call_method(tx, m: MethodVar, args, kwargs) -> VT:
     self_vt = m.self_vt
     if isinstance(self_vt, TensorVar):
-        if m.name in ("addcdiv_", "addcmul_", "addcdiv", "addcmul") and \
-                isinstance(kwargs.get("value"), TensorVar):
-            from refcomp.tracer.foreach import tensor_value_composite
+        if m.name in ("addcdiv_", "addcmul_", "addcdiv", "addcmul", "lerp_", "lerp"):
+            from refcomp.tracer.foreach import composite_method
 
-            return tensor_value_composite(tx, m.name, [self_vt] + list(args), kwargs)
+            out = composite_method(tx, m.name, [self_vt] + list(args), kwargs)
+            if out is not None:
+                return out
         method = getattr(torch.Tensor, m.name, None)
         if method is not None and torch_table.has_entry(method):
             return call_torch_or_opaque(tx, method, [self_vt] + list(args), kwargs)

@@ -231,3 +231,60 @@ def test_tensor_scalars_and_tensor_values_are_one_per_tensor():
     for r, w in zip(refcomp.compile(f)(*args()), want):
         torch.testing.assert_close(r, w)
     assert _counts(f, *args()) == (1, [])
+
+
+def test_one_parameter_at_two_sources_is_one_value():
+    # clip_grad_norm_(ps) and opt.step(): each parameter is read as `ps[i]` and as
+    # `opt.param_groups[0]['params'][i]`; one traced value (guarded `is`), so the step's
+    # writes are not refused as writes into an aliased input (RB010), and a list holding
+    # other parameters than the optimizer's recompiles.
+    def make():
+        ps = _params()
+        return ps, torch.optim.AdamW(ps, lr=1e-2, weight_decay=0.1)
+
+    (ps1, o1), (ps2, o2) = make(), make()
+
+    def post(ps, opt):
+        torch.nn.utils.clip_grad_norm_(ps, 0.5)
+        opt.step()
+
+    refcomp.reset()
+    fn = refcomp.compile(post)
+    for _ in range(3):
+        for a, b in zip(ps1, ps2):
+            a.grad, b.grad = torch.cos(a.detach()), torch.cos(b.detach())
+        fn(ps1, o1)
+        post(ps2, o2)
+    for a, b in zip(ps1, ps2):
+        torch.testing.assert_close(a, b)
+        torch.testing.assert_close(a.grad, b.grad)
+    other = _params(1)
+    for p in other:
+        p.grad = torch.ones_like(p)
+    want = [p.detach().clone() for p in ps1]
+    fn(other, o1)  # the guard `... is ...` fails: traced again, nothing written wrongly
+    assert refcomp.stats()["counters"]["recompiles"] >= 1
+    assert _counts(post, ps1, o1) == (1, [])
+    assert all(not torch.equal(p, w) for p, w in zip(ps1, want))  # o1 stepped its own
+
+
+@pytest.mark.parametrize("backend", ["interp", "llvm"])
+def test_lerp_addcmul_addcdiv_methods_are_written_out(backend):
+    def f(x, a, b):
+        x.lerp_(a, 0.1)
+        x.lerp_(b, 0.75)
+        x.addcmul_(a, b, value=0.5)
+        x.addcdiv_(a, b.abs() + 1, value=-2)
+        return x.lerp(b, 0.3).addcmul(a, a)
+
+    def args():
+        torch.manual_seed(2)
+        return torch.randn(5, 4), torch.randn(5, 4), torch.randn(5, 4)
+
+    got, want = args(), args()
+    torch.testing.assert_close(refcomp.compile(f, backend=backend)(*got), f(*want))
+    torch.testing.assert_close(got[0], want[0])  # within eager's FMA rounding
+    refcomp.reset()
+    report = refcomp.explain(f, *args())
+    assert (report.graph_count, report.graph_break_count) == (1, 0)
+    assert "aten" not in report.ops_per_graph[0]  # pointwise ops, fused
