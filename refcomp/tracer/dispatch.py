@@ -275,6 +275,10 @@ KINDS: tuple = (
           lambda tx, fn, a, k: foreach.init_group(tx, fn, a, k),
           summary="run for real while tracing; its lists are sourced inputs"
                   " (Note [Optimizer steps])"),
+    _kind("Module.parameters", foreach.is_module_parameters,
+          lambda tx, fn, a, k: foreach.module_parameters(tx, fn, a, k),
+          summary="the module tree's parameters, each read as an attribute"
+                  " (Note [Optimizer steps])"),
     _kind("bound method", _is(MethodVar), lambda tx, fn, a, k: call_method(tx, fn, a, k),
           summary="`obj.m(...)`: by the receiver (refcomp/tracer/methods.py)"),
     _kind("end of a grad-mode block", _is(ExitVar), _exit_grad_mode,

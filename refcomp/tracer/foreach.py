@@ -6,10 +6,21 @@ Owns: `is_foreach`, `call_foreach`.  Spec: spec/tracer.md, Note [Foreach ops].
 
 from __future__ import annotations
 
+import types
+
 import torch
 
 from refcomp.reasons import INEXPRESSIBLE_OP, UNSUPPORTED_CALL, Unsupported
-from refcomp.tracer.values import VT, ConstVar, DictVar, ListVar, MethodVar, TensorVar, TupleVar
+from refcomp.tracer.values import (
+    VT,
+    ConstVar,
+    DictVar,
+    IteratorVar,
+    ListVar,
+    MethodVar,
+    TensorVar,
+    TupleVar,
+)
 
 _PREFIX = "_foreach_"
 _GROUP = torch._C._group_tensors_by_device_and_dtype
@@ -290,3 +301,49 @@ def composite_method(tx, name, args, kwargs):
     if name.endswith("_"):
         return tx.call_function(MethodVar("copy_", args[0], "copy_"), [out], {})
     return out
+
+
+def is_module_parameters(tx, fn, args, kwargs) -> bool:
+    """`module.parameters()` of a module read with a source, the method nn.Module's own."""
+    return isinstance(fn, MethodVar) and fn.fn is torch.nn.Module.parameters and \
+        isinstance(fn.self_vt, ConstVar) and fn.self_vt.source is not None and \
+        isinstance(fn.self_vt.value, torch.nn.Module) and not kwargs and \
+        all(isinstance(a, ConstVar) and a.value is True for a in args)
+
+
+def module_parameters(tx, fn: MethodVar, args, kwargs) -> VT:
+    """`model.parameters()`, a generator in eager, is the list of its parameters read
+    through the module tree (each submodule and parameter guarded as any attribute read),
+    with each tree level's `_modules` and `_parameters` names guarded; one parameter
+    reached twice is listed once, as `remove_duplicate` does.  The consumer iterates it
+    as the generator it is in eager (Note [Optimizer steps])."""
+    from refcomp import guard_kinds as G
+    from refcomp.sources import MODULE, PARAM, ModuleDictSource
+
+    ctx, out, seen = tx.ctx, [], set()
+    todo = [fn.self_vt]
+    done = set()
+    while todo:
+        vt = todo.pop(0)
+        module = vt.value
+        if id(module) in done:
+            continue
+        done.add(id(module))
+        for where in (PARAM, MODULE):
+            d = getattr(module, where)
+            ctx.add_guard(G.DICT_KEYS, ModuleDictSource(vt.source, where), (type(d), tuple(d)))
+        for name in module._parameters:
+            p = tx.load_attr(vt, name)
+            if isinstance(p, TensorVar) and id(p) not in seen:
+                seen.add(id(p))
+                out.append(p)
+        todo.extend(tx.load_attr(vt, name) for name in module._modules
+                    if module._modules[name] is not None)
+    return ParameterIteratorVar(out)
+
+
+class ParameterIteratorVar(IteratorVar):
+    """The generator `model.parameters()` returns in eager, its items known."""
+
+    def python_type(self):
+        return types.GeneratorType

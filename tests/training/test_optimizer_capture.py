@@ -288,3 +288,25 @@ def test_lerp_addcmul_addcdiv_methods_are_written_out(backend):
     report = refcomp.explain(f, *args())
     assert (report.graph_count, report.graph_break_count) == (1, 0)
     assert "aten" not in report.ops_per_graph[0]  # pointwise ops, fused
+
+
+def test_module_parameters_is_traced_and_guarded():
+    torch.manual_seed(0)
+    lin = torch.nn.Linear(3, 3, bias=False)
+    model = torch.nn.Sequential(lin, torch.nn.Tanh(), lin, torch.nn.Linear(3, 2))
+
+    def f(x):
+        ps = model.parameters()
+        assert not isinstance(ps, torch.Tensor)
+        return x * sum(p.sum() for p in ps), len(list(model.parameters()))
+
+    x = torch.randn(2)
+    assert _counts(f, x) == (1, [])
+    refcomp.reset()
+    fn = refcomp.compile(f)
+    for got, want in zip(fn(x), f(x)):  # the shared weight counted once, as eager
+        torch.testing.assert_close(got, want)
+    model[3].register_parameter("extra", torch.nn.Parameter(torch.ones(2)))
+    for got, want in zip(fn(x), f(x)):  # a new parameter: the names' guard recompiles
+        torch.testing.assert_close(got, want)
+    assert refcomp.stats()["counters"]["recompiles"] >= 1
