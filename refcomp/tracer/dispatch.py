@@ -19,6 +19,7 @@ import torch
 from refcomp.reasons import (
     DISABLED_FUNCTION,
     INEXPRESSIBLE_OP,
+    UNREPLAYABLE_SIDE_EFFECT,
     UNSUPPORTED_CALL,
     Raised,
     Unsupported,
@@ -212,7 +213,12 @@ def _call_lru_cache_wrapper(tx, fn, args, kwargs):  # Note [lru_cache wrappers]
     if getattr(value.__wrapped__, "_dynamo_marked_constant", False):
         return assumed_constant(value, args, kwargs)
     src = None if fn.source is None else AttrSource(fn.source, "__wrapped__")
-    return call_function(tx, ConstVar(value.__wrapped__, src), args, kwargs)
+    before = len(tx.ctx.effects)
+    result = call_function(tx, ConstVar(value.__wrapped__, src), args, kwargs)
+    if len(tx.ctx.effects) != before:  # the cache decides whether they happen: a break
+        raise Unsupported(UNREPLAYABLE_SIDE_EFFECT, f"{public_name(value.__wrapped__)} under"
+                                                    " lru_cache has side effects")
+    return result
 
 
 def _is_pure_call_on_constants(tx, fn, args, kwargs) -> bool:

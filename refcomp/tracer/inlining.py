@@ -120,7 +120,10 @@ class GlobalsDict(Source):
 # Note [lru_cache wrappers]: a call of a `functools.lru_cache` wrapper of a Python
 # function traces the function it wraps, the cache skipped, as Dynamo does
 # (transformers' `is_torch_distributed_available()` inside Wav2Vec2's forward broke the
-# graph).  A function marked `_dynamo_marked_constant` (torch._dynamo.
+# graph).  One whose trace records a side effect (Note [Replayed side effects]) breaks:
+# the cache decides whether the body runs, so replaying its effects at every call would
+# be wrong on a hit (`calls.append(n)` ran again for a size the cache had seen).  A
+# function marked `_dynamo_marked_constant` (torch._dynamo.
 # assume_constant_result; transformers' `_make_compile_constant` marks its install probes
 # under their lru_cache) is called while tracing, through its cache when it has one, and
 # its result is a constant, unguarded, as under Dynamo: the marker promises the answer

@@ -84,3 +84,27 @@ def test_keyword_given_twice_raises_like_eager(backend):
             assert str(got.value) == str(err)
         else:
             torch.testing.assert_close(compiled(x, copy.copy(kw)), want)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_lru_cached_function_with_side_effects_runs_as_the_cache_says(backend):
+    """An lru_cache'd function appending to a list: eager appends on a miss only; the
+    trace replayed the append at every call of the entry (sizes 3, 4, 3 appended 3)."""
+    import functools
+
+    calls = []
+
+    @functools.lru_cache(maxsize=None)
+    def k(n):
+        calls.append(n)
+        return n * 2
+
+    def f(x):
+        return x * k(x.shape[0])
+
+    refcomp.reset()
+    compiled = refcomp.compile(f, backend=backend)
+    for n in [3, 4, 3, 4]:
+        x = torch.randn(n)
+        torch.testing.assert_close(compiled(x), x * (2 * n))
+    assert calls == [3, 4]
