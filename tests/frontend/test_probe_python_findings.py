@@ -1,7 +1,9 @@
 """Python semantics found wrong by probing (session 18, probe), on every backend:
 `s.add(0)` on a set was lost (the method was bound to the trace's copy of the set, and
 the break that ran it changed the copy), and `g(x, k=2, **kw)` with `k` in `kw`
-returned a value where CPython raises TypeError (now a KeyError: xfail below)."""
+returned a value where CPython raises TypeError (now a KeyError: xfail below), an
+lru_cache'd function's side effect replayed on cache hits; not fixed (strict xfails, causes
+written): loops over a list or dict the body grows."""
 
 import copy
 
@@ -108,3 +110,47 @@ def test_lru_cached_function_with_side_effects_runs_as_the_cache_says(backend):
         x = torch.randn(n)
         torch.testing.assert_close(compiled(x), x * (2 * n))
     assert calls == [3, 4]
+
+
+def _list_grown_in_loop(x):
+    xs = [x, x * 2]
+    out = []
+    for t in xs:
+        if len(xs) < 4:
+            xs.append(t + 1)
+        out.append(t)
+    return out
+
+
+def _dict_grown_in_loop(x):
+    d = {"a": x}
+    for k in d:
+        d["b"] = x
+    return d
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "not fixed: a for loop over a list the body appends to visits only the items it had"
+    " (2 of 4): GET_ITER snapshots a ListVar's items (IteratorVar copies them), and the"
+    " `xs.append(t + 1)` inside the loop hits an internal error (RB018: 'tensor L['x'] has"
+    " no constant Python value') whose break and resume (RB019) lose the appended items"))
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_list_grown_during_iteration_visits_new_items(backend):
+    refcomp.reset()
+    x = torch.randn(3)
+    want, got = _list_grown_in_loop(x), refcomp.compile(_list_grown_in_loop, backend=backend)(x)
+    assert len(got) == len(want)
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "not fixed: a dict the loop body grows raises RuntimeError in eager; the trace iterates"
+    " a snapshot of the keys (IteratorVar copies them) and never checks the size; raising"
+    " at FOR_ITER (tried) breaks there, where the rebuilt iterator is again a snapshot"))
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_dict_changed_during_iteration_raises(backend):
+    refcomp.reset()
+    x = torch.randn(3)
+    with pytest.raises(RuntimeError, match="dictionary changed size during iteration"):
+        _dict_grown_in_loop(x)
+    with pytest.raises(RuntimeError, match="dictionary changed size during iteration"):
+        refcomp.compile(_dict_grown_in_loop, backend=backend)(x)
