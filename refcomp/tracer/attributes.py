@@ -15,6 +15,7 @@ import math
 import operator
 import types
 
+import sympy
 import torch
 
 from refcomp.reasons import (
@@ -141,6 +142,10 @@ def load_attr(tx, obj: VT, name: str) -> VT:
         return MethodVar(name, obj, name)
     if not isinstance(obj, ConstVar):
         raise Unsupported(INEXPRESSIBLE_OP, f"attribute {name!r} of {obj!r}")
+    if isinstance(obj.value, sympy.Basic) and obj.value.free_symbols:
+        # `n.__str__()`, `n.__eq__(4)` of a dynamic size n: the int's method, on its traced
+        # value, guarded (Note [Sizes inside folded values]); the sympy object's is no int's
+        obj = ConstVar(tx.ctx.specialize(obj.value))
     value = obj.value
     if isinstance(value, types.ModuleType) and value in TRUSTED_MODULES:
         return tx.ctx.wrap(_getattr(value, name), None)

@@ -61,6 +61,8 @@ PROGRAMS = {
     "range_of_size": lambda x: list(range(x.shape[0])),
     "slice_of_constant_list": lambda x: [1, 2, 3, 4, 5, 6][x.shape[0] - 3:],
     "math_prod": lambda x: math.prod(x.shape),
+    "int_method_str": lambda x: x.shape[0].__str__(),  # was "s0"
+    "int_method_eq": lambda x: x.shape[0].__eq__(4),  # was NotImplemented
     # a slice built of a size escapes: returned, or given to a user __getitem__
     "slice_returned": lambda x: slice(x.shape[0] - 3, None),
     "slice_to_user_getitem": lambda x: _Echo()[x.shape[0] - 3:],
