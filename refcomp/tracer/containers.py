@@ -326,9 +326,9 @@ def container_method(tx, obj, name, args, kwargs) -> VT:
         return ListVar(list(obj.items))  # a new list of the same items (swin_t)
     if isinstance(obj, DictVar) and name == "copy" and not args and not kwargs:
         return DictVar(dict(obj.items))
-    if isinstance(obj, (ListVar, TupleVar)):
+    if isinstance(obj, (ListVar, TupleVar)) and name in ("index", "count"):
         # Python's equality on dynamic sizes: their traced values, guarded
-        # (Note [Sizes inside folded values])
+        # (Note [Sizes inside folded values]); only these two compare the items
         items = [as_python(concrete_vt(tx.ctx, i)) for i in obj.items]
         if name == "index" and not kwargs:
             return ConstVar(items.index(as_python(concrete_vt(tx.ctx, args[0]))))
