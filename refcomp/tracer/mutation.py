@@ -110,8 +110,33 @@ def through_views(ctx, tv: TensorVar, live: list) -> Optional[Callable[[], None]
 # in the group requires grad: an input's history under grad is Note [In-place on a graph
 # input under grad]'s, which writes the whole input and no view of it.
 def _input_base(ctx, base: TensorVar) -> bool:
-    """Is `base` a graph input argument itself (not a view the caller passed alongside)?"""
-    return base.source is not None and ctx.input_vars.get(base.source.name()) is base
+    """Is `base` a graph input argument itself (not a view the caller passed alongside),
+    each of whose elements has its own memory?  (The write-back `copy_` into an expanded
+    input raises where eager's write through a view of it need not: corpus
+    write_through_narrow_of_expanded_input.)"""
+    return base.source is not None and ctx.input_vars.get(base.source.name()) is base and \
+        not has_shared_elements(base.meta)
+
+
+def has_shared_elements(m: torch.Tensor) -> bool:
+    """Do two elements of meta tensor `m` share memory (a stride-0 dim, e.g. expand)?"""
+    overlap = torch._debug_has_internal_overlap(m)  # 0 no, 1 yes, 2 too hard
+    return overlap == 1 or (overlap == 2 and not _distinct_elements(m))
+
+
+def _distinct_elements(m: torch.Tensor) -> bool:
+    """Each element at its own address: with the dims ordered by stride, each stride
+    passes the extent of the dims below it (a slice or narrow of a dense tensor; ATen
+    calls these "too hard" and, unlike a stride-0 dim, lets in-place ops write them)."""
+    if not all(isinstance(x, int) for x in (*m.shape, *m.stride())):
+        return False
+    extent = 0
+    dims = sorted((st, s) for s, st in zip(m.shape, m.stride()) if s > 1)
+    for stride, size in dims:
+        if stride <= extent:
+            return False
+        extent += stride * (size - 1)
+    return True
 
 
 # Note [Writes through views under grad]

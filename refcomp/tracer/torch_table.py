@@ -650,25 +650,9 @@ def refuse_self_overlap(tv, name):
     `expand`) writes each location once per alias in eager: a functional graph cannot say
     that, and eager raises for most such ops anyway (fill-like ops are allowed).  Breaking
     lets torch run the op, so both the allowed and the raising cases are eager's."""
-    overlap = torch._debug_has_internal_overlap(tv.meta)  # 0 no, 1 yes, 2 too hard
-    if overlap == 1 or (overlap == 2 and not _distinct_elements(tv.meta)):
+    if mutation.has_shared_elements(tv.meta):
         raise Unsupported(INPLACE_ON_ALIAS, f"{name} on a tensor whose elements share memory"
                                    " (a stride-0 dim, e.g. from expand)")
-
-
-def _distinct_elements(m: torch.Tensor) -> bool:
-    """Each element at its own address: with the dims ordered by stride, each stride
-    passes the extent of the dims below it (a slice or narrow of a dense tensor; ATen
-    calls these "too hard" and, unlike a stride-0 dim, lets in-place ops write them)."""
-    if not all(isinstance(x, int) for x in (*m.shape, *m.stride())):
-        return False
-    extent = 0
-    dims = sorted((st, s) for s, st in zip(m.shape, m.stride()) if s > 1)
-    for stride, size in dims:
-        if stride <= extent:
-            return False
-        extent += stride * (size - 1)
-    return True
 
 
 def apply_inplace(ctx, tv: TensorVar, out, meta_out, grad=None) -> TensorVar:
