@@ -5,7 +5,7 @@ Owns: the fusion rules (which nodes share a region), the region kinds
 their bodies.  Must not know: backends, memory planning.  Spec: spec/fusion.md.
 
 Note [Fusion model]: work nodes (pointwise, reduction) are grouped, free nodes (index
-maps, rank-0 `full`) are copied into every region that reads through them, boundaries
+maps, `full` of any shape) are copied into every region that reads through them, boundaries
 stay top-level; a region has a domain (a shape S, reduced dims R) and each body value a
 space (FULL, REDUCED, SCALAR).  Legality and the region kinds: spec/fusion.md, "Node
 classes" and "Domains and kinds".  Layout ops on FULL computed values end the region:
@@ -32,7 +32,8 @@ log = logging.getLogger("ir.fuse")
 
 ROW_BROADCASTS = frozenset({"reshape", "squeeze", "unsqueeze", "expand"})
 FULL, REDUCED, SCALAR = "full", "reduced", "scalar"
-# Rank-0 creations computed inside the kernels that read them (Note [Sizes as tensors]).
+# Creations computed inside the kernels that read them (Note [Sizes as tensors]): rank-0
+# ones, and a `full` of any shape (a constant per element).
 SCALAR_CREATION = ("full", "size_value")
 # A row kernel runs one pass per dependent reduction and recomputes the row's pointwise
 # values in each (spec/codegen.md); two passes cover softmax, log_softmax and layer_norm.
@@ -66,7 +67,8 @@ def is_work(node: Node) -> bool:
 def is_free(node: Node) -> bool:
     if node.op.index_map:
         return True
-    return node.op.name in SCALAR_CREATION and len(node.outputs[0].type.shape) == 0
+    return node.op.name in SCALAR_CREATION and (len(node.outputs[0].type.shape) == 0 or
+                                                node.op.name == "full")
 
 
 def reduce_domain(node: Node) -> tuple[tuple, tuple]:
@@ -523,7 +525,7 @@ def fuse(graph: Graph) -> Graph:
     """Group pointwise and reduction nodes into `fused` regions (spec/fusion.md).
 
     Rewrites: every pointwise/reduction node into exactly one region (never copied);
-    index maps and rank-0 constants are copied into the regions that read them.
+    index maps and constants are copied into the regions that read them.
     Requires: a verified graph without composite ops (run `decompose` first).
     Preserves: inputs, outputs and their order; interpreter results; the relative
     order of effectful nodes.  Idempotent: regions are boundaries to a second run.
