@@ -292,20 +292,3 @@ class TensorKeySource(Source):
 
     def expr(self, cg):
         return f"dict.get({cg.load(self.base_source)}, {cg.load(self.key_source)})"
-
-
-class SameObjectSource(Source):
-    """`a is b`: one object reached at two sources (a parameter in a module and in an
-    optimizer's param_groups), guarded equal to True."""
-
-    def __init__(self, first: Source, second: Source):
-        self.first, self.second = first, second
-
-    def base(self):
-        return self.second
-
-    def name(self):
-        return f"{self.second.name()} is {self.first.name()}"
-
-    def expr(self, cg):
-        return f"({cg.load(self.second)} is {cg.load(self.first)})"

@@ -41,11 +41,11 @@ from refcomp.sources import (
     AttrSource,
     DerivedSource,
     DictOfSource,
+    IdentitySource,
     ItemSource,
     ModuleDictSource,
     ModuleSliceSource,
     NumberAsSize,
-    SameObjectSource,
     Source,
     size_text,
 )
@@ -414,7 +414,7 @@ class TraceContext:
             # One parameter at two sources (the module's and the optimizer's param_groups,
             # or a list of model.parameters()): one traced value, so a step's writes into it
             # are seen through both; the guard pins that both still read one object.
-            self.add_guard(G.EQUALS_MATCH, SameObjectSource(first.source, source), True)
+            self.add_guard(G.EQUALS_MATCH, IdentitySource(first.source, source), True)
             return first
         dynamic_dims = self._dynamic_dims(t, source)
         facts = G.tensor_facts(t, dynamic_dims)
