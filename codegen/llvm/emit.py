@@ -175,7 +175,9 @@ class _Emitter:
             if not isinstance(n, int):
                 self.row_checks.append(("le", n, ROW_SCRATCH_MAX))
                 n = ROW_SCRATCH_MAX
-            self.scratch.append(b.alloca(lir.ArrayType(llvm_type(dtype), n), name=f"row{i}"))
+            row = b.alloca(lir.ArrayType(llvm_type(dtype), n), name=f"row{i}")
+            row.align = 64  # Note [Row reuse]: whole-vector accesses split no cache line
+            self.scratch.append(row)
         # Note [Streaming stores]: stage -> {buffer: (aligned row scratch, row start, n)}
         self.streams: dict = {}
         if self.tile_var is None and _x86(fn.module):
@@ -663,7 +665,10 @@ def _plan_reuse(k: Kernel):
     the same indices, same ops, same accumulators (which are final by then).  The
     first stage stores such a value in a per-row scratch array on the stack and
     later stages load it: the same bits, one transcendental per element instead
-    of two.  Returns ({let name: ("store" | "load", scratch)}, [(size, dtype)]).
+    of two.  The scratch is 64-byte aligned: the stack gave it 16, and each 16-lane
+    vector stored or loaded there split a cache line (softmax [4096, 1024], kernel
+    alone: 1.60 -> 1.49 ms).
+    Returns ({let name: ("store" | "load", scratch)}, [(size, dtype)]).
     """
     plan, scratch, first = {}, [], {}
     for stage in k.stages:

@@ -143,3 +143,19 @@ def test_vector_streamed_stage_equals_the_scalar_stage(op, rows, n, monkeypatch)
     want = (torch.nn.functional.layer_norm(args[0], (n,), args[1], args[2]) if op == "layer_norm"
             else getattr(torch, op)(args[0], 1))
     torch.testing.assert_close(got, want, atol=1e-5, rtol=1e-5)
+
+
+def test_row_scratch_is_64_byte_aligned():
+    """Note [Row reuse]: softmax's exp row is stored and reloaded in 16-lane vectors; the
+    scratch is 64-byte aligned so that no vector access splits a cache line."""
+    import re
+
+    import llvmlite.ir as lir
+
+    from codegen.llvm.emit import emit_kernel
+
+    (kernel,) = _compile("softmax", 4, 1024).compiled.kernels
+    module = lir.Module(name="m")
+    emit_kernel(module, kernel, "k")
+    rows = re.findall(r'%"row\d+" = alloca \[1024 x float\](.*)', str(module))
+    assert rows and all("align 64" in r for r in rows), rows
