@@ -46,10 +46,12 @@ from refcomp.tracer.values import (
     NULL,
     ConstVar,
     ContextTokenVar,
+    DictIteratorVar,
     DictVar,
     ExitVar,
     FunctionVar,
     IteratorVar,
+    ListIteratorVar,
     ListVar,
     MethodVar,
     ModelOutputVar,
@@ -90,6 +92,8 @@ class Recipes:
     L/G/C/B (inputs, and objects the trace only looked at: identity is kept);
     ("const", v) an immutable constant; ("copy", v) a fresh copy of a list/dict the
     trace built from constants; ("null",); containers and ("iter", items) of recipes;
+    ("list_iter", list or dict recipe, steps taken, exhausted): that object's own
+    iterator; ("raising_iter", message): a dict iterator after its dict changed size;
     ("method", self recipe, function or None, name); ("shared", slot, recipe): a mutable
     object built once per rebuild, however many live values hold it (("object", cls,
     [(name, recipe)]): an object made in the frame, made before its attributes, which
@@ -119,8 +123,8 @@ class Recipes:
             finally:
                 self.building.discard(slot)
         recipe = self._of(vt)
-        if recipe[0] in ("copy", "list", "dict", "iter", "model_output", "context_set",
-                         "function"):
+        if recipe[0] in ("copy", "list", "dict", "iter", "list_iter", "raising_iter",
+                         "model_output", "context_set", "function"):
             # Mutable: two names for one list must stay one list after the break.
             slot = self.shared.setdefault(id(vt), len(self.shared))
             return ("shared", slot, recipe)
@@ -164,6 +168,14 @@ class Recipes:
         if isinstance(vt, MethodVar):
             fn = vt.fn if isinstance(vt.fn, types.FunctionType) else None
             return ("method", self.of(vt.self_vt), fn, vt.name)
+        if isinstance(vt, ListIteratorVar):  # the same list, advanced as far
+            return ("list_iter", self.of(vt.seq), vt.pos, vt.exhausted)
+        if isinstance(vt, DictIteratorVar):
+            if vt.size_changed():  # the resumed loop's next step raises, as eager's does
+                return ("raising_iter", vt.SIZE_CHANGED)
+            if vt.keys_changed():
+                raise Refused("a dict iterator whose dict's keys changed")
+            return ("list_iter", self.of(vt.seq), vt.pos, False)
         if isinstance(vt, IteratorVar):
             return ("iter", [self.of(i) for i in vt.items[vt.pos:]])
         if isinstance(vt, ContextTokenVar):
@@ -311,6 +323,13 @@ def make(r, outs, L, G, C, B, memo):
                                  {k: make(v, outs, L, G, C, B, memo) for k, v in r[3]})
     if kind == "iter":
         return iter([make(i, outs, L, G, C, B, memo) for i in r[1]])
+    if kind == "list_iter":  # a list's or dict's own iterator, `pos` steps in
+        it = iter(() if r[3] else make(r[1], outs, L, G, C, B, memo))
+        for _ in range(r[2]):
+            next(it)
+        return it
+    if kind == "raising_iter":
+        return _RaisingIterator(r[1])
     if kind == "function":
         fn = types.FunctionType(r[1], r[2], r[1].co_name,
                                 tuple(make(d, outs, L, G, C, B, memo) for d in r[3]) or None,
@@ -321,6 +340,19 @@ def make(r, outs, L, G, C, B, memo):
         return fn
     obj = make(r[1], outs, L, G, C, B, memo)  # "method"
     return types.MethodType(r[2], obj) if r[2] is not None else getattr(obj, r[3])
+
+
+class _RaisingIterator:
+    """A dict iterator after its dict changed size: every step raises CPython's error."""
+
+    def __init__(self, message: str):
+        self.message = message
+
+    def __iter__(self):
+        return self
+
+    def __next__(self):
+        raise RuntimeError(self.message)
 
 
 # --- replayed side effects (Note [Replayed side effects], refcomp/tracer/effects.py) ---------

@@ -46,9 +46,11 @@ from refcomp.tracer.facts import (
 from refcomp.tracer.values import (
     VT,
     ConstVar,
+    DictIteratorVar,
     DictVar,
     GeneratorVar,
     IteratorVar,
+    ListIteratorVar,
     ListVar,
     MadeObjectVar,
     ModelOutputVar,
@@ -229,6 +231,19 @@ def contains(tx, container: VT, item: VT) -> bool:
         tx.ctx.guard_identity(item)
         return item.value in container.value
     raise Unsupported(INEXPRESSIBLE_OP, f"`in` on {container!r}")
+
+
+def iterator_of(tx, obj: VT) -> VT:
+    """GET_ITER: a list or dict the trace holds gets a live iterator (CPython's semantics
+    when the loop body grows the list, or changes the dict's size); anything else an
+    iterator over the items `iterate` lists."""
+    if isinstance(obj, (IteratorVar, GeneratorVar)):
+        return obj
+    if isinstance(obj, ListVar):
+        return ListIteratorVar(obj)
+    if isinstance(obj, DictVar):
+        return DictIteratorVar(obj)
+    return IteratorVar(iterate(tx, obj))
 
 
 def iterate(tx, obj: VT) -> list:

@@ -43,9 +43,7 @@ from refcomp.tracer.values import (
     DictVar,
     ExitVar,
     FunctionVar,
-    GeneratorVar,
     GradModeVar,
-    IteratorVar,
     ListVar,
     MadeObjectVar,
     ModelOutputVar,
@@ -474,9 +472,7 @@ class OpcodeHandlers:
             self.pop()
 
     def GET_ITER(self, inst):
-        obj = self.pop()
-        self.push(obj if isinstance(obj, (IteratorVar, GeneratorVar))
-                  else IteratorVar(containers.iterate(self, obj)))
+        self.push(containers.iterator_of(self, self.pop()))
 
     # --- generator expressions (Note [Generator expressions], values.py) -----------------
     def RETURN_GENERATOR(self, inst):

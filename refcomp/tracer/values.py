@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
+from refcomp.reasons import INEXPRESSIBLE_OP, Raised, Unsupported
 from refcomp.sources import Source
 
 
@@ -224,6 +225,67 @@ class IteratorVar(VT):
             return None
         self.pos += 1
         return self.items[self.pos - 1]
+
+
+class ListIteratorVar(IteratorVar):
+    """`iter(xs)` of a list the trace holds (a `ListVar`): live, like CPython's list
+    iterator -- items the loop body appends are visited, and once exhausted it stays so.
+    (A snapshot visited 2 of 4 items of `for t in xs: xs.append(...)`.)"""
+
+    def __init__(self, seq: "ListVar"):
+        self.seq = seq
+        self.pos = 0
+        self.exhausted = False
+
+    @property
+    def items(self) -> list:
+        return [] if self.exhausted else self.seq.items
+
+    def next(self) -> Optional[VT]:
+        if self.exhausted or self.pos >= len(self.seq.items):
+            self.exhausted = True
+            self.pos = 0
+            return None
+        self.pos += 1
+        return self.seq.items[self.pos - 1]
+
+
+class DictIteratorVar(IteratorVar):
+    """`iter(d)` of a dict the trace holds (a `DictVar`): its keys, with CPython's check --
+    once the dict's size differs from the size it had when the iterator was made, every
+    step raises eager's RuntimeError (sticky, as in CPython).  A dict whose keys changed
+    at the same size is not modelled (CPython's answer depends on its entry table): the
+    step is RB013, and the iterator cannot cross the break (the frame runs eagerly)."""
+
+    SIZE_CHANGED = "dictionary changed size during iteration"
+
+    def __init__(self, seq: "DictVar"):
+        self.seq = seq
+        self.keys = list(seq.items)
+        self.pos = 0
+        self.broken = False  # CPython's di_used = -1: the size error is sticky
+
+    @property
+    def items(self) -> list:
+        return [ConstVar(k) for k in self.keys]
+
+    def size_changed(self) -> bool:
+        return self.broken or len(self.seq.items) != len(self.keys)
+
+    def keys_changed(self) -> bool:
+        return list(self.seq.items) != self.keys
+
+    def next(self) -> Optional[VT]:
+        if self.size_changed():
+            self.broken = True
+            raise Raised(RuntimeError(self.SIZE_CHANGED), f"RuntimeError: {self.SIZE_CHANGED}")
+        if self.keys_changed():
+            raise Unsupported(INEXPRESSIBLE_OP, "a dict whose keys changed (at the same size)"
+                              " while a loop iterates it")
+        if self.pos >= len(self.keys):
+            return None
+        self.pos += 1
+        return ConstVar(self.keys[self.pos - 1])
 
 
 class GeneratorVar(VT):

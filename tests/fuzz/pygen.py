@@ -246,6 +246,25 @@ def _tensor_attr(r, a, b, n):
     return [f"{n} = {a} * getattr(TAGGED, 'scale', 1.0)"]
 
 
+def _grown_loop(r, a, b, n):
+    """A loop over a list its body grows (every item is visited), or over a dict whose
+    size it changes (eager's RuntimeError); either around a break or not."""
+    brk = r.choice(["", " * (1.0 + 0.0 * float({a}.sum()))"]).format(a=a)
+    if r.random() < 0.7:
+        return [f"items = [{a}, {b}]",
+                f"{n} = {a} * 0",
+                "for t in items:",
+                f"    if len(items) < {r.choice([3, 4])}:",
+                "        items.append(t + 1)",
+                f"    {n} = {n} + t{brk}"]
+    return [f"table = {{'p': {a}, 'q': {b}}}",
+            f"{n} = {a} * 0",
+            "for key in table:",
+            f"    {n} = {n} + table[key]{brk}",
+            f"    if key == {r.choice(['p', 'q'])!r}:",
+            "        table['r'] = 1"]
+
+
 def _inplace_view(r, a, b, n):
     return [f"{n} = {a}.clone()", f"{n}.view(-1).mul_(2)"]
 
@@ -254,7 +273,7 @@ TEMPLATES = [_property, _descriptor, _getattr_fallback, _getattribute, _dunder_a
              _dunder_len_bool, _dunder_getitem, _dunder_call, _builtin_max, _builtin_misc,
              _closure, _nonlocal_cell, _try_break, _with_suppress, _raise_from, _no_grad_try,
              _generator, _genexpr, _local_class, _global_read, _global_write, _log,
-             _default, _module_attr, _tensor_attr, _inplace_view]
+             _default, _module_attr, _tensor_attr, _inplace_view, _grown_loop]
 
 # Between calls: one of these runs at module level, in both namespaces alike.
 MUTATIONS = [
