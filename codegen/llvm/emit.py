@@ -192,6 +192,11 @@ class _Emitter:
         self.prefetch = [] if self.tile_var else _plan_prefetch(kernel)
         self.loop_count = 0  # counted loops emitted so far
         self.below_max = _plan_below_max(kernel)  # Note [exp below the row max]
+        # Note [Row max of a softmax]: stage -> (its max accumulator, its load)
+        self.vector_max = {} if self.tile_var else _plan_vector_max(kernel, self.below_max)
+        self.max_slots = [b.alloca(MAX_VECTOR, name=f"vmax{j}") for j in range(MAX_GROUP)
+                          ] if self.vector_max else []
+        self.max_tail = b.alloca(F32, name="vmax.tail") if self.vector_max else None
 
     def run(self):
         k = self.k
@@ -290,6 +295,9 @@ class _Emitter:
         for i, stage in enumerate(self.k.stages):
             if i == len(self.k.stages) - 1 and self.prefetch:
                 self.prefetch_next_row()  # Note [Next-row prefetch]
+            if i in self.vector_max:  # Note [Row max of a softmax]
+                self.vector_max_stage(stage, *self.vector_max[i])
+                continue
             streams = self.streams.get(i, {})
             if len(streams) == 1 and _vector_stage(self, stage):
                 # Note [Vector streamed stage]
@@ -373,6 +381,56 @@ class _Emitter:
         self.counted_loop(f"{buf}.copy", lir.Constant(I64, 0), end, 1, copy)
         b.branch(done)
         b.position_at_end(done)
+
+    def vector_max_stage(self, stage, acc: str, load: Let):
+        """Note [Row max of a softmax]: the row's max by vmaxps over 16-lane vectors, in
+        MAX_GROUP independent accumulators, then the last n % 16 elements one by one; a
+        NaN element is passed over.  Stores the max's key in the accumulator's slot."""
+        b = self.b
+        var, n = stage.ranges[0]
+        attrs = dict(load.attrs)
+        maxps = self.fn.module.declare_intrinsic(
+            "llvm.x86.avx512.max.ps.512", (),
+            lir.FunctionType(MAX_VECTOR, [MAX_VECTOR, MAX_VECTOR, I32]))
+        current = lir.Constant(I32, 4)  # _MM_FROUND_CUR_DIRECTION: no rounding override
+        width = MAX_VECTOR.count
+        low = lir.Constant(MAX_VECTOR, [float("-inf")] * width)
+        for slot in self.max_slots:
+            b.store(low, slot)
+
+        def step(iv, slots):
+            for j, slot in enumerate(slots):
+                self.vars[var] = b.add(iv, lir.Constant(I64, j * width), flags=("nsw",))
+                addr, _ = self.address(attrs["buf"], attrs["index"])
+                x = b.load(addr, typ=MAX_VECTOR, align=4)
+                # vmaxps(x, m) is m where x is NaN (its second operand)
+                b.store(b.call(maxps, [x, b.load(slot, typ=MAX_VECTOR), current]), slot)
+        group = width * len(self.max_slots)
+        grouped, vectors = n - n % group, n - n % width
+        self.counted_loop(f"{var}.max", lir.Constant(I64, 0), lir.Constant(I64, grouped),
+                          group, lambda iv: step(iv, self.max_slots))
+        self.counted_loop(f"{var}.max1", lir.Constant(I64, grouped),
+                          lir.Constant(I64, vectors), width,
+                          lambda iv: step(iv, self.max_slots[:1]))
+        m = b.load(self.max_slots[0], typ=MAX_VECTOR)
+        for slot in self.max_slots[1:]:
+            m = b.call(maxps, [m, b.load(slot, typ=MAX_VECTOR), current])
+        reduce = self.fn.module.declare_intrinsic(
+            "llvm.vector.reduce.fmax.v16f32", (), lir.FunctionType(F32, [MAX_VECTOR]))
+        m = b.call(reduce, [m])  # no NaN is left in m
+        if n % width:
+            scalar = self.max_tail
+            b.store(m, scalar)
+
+            def one(iv):
+                self.vars[var] = iv
+                x = self.load(attrs["buf"], attrs["index"]).value
+                old = b.load(scalar, typ=F32)
+                b.store(b.select(b.fcmp_ordered(">", x, old), x, old), scalar)
+            self.counted_loop(f"{var}.max.tail", lir.Constant(I64, vectors),
+                              lir.Constant(I64, n), 1, one)
+            m = b.load(scalar, typ=F32)
+        b.store(_float_key(b, m, "max"), self.acc_slot(acc))
 
     def vector_stream_stage(self, stage, buf: str, row: Index, n: int):
         """Note [Vector streamed stage]: the stage in explicit 16-lane vectors, each stored
@@ -911,6 +969,94 @@ def _plan_below_max(k: Kernel) -> set:
                     key = (v.attr("buf"), v.attr("index"), stage.ranges)
                     maxed.setdefault(key, set()).add(s.acc)
     return found
+
+
+# Note [Row max of a softmax]
+# softmax and log_softmax shift a row by its max m (Note [exp below the row max]), and a
+# float max propagates NaN (Note [Row max as integer max]: the key, a select for NaN,
+# the integer max: about five vector instructions per 16 elements).  Where the row's
+# exp(x - m) is summed into an accumulator S, a NaN element makes S NaN whatever m is
+# (exp(NaN - m) is NaN, and so is a sum with a NaN term).  So when every output that
+# depends on m also depends on S through operations that give NaN for a NaN operand
+# (add, sub, mul, truediv, neg, exp, log), m need not propagate NaN: a row holding a NaN
+# gives NaN outputs either way, and a row without one gives the same m.  On an AVX-512
+# host, such a max over a static row of f32 loads (a stage that only loads and reduces)
+# is vmaxps over 16-lane vectors, which passes a NaN element over: one vector
+# instruction per 16 elements, in MAX_GROUP independent accumulators (vmaxps's latency
+# is 4 cycles: 8 chains of 8 vectors for a row of 1024).  The last n % 16 elements are
+# compared one by one.  Where m is +0 or -0 (the row's largest elements are zeros of
+# both signs) the results are the same: x - m and exp(x - m) are equal for both, and
+# the second zero makes S >= 2, so log(S) is not 0.  Kernel alone
+# (bench/MEASUREMENTS.md): softmax [4096, 1024] 1.46 -> 1.35 ms, [1024, 4096] 2.40 ->
+# 2.22 ms, log_softmax [1024, 2048] 0.99 -> 0.90 ms.  Other hosts, and rows whose
+# outputs do not all go through S (the max is itself an output, or a compare reads
+# it), keep the keyed max of Note [Row max as integer max].
+MAX_GROUP = 8
+MAX_VECTOR = lir.VectorType(F32, 16)
+_NAN_STRICT = frozenset({"add", "sub", "mul", "truediv", "neg", "exp", "log"})
+
+
+def _plan_vector_max(k: Kernel, below_max: set) -> dict:
+    """{stage index: (max accumulator, its load)} for the row maxes vector_max_stage emits
+    (See Note [Row max of a softmax])."""
+    if not jit.host_has_avx512():
+        return {}
+    ops = {a.name: a for a in k.accs}
+    # the sums S of an exp below the row max m: m -> {S}
+    sums: dict = {}
+    for stage in k.stages:
+        lets = {s.name: s for s in stage.body if isinstance(s, Let)}
+        for s in stage.body:
+            if isinstance(s, Reduce) and s.value in below_max and ops[s.acc].op == "sum":
+                m = lets[lets[s.value].args[0]].args[1]
+                sums.setdefault(lets[m].attr("acc"), set()).add(s.acc)
+    out = {}
+    for i, stage in enumerate(k.stages):
+        if len(stage.ranges) != 1 or len(stage.body) != 2:
+            continue
+        var, n = stage.ranges[0]
+        load, red = stage.body
+        if not (isinstance(n, int) and n >= MAX_VECTOR.count and isinstance(load, Let)
+                and load.op == "load" and load.dtype == f32 and isinstance(red, Reduce)
+                and red.value == load.name and ops[red.acc].op == "max"
+                and ops[red.acc].dtype == f32 and red.acc in sums):
+            continue
+        index = load.attr("index")
+        buf = next(b for b in k.buffers if b.name == load.attr("buf"))
+        if buf.dtype != f32 or index.coeff(var) != 1 or any(
+                not isinstance(a, str) and var in a.inner.variables() for a, _ in index.terms):
+            continue
+        if _outputs_strict(k, red.acc, sums[red.acc]):
+            out[i] = (red.acc, load)
+    return out
+
+
+def _outputs_strict(k: Kernel, m: str, strict_accs: set) -> bool:
+    """Whether every store and reduction depending on accumulator `m` depends on one of
+    `strict_accs` through NaN-propagating operations (Note [Row max of a softmax])."""
+    tainted = {m}  # accumulators whose value depends on m
+    changed = True
+    while changed:  # an accumulator may be read in a stage before the one reducing into it
+        changed = False
+        for stage in k.stages:
+            dep: dict = {}  # let name -> (depends on m, NaN whenever a strict acc is)
+            for s in stage.body:
+                if isinstance(s, Let):
+                    if s.op == "acc":
+                        a = s.attr("acc")
+                        dep[s.name] = (a in tainted, a in strict_accs)
+                    else:
+                        args = [dep[a] for a in s.args]
+                        dep[s.name] = (any(d for d, _ in args), s.dtype.is_float
+                                       and s.op in _NAN_STRICT and any(t for _, t in args))
+                elif isinstance(s, Store):
+                    tainted_value, strict = dep[s.value]
+                    if tainted_value and not strict:
+                        return False
+                elif isinstance(s, Reduce) and dep[s.value][0] and s.acc not in tainted:
+                    tainted.add(s.acc)
+                    changed = True
+    return True
 
 
 def _tile_var(k: Kernel):
