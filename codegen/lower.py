@@ -553,6 +553,23 @@ def drop_inplace_copies(kernel: Kernel) -> Kernel:
     return collapse(dataclasses.replace(kernel, stages=kept))
 
 
+def stores_last(kernel: Kernel) -> Kernel:
+    """`kernel` with each store over an input (Kernel.inplace) moved after the last
+    statement of its stage: every load of element i of that input, made lazily where a
+    later result first needs it, then reads the old element (the IR's meaning), so
+    several results of one pointwise stage may read the input written over (ir.plan
+    `inplace_safe`).  Stages with a reduction are left as they are (never in place)."""
+    written = {o for o, _ in kernel.inplace}
+    stages = []
+    for st in kernel.stages:
+        if any(isinstance(s, Store) and s.buf in written for s in st.body) and \
+                not any(isinstance(s, Reduce) for s in st.body):
+            st = Stage(st.ranges, tuple([s for s in st.body if not isinstance(s, Store)]
+                                        + [s for s in st.body if isinstance(s, Store)]))
+        stages.append(st)
+    return dataclasses.replace(kernel, stages=tuple(stages))
+
+
 def _self_copy(stage: Stage, pairs: set) -> bool:
     if len(stage.body) != 2:
         return False

@@ -45,13 +45,21 @@ from codegen.lower import (
     lower_node,
     lower_region,
     single_node_body,
+    stores_last,
 )
 from codegen.share import share
 from codegen.stats import STAGES, STATS, stage
 from codegen.torch_bridge import torch_dtype
 from ir.graph import Graph, Value
 from ir.ops.registry import EXTERN, POINTWISE, REDUCTION
-from ir.plan import ALIGN, aligned, bytes_root, same_bytes_views, views_in
+from ir.plan import (
+    ALIGN,
+    aligned,
+    bytes_root,
+    plan_input_writes,
+    same_bytes_views,
+    views_in,
+)
 from ir.types import is_symbolic
 
 PARALLEL_MIN_WORK = 1 << 16  # elements; below this a thread hand-off costs more than it saves
@@ -206,14 +214,16 @@ class CompiledGraph:
         self.arena = Arena(graph, units)
         kernel_units = [u for u in units if u.kind == "kernel"]
         plain = [u.kernel for u in kernel_units]
+        self.into = input_writes(graph, kernel_units)
         for unit in kernel_units:
-            unit.kernel = self.arena.inplace_kernel(unit)
+            unit.kernel = self.arena.inplace_kernel(unit, self.into)
         launchers = _compile_shared(kernel_units, compile_kernels)
         if None in launchers and self.arena.offset:
             # A fallback changes who writes what: run this graph without the arena.
             self.arena = Arena(graph, [])
             for unit, kernel in zip(kernel_units, plain):
                 unit.kernel = kernel
+                unit.kernel = self.arena.inplace_kernel(unit, self.into)
             launchers = _compile_shared(kernel_units, compile_kernels)
         for unit, launcher in zip(kernel_units, launchers):
             if launcher is None:
@@ -224,7 +234,8 @@ class CompiledGraph:
                 unit.fn = launcher
         self.units = units
         self.kernels = [u.kernel for u in units if u.kind == "kernel"]
-        self.source, self.fn = _generate(graph, self.bindings, units, self.arena, guarded)
+        self.source, self.fn = _generate(graph, self.bindings, units, self.arena, guarded,
+                                         self.into)
         STATS.graphs_compiled += 1
         STATS.compile_seconds += time.perf_counter() - started
 
@@ -235,12 +246,17 @@ class CompiledGraph:
 def prepare(graph: Graph, options: dict) -> Graph:
     """The graph both kernel backends run: the kernel passes of ir/passes/pipelines.py
     (composites decomposed, regions fused, memory planned; options `fuse`, `plan`), each
-    through the pass manager and timed as its compile stage."""
+    through the pass manager and timed as its compile stage; with option `writes_back`
+    ((input, output) pairs the caller copies), the plan's `into` (Note [Inputs written
+    in place])."""
     from ir.passes.manager import run_pipeline
     from ir.passes.pipelines import kernel_passes
 
-    return run_pipeline(graph, kernel_passes(graph, options),
-                        around=lambda name: stage(name if name in STAGES else "passes"))
+    graph = run_pipeline(graph, kernel_passes(graph, options),
+                         around=lambda name: stage(name if name in STAGES else "passes"))
+    if options.get("writes_back") and graph.plan is not None:
+        graph = plan_input_writes(graph, options["writes_back"])
+    return graph
 
 
 class Arena:
@@ -296,9 +312,10 @@ class Arena:
         else:  # a formula, evaluated per call (Note [Arena at run time])
             self.nbytes = sz.norm(sympy.Max(*ends))
 
-    def inplace_kernel(self, unit) -> Kernel:
-        """The unit's kernel, marked to write outputs over the operands they reuse."""
-        pairs, moved = [], False
+    def inplace_kernel(self, unit, into=None) -> Kernel:
+        """The unit's kernel, marked to write outputs over the operands they reuse, and
+        over the graph inputs `into` (input_writes) stores them in."""
+        pairs, moved = list(_into_pairs(unit, into or {}, self.same_bytes)), False
         for j, v in enumerate(unit.outputs):
             operand = self.reuses.get(v)
             if operand is None:
@@ -315,7 +332,8 @@ class Arena:
             self._settle()
         if not pairs:
             return unit.kernel
-        return drop_inplace_copies(dataclasses.replace(unit.kernel, inplace=tuple(pairs)))
+        return drop_inplace_copies(stores_last(dataclasses.replace(unit.kernel,
+                                                                   inplace=tuple(pairs))))
 
     def separate_reuses(self) -> None:
         """Give each in-place result bytes of its own, past the end of everything else,
@@ -325,6 +343,40 @@ class Arena:
             self.offset[v] = _aligned(self.nbytes)
             self.nbytes = sz.norm(self.offset[v] + _nbytes(v))
         self.reuses = {}
+
+
+# Note [Inputs written in place]
+# A graph output the caller copies into a graph input (a mutated input's new value:
+# backend option `writes_back`) is stored by its kernel straight into the input's bytes
+# where the plan allows it (`MemoryPlan.into`, ir.plan.input_write_safe; spec/memory.md,
+# "Graph inputs written in place"): the call binds the output to the input's tensor
+# (made contiguous first where the caller does not vouch for it: a copy then takes the
+# write, and the caller, seeing another tensor, copies as before), and a kernel that
+# reads the input stores through the input's pointer (Note [In-place kernels],
+# codegen/llvm/emit.py).  The caller skips the copy of an output that is its input.
+# Only kernels do this: an extern's or fallback's result is torch's tensor.
+def input_writes(graph: Graph, kernel_units: list) -> dict:
+    """Kernel outputs stored into a graph input: value -> the input's value."""
+    plan = graph.plan
+    if plan is None or not plan.into:
+        return {}
+    made = {v for u in kernel_units for v in u.outputs}
+    return {item.value: item.input for item in plan.into if not item.why and item.value in made}
+
+
+def _into_pairs(unit, into: dict, same_bytes: dict):
+    """(output, input) buffer pairs of a kernel storing outputs over the graph inputs it
+    reads (Note [Inputs written in place]); an output that reads its input through two
+    buffers is dropped from `into` (its result then gets its own tensor, copied)."""
+    for j, v in enumerate(unit.outputs):
+        if v not in into:
+            continue
+        target = into[v]
+        reads = [k for k, x in enumerate(unit.inputs) if bytes_root(x, same_bytes) is target]
+        if len(reads) > 1:
+            del into[v]
+        elif reads:
+            yield f"out{j}", f"in{reads[0]}"
 
 
 def _aligned(n):
@@ -341,7 +393,7 @@ def _nbytes(v: Value) -> sz.Size:
 
 
 def _generate(graph: Graph, bindings: list, units: list[_Unit], arena: Arena,
-              guarded: frozenset = frozenset()):
+              guarded: frozenset = frozenset(), into=None):
     """Python source for the call, and the function compiled from it.
 
     `bindings`: [(symbol, input, dim)] (symbol_bindings): a symbolic graph's call
@@ -349,8 +401,10 @@ def _generate(graph: Graph, bindings: list, units: list[_Unit], arena: Arena,
     every size it needs (shapes, arena offsets, kernel extents) is a Python
     expression in them (Note [Runtime sizes], codegen/kernel.py).  `guarded`:
     indices of inputs the caller vouches for (See Note [Guarded inputs]); the call
-    neither checks nor copies those whose shape is static.
+    neither checks nor copies those whose shape is static.  `into`: kernel outputs
+    stored into a graph input (Note [Inputs written in place]).
     """
+    into = into or {}
     names: dict = {}
     env: dict = {"torch": torch, "empty_like": torch.empty_like, "STATS": STATS,
                  "_launch_parallel": _launch_parallel, "_bad_input": _bad_input,
@@ -429,7 +483,13 @@ def _generate(graph: Graph, bindings: list, units: list[_Unit], arena: Arena,
                     lines.append(f"{names[v]} = {names[v]}.contiguous()")
                     contiguous.add(v)
             for v, out in zip(unit.outputs, outs):
-                if v not in arena.offset:
+                if v in into:  # See Note [Inputs written in place]
+                    src = names[into[v]]
+                    if into[v] not in contiguous:
+                        lines.append(f"{src} = {src}.contiguous()")
+                        contiguous.add(into[v])
+                    lines.append(f"{out} = {src}")
+                elif v not in arena.offset:
                     if v.type.is_static:
                         env[f"P_{out}"] = _prototype(shape_of(v), v.type.dtype)
                         lines.append(f"{out} = empty_like(P_{out})")

@@ -7,6 +7,10 @@ and `run_with_plan`, a reference executor that really stores every intermediate 
 the arena, so a wrong plan gives wrong answers.  The planning algorithm is the
 `plan_memory` pass (ir/passes/plan_memory.py).  Spec: spec/memory.md.
 
+`MemoryPlan.into` says which graph outputs a kernel stores straight into the graph input
+the caller would copy them into (a mutated input's new value), and why not where it
+does not: `plan_input_writes`, checked by `input_write_safe`.
+
 Steps are top-level node indices.  A buffer is *live* from the step that writes it
 to the last step that reads it (or a view of it), both inclusive.  Offsets and sizes
 are bytes, multiples of ALIGN, and may be polynomials in size symbols: the plan is
@@ -16,6 +20,7 @@ then a formula, evaluated at call time with `MemoryPlan.evaluate(sizes)`.
 from __future__ import annotations
 
 import functools
+import json
 from dataclasses import dataclass, field
 from typing import Optional
 
@@ -51,10 +56,23 @@ class View:
     of: Value
 
 
+@dataclass(frozen=True)
+class Into:
+    """A graph output the caller copies into graph input `input` (a mutated input's new
+    value): stored into that input's bytes by the kernel computing it when `why` is ''
+    (spec/memory.md, "Graph inputs written in place"), else copied by the caller, for
+    the reason `why`."""
+
+    value: Value
+    input: Value
+    why: str = ""
+
+
 @dataclass
 class MemoryPlan:
     slots: list[Slot] = field(default_factory=list)
     views: list[View] = field(default_factory=list)
+    into: list[Into] = field(default_factory=list)
 
     def arena_bytes(self) -> Dim:
         """The arena size: the highest slot end (a sympy Max when ends are symbolic)."""
@@ -258,13 +276,16 @@ def inplace_safe(node: Node, operand: Value, result: Value, view_of: dict,
     # Another result computed from the operand may be stored after this one: its loads
     # of element i would then read this result's element i (a wrong answer before:
     # exp(t) written over a dying matmul result that a * t, the region's second
-    # result, still read).
+    # result, still read).  A result of the same shape is computed in the same loop at
+    # the same element, and the kernel stores after its loads (codegen/lower.py
+    # `stores_last`); one of another shape loops apart, maybe later.
     reads = {p for p, v in zip(body.inputs, node.inputs) if v is operand}
     for inner in body.nodes:
         if any(v in reads for v in inner.inputs):
             reads.update(inner.outputs)
-    if any(out in reads for out in body.outputs if out is not produced):
-        return "another result of the node reads the operand"
+    if any(out in reads and out.type.shape != result.type.shape
+           for out in body.outputs if out is not produced):
+        return "another result of the node, of another shape, reads the operand"
     return ""
 
 
@@ -326,6 +347,76 @@ def _window_of(node: Node, shape) -> tuple:
     start, _ = slice_bounds(size[d], a["start"], a["stop"], a["step"])
     return d, start, a["step"], tuple(shape)
 
+# --- graph inputs written in place --------------------------------------------------------
+def input_write_safe(graph: Graph, value: Value, target: Value) -> str:
+    """'' when the node computing graph output `value` may store it straight into graph
+    input `target`'s bytes (the caller copies `value` there after the call), else why not.
+
+    Safe when `value` has `target`'s shape and dtype, is computed by a region or a
+    pointwise or reduction op (a kernel) and is no other output, and `target`'s old value
+    is not needed afterwards: no later node reads `target` or a view of it, no output is
+    `target` or a view of it (outputs are read after the last step), and the node itself
+    reads it, if at all, under the in-place rule of intermediates (`inplace_safe`:
+    element i read before element i is written).  The caller vouches that `target`
+    shares its storage with no other input (refcomp's NO_ALIASING guard) and hands it
+    over contiguous or lets the result be copied (spec/memory.md, "Graph inputs written
+    in place")."""
+    if target not in graph.inputs:
+        return "not a graph input"
+    if value.type.shape != target.type.shape or value.type.dtype != target.type.dtype:
+        return "the new value differs from the input in shape or dtype"
+    if graph.outputs.count(value) != 1:
+        return "the new value is also another output"
+    step = next((i for i, n in enumerate(graph.nodes) if value in n.outputs), None)
+    if step is None:
+        return "the new value is a graph input"
+    node = graph.nodes[step]
+    if node.body is None and (node.op.aliases or node.op.category not in ("pointwise",
+                                                                            "reduction")) \
+            and node.op.name != "slice_scatter":
+        return f"{node.op.name} is not a kernel"
+    view_of = views_in(graph)
+    # what may hold target's bytes: target, its views, and what an opaque `aten` call
+    # makes of them (it may return a view); other nodes make bytes of their own
+    shares = {target}
+    for n in graph.nodes:
+        if n is not node and n.body is None and (n.op.aliases or n.op.name == "aten") \
+                and any(v in shares for v in n.inputs):
+            shares.update(n.outputs)
+
+    def of_target(v) -> bool:
+        return v in shares
+    if any(of_target(v) for v in graph.outputs):
+        return "an output is the input's old value or a view of it"
+    for later in graph.nodes[step + 1:]:
+        if any(of_target(v) for v in later.inputs):
+            return f"{later.op.name}, a later step, reads the input's old value"
+    read = [v for v in node.inputs if of_target(v)]
+    if not read:
+        return ""
+    for v in read:
+        while v in view_of:
+            v = view_of[v]
+        if v is not target:
+            return "the node reads what a torch op made of the input"
+    return inplace_safe(node, target, value, view_of, same_bytes_views(graph))
+
+
+def plan_input_writes(graph: Graph, pairs) -> Graph:
+    """`graph` (planned) with `plan.into` for each (input index, output index) in `pairs`:
+    the outputs the caller copies into inputs, each stored in place where
+    `input_write_safe` allows it.  An input named twice is copied both times."""
+    inputs = [i for i, _ in pairs]
+    into = []
+    for i, o in pairs:
+        value, target = graph.outputs[o], graph.inputs[i]
+        why = "the input is written back twice" if inputs.count(i) > 1 else \
+            input_write_safe(graph, value, target)
+        into.append(Into(value, target, why))
+    plan = MemoryPlan(list(graph.plan.slots), list(graph.plan.views), into)
+    return Graph(graph.name, graph.inputs, graph.nodes, graph.outputs, plan)
+
+
 # --- the checker ---------------------------------------------------------------------------
 def check_plan(graph: Graph, sizes: Optional[dict] = None) -> list[str]:
     """Every violation of the plan invariants (spec/memory.md); [] when the plan is valid.
@@ -383,8 +474,26 @@ def check_plan(graph: Graph, sizes: Optional[dict] = None) -> list[str]:
                     or provably_nonneg(a.offset - (b.offset + b.size))):
                 problems.append(f"{nm(a.value)} and {nm(b.value)} overlap while both are live"
                                 f" (steps {_span(a.live)} and {_span(b.live)})")
+    problems += _check_into(graph, plan, nm)
     if sizes is not None and not problems:
         problems += _check_concrete(plan, sizes, nm)
+    return problems
+
+
+def _check_into(graph: Graph, plan: MemoryPlan, nm) -> list[str]:
+    problems = []
+    for item in plan.into:
+        if item.input not in graph.inputs or item.value not in graph.outputs:
+            problems.append(f"{nm(item.value)} into {nm(item.input)}: not a graph output"
+                            " written into a graph input")
+        elif not item.why:
+            why = input_write_safe(graph, item.value, item.input)
+            if why:
+                problems.append(f"{nm(item.value)} cannot be written into {nm(item.input)}"
+                                f" in place: {why}")
+    inputs = [item.input for item in plan.into]
+    for v in {v for v in inputs if inputs.count(v) > 1}:
+        problems.append(f"{nm(v)} is written into twice")
     return problems
 
 
@@ -441,6 +550,9 @@ def format_plan(plan: MemoryPlan, name_of) -> list[str]:
         lines.append(text)
     for w in plan.views:
         lines.append(f"  {name_of(w.value)}: view of {name_of(w.of)}")
+    for item in plan.into:
+        text = f"  {name_of(item.value)}: into {name_of(item.input)}"
+        lines.append(text + (f", copied={json.dumps(item.why)}" if item.why else ""))
     arena = plan.arena_bytes()
     total = simplify_dim(sum((s.size for s in plan.slots), 0))
     lines.append(f"  # arena={str(arena).replace(' ', '')} bytes,"
@@ -460,6 +572,14 @@ def parse_plan(parser, scope: dict) -> MemoryPlan:
         if parser.accept("view"):
             parser.expect("of")
             plan.views.append(View(value, parser.use(scope)))
+            continue
+        if parser.accept("into"):
+            target, why = parser.use(scope), ""
+            if parser.accept(","):
+                parser.expect("copied")
+                parser.expect("=")
+                why = parser.attr_value("str")
+            plan.into.append(Into(value, target, why))
             continue
         fields = {}
         for key in ("offset", "size", "live"):

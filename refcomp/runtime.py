@@ -20,6 +20,7 @@ from typing import Any, Optional
 import sympy
 import torch
 from torch._prims_common import is_non_overlapping_and_dense_or_false
+from torch.autograd.graph import increment_version
 
 from codegen import sizes as sz
 from codegen.backends import get_backend
@@ -143,8 +144,12 @@ class Entry:
                 outs[fix.index] = fix.settle(outs[fix.index], call_inputs)
         if self._writeback:
             for i, o in self._writeback:
+                target = inputs[i]
+                if outs[o] is target:  # stored in place (Note [Inputs written in place])
+                    increment_version(target)  # what copy_ would count
+                    continue
                 with torch.set_grad_enabled(i in self.grad_written):
-                    inputs[i].copy_(outs[o])
+                    target.copy_(outs[o])
         if self._detach:
             outs = [o.detach() if i in self._detach else o for i, o in enumerate(outs)]
         if self.version_plan:
@@ -695,6 +700,11 @@ def build_entry(ctx: TraceContext, output: VT, backend_name: str, options: dict,
         plan = frozen.plan if frozen is not None else [("in", i) for i in range(len(pinned))]
         backend_options["inputs_guarded"] = tuple(
             pinned[x] if kind == "in" else x.is_contiguous() for kind, x in plan)
+    if joint is None and frozen is None and "writes_back" in backend.options:
+        # Note [Inputs written in place] (codegen/runtime.py): the NO_ALIASING guard
+        # vouches that each such input shares its storage with no other input
+        backend_options["writes_back"] = tuple((i, o) for i, o in writeback
+                                               if i not in grad_written)
     training = None
     if joint is not None:
         fn, training, graph = _compile_training(joint, backend, backend_options, passes,
@@ -762,6 +772,7 @@ def _without_autocast(fn):
     def run(*inputs):
         with global_state.autocast_off():
             return fn(*inputs)
+    run.__wrapped__ = fn  # the backend's function (its `compiled`) for inspect.unwrap
     return run
 
 
@@ -769,6 +780,7 @@ def _without_grad(fn):
     def run(*inputs):
         with torch.no_grad():
             return fn(*inputs)
+    run.__wrapped__ = fn
     return run
 
 

@@ -13,7 +13,11 @@ emitted into one module, optimized at O3 for the host CPU and JIT-compiled once;
 kernels whose printed form was compiled before are reused.  Inputs may have any
 strides: non-contiguous inputs are copied to contiguous ones at the call (one
 copy, counted in the call's time), except inputs the caller vouches for with
-option `inputs_guarded` (Note [Guarded inputs] in codegen/runtime.py).
+option `inputs_guarded` (Note [Guarded inputs] in codegen/runtime.py).  Option
+`writes_back`: (input, output) index pairs whose output the caller copies into the
+input after the call, each input sharing its storage with no other input (the caller's
+word): an output that is then the input's own tensor was stored there in place (Note
+[Inputs written in place] in codegen/runtime.py).
 A symbolic graph compiles once: its kernels take the size symbols as arguments
 (Note [Runtime sizes] in codegen/kernel.py), and the call reads them from the
 inputs' shapes.
@@ -33,7 +37,7 @@ from codegen.lower import Unsupported
 from codegen.runtime import CompiledGraph, prepare
 from ir.graph import Graph
 
-OPTIONS = ("fuse", "plan", "inputs_guarded")
+OPTIONS = ("fuse", "plan", "inputs_guarded", "writes_back")
 
 
 def compile_kernels(kernels: list[Kernel]) -> list[Optional[object]]:

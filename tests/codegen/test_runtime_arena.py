@@ -212,8 +212,9 @@ def test_no_result_takes_the_bytes_of_an_operand_another_result_reads():
     # Regression (found while splitting fused outer reductions, issue 15): a region with
     # two results, exp(t) and a * t, had exp(t) written over the dying matmul result `a`
     # (a pair inplace_safe allowed), and the kernel stored exp(t)[i] before it loaded
-    # a[i] for a * t: d @ w2 was off by ~1e3.  Now only a region that computes no other
-    # result from the operand may take its bytes.
+    # a[i] for a * t: d @ w2 was off by ~1e3.  Then only a region that computed no other
+    # result from the operand took its bytes; now results of the operand's shape may,
+    # as the kernel stores after its loads (codegen/lower.py `stores_last`).
     import refcomp
 
     def f(x, w, z, w2):
