@@ -191,3 +191,18 @@ def test_a_window_written_into_an_input_stores_the_window_only():
     torch.testing.assert_close(refcomp.compile(f)(x, y), f(x2, y))
     assert torch.equal(x, x2)
     assert [why for *_, why in into_entries()] == [""]
+
+
+def test_dynamic_sizes():
+    def f(a, b):
+        a.mul_(b).add_(1)
+        return a * 2
+
+    refcomp.reset()
+    cf = refcomp.compile(f, dynamic=True)
+    for n in (8, 12, 20):
+        a, b = torch.randn(n, 16), torch.randn(n, 16)
+        a2 = a.clone()
+        torch.testing.assert_close(cf(a, b), f(a2, b))
+        torch.testing.assert_close(a, a2)
+    assert [why for *_, why in into_entries()] == [""]
