@@ -152,7 +152,7 @@ class _Emitter:
             self.bufs[out] = (self.bufs[src][0], self.bufs[out][1])
         self.tile_var = _tile_var(kernel)
         self.tile = TILE if len(kernel.accs) <= TILE_MAX_ACCS else SMALL_TILE
-        self.narrow = set() if self.tile_var else _short_row_sums(kernel)
+        self.narrow = set() if self.tile_var else _short_row_sums(kernel, _plan_below_max(kernel))
         # Note [Row max as integer max]: float max/min accumulators kept as ordered keys
         self.keyed = set() if self.tile_var else {
             acc.name for acc in kernel.accs
@@ -1118,14 +1118,23 @@ def _init(op: str, dtype: DType):
 # So an f32 sum accumulator reset per outer point (not tiled) that folds at most
 # SHORT_ROW_SUM terms per point, all of static count, stays f32.  The exp-and-sum row
 # pass of softmax over [8, 8, 128, 128]: 0.34 -> 0.16 ms.
+# A softmax's sum of exp(x - max) (Note [exp below the row max]: every term in [0, 1])
+# stays f32 for rows of up to EXP_ROW_SUM terms: ATen's softmax sums its row in f32 in
+# one vector of partial sums (16 lanes with AVX-512, 8 with AVX2), and LLVM keeps 4
+# interleaved vectors of them (Note [Interleaved vector math]), so each partial sum adds
+# a quarter of the terms ATen's do.  Rows of 4096 ran the exp pass 8 f64 lanes wide
+# (softmax [1024, 4096], kernel alone: 2.28 -> 1.96 ms, bench/MEASUREMENTS.md).
 SHORT_ROW_SUM = 1024  # terms per outer point
+EXP_ROW_SUM = 16384  # terms per outer point of a sum of exp below the row max
 
 
-def _short_row_sums(k: Kernel) -> set:
-    """Names of `k`'s f32 sum accumulators kept in f32 (See Note [Short row sums])."""
+def _short_row_sums(k: Kernel, below_max: set = frozenset()) -> set:
+    """Names of `k`'s f32 sum accumulators kept in f32 (See Note [Short row sums]);
+    `below_max`: the exps of Note [exp below the row max]."""
     if not k.outer:
         return set()
     terms: dict = {}
+    exp_only: dict = {}  # acc -> whether every term is an exp below the row max
     for stage in k.stages:
         n = 1
         for _, size in stage.ranges:
@@ -1134,8 +1143,13 @@ def _short_row_sums(k: Kernel) -> set:
             if isinstance(st, Reduce):
                 terms[st.acc] = None if n is None or terms.get(st.acc, 0) is None \
                     else terms.get(st.acc, 0) + n
+                exp_only[st.acc] = exp_only.get(st.acc, True) and st.value in below_max
+
+    def short(a):
+        limit = EXP_ROW_SUM if exp_only.get(a.name) else SHORT_ROW_SUM
+        return terms.get(a.name) is not None and terms[a.name] <= limit
     return {a.name for a in k.accs if a.op == "sum" and compute_dtype(a.dtype) == f32
-            and terms.get(a.name) is not None and terms[a.name] <= SHORT_ROW_SUM}
+            and short(a)}
 
 
 def _slot_dtype(acc) -> DType:

@@ -8,7 +8,7 @@ import torch
 
 import ir
 from codegen.backends import get_backend
-from codegen.llvm.emit import SHORT_ROW_SUM, emit_kernel
+from codegen.llvm.emit import EXP_ROW_SUM, SHORT_ROW_SUM, emit_kernel
 
 
 def _kernels(src):
@@ -30,15 +30,40 @@ func @f(%x: f32[6,{n}]) -> f32[6,{n}] {{
 }}""")
 
 
+def _row_mean(n):
+    return _kernels(f"""
+func @f(%x: f32[6,{n}]) -> f32[6] {{
+  %0 = mean %x {{dims=[1]}} : f32[6]
+  return %0
+}}""")
+
+
 def test_short_rows_sum_in_f32_and_long_rows_in_f64():
     for n, wide in ((128, False), (SHORT_ROW_SUM, False), (SHORT_ROW_SUM + 1, True),
                     (65536, True)):
+        fn, (kernel,) = _row_mean(n)
+        assert _accumulates_in_double(kernel) == wide, n
+        x = np.random.default_rng(n).random((6, n)).astype(np.float32)
+        (got,) = fn(torch.from_numpy(x))
+        want = torch.from_numpy(x).double().mean(-1)
+        np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=2e-6)
+
+
+def test_softmax_row_sums_in_f32_up_to_exp_row_sum():
+    """A sum of exp below the row max stays f32 for rows of up to EXP_ROW_SUM terms
+    (Note [Short row sums]), and is no further from float64 than eager's."""
+    for n, wide in ((128, False), (SHORT_ROW_SUM + 1, False), (4096, False),
+                    (EXP_ROW_SUM, False), (EXP_ROW_SUM + 1, True)):
         fn, (kernel,) = _softmax(n)
         assert _accumulates_in_double(kernel) == wide, n
-        x = np.random.default_rng(n).standard_normal((6, n)).astype(np.float32) * 4
-        (got,) = fn(torch.from_numpy(x))
-        want = torch.softmax(torch.from_numpy(x).double(), -1)
-        np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=2e-6, atol=1e-8)
+        x = torch.from_numpy(np.random.default_rng(n).standard_normal((6, n))
+                             .astype(np.float32) * 4)
+        (got,) = fn(x)
+        truth = torch.softmax(x.double(), -1)
+        np.testing.assert_allclose(got.numpy(), truth.numpy(), rtol=2e-6, atol=1e-8)
+        ours = (got.double() - truth).norm() / truth.norm()
+        eager = (torch.softmax(x, -1).double() - truth).norm() / truth.norm()
+        assert ours <= 4 * eager, (n, ours, eager)
 
 
 def test_whole_and_outer_sums_stay_wide():
