@@ -48,6 +48,7 @@ from refcomp.tracer.values import (
     ContextTokenVar,
     DictIteratorVar,
     DictVar,
+    EnumerateVar,
     ExitVar,
     FunctionVar,
     IteratorVar,
@@ -92,8 +93,9 @@ class Recipes:
     L/G/C/B (inputs, and objects the trace only looked at: identity is kept);
     ("const", v) an immutable constant; ("copy", v) a fresh copy of a list/dict the
     trace built from constants; ("null",); containers and ("iter", items) of recipes;
-    ("list_iter", list or dict recipe, steps taken, exhausted): that object's own
-    iterator; ("raising_iter", message): a dict iterator after its dict changed size;
+    ("list_iter", list or dict recipe, steps taken, exhausted, "keys"/"values"/"items"):
+    that object's own iterator (of a dict's view); ("enumerate", iterator recipe, next
+    count); ("raising_iter", message): a dict iterator after its dict changed size;
     ("method", self recipe, function or None, name); ("shared", slot, recipe): a mutable
     object built once per rebuild, however many live values hold it (("object", cls,
     [(name, recipe)]): an object made in the frame, made before its attributes, which
@@ -123,7 +125,7 @@ class Recipes:
             finally:
                 self.building.discard(slot)
         recipe = self._of(vt)
-        if recipe[0] in ("copy", "list", "dict", "iter", "list_iter", "raising_iter",
+        if recipe[0] in ("copy", "list", "dict", "iter", "list_iter", "raising_iter", "enumerate",
                          "model_output", "context_set", "function"):
             # Mutable: two names for one list must stay one list after the break.
             slot = self.shared.setdefault(id(vt), len(self.shared))
@@ -169,15 +171,17 @@ class Recipes:
             fn = vt.fn if isinstance(vt.fn, types.FunctionType) else None
             return ("method", self.of(vt.self_vt), fn, vt.name)
         if isinstance(vt, ListIteratorVar):  # the same list, advanced as far
-            return ("list_iter", self.of(vt.seq), vt.pos, vt.exhausted)
+            return ("list_iter", self.of(vt.seq), vt.pos, vt.exhausted, "keys")
         if isinstance(vt, DictIteratorVar):
             if vt.size_changed():  # the resumed loop's next step raises, as eager's does
                 return ("raising_iter", vt.SIZE_CHANGED)
             if vt.keys_changed():
                 raise Refused("a dict iterator whose dict's keys changed")
-            return ("list_iter", self.of(vt.seq), vt.pos, False)
+            return ("list_iter", self.of(vt.seq), vt.pos, False, vt.kind)
+        if isinstance(vt, EnumerateVar):
+            return ("enumerate", self.of(vt.inner), vt.count)
         if isinstance(vt, IteratorVar):
-            return ("iter", [self.of(i) for i in vt.items[vt.pos:]])
+            return ("iter", [self.of(i) for i in vt.remaining()])
         if isinstance(vt, ContextTokenVar):
             # Note [Context variables] (refcomp/tracer/methods.py): a token live at the break
             # is made by the set itself, run when the state is rebuilt (before the replayed
@@ -323,11 +327,14 @@ def make(r, outs, L, G, C, B, memo):
                                  {k: make(v, outs, L, G, C, B, memo) for k, v in r[3]})
     if kind == "iter":
         return iter([make(i, outs, L, G, C, B, memo) for i in r[1]])
-    if kind == "list_iter":  # a list's or dict's own iterator, `pos` steps in
-        it = iter(() if r[3] else make(r[1], outs, L, G, C, B, memo))
+    if kind == "list_iter":  # a list's or dict's (or its view's) iterator, `pos` steps in
+        seq = () if r[3] else make(r[1], outs, L, G, C, B, memo)
+        it = iter(getattr(seq, r[4])() if r[4] != "keys" else seq)
         for _ in range(r[2]):
             next(it)
         return it
+    if kind == "enumerate":
+        return enumerate(make(r[1], outs, L, G, C, B, memo), r[2])
     if kind == "raising_iter":
         return _RaisingIterator(r[1])
     if kind == "function":

@@ -40,7 +40,7 @@ from refcomp.tracer import (
     torch_table,
 )
 from refcomp.tracer.attributes import has_attr, load_attr
-from refcomp.tracer.containers import dict_get, getitem, iterate
+from refcomp.tracer.containers import dict_get, getitem, iterate, iterator_of
 from refcomp.tracer.context import CONSTANT_TYPES
 from refcomp.tracer.facts import concrete_vt, describe_vt, is_constant, require_const
 from refcomp.tracer.inlining import wrap_defaults, wrap_kwdefaults
@@ -48,6 +48,7 @@ from refcomp.tracer.operators import binary, fold, is_symbolic_value, truth
 from refcomp.tracer.values import (
     ConstVar,
     DictVar,
+    EnumerateVar,
     FunctionVar,
     GeneratorVar,
     GradModeVar,
@@ -181,8 +182,7 @@ def _range_like(fn):
 def _enumerate(tx, args, kwargs):
     start = as_python(args[1]) if len(args) > 1 else as_python(kwargs.get("start",
                                                                           ConstVar(0)))
-    return ListVar([TupleVar([ConstVar(i + start), v])
-                    for i, v in enumerate(iterate(tx, args[0]))])
+    return EnumerateVar(iterator_of(tx, args[0]), start)
 
 
 def _zip(tx, args, kwargs):

@@ -48,6 +48,7 @@ from refcomp.tracer.values import (
     ConstVar,
     DictIteratorVar,
     DictVar,
+    DictViewVar,
     GeneratorVar,
     IteratorVar,
     ListIteratorVar,
@@ -239,6 +240,8 @@ def iterator_of(tx, obj: VT) -> VT:
     iterator over the items `iterate` lists."""
     if isinstance(obj, (IteratorVar, GeneratorVar)):
         return obj
+    if isinstance(obj, DictViewVar):
+        return DictIteratorVar(obj.seq, obj.kind)
     if isinstance(obj, ListVar):
         return ListIteratorVar(obj)
     if isinstance(obj, DictVar):
@@ -253,7 +256,7 @@ def iterate(tx, obj: VT) -> list:
     if isinstance(obj, DictVar):
         return [ConstVar(k) for k in obj.items]
     if isinstance(obj, IteratorVar):
-        return obj.items[obj.pos:]
+        return obj.rest()  # consumed, as `list(it)` consumes it
     if isinstance(obj, GeneratorVar):
         return obj.rest()
     if isinstance(obj, TensorVar):
@@ -327,12 +330,8 @@ def container_method(tx, obj, name, args, kwargs) -> VT:
             key = model_output_key(obj.cls, as_python(require_const(tx, args[0], "key")))
             return obj.items.get(key, args[1] if len(args) > 1 else ConstVar(None))
     if isinstance(obj, DictVar):
-        if name == "items":
-            return ListVar([TupleVar([ConstVar(k), v]) for k, v in obj.items.items()])
-        if name == "keys":
-            return ListVar([ConstVar(k) for k in obj.items])
-        if name == "values":
-            return ListVar(list(obj.items.values()))
+        if name in ("items", "keys", "values") and not args and not kwargs:
+            return DictViewVar(obj, name)
         if name == "get":
             key = as_python(concrete_vt(tx.ctx, args[0]))
             default = args[1] if len(args) > 1 else ConstVar(None)

@@ -226,6 +226,17 @@ class IteratorVar(VT):
         self.pos += 1
         return self.items[self.pos - 1]
 
+    def remaining(self) -> list:
+        """The items later steps would give as things stand (nothing is consumed)."""
+        return self.items[self.pos:]
+
+    def rest(self) -> list:
+        """Every remaining item, consumed (`list(it)`, `sum(it)`...)."""
+        items = []
+        while (item := self.next()) is not None:
+            items.append(item)
+        return items
+
 
 class ListIteratorVar(IteratorVar):
     """`iter(xs)` of a list the trace holds (a `ListVar`): live, like CPython's list
@@ -249,6 +260,9 @@ class ListIteratorVar(IteratorVar):
         self.pos += 1
         return self.seq.items[self.pos - 1]
 
+    def remaining(self) -> list:
+        return self.items[self.pos:]
+
 
 class DictIteratorVar(IteratorVar):
     """`iter(d)` of a dict the trace holds (a `DictVar`): its keys, with CPython's check --
@@ -259,15 +273,26 @@ class DictIteratorVar(IteratorVar):
 
     SIZE_CHANGED = "dictionary changed size during iteration"
 
-    def __init__(self, seq: "DictVar"):
+    def __init__(self, seq: "DictVar", kind: str = "keys"):
         self.seq = seq
+        self.kind = kind  # "keys", "values" or "items": what each step gives
         self.keys = list(seq.items)
         self.pos = 0
         self.broken = False  # CPython's di_used = -1: the size error is sticky
 
+    def _item(self, key) -> VT:
+        if self.kind == "keys":
+            return ConstVar(key)
+        if self.kind == "values":
+            return self.seq.items[key]
+        return TupleVar([ConstVar(key), self.seq.items[key]])
+
     @property
     def items(self) -> list:
-        return [ConstVar(k) for k in self.keys]
+        return [self._item(k) for k in self.keys]
+
+    def remaining(self) -> list:
+        return [] if self.broken else [self._item(k) for k in self.keys[self.pos:]]
 
     def size_changed(self) -> bool:
         return self.broken or len(self.seq.items) != len(self.keys)
@@ -285,7 +310,46 @@ class DictIteratorVar(IteratorVar):
         if self.pos >= len(self.keys):
             return None
         self.pos += 1
-        return ConstVar(self.keys[self.pos - 1])
+        return self._item(self.keys[self.pos - 1])
+
+
+class EnumerateVar(IteratorVar):
+    """`enumerate(it, start)`: lazy over the inner iterator (a live list's, a dict's), so
+    items the loop body appends are counted as CPython counts them."""
+
+    def __init__(self, inner: IteratorVar, start: int):
+        self.inner = inner
+        self.count = start  # the number the next item gets
+
+    @property
+    def items(self) -> list:
+        return self.remaining()
+
+    def next(self) -> Optional[VT]:
+        item = self.inner.next()
+        if item is None:
+            return None
+        self.count += 1
+        return TupleVar([ConstVar(self.count - 1), item])
+
+    def remaining(self) -> list:
+        return [TupleVar([ConstVar(self.count + i), item])
+                for i, item in enumerate(self.inner.remaining())]
+
+
+class DictViewVar(ListVar):
+    """`d.keys()`, `d.values()`, `d.items()` of a dict the trace holds: a view, so its
+    items are the dict's as they are now, and a loop over it gets the dict's own checks
+    (`DictIteratorVar`)."""
+
+    def __init__(self, seq: "DictVar", kind: str):
+        self.seq = seq
+        self.kind = kind
+        self.source = None
+
+    @property
+    def items(self) -> list:
+        return DictIteratorVar(self.seq, self.kind).items
 
 
 class GeneratorVar(VT):

@@ -209,3 +209,48 @@ def test_list_and_dict_iterators_live_across_a_break(backend):
     assert len(got) == len(want) == 2
     for g, w in zip(got, want):
         torch.testing.assert_close(g, w)
+
+
+def _dict_items_grown(x):
+    d = {"a": x, "b": x}
+    out = x
+    for k, v in d.items():
+        out = out + v
+        d["c"] = v
+    return out
+
+
+def _dict_values_shrunk(x):
+    d = {"a": x, "b": x}
+    out = x
+    for v in d.values():
+        out = out + v
+        d.pop("b", None)
+    return out
+
+
+def _enumerate_grown(x):
+    xs = [x, x * 2]
+    out = x
+    for i, v in enumerate(xs, 1):
+        out = out + v * i
+        if i < 3:
+            xs.append(v + 1)
+    return out
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_dict_views_and_enumerate_iterate_live(backend):
+    """`d.items()`/`d.values()` are views (a loop over one raises once the dict's size
+    changes), and `enumerate` is lazy over a list the body grows: both were snapshots
+    (no raise; 2 of 4 items)."""
+    x = torch.randn(3)
+    for fn in (_dict_items_grown, _dict_values_shrunk):
+        refcomp.reset()
+        with pytest.raises(RuntimeError, match="dictionary changed size during iteration"):
+            fn(x)
+        with pytest.raises(RuntimeError, match="dictionary changed size during iteration"):
+            refcomp.compile(fn, backend=backend)(x)
+    refcomp.reset()
+    torch.testing.assert_close(refcomp.compile(_enumerate_grown, backend=backend)(x),
+                               _enumerate_grown(x))

@@ -251,15 +251,16 @@ def _grown_loop(r, a, b, n):
     size it changes (eager's RuntimeError); either around a break or not."""
     brk = r.choice(["", " * (1.0 + 0.0 * float({a}.sum()))"]).format(a=a)
     if r.random() < 0.7:
+        loop = r.choice(["for t in items:", "for _, t in enumerate(items):"])
         return [f"items = [{a}, {b}]",
                 f"{n} = {a} * 0",
-                "for t in items:",
+                loop,
                 f"    if len(items) < {r.choice([3, 4])}:",
                 "        items.append(t + 1)",
                 f"    {n} = {n} + t{brk}"]
     return [f"table = {{'p': {a}, 'q': {b}}}",
             f"{n} = {a} * 0",
-            "for key in table:",
+            r.choice(["for key in table:", "for key, _ in table.items():"]),
             f"    {n} = {n} + table[key]{brk}",
             f"    if key == {r.choice(['p', 'q'])!r}:",
             "        table['r'] = 1"]
