@@ -1,8 +1,8 @@
 """The whole training step compiled (issue 35): zero_grad, forward, cross_entropy,
 backward, clip_grad_norm_, AdamW.step, StepLR.step of an MLP 256 -> 1024 -> 256 with
 LayerNorm, batch 512.  Prints the graph and break counts from explain() and the CPU time
-per step (median of rounds) compiled vs eager, for a float lr (each new lr is a new graph:
-spec/tracer.md Note [Optimizer steps]) and for `lr=torch.tensor(...)`, and the step
+per step (median of rounds) compiled vs eager, for a float lr (a graph input after one
+recompile: spec/guards.md, "Python float values") and for `lr=torch.tensor(...)`, and the step
 after backward alone (clip_grad_norm_ of a list and AdamW.step).
 `PYTHONPATH=. python -m bench.whole_step`"""
 

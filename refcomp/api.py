@@ -35,7 +35,8 @@ from refcomp.reasons import (
 from refcomp.recipes import Refused
 from refcomp.runtime import RerunEagerly, fallback_entry
 from refcomp.stance import FORCE_EAGER, RecompileError
-from refcomp.tracer.context import MARK_ATTR, STATIC_ATTR, TraceContext
+from refcomp.tracer.context import FLOAT, MARK_ATTR, STATIC_ATTR, TraceContext
+from refcomp.tracer.dynamic_floats import PinFloat
 from refcomp.tracer.frame import check_code_supported, trace
 from refcomp.tracer.modules import MODULE_TABLE, overrides_call
 
@@ -142,6 +143,17 @@ def _pin_failed_symbols(ctx, err, pinned: dict) -> bool:
     for source, d in by_name[named[-1]]:
         pinned.setdefault(source.name(), {})[d] = text
     return True
+
+
+def _pin_floats(ctx, names, why: str, pinned: dict) -> bool:
+    """Record the dynamic floats `names` as static for the next trace (Note [Dynamic
+    floats]); False if each is already."""
+    new = False
+    for name in names:
+        if name in ctx.dynamic_floats and FLOAT not in pinned.get(name, {}):
+            pinned.setdefault(name, {})[FLOAT] = why.splitlines()[0] if why else why
+            new = True
+    return new
 
 
 def maybe_mark_dynamic(t: torch.Tensor, dim) -> None:
@@ -408,25 +420,37 @@ class CompiledFunction:
             entry.compile_time_s = time.perf_counter() - start
             return entry
         pinned: dict = {}
-        for _ in range(_SPECIALISE_TRIES):
+        # Note [Dynamic floats]: only the frame's own trace reads floats as graph inputs;
+        # a break or a resume function keeps them static (`static_floats`).
+        static_floats = {k: v for k, v in (auto_dims or {}).items() if v != FLOAT}
+        floats = len(auto_dims or {}) - len(static_floats)
+        for _ in range(_SPECIALISE_TRIES + floats):
             ctx = TraceContext(self.code.co_name, dynamic=bool(self.dynamic),
-                               auto_dims=auto_dims, pinned=pinned)
+                               auto_dims=auto_dims if self.resume_of is None
+                               else static_floats, pinned=pinned)
             try:
                 if self.resume_of is not None:  # a resume function: spec/runtime.md
                     check_code_supported(self.code)
                     try:
                         return resume.compile_break(self, fn, L, opaque=self.opaque,
-                                                    auto_dims=auto_dims)
+                                                    auto_dims=static_floats)
                     except Refused as refused:
                         raise Unsupported(NON_TENSOR_RESULT, f"at a graph break: {refused}") \
                             from refused
                 entry = self._trace(ctx, L, fn)
                 err = None
-                if pinned:
+                if any(d != {FLOAT: d.get(FLOAT)} for d in pinned.values()):
                     COUNTERS["dynamic_specialized"] += 1
                 break
+            except PinFloat as p:  # a use that needs a dynamic float's value
+                err = p
+                if not _pin_floats(ctx, p.roots or ctx.dynamic_floats, p.why, pinned):
+                    break
             except Exception as e:
                 err = e
+                if _pin_floats(ctx, ctx.dynamic_floats, "the trace with it a graph input"
+                               f" failed ({type(e).__name__}: {e})", pinned):
+                    continue
                 if self.resume_of is not None or not _pin_failed_symbols(ctx, e, pinned):
                     break
         if err is not None:
@@ -447,7 +471,7 @@ class CompiledFunction:
                 raise CaptureError(reason) from err
             if self.resume_of is None:
                 try:
-                    entry = resume.compile_break(self, fn, L, auto_dims=auto_dims,
+                    entry = resume.compile_break(self, fn, L, auto_dims=static_floats,
                                                  pinned=pinned)
                     entry.notes[:0] = [n for n in ctx.notes if n not in entry.notes]
                     return entry  # split at the break, resumed after it (spec/runtime.md)

@@ -25,7 +25,7 @@ import torch
 from refcomp import logs
 from refcomp.guards import TIME_EVERY
 from refcomp.lookup import build_lookup
-from refcomp.tracer.context import VALUE
+from refcomp.tracer.context import FLOAT, VALUE
 
 HISTORY_LIMIT = 100  # misses kept per frame (the oldest are dropped, and counted)
 
@@ -51,6 +51,8 @@ COUNTER_MEANINGS: dict = {
     "dynamic_specialized": "traces with symbolic sizes that failed and were kept static",
     "automatic_dynamic_dims": "argument dims automatic dynamic made symbolic",
     "automatic_dynamic_ints": "int arguments automatic dynamic made symbolic",
+    "automatic_dynamic_floats": "float values (at any source) automatic dynamic made graph"
+                                " inputs",
     "entries_freed": "entries dropped because a module they name was freed",
 }
 # Note [Per-call counters]: the counters every call bumps are a plain dict: an item
@@ -190,20 +192,28 @@ class FrameCache:
 
     def grow_dynamic(self, L, G, C, B) -> None:
         """Automatic dynamic: remember each argument dim whose size alone made an entry miss,
-        and each int argument whose value did, so the next compile traces them as symbols
-        (See Note [Automatic dynamic] in refcomp/api.py, Note [Number symbols] in
-        refcomp/tracer/context.py)."""
+        and each int argument whose value did, so the next compile traces them as symbols,
+        and each float (at any source) whose value did, so the next compile reads it as a
+        graph input (See Note [Automatic dynamic] in refcomp/api.py, Note [Number symbols]
+        in refcomp/tracer/context.py, Note [Dynamic floats] in
+        refcomp/tracer/dynamic_floats.py)."""
         grown = dict(self.auto_dims)
         for entry in self.entries:
             for name, dims in entry.guards.changed_sizes(L, G, C, B).items():
-                new = set(dims) - set(grown.get(name, ()))
+                old = grown.get(name, ())
+                old = set(old) if isinstance(old, tuple) else set()  # (a number's before)
+                new = set(dims) - old
                 if new:
-                    grown[name] = tuple(sorted(set(grown.get(name, ())) | new))
+                    grown[name] = tuple(sorted(old | new))
                     COUNTERS["automatic_dynamic_dims"] += len(new)
             for name in _changed_ints(entry.guards.guards, L):
                 if grown.get(name) != VALUE:
                     grown[name] = VALUE
                     COUNTERS["automatic_dynamic_ints"] += 1
+            for name in _changed_floats(entry.guards.guards, L, G, C, B):
+                if grown.get(name) != FLOAT:
+                    grown[name] = FLOAT
+                    COUNTERS["automatic_dynamic_floats"] += 1
         self.auto_dims = grown
 
     def warn_limit(self, limit: int) -> None:
@@ -224,6 +234,22 @@ def _changed_ints(guards, L) -> list:
                 isinstance(g.source, LocalSource) and \
                 type(L.get(g.source.local)) is int and L[g.source.local] != g.expected:
             out.append(g.source.name())
+    return out
+
+
+def _changed_floats(guards, L, G, C, B) -> list:
+    """Names of the sources whose float value (guarded by EQUALS_MATCH) is another float
+    in this call (Note [Dynamic floats])."""
+    from refcomp.guards import EQUALS_MATCH, _try_load
+    from refcomp.sources import DerivedSource, IdentitySource
+
+    out = []
+    for g in guards:
+        if g.kind == EQUALS_MATCH and type(g.expected) is float and g.source is not None \
+                and not isinstance(g.source, (DerivedSource, IdentitySource)):
+            actual = _try_load(g.source, L, G, C, B)
+            if type(actual) is float and actual != g.expected:
+                out.append(g.source.name())
     return out
 
 

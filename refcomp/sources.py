@@ -270,6 +270,19 @@ class NumberAsSize(DerivedSource):
         super().__init__(base_source, number_as_size, "number_as_size({})")
 
 
+def number_as_tensor(x):
+    """A 0-d float64 tensor of a Python float (the guard check makes it per call)."""
+    return torch.tensor(x, dtype=torch.float64)
+
+
+class NumberAsTensor(DerivedSource):
+    """The graph input of a dynamic float (Note [Dynamic floats] in
+    refcomp/tracer/dynamic_floats.py): `number_as_tensor(G['opt']...['lr'])`, 0-d float64."""
+
+    def __init__(self, base_source: Source):
+        super().__init__(base_source, number_as_tensor, "number_as_tensor({})")
+
+
 def size_text(source: Source, dim) -> str:
     """How a guard or note names a size: `L['x'].size(0)`, or `L['n']` for a number."""
     if isinstance(source, NumberAsSize):

@@ -35,6 +35,7 @@ from refcomp.sources import (
 from refcomp.tracer import (
     classes,
     copies,
+    dynamic_floats,
     objects,
     rng,
     torch_table,
@@ -255,7 +256,7 @@ def _type(tx, args, kwargs):
     (obj,) = args
     if isinstance(obj, TensorVar):
         return ConstVar(_tensor_type(tx, obj))
-    if isinstance(obj, ConstVar):
+    if isinstance(obj, ConstVar) and not dynamic_floats.is_dynamic(obj):
         return ConstVar(type(obj.value))
     try:
         return ConstVar(obj.python_type())
@@ -382,7 +383,7 @@ def _isinstance(tx, args, kwargs):
         kind = _tensor_type(tx, obj)
         return ConstVar(issubclass(kind, cls) if isinstance(cls, type) else any(
             issubclass(kind, c) for c in cls))
-    if isinstance(obj, ConstVar):
+    if isinstance(obj, ConstVar) and not dynamic_floats.is_dynamic(obj):
         return ConstVar(isinstance(obj.value, cls))
     return ConstVar(issubclass(obj.python_type(), cls) if isinstance(cls, type) else any(
         issubclass(obj.python_type(), c) for c in cls))

@@ -46,6 +46,7 @@ from refcomp.sources import (
     ModuleDictSource,
     ModuleSliceSource,
     NumberAsSize,
+    NumberAsTensor,
     Source,
     size_text,
 )
@@ -62,6 +63,9 @@ from refcomp.tracer.values import (
 # In `auto_dims`, a Python number's source maps to VALUE: automatic dynamic saw the number
 # change, so its value is a size symbol (Note [Number symbols]).
 VALUE = "value"
+# ... and a float's source maps to FLOAT: its value is a graph input (Note [Dynamic floats],
+# refcomp/tracer/dynamic_floats.py).
+FLOAT = "float"
 MARK_ATTR = "_refcomp_dynamic_dims"  # set by refcomp.mark_dynamic: dims to make symbolic
 STATIC_ATTR = "_refcomp_static_dims"  # set by refcomp.mark_static: dims kept static
 
@@ -202,6 +206,7 @@ class TraceContext:
         self.requested = False  # a marked or automatic dim became a symbol
         self.requested_explicit = False  # ... one the user asked for (not automatic)
         self.automatic_symbols: set = set()  # symbols only automatic dynamic asked for
+        self.dynamic_floats: list = []  # names of the sources read as dynamic floats
         self.notes: list = []  # why a requested dim stayed static, which became symbolic
         self.sym_values: dict = {}  # size symbol -> the size seen while tracing
         self.sym_by_size: dict = {}  # size -> symbol (duck sizing: equal sizes, one symbol)
@@ -318,6 +323,8 @@ class TraceContext:
             return self._wrap_unsourced(value)
         if type(value) is int and self._number_is_symbol(source, value):
             return self._number_symbol(value, source)
+        if type(value) is float and self._float_is_dynamic(source):
+            return self._dynamic_float(value, source)
         if isinstance(value, CONSTANT_TYPES) and not isinstance(value, enum.Enum):
             self.add_guard(G.EQUALS_MATCH, source, value)
             return ConstVar(value, source)
@@ -462,7 +469,9 @@ class TraceContext:
                 pinned.add(d)
                 self.notes.append(f"dynamic: {source.name()}.size({d}) == {t.shape[d]} is"
                                   f" specialised: {why}")
-        auto = set(self.auto_dims.get(source.name(), ())) - marked
+        auto = self.auto_dims.get(source.name(), ())
+        # (a number's VALUE or FLOAT where the source held a number before: no dims)
+        auto = set(auto) - marked if isinstance(auto, tuple) else set()
         every = set(range(t.dim())) if self.dynamic else set()  # dynamic=True: every dim
         requested = set() if self.static else (marked | auto | every) - pinned
         for d in sorted((pinned - set(self.pinned.get(source.name(), {})))
@@ -547,6 +556,34 @@ class TraceContext:
         self.notes.append(f"automatic dynamic: {source.name()} is {sym} (its value changed"
                           " since an earlier compile)")
         return ConstVar(sym, source)
+
+    # --- Python floats as graph inputs (Note [Dynamic floats]) -------------------------------
+    def _float_is_dynamic(self, source: Source) -> bool:
+        name = source.name()
+        if self.static or self.auto_dims.get(name) != FLOAT:
+            return False
+        why = self.pinned.get(name, {}).get(FLOAT)
+        if why is not None:
+            self.notes.append(f"automatic dynamic: {name} stays static: {why}")
+            return False
+        return True
+
+    def _dynamic_float(self, value: float, source: Source):
+        """Note [Dynamic floats] (refcomp/tracer/dynamic_floats.py): a float whose value
+        changed between calls is a 0-d float64 graph input, made from it by the guard check
+        (`NumberAsTensor`) and guarded by its exact type instead of its value."""
+        from refcomp.tracer.dynamic_floats import DynamicFloatVar
+
+        self.add_guard(G.TYPE_MATCH, source, float)
+        carrier = NumberAsTensor(source)
+        ttype = TensorType(ir_dtype(torch.float64), (), "cpu")
+        value_ir = self.builder.input(value_name(source), ttype)
+        self.input_sources.append(carrier)
+        self.dynamic_floats.append(source.name())
+        self.notes.append(f"automatic dynamic: {source.name()} is a graph input (its value"
+                          " changed since an earlier compile)")
+        tensor = TensorVar(value_ir, torch.empty((), dtype=torch.float64, device="meta"))
+        return DynamicFloatVar(tensor, value, source, roots=(source.name(),))
 
     def _size_symbol(self, size: int, source: Source, dim: int):
         sym = self.sym_by_size.get(size)

@@ -11,6 +11,7 @@ import types
 import torch
 
 from refcomp.reasons import INEXPRESSIBLE_OP, UNSUPPORTED_CALL, Unsupported
+from refcomp.tracer import dynamic_floats
 from refcomp.tracer.values import (
     VT,
     ConstVar,
@@ -294,8 +295,9 @@ def composite_method(tx, name, args, kwargs):
     if isinstance(value, TensorVar):
         if value.meta.dim() != 0 or base == "lerp" or not value.meta.is_floating_point():
             return None
-    elif not (value is None and base != "lerp" or isinstance(value, ConstVar) and
-              type(value.value) in (int, float)):
+    elif not (value is None and base != "lerp" or base != "lerp" and
+              dynamic_floats.is_dynamic(value) or  # Note [Dynamic floats]
+              isinstance(value, ConstVar) and type(value.value) in (int, float)):
         return None
     out = _composite(tx, base, args, kwargs)
     if name.endswith("_"):

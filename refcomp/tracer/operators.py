@@ -23,6 +23,7 @@ from refcomp.sources import (
     IdentitySource,
 )
 from refcomp.tracer import (
+    dynamic_floats,
     effects,
     objects,
     opaque,
@@ -83,6 +84,8 @@ def binary(tx, sym: str, a: VT, b: VT) -> VT:
             return opaque.call_opaque(tx.ctx, _COMPLEX_BINARY[sym], [a, b], {})
     if isinstance(a, TensorVar) or isinstance(b, TensorVar):
         return torch_table.call_torch(tx.ctx, _BINARY[sym], [a, b], {})
+    if dynamic_floats.is_dynamic(a) or dynamic_floats.is_dynamic(b):
+        return dynamic_floats.binary(tx, sym, a, b)
     if is_symbolic_value(a) or is_symbolic_value(b):
         return _symbolic_binary(tx, sym, a.value, b.value)
     if isinstance(a, (TupleVar, ListVar)) or isinstance(b, (TupleVar, ListVar)):
@@ -153,6 +156,8 @@ def inplace_binary(tx, sym: str, a: VT, b: VT) -> VT:
 def unary(tx, name: str, a: VT) -> VT:
     if isinstance(a, TensorVar):
         return torch_table.call_torch(tx.ctx, _UNARY[name], [a], {})
+    if dynamic_floats.is_dynamic(a):
+        return dynamic_floats.unary(tx, name, a)
     return fold(_UNARY[name], as_python(require_const(tx, a, "operand")), ctx=tx.ctx)
 
 
@@ -179,6 +184,8 @@ def fold(fn, *args, ctx=None, **kwargs) -> ConstVar:
 
 
 def is_same(a: VT, b: VT, ctx=None) -> bool:
+    if dynamic_floats.is_dynamic(a) or dynamic_floats.is_dynamic(b):
+        return dynamic_floats.is_same(a, b)
     if isinstance(a, ConstVar) and isinstance(b, ConstVar):
         if ctx is not None:
             guard_compared(ctx, a, b, equality=False)

@@ -27,7 +27,7 @@ from refcomp.reasons import (
     UNSUPPORTED_CALL,
     Unsupported,
 )
-from refcomp.tracer import eager_layout
+from refcomp.tracer import dynamic_floats, eager_layout
 from refcomp.tracer.context import ir_device, ir_dtype
 from refcomp.tracer.torch_table import (
     Creation,
@@ -183,6 +183,11 @@ def _binary_builder(op):
             # allowed: 2 ** -1 gives 0 there); eager raises, so the frame runs eagerly.
             raise Unsupported(TRACE_EXCEPTION, "an integer tensor to a negative integer power:"
                               " eager raises RuntimeError")
+        if dynamic_floats.has_float_arg((a, b, alpha)):  # Note [Dynamic floats]
+            x, y, dt, opmath = dynamic_floats.binary_operands(ctx, op, a, b, alpha,
+                                                              rounding_mode)
+            out = ctx.builder.op(op, x, y)
+            return ctx.builder.cast(out, dtype=ir_dtype(dt)) if opmath else out
         if isinstance(alpha, sympy.Basic):
             alpha = ctx.specialize(alpha)
         # A size as an operand (`x / x.shape[0]`): promoted as the Python int it stands for,
@@ -229,6 +234,7 @@ def _binary_builder(op):
                     for v in (x, y))
             return ctx.builder.cast(ctx.builder.op(name, x, y), dtype=ir_dtype(dt))
         return ctx.builder.op(name, x, y)
+    build.float_scalars = True  # a dynamic float operand: Note [Dynamic floats]
     return build
 
 
@@ -284,14 +290,23 @@ def _rsub(ctx, a, b):
     return _binary_builder("sub")(ctx, b, a)
 
 
+_rsub.float_scalars = True
+
+
 @entry(T.__rtruediv__, ir_meta=True, sizes=True, pointwise=True)
 def _rdiv(ctx, a, b):
     return _binary_builder("div")(ctx, b, a)
 
 
+_rdiv.float_scalars = True
+
+
 @entry(T.__rpow__, ir_meta=True, sizes=True, pointwise=True)
 def _rpow(ctx, a, b):
     return _binary_builder("pow")(ctx, b, a)
+
+
+_rpow.float_scalars = True
 
 
 @entry(torch.where, T.where, ir_meta=True, pointwise=True)

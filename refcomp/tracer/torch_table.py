@@ -35,7 +35,7 @@ from refcomp.reasons import (
     UNSUPPORTED_CALL,
     Unsupported,
 )
-from refcomp.tracer import autocast, eager_layout, mutation
+from refcomp.tracer import autocast, dynamic_floats, eager_layout, mutation
 from refcomp.tracer.context import ir_dtype, meta_device, torch_dtype
 from refcomp.tracer.values import VIEW_BASE, VT, ConstVar, TensorVar, TupleVar, as_python
 
@@ -118,6 +118,8 @@ def to_meta(x, ctx=None):
     """Arguments for the meta call: tensors as meta tensors, sizes at their traced value."""
     if isinstance(x, TensorVar):
         return x.meta
+    if isinstance(x, dynamic_floats.FloatArg):  # a float for the meta kernel's dtypes
+        return x.traced
     if isinstance(x, (list, tuple)):
         return type(x)(to_meta(i, ctx) for i in x)
     if isinstance(x, dict):
@@ -197,6 +199,10 @@ def call_torch(ctx, fn, args: list, kwargs: dict) -> VT:
     pargs = [unwrap(a) for a in args]
     pkwargs = {k: unwrap(v) for k, v in kwargs.items()}
     name = getattr(fn, "__name__", str(fn))
+    if not getattr(e.build, "float_scalars", False) and (dynamic_floats.has_float_arg(
+            pargs) or dynamic_floats.has_float_arg(list(pkwargs.values()))):
+        raise dynamic_floats.pin(args + list(kwargs.values()),
+                                 f"{name} of a dynamic float")  # Note [Dynamic floats]
     if not e.sizes and (_has_symbolic(pargs) or _has_symbolic(pkwargs)):
         # A symbolic size where this op needs a number: specialize it (guarded).
         pargs, pkwargs = specialize_sizes(ctx, pargs), specialize_sizes(ctx, pkwargs)

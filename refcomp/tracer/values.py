@@ -553,6 +553,8 @@ def as_python(vt: VT, keep_tensors: bool = False):
     """
     if keep_tensors and isinstance(vt, TensorVar):
         return vt
+    if keep_tensors and hasattr(vt, "as_argument"):  # Note [Dynamic floats]
+        return vt.as_argument()
     if isinstance(vt, ConstVar):
         return vt.value
     if isinstance(vt, TupleVar):

@@ -513,13 +513,16 @@ def test_view_by_an_int_equal_to_a_size_stays_symbolic(backend):
     assert len(cf.cache.entries) == 3
 
 
-def test_a_bool_or_a_float_argument_stays_guarded_by_value():
+def test_a_bool_stays_guarded_by_value_and_a_changed_float_becomes_an_input():
+    # A float whose value changed is a graph input from then on (Note [Dynamic floats];
+    # tests/frontend/test_dynamic_floats.py); a bool is never one.
     cf = refcomp.compile(lambda x, flag, d: x * d if flag else x - d, backend="eager")
     x = torch.ones(3)
-    for flag, d in ((True, 2.0), (False, 2.0), (True, 3.0), (True, 4.0)):
+    for flag, d in ((True, 2.0), (False, 2.0), (True, 3.0), (True, 4.0), (False, 5.0)):
         same(cf(x, flag, d), x * d if flag else x - d)
     assert refcomp.stats()["counters"].get("automatic_dynamic_ints", 0) == 0
-    assert len(cf.cache.entries) == 4
+    assert refcomp.stats()["counters"]["automatic_dynamic_floats"] == 1
+    assert len(cf.cache.entries) == 4  # (True, 2.0), (False, 2.0), True: d, False: d
 
 
 def test_stats_name_each_symbol_and_where_it_is_read():

@@ -214,6 +214,47 @@ def test_dynamic_sizes_5():
     assert len(cf.cache.entries) == 4
 
 
+def test_dynamic_sizes_6():
+    """spec/guards.md, "Python float values"."""
+    import torch
+
+    import refcomp
+
+    refcomp.reset()
+    model = torch.nn.Linear(8, 8)
+    opt = torch.optim.AdamW(model.parameters(), lr=0.1)
+    sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: 1 / (s + 1))
+
+    @refcomp.compile
+    def step():
+        opt.step()
+
+    x = torch.randn(4, 8)
+    for _ in range(12):                                    # 12 learning rates
+        model(x).sum().backward()
+        step()
+        sched.step()
+        opt.zero_grad()
+    c = refcomp.stats()["counters"]
+    assert (c["misses"], c["graphs"], c["automatic_dynamic_floats"]) == (2, 2, 1)
+    assert "limit_hits" not in c and "eager_calls" not in c
+    static, dyn = step.cache.entries
+    described = [g.describe() for g in dyn.guards.guards]
+    assert any(d.startswith("type(") and d.endswith(".param_groups[0]['lr']) is float")
+               for d in described)                     # its type, not its value
+    assert not any("param_groups[0]['lr'] ==" in d for d in described)
+    assert "f64[]" in [str(v.type) for v in dyn.graph.inputs]  # the lr, read per call
+
+    def scaled(x, s):
+        return x * s if s > 1 else x - s                   # a branch on s: static
+
+    cf = refcomp.compile(scaled, backend="eager")
+    for s in (0.5, 0.25, 2.0):
+        torch.testing.assert_close(cf(x, s), scaled(x, s))
+    assert len(cf.cache.entries) == 3                      # each value by value
+    assert cf.cache.entries[1].notes[0].startswith("automatic dynamic: L['s'] stays static")
+
+
 @as_module
 def test_options():
     """spec/guards.md, "Options"."""
