@@ -145,15 +145,28 @@ def _pin_failed_symbols(ctx, err, pinned: dict) -> bool:
     return True
 
 
-def _pin_floats(ctx, names, why: str, pinned: dict) -> bool:
-    """Record the dynamic floats `names` as static for the next trace (Note [Dynamic
-    floats]); False if each is already."""
+def _pin_floats(floats, names, why: str, pinned: dict) -> bool:
+    """Record the dynamic floats `names` (of `floats`, the frame's) as static for the next
+    trace (Note [Dynamic floats]); False if each is already."""
     new = False
     for name in names:
-        if name in ctx.dynamic_floats and FLOAT not in pinned.get(name, {}):
+        if name in floats and FLOAT not in pinned.get(name, {}):
             pinned.setdefault(name, {})[FLOAT] = why.splitlines()[0] if why else why
             new = True
     return new
+
+
+def _pinning_floats(floats, pinned: dict, make):
+    """`make()`, traced again with the floats a PinFloat names static until none does
+    (Note [Dynamic floats]); the last try has every float static."""
+    for _ in range(len(floats)):
+        try:
+            return make()
+        except PinFloat as p:
+            if not _pin_floats(floats, p.roots or floats, p.why, pinned):
+                break
+    _pin_floats(floats, floats, "a break needed its value", pinned)
+    return make()
 
 
 def maybe_mark_dynamic(t: torch.Tensor, dim) -> None:
@@ -420,20 +433,18 @@ class CompiledFunction:
             entry.compile_time_s = time.perf_counter() - start
             return entry
         pinned: dict = {}
-        # Note [Dynamic floats]: only the frame's own trace reads floats as graph inputs;
-        # a break or a resume function keeps them static (`static_floats`).
-        static_floats = {k: v for k, v in (auto_dims or {}).items() if v != FLOAT}
-        floats = len(auto_dims or {}) - len(static_floats)
-        for _ in range(_SPECIALISE_TRIES + floats):
+        # Note [Dynamic floats]: the sources read as dynamic floats, each pinned static
+        # for the next try when a trace needs its value (PinFloat), or fails otherwise.
+        floats = [k for k, v in (auto_dims or {}).items() if v == FLOAT]
+        for _ in range(_SPECIALISE_TRIES + len(floats)):
             ctx = TraceContext(self.code.co_name, dynamic=bool(self.dynamic),
-                               auto_dims=auto_dims if self.resume_of is None
-                               else static_floats, pinned=pinned)
+                               auto_dims=auto_dims, pinned=pinned)
             try:
                 if self.resume_of is not None:  # a resume function: spec/runtime.md
                     check_code_supported(self.code)
                     try:
                         return resume.compile_break(self, fn, L, opaque=self.opaque,
-                                                    auto_dims=static_floats)
+                                                    auto_dims=auto_dims, pinned=pinned)
                     except Refused as refused:
                         raise Unsupported(NON_TENSOR_RESULT, f"at a graph break: {refused}") \
                             from refused
@@ -444,12 +455,16 @@ class CompiledFunction:
                 break
             except PinFloat as p:  # a use that needs a dynamic float's value
                 err = p
-                if not _pin_floats(ctx, p.roots or ctx.dynamic_floats, p.why, pinned):
+                if not _pin_floats(floats, p.roots or floats, p.why, pinned):
                     break
             except Exception as e:
                 err = e
-                if _pin_floats(ctx, ctx.dynamic_floats, "the trace with it a graph input"
-                               f" failed ({type(e).__name__}: {e})", pinned):
+                # a failure that is not a break (a break splits the frame below, where a
+                # use that needs the float's value raises PinFloat)
+                if not isinstance(e, Unsupported) and _pin_floats(
+                        floats, ctx.dynamic_floats if self.resume_of is None else floats,
+                        f"the trace with it a graph input failed ({type(e).__name__}: {e})",
+                        pinned):
                     continue
                 if self.resume_of is not None or not _pin_failed_symbols(ctx, e, pinned):
                     break
@@ -471,9 +486,12 @@ class CompiledFunction:
                 raise CaptureError(reason) from err
             if self.resume_of is None:
                 try:
-                    entry = resume.compile_break(self, fn, L, auto_dims=static_floats,
-                                                 pinned=pinned)
-                    entry.notes[:0] = [n for n in ctx.notes if n not in entry.notes]
+                    entry = _pinning_floats(floats, pinned, lambda: resume.compile_break(
+                        self, fn, L, auto_dims=auto_dims, pinned=pinned))
+                    static = tuple(f"automatic dynamic: {k} is a graph input" for k, d in
+                                   pinned.items() if FLOAT in d)  # (the first try's)
+                    entry.notes[:0] = [n for n in ctx.notes if n not in entry.notes and
+                                       not n.startswith(static)]
                     return entry  # split at the break, resumed after it (spec/runtime.md)
                 except Exception as split:  # Refused, Unsupported before any instruction
                     # the whole frame runs eagerly, with the first trace's reason

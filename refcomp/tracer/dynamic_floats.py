@@ -25,8 +25,11 @@ Anything else that needs its value (a comparison, `bool`, `int()`, formatting, `
 a write into a container or attribute, a result, a size, a call the tracer does not
 model) reads `.value`, which raises `PinFloat`: the frame is traced again with that float
 static (its value guarded, as before), and the entry's notes say why.  A trace that
-fails for any other reason while floats are dynamic is also traced again with them
-static, so a dynamic float never turns a graph into a break or a wrong answer.
+fails for any other reason than a break while floats are dynamic is also traced again
+with them static.  A break hands a float still at its source over as that source (the
+resumed code reads it again) and needs the value of a computed one (PinFloat: the
+frame's split is traced again with its floats static, `_pinning_floats` in
+refcomp/api.py).  So a dynamic float never turns a graph into a break or a wrong answer.
 """
 
 from __future__ import annotations

@@ -254,3 +254,28 @@ def test_a_dynamic_number_source_that_later_holds_a_tensor(numbers):
         torch.testing.assert_close(cf(x, n), x * n)  # (its size changes: dims grow)
     assert all(e.graph is not None for e in cf.cache.entries), refcomp.stats()["frames"]
     assert "fallbacks" not in counters()
+
+
+@pytest.mark.parametrize("live", ["source", "computed"])
+def test_a_dynamic_float_across_a_graph_break(live):
+    from tests.breaks import graph_break
+
+    def f(x, s):
+        y = x * s
+        t = s * 2 if live == "computed" else s
+        graph_break()
+        return y * t + 1
+
+    cf = refcomp.compile(f, backend="eager")
+    x = torch.randn(4)
+    for s in (0.5, 0.25, 0.125, 0.4, 0.7):
+        torch.testing.assert_close(cf(x, s), f(x, s))
+    entries = cf.cache.entries
+    if live == "source":  # the resumed code reads it from its source: stays dynamic
+        assert len(entries) == 2 and entries[1].hits == 3
+        assert entries[1].notes == ["automatic dynamic: L['s'] is a graph input (its value"
+                                    " changed since an earlier compile)"]
+    else:  # a computed float handed to the resumed code needs its value: static
+        assert len(entries) == 5
+        assert entries[1].notes == ["automatic dynamic: L['s'] stays static: a use of a"
+                                    " float computed from L['s'] that needs its value"]
