@@ -170,7 +170,9 @@ def binary_operands(ctx, op, a, b, alpha, rounding_mode):
             not any(isinstance(v, TensorVar) for v in (a, b)) or \
             not all(isinstance(v, (TensorVar, FloatArg)) or type(v) in (int, float)
                     for v in (a, b)) or \
-            not (isinstance(alpha, FloatArg) or type(alpha) in (int, float)):
+            not (isinstance(alpha, FloatArg) or type(alpha) in (int, float)) or \
+            any(isinstance(v, TensorVar) and str(v.value.type.device) != "cpu"
+                for v in (a, b)):  # (the float's input is a CPU tensor)
         raise pin((a, b, alpha), f"torch {op} with a dynamic float operand")
     dt = result_dtype(*(v.traced if isinstance(v, FloatArg) else v for v in (a, b)))
     if not dt.is_floating_point:

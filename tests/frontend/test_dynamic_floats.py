@@ -279,3 +279,18 @@ def test_a_dynamic_float_across_a_graph_break(live):
         assert len(entries) == 5
         assert entries[1].notes == ["automatic dynamic: L['s'] stays static: a use of a"
                                     " float computed from L['s'] that needs its value"]
+
+
+def test_gradients_through_a_dynamic_float_scale():
+    def f(x, w, s):
+        return ((x @ w) * s - s * 0.5).tanh().sum() * (1 - s)
+
+    cf = refcomp.compile(f)
+    for s in (0.5, 0.25, 0.125, 0.4):
+        x, w = torch.randn(4, 3, requires_grad=True), torch.randn(3, 5, requires_grad=True)
+        x2, w2 = (t.detach().clone().requires_grad_() for t in (x, w))
+        cf(x, w, s).backward()
+        f(x2, w2, s).backward()
+        torch.testing.assert_close(x.grad, x2.grad)
+        torch.testing.assert_close(w.grad, w2.grad)
+    assert len(cf.cache.entries) == 2 and cf.cache.entries[1].hits == 2
