@@ -35,7 +35,7 @@ from refcomp.reasons import (
 from refcomp.recipes import Refused
 from refcomp.runtime import RerunEagerly, fallback_entry
 from refcomp.stance import FORCE_EAGER, RecompileError
-from refcomp.tracer.context import FLOAT, MARK_ATTR, STATIC_ATTR, TraceContext
+from refcomp.tracer.context import FLOAT, FLOAT_STATIC, MARK_ATTR, STATIC_ATTR, TraceContext
 from refcomp.tracer.dynamic_floats import PinFloat
 from refcomp.tracer.frame import check_code_supported, trace
 from refcomp.tracer.modules import MODULE_TABLE, overrides_call
@@ -145,27 +145,31 @@ def _pin_failed_symbols(ctx, err, pinned: dict) -> bool:
     return True
 
 
-def _pin_floats(floats, names, why: str, pinned: dict) -> bool:
+def _pin_floats(floats, names, why: str, pinned: dict, auto_dims: dict) -> bool:
     """Record the dynamic floats `names` (of `floats`, the frame's) as static for the next
-    trace (Note [Dynamic floats]); False if each is already."""
+    trace, and in the frame's `auto_dims` for every later compile (a use that needed the
+    value will need it again: one trace per value, not two); False if each is already
+    (Note [Dynamic floats])."""
     new = False
     for name in names:
         if name in floats and FLOAT not in pinned.get(name, {}):
-            pinned.setdefault(name, {})[FLOAT] = why.splitlines()[0] if why else why
+            why = why.splitlines()[0] if why else why
+            pinned.setdefault(name, {})[FLOAT] = why
+            auto_dims[name] = f"{FLOAT_STATIC}: {why}"
             new = True
     return new
 
 
-def _pinning_floats(floats, pinned: dict, make):
+def _pinning_floats(floats, pinned: dict, auto_dims: dict, make):
     """`make()`, traced again with the floats a PinFloat names static until none does
     (Note [Dynamic floats]); the last try has every float static."""
     for _ in range(len(floats)):
         try:
             return make()
         except PinFloat as p:
-            if not _pin_floats(floats, p.roots or floats, p.why, pinned):
+            if not _pin_floats(floats, p.roots or floats, p.why, pinned, auto_dims):
                 break
-    _pin_floats(floats, floats, "a break needed its value", pinned)
+    _pin_floats(floats, floats, "a break needed its value", pinned, auto_dims)
     return make()
 
 
@@ -455,7 +459,7 @@ class CompiledFunction:
                 break
             except PinFloat as p:  # a use that needs a dynamic float's value
                 err = p
-                if not _pin_floats(floats, p.roots or floats, p.why, pinned):
+                if not _pin_floats(floats, p.roots or floats, p.why, pinned, auto_dims):
                     break
             except Exception as e:
                 err = e
@@ -464,7 +468,7 @@ class CompiledFunction:
                 if not isinstance(e, Unsupported) and _pin_floats(
                         floats, ctx.dynamic_floats if self.resume_of is None else floats,
                         f"the trace with it a graph input failed ({type(e).__name__}: {e})",
-                        pinned):
+                        pinned, auto_dims):
                     continue
                 if self.resume_of is not None or not _pin_failed_symbols(ctx, e, pinned):
                     break
@@ -486,7 +490,7 @@ class CompiledFunction:
                 raise CaptureError(reason) from err
             if self.resume_of is None:
                 try:
-                    entry = _pinning_floats(floats, pinned, lambda: resume.compile_break(
+                    entry = _pinning_floats(floats, pinned, auto_dims, lambda: resume.compile_break(
                         self, fn, L, auto_dims=auto_dims, pinned=pinned))
                     static = tuple(f"automatic dynamic: {k} is a graph input" for k, d in
                                    pinned.items() if FLOAT in d)  # (the first try's)

@@ -25,7 +25,7 @@ import torch
 from refcomp import logs
 from refcomp.guards import TIME_EVERY
 from refcomp.lookup import build_lookup
-from refcomp.tracer.context import FLOAT, VALUE
+from refcomp.tracer.context import FLOAT, FLOAT_STATIC, VALUE
 
 HISTORY_LIMIT = 100  # misses kept per frame (the oldest are dropped, and counted)
 
@@ -211,7 +211,9 @@ class FrameCache:
                     grown[name] = VALUE
                     COUNTERS["automatic_dynamic_ints"] += 1
             for name in _changed_floats(entry.guards.guards, L, G, C, B):
-                if grown.get(name) != FLOAT:
+                mode = grown.get(name)  # (a float a trace needed the value of stays so)
+                if mode != FLOAT and not (isinstance(mode, str) and
+                                          mode.startswith(FLOAT_STATIC)):
                     grown[name] = FLOAT
                     COUNTERS["automatic_dynamic_floats"] += 1
         self.auto_dims = grown

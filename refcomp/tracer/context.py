@@ -66,6 +66,8 @@ VALUE = "value"
 # ... and a float's source maps to FLOAT: its value is a graph input (Note [Dynamic floats],
 # refcomp/tracer/dynamic_floats.py).
 FLOAT = "float"
+# ... or, once a trace needed its value, FLOAT_STATIC + ": " + why: static from then on.
+FLOAT_STATIC = "float, static"
 MARK_ATTR = "_refcomp_dynamic_dims"  # set by refcomp.mark_dynamic: dims to make symbolic
 STATIC_ATTR = "_refcomp_static_dims"  # set by refcomp.mark_static: dims kept static
 
@@ -560,7 +562,12 @@ class TraceContext:
     # --- Python floats as graph inputs (Note [Dynamic floats]) -------------------------------
     def _float_is_dynamic(self, source: Source) -> bool:
         name = source.name()
-        if self.static or self.auto_dims.get(name) != FLOAT:
+        mode = self.auto_dims.get(name)
+        if isinstance(mode, str) and mode.startswith(FLOAT_STATIC):
+            why = mode[len(FLOAT_STATIC) + 2:]
+            self.notes.append(f"automatic dynamic: {name} stays static: {why}")
+            return False
+        if self.static or mode != FLOAT:
             return False
         why = self.pinned.get(name, {}).get(FLOAT)
         if why is not None:

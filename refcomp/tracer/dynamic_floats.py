@@ -24,7 +24,8 @@ Python code it is a float (`type`, `isinstance`); its value is a graph value:
 Anything else that needs its value (a comparison, `bool`, `int()`, formatting, `math.*`,
 a write into a container or attribute, a result, a size, a call the tracer does not
 model) reads `.value`, which raises `PinFloat`: the frame is traced again with that float
-static (its value guarded, as before), and the entry's notes say why.  A trace that
+static (its value guarded, as before), and the entry's notes say why; its later compiles
+keep it static (FLOAT_STATIC in the cache's `auto_dims`), one trace per value.  A trace that
 fails for any other reason than a break while floats are dynamic is also traced again
 with them static.  A break hands a float still at its source over as that source (the
 resumed code reads it again) and needs the value of a computed one (PinFloat: the
@@ -110,7 +111,7 @@ def _number(v) -> bool:
 def binary(tx, sym: str, a, b):
     """`a <sym> b` of a dynamic float and a number (or two dynamic floats), no tensor."""
     if sym not in _PYTHON or not all(is_dynamic(v) or _number(v) for v in (a, b)):
-        raise pin((a, b), f"operator {sym} on {a!r}, {b!r}")
+        raise pin((a, b), f"`{a!r} {sym} {b!r}` needs its value")
     if sym == "/" and (is_dynamic(b) or b.value == 0):
         raise pin((a, b), f"a division by {b!r} (Python raises ZeroDivisionError at 0)")
     if sym == "**" and not (is_dynamic(a) and _number(b) and type(b.value) is int and

@@ -294,3 +294,24 @@ def test_gradients_through_a_dynamic_float_scale():
         torch.testing.assert_close(x.grad, x2.grad)
         torch.testing.assert_close(w.grad, w2.grad)
     assert len(cf.cache.entries) == 2 and cf.cache.entries[1].hits == 2
+
+
+def test_a_float_pinned_once_is_traced_once_per_value(monkeypatch):
+    import refcomp.api as api
+
+    traces = []
+    real = api.TraceContext
+
+    def counted(*args, **kwargs):
+        traces.append(1)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(api, "TraceContext", counted)
+    cf = refcomp.compile(lambda x, s: x * s if s > 1 else x - s, backend="eager")
+    x = torch.randn(3)
+    for s in (0.5, 0.25, 0.125, 2.5, 3.5):
+        torch.testing.assert_close(cf(x, s), x * s if s > 1 else x - s)
+    # 0.5; 0.25 dynamic, which needs its value, then static; each later value once
+    assert len(traces) == 6 and len(cf.cache.entries) == 5
+    assert cf.cache.entries[4].notes == ["automatic dynamic: L['s'] stays static:"
+                                         " `L['s'] > 1` needs its value"]
