@@ -315,3 +315,20 @@ def test_a_float_pinned_once_is_traced_once_per_value(monkeypatch):
     assert len(traces) == 6 and len(cf.cache.entries) == 5
     assert cf.cache.entries[4].notes == ["automatic dynamic: L['s'] stays static:"
                                          " `L['s'] > 1` needs its value"]
+
+
+@pytest.mark.parametrize("foreach", [False, True])
+@pytest.mark.parametrize("opt_cls,kw", [
+    (torch.optim.RMSprop, {"lr": 0.01, "momentum": 0.5}),
+    (torch.optim.Adagrad, {"lr": 0.1}),
+    (torch.optim.NAdam, {"lr": 0.1}),
+    (torch.optim.Adadelta, {"lr": 1.0}),
+], ids=["rmsprop", "adagrad", "nadam", "adadelta"])
+def test_other_optimizers_take_a_scheduled_lr_as_an_input(opt_cls, kw, foreach):
+    m, opt = _train(opt_cls, _SCHEDULES["lambda"], steps=8, foreach=foreach, **kw)
+    c = counters()
+    assert c["graphs"] == 2 and "limit_hits" not in c, c
+    m2, opt2 = _train(opt_cls, _SCHEDULES["lambda"], steps=8, compiled=False,
+                      foreach=foreach, **kw)
+    for p, q in zip(m.parameters(), m2.parameters()):
+        torch.testing.assert_close(p, q)
