@@ -197,6 +197,9 @@ class _Emitter:
         self.max_slots = [b.alloca(MAX_VECTOR, name=f"vmax{j}") for j in range(MAX_GROUP)
                           ] if self.vector_max else []
         self.max_tail = b.alloca(F32, name="vmax.tail") if self.vector_max else None
+        # Note [Next row's max]: the key of the next row's max, found before the last stage
+        self.ahead = b.alloca(I32, name="vmax.next") if _max_ahead(
+            kernel, self.vector_max, self.reuse) else None
 
     def run(self):
         k = self.k
@@ -214,14 +217,14 @@ class _Emitter:
             reuse, streams = self.reuse, self.streams
             with b.if_else(fits) as (then, otherwise):
                 with then:
-                    self.loops(list(k.outer), self.outer_body, parallel=bool(k.outer))
+                    self.outer_loops()
                 with otherwise:
                     self.reuse, self.streams = {}, {}
-                    self.loops(list(k.outer), self.outer_body, parallel=bool(k.outer))
+                    self.outer_loops()
             self.reuse, self.streams = reuse, streams
             return
         if self.tile_var is None:
-            self.loops(list(k.outer), self.outer_body, parallel=bool(k.outer))
+            self.outer_loops()
             return
         var, size = k.outer[-1]
         parallel_tiles = len(k.outer) == 1
@@ -231,6 +234,17 @@ class _Emitter:
                 lir.Constant(I64, 0), self.size(size))
             self.counted_loop(f"{var}.tile", lo, hi, self.tile, lambda t: self.tile_body(t, hi))
         self.loops(list(k.outer[:-1]), tiles, parallel=not parallel_tiles)
+
+    def outer_loops(self):
+        """The outer loops around outer_body; with Note [Next row's max], the first row's
+        max before them."""
+        k = self.k
+        if self.ahead is not None:
+            b = self.b
+            with b.if_then(b.icmp_signed("<", self.start, self.end)):
+                self.vars[k.outer[0][0]] = self.start
+                self.vector_max_stage(k.stages[0], *self.vector_max[0], into=self.ahead)
+        self.loops(list(k.outer), self.outer_body, parallel=bool(k.outer))
 
     def counted_loop(self, name, lo, hi, step: int, body_fn):
         """for (iv = lo; iv < hi; iv += step) body_fn(iv)"""
@@ -292,9 +306,23 @@ class _Emitter:
 
     def outer_body(self):
         self.init_accs()
+        b = self.b
+        last = len(self.k.stages) - 1
         for i, stage in enumerate(self.k.stages):
-            if i == len(self.k.stages) - 1 and self.prefetch:
+            if i == last and self.prefetch:
                 self.prefetch_next_row()  # Note [Next-row prefetch]
+            if i == last and self.ahead is not None:  # Note [Next row's max]
+                var = self.k.outer[0][0]
+                here = self.vars[var]
+                self.vars[var] = b.add(here, lir.Constant(I64, 1), flags=("nsw",))
+                with b.if_then(b.icmp_signed("<", self.vars[var], self.end)):
+                    self.vector_max_stage(self.k.stages[0], *self.vector_max[0],
+                                          into=self.ahead)
+                self.vars[var] = here
+            if i == 0 and self.ahead is not None:  # this row's max, found ahead
+                acc = self.vector_max[0][0]
+                b.store(b.load(self.ahead, typ=I32), self.acc_slot(acc))
+                continue
             if i in self.vector_max:  # Note [Row max of a softmax]
                 self.vector_max_stage(stage, *self.vector_max[i])
                 continue
@@ -382,10 +410,11 @@ class _Emitter:
         b.branch(done)
         b.position_at_end(done)
 
-    def vector_max_stage(self, stage, acc: str, load: Let):
+    def vector_max_stage(self, stage, acc: str, load: Let, into=None):
         """Note [Row max of a softmax]: the row's max by vmaxps over 16-lane vectors, in
         MAX_GROUP independent accumulators, then the last n % 16 elements one by one; a
-        NaN element is passed over.  Stores the max's key in the accumulator's slot."""
+        NaN element is passed over.  Stores the max's key in the accumulator's slot, or in
+        `into` (Note [Next row's max])."""
         b = self.b
         var, n = stage.ranges[0]
         attrs = dict(load.attrs)
@@ -430,7 +459,7 @@ class _Emitter:
             self.counted_loop(f"{var}.max.tail", lir.Constant(I64, vectors),
                               lir.Constant(I64, n), 1, one)
             m = b.load(scalar, typ=F32)
-        b.store(_float_key(b, m, "max"), self.acc_slot(acc))
+        b.store(_float_key(b, m, "max"), self.acc_slot(acc) if into is None else into)
 
     def vector_stream_stage(self, stage, buf: str, row: Index, n: int):
         """Note [Vector streamed stage]: the stage in explicit 16-lane vectors, each stored
@@ -1029,6 +1058,47 @@ def _plan_vector_max(k: Kernel, below_max: set) -> dict:
         if _outputs_strict(k, red.acc, sums[red.acc]):
             out[i] = (red.acc, load)
     return out
+
+
+# Note [Next row's max]
+# A softmax row runs its max pass, its exp-and-sum pass, then its normalization, which
+# stores the row with non-temporal stores.  The next row's max pass came right after
+# those stores, and its loads (of the input row at the same offsets within a 4 KB page
+# when the output's rows start at about the input's page offset) waited on the stores
+# still in flight (4K aliasing): measured by the output's page offset, [4096, 1024]
+# kernel alone 1.76-1.88 ms where the output started within ~1 KB after the input's
+# offset, 1.53-1.64 elsewhere.  So the max of row o + 1 is found before row o's last
+# stage, into a slot the next row takes as its max (the first row of a call's range is
+# found before the loop; the last row finds none): its loads come before the stores,
+# and its latency (the vmaxps chains and the horizontal reduction) overlaps the
+# normalization.  Same results (the same max of the same row).  Kernel alone, the same
+# buffers for both (bench/MEASUREMENTS.md): 1.62-1.69 ms in that window and 1.50-1.57
+# outside it, faster at each of 16 output offsets.  Only where the first stage is a
+# vector max (Note [Row max of a softmax]) of a kernel with one outer dim, and the last
+# stage does not read the max's buffer: log_softmax's does (x - max - log(sum)), and
+# measured slower with it ([1024, 2048] 0.84-0.86 -> 0.87-0.89 ms).
+def _max_ahead(k: Kernel, vector_max: dict, reuse: dict) -> bool:
+    """Whether the kernel finds each row's max one row ahead (Note [Next row's max]).
+    `reuse`: the row reuse plan (a value reloaded from its row scratch needs none of its
+    arguments: softmax's last stage reads exp(x - max) from there, not x)."""
+    if 0 not in vector_max or len(k.outer) != 1 or len(k.stages) < 2 or k.inplace:
+        return False
+    buf = vector_max[0][1].attr("buf")
+    last = k.stages[-1]
+    lets = {s.name: s for s in last.body if isinstance(s, Let)}
+    live = [s.value for s in last.body if not isinstance(s, Let)]
+    seen = set()
+    while live:
+        name = live.pop()
+        if name in seen or name not in lets:
+            continue
+        seen.add(name)
+        s = lets[name]
+        if s.op == "load" and s.attr("buf") == buf:
+            return False
+        if reuse.get(name, ("",))[0] != "load":
+            live.extend(s.args)
+    return True
 
 
 def _outputs_strict(k: Kernel, m: str, strict_accs: set) -> bool:

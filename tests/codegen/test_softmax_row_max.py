@@ -112,3 +112,35 @@ def test_big_rows_equal_eager(shape):
         want = getattr(torch, op)(x, 1)
         assert torch.equal(got.isnan(), want.isnan())
         torch.testing.assert_close(got, want, equal_nan=True)
+
+
+def test_next_rows_max_is_planned_for_softmax_not_log_softmax():
+    """Note [Next row's max]: softmax's last stage reads its exp row from the row scratch,
+    log_softmax's reads x again (measured slower one row ahead)."""
+    for op, expected in (("softmax", True), ("log_softmax", False)):
+        (kernel,) = get_backend("llvm").compile_graph(_graph(op, 8, 1024), {}).compiled.kernels
+        vector_max = emit._plan_vector_max(kernel, emit._plan_below_max(kernel))
+        ahead = emit._max_ahead(kernel, vector_max, emit._plan_reuse(kernel)[0])
+        assert ahead == (expected and jit.host_has_avx512()), op
+
+
+@pytest.mark.parametrize("rows", [1, 2, 3, 7, 64])
+@pytest.mark.parametrize("n", [17, 1024])
+@pytest.mark.parametrize("threads", [1, 2])
+def test_next_rows_max_gives_the_same_bits(rows, n, threads, monkeypatch):
+    """The max found one row ahead (before the loop for the first row of each thread's
+    range, none after the last row) is the row's own: same bits as finding it in place,
+    with the rows split between threads too."""
+    x = torch.from_numpy((np.random.default_rng(rows * n).standard_normal((rows, n)) * 6)
+                         .astype(np.float32))
+    x[rows // 2, n // 3] = NAN
+    x[-1, :] = -INF if rows > 1 else x[-1, :]
+    monkeypatch.setattr(torch, "get_num_threads", lambda: threads)
+    (ahead,) = get_backend("llvm").compile_graph(_graph("softmax", rows, n), {})(x)
+    monkeypatch.setattr(jit, "_cache", {})
+    monkeypatch.setattr(emit, "_max_ahead", lambda *a: False)
+    (in_place,) = get_backend("llvm").compile_graph(_graph("softmax", rows, n), {})(x)
+    _bits_equal(ahead, in_place)
+    want = torch.softmax(x, 1)
+    assert torch.equal(ahead.isnan(), want.isnan())
+    torch.testing.assert_close(ahead, want, equal_nan=True)
