@@ -17,8 +17,8 @@ so LLVM vectorizes the loop around it (8 lanes on AVX2).
   denormal inputs are rescaled by 2^23 first.
 - tanh: Cephes' odd polynomial for |x| < 0.625, else 1 - 2 / (exp(2|x|) + 1).
 - sigmoid: 1 / (1 + exp(-x)).
-- erf: x * P(x^2) for |x| < 1, else 1 - exp(-x^2) * Q(1/|x|) (P, Q least-squares fits
-  made for refcomp: relative error 5e-8 and absolute error 4e-9 in exact arithmetic).
+- erf: x + x * R(x^2) for |x| < 0.9277, else 1 - exp(L(|x|)), L close to log(erfc)
+  (weighted minimax fits made for refcomp; no division: Note [erf without a division]).
 """
 
 from __future__ import annotations
@@ -50,11 +50,21 @@ _LOG_P = (7.0376836292e-2, -1.1514610310e-1, 1.1676998740e-1, -1.2420140846e-1,
           3.3333331174e-1)
 _TANH_P = (-5.70498872745e-3, 2.06390887954e-2, -5.37397155531e-2, 1.33314422036e-1,
            -3.33332819422e-1)
-_ERF_SMALL = (-0.0005696556181646883, 0.004934483207762241, -0.026726961135864258,
-              0.11280787736177444, -0.37612414360046387, 1.1283791065216064)
-_ERF_LARGE = (-0.007107211276888847, 0.01684645190834999, 0.048697005957365036,
-              -0.27144956588745117, 0.5181655287742615, -0.48105451464653015,
-              0.0445161834359169, 0.558677077293396, 0.00029260996961966157)
+# Note [erf without a division]: erf(x) = x + x*R(x^2) for |x| < ERF_SPLIT, else
+# 1 - exp(L(|x|)) with L a polynomial close to log(erfc(t)) on [ERF_SPLIT, 4] (the sign
+# copied from x).  Both are weighted minimax fits made for refcomp (Lawson iteration
+# against mpmath): R in erf's relative error, L in erfc(t) * |L - log erfc| (erf's
+# absolute error; the weight floored at 1e-3 so that L stays close up to t = 4, where
+# exp(L(4)) = 1.5e-8 makes 1 - e round to 1, as erf does from 3.92 on).  The former
+# large branch, 1 - exp(-t^2) * Q(1/t), took a vdivps and three more clamps per vector
+# and its small branch x * P(x^2) rounded twice (2.82 ulp); this one is 1.2 ulp
+# (spec/codegen.md) with no division.
+ERF_SPLIT = 0.927734375  # 475/512
+_ERF_SMALL = (-0.000596411875449121, 0.004987978842109442, -0.026763107627630234,
+              0.1128172054886818, -0.37612485885620117, 0.12837915122509003)
+_ERF_LARGE = (-1.697437255643308e-05, 0.0003790306218434125, -0.0038634571246802807,
+              0.024206621572375298, -0.10671427100896835, -0.6349020600318909,
+              -1.1286852359771729, -9.171921192319132e-06)
 
 
 # Inside these approximations a*b + c may become one fused multiply-add (faster, and
@@ -236,15 +246,13 @@ def sigmoid(b: lir.IRBuilder, ops, x):
 
 
 def erf(b: lir.IRBuilder, ops, x):
+    # Note [erf without a division]
     ax = _intrinsic(ops, "llvm.fabs", x)
     z = b.fmul(x, x, flags=_FMA)
-    small = b.fmul(x, _horner(b, z, _ERF_SMALL), flags=_FMA)
-    clamped = b.select(b.fcmp_ordered(">", ax, _c(4.0)), _c(4.0), ax)
-    u = b.fdiv(_c(1.0), b.select(b.fcmp_ordered("<", clamped, _c(1.0)), _c(1.0), clamped))
-    # Note [Range-limited exp]: exp's argument lies in [-16, 0] (or is NaN)
-    gauss = _exp_core(b, ops, b.fneg(b.fmul(clamped, clamped, flags=_FMA)), bounded=True)
-    tail = b.fmul(gauss, _horner(b, u, _ERF_LARGE), flags=_FMA)
-    large = _intrinsic_copysign(ops, b.fsub(_c(1.0), tail, flags=_FMA), x)
-    result = b.select(b.fcmp_ordered("<", ax, _c(1.0)), small, large)
+    small = b.fadd(b.fmul(x, _horner(b, z, _ERF_SMALL), flags=_FMA), x, flags=_FMA)
+    t = b.select(b.fcmp_ordered(">", ax, _c(4.0)), _c(4.0), ax)
+    # Note [Range-limited exp]: L(t) lies in [-18, 0] for t in [0, 4] (or is NaN)
+    e = _exp_core(b, ops, _horner(b, t, _ERF_LARGE), bounded=True)
+    large = _intrinsic_copysign(ops, b.fsub(_c(1.0), e, flags=_FMA), x)
+    result = b.select(b.fcmp_ordered("<", ax, _c(ERF_SPLIT)), small, large)
     return b.select(b.fcmp_unordered("uno", x, x), x, result)
-
