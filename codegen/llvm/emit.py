@@ -246,8 +246,11 @@ class _Emitter:
                 self.vector_max_stage(k.stages[0], *self.vector_max[0], into=self.ahead)
         self.loops(list(k.outer), self.outer_body, parallel=bool(k.outer))
 
-    def counted_loop(self, name, lo, hi, step: int, body_fn):
-        """for (iv = lo; iv < hi; iv += step) body_fn(iv)"""
+    def counted_loop(self, name, lo, hi, step: int, body_fn, vectors: bool = False):
+        """for (iv = lo; iv < hi; iv += step) body_fn(iv).  `vectors`: the body is explicit
+        vector code (one vector a step), so the loop gets no vectorizer hints: LLVM
+        cannot widen an instruction that already returns a vector, and a hinted loop it
+        cannot vectorize printed "remark: loop not vectorized" on the user's stderr."""
         b = self.b
         pre = b.block
         cond = self.fn.append_basic_block(f"{name}.cond")
@@ -265,7 +268,7 @@ class _Emitter:
         nxt = b.add(iv, lir.Constant(I64, step), flags=("nsw",))
         iv.add_incoming(nxt, b.block)
         back = b.branch(cond)
-        if self.loop_count == loops + 1 and self.ops.vector_math > math:
+        if self.loop_count == loops + 1 and self.ops.vector_math > math and not vectors:
             # an innermost loop with vector math: Note [Interleaved vector math]
             count = _interleave_count(lo, hi)
             if count > 1:  # and Note [Vector width of math loops]
@@ -402,7 +405,7 @@ class _Emitter:
                 body = b.sub(end, b.srem(end, lir.Constant(I64, width)))
             vec = lir.VectorType(ty, width)
             self.counted_loop(f"{buf}.nt{nbytes}", lir.Constant(I64, 0), body, width,
-                              lambda i, vec=vec: copy(i, vec))
+                              lambda i, vec=vec: copy(i, vec), vectors=True)
             self.counted_loop(f"{buf}.tail{nbytes}", body, end, 1, copy)
             b.branch(done)
             b.position_at_end(other)
@@ -437,10 +440,10 @@ class _Emitter:
         group = width * len(self.max_slots)
         grouped, vectors = n - n % group, n - n % width
         self.counted_loop(f"{var}.max", lir.Constant(I64, 0), lir.Constant(I64, grouped),
-                          group, lambda iv: step(iv, self.max_slots))
+                          group, lambda iv: step(iv, self.max_slots), vectors=True)
         self.counted_loop(f"{var}.max1", lir.Constant(I64, grouped),
                           lir.Constant(I64, vectors), width,
-                          lambda iv: step(iv, self.max_slots[:1]))
+                          lambda iv: step(iv, self.max_slots[:1]), vectors=True)
         m = b.load(self.max_slots[0], typ=MAX_VECTOR)
         for slot in self.max_slots[1:]:
             m = b.call(maxps, [m, b.load(slot, typ=MAX_VECTOR), current])
@@ -484,7 +487,8 @@ class _Emitter:
             with then:
                 self.counted_loop(f"{var}.vec", lir.Constant(I64, 0),
                                   lir.Constant(I64, body_end), width,
-                                  lambda iv: self.vector_body(stage, iv, buf, width))
+                                  lambda iv: self.vector_body(stage, iv, buf, width),
+                                  vectors=True)
                 self.counted_loop(f"{var}.tail", lir.Constant(I64, body_end),
                                   lir.Constant(I64, n), 1, scalar)
             with otherwise:
