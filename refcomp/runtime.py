@@ -700,9 +700,11 @@ def build_entry(ctx: TraceContext, output: VT, backend_name: str, options: dict,
         plan = frozen.plan if frozen is not None else [("in", i) for i in range(len(pinned))]
         backend_options["inputs_guarded"] = tuple(
             pinned[x] if kind == "in" else x.is_contiguous() for kind, x in plan)
-    if joint is None and frozen is None and "writes_back" in backend.options:
+    if joint is None and frozen is None and not checks and "writes_back" in backend.options:
         # Note [Inputs written in place] (codegen/runtime.py): the NO_ALIASING guard
-        # vouches that each such input shares its storage with no other input
+        # vouches that each such input shares its storage with no other input.  Not in a
+        # graph with runtime checks: a check fires after the kernels ran, and eager
+        # never made the write (Note [Runtime checks]).
         backend_options["writes_back"] = tuple((i, o) for i, o in writeback
                                                if i not in grad_written)
     training = None
