@@ -58,6 +58,9 @@ class Joint:
     diff: frozenset = frozenset()  # its differentiable values
     # of saved_inputs, those the backward reads for their sizes only (Note [Recomputed sizes])
     sizes_only: list[int] = field(default_factory=list)
+    # structural key -> forward value of each VJP node moved into the forward (Note [Row
+    # statistics saved by the forward])
+    hoisted: dict = field(default_factory=dict)
 
     @property
     def n_saved(self) -> int:
@@ -105,10 +108,89 @@ def joint(graph: Graph, wants_grad, grad_outputs, checkpointed=frozenset()) -> J
     grad_inputs = [i for i, v in enumerate(graph.inputs)
                    if wants_grad[i] and v in grads]
     bwd_outputs = [grads[graph.inputs[i]] for i in grad_inputs]
-    j = _partition(graph, live_nodes, g_inputs, bwd_outputs, kept_outputs, grad_inputs,
-                   frozenset(checkpointed), _not_saved_by_eager(graph, diff))
+    # Note [Row statistics saved by the forward]
+    hoisted, stats = _row_statistics(live_nodes, g_inputs)
+    forward = graph
+    if hoisted:
+        moved = set(hoisted)
+        keys = _structural_keys(live_nodes, g_inputs)
+        live_nodes = [n for n in live_nodes if n not in moved]
+        forward = Graph(graph.name, graph.inputs, graph.nodes + hoisted, graph.outputs)
+    j = _partition(forward, live_nodes, g_inputs, bwd_outputs, kept_outputs, grad_inputs,
+                   frozenset(checkpointed), _not_saved_by_eager(graph, diff), stats)
+    if hoisted:
+        j.hoisted = {keys[n.outputs[0]]: n.outputs[0] for n in hoisted}
     j.source, j.diff = graph, frozenset(diff)
     return j
+
+
+# Note [Row statistics saved by the forward]: layer_norm's (and rms_norm's) VJP rebuilds the
+# row statistics from the norm's input x: mean, the centred squares' mean, rstd and x-hat,
+# nodes that read no gradient.  Left in the backward, the partition recomputed x (GELU of
+# the saved h, in the MLP of bench.whole_step) and the backward ran a row kernel for them
+# (GELU, two passes of sums, x-hat stored: 0.45 ms of a 13.7 ms step) where eager saves
+# mean and rstd.  So the backward's nodes that read no gradient and lie at or below a
+# float mean/sum reduction (with the gradient-free nodes they read) move into the forward
+# graph before the partition, and those at or below the reduction are never recomputed:
+# the partition saves what the backward reads of them (x-hat and rstd, not x), the
+# forward's row kernel stores them beside the norm's output (decomposition and CSE merge
+# the VJP's mean and centred squares with the forward's own, built the same way).
+# Recomputing x-hat from saved statistics instead puts a pointwise value that two
+# backward regions read into one of them (session 18, bench/TRAINING.md).  A backward for
+# fewer given gradients (`backward_for`) derives its VJPs again: its gradient-free nodes
+# with the structural key of a moved one read the forward's value.  Not for statistics of
+# a half-precision input widened to f32 (the norms' VJP under autocast, `_in_opmath`): the
+# f32 x-hat saved would take twice the bytes of the bf16 x it replaces.
+_STAT_REDUCTIONS = frozenset({"mean", "sum"})
+
+
+def _forward_only(nodes: list[Node], g_inputs) -> list[Node]:
+    """The nodes that read no gradient (only forward values and each other)."""
+    tainted = set(g_inputs)
+    out = []
+    for node in nodes:
+        if node.op.effects or node.body is not None or node.op.category == RANDOM or \
+                len(node.outputs) != 1 or any(v in tainted for v in node.inputs):
+            tainted.update(node.outputs)
+        else:
+            out.append(node)
+    return out
+
+
+def _row_statistics(nodes: list[Node], g_inputs) -> tuple[list[Node], frozenset]:
+    """Note [Row statistics saved by the forward]: the backward nodes to move into the
+    forward, in order, and the values among them never recomputed."""
+    free = _forward_only(nodes, g_inputs)
+    below: set = set()
+    widened: set = set()  # values computed from a half-precision value widened
+    for node in free:
+        (out,) = node.outputs
+        if any(v in widened for v in node.inputs) or (node.op.name == "cast" and (
+                node.inputs[0].type.dtype.is_float and
+                node.inputs[0].type.dtype.itemsize < out.type.dtype.itemsize)):
+            widened.add(out)  # saving the f32 x-hat of a bf16 x would double its bytes
+        elif (node.op.name in _STAT_REDUCTIONS and out.type.dtype.is_float) or \
+                any(v in below for v in node.inputs):
+            below.add(out)
+    producer = {node.outputs[0]: node for node in free}
+    moved: set = set()
+    stack = [node for node in free if node.outputs[0] in below]
+    while stack:
+        node = stack.pop()
+        if node not in moved:
+            moved.add(node)
+            stack.extend(producer[u] for u in node.inputs if u in producer)
+    return [node for node in free if node in moved], frozenset(below)
+
+
+def _structural_keys(nodes: list[Node], g_inputs) -> dict:
+    """A key per gradient-free node's value: its op, attributes and inputs' keys (a
+    forward value keys as itself)."""
+    keys: dict = {}
+    for node in _forward_only(nodes, g_inputs):
+        keys[node.outputs[0]] = (node.op.name, repr(sorted(node.attrs.items())),
+                                 tuple(keys.get(u, ("value", id(u))) for u in node.inputs))
+    return keys
 
 
 # Note [Gradients in the leaf's layout]: autograd's AccumulateGrad keeps ("steals") the
@@ -256,6 +338,14 @@ def backward_for(j: Joint, given: frozenset) -> tuple[Graph, list[int]]:
                                           {j.grad_outputs[k] for k in given})
     grad_inputs = [i for i in j.grad_inputs if graph.inputs[i] in grads]
     bwd_outputs = [grads[graph.inputs[i]] for i in grad_inputs]
+    if j.hoisted:  # Note [Row statistics saved by the forward]
+        keys = _structural_keys(live_nodes, g_inputs)
+        moved = {v: j.hoisted[k] for v, k in keys.items() if k in j.hoisted}
+        live_nodes = [Node(n.op, [moved.get(u, u) for u in n.inputs], n.attrs, n.outputs,
+                           n.body) for n in live_nodes if n.outputs[0] not in moved]
+        bwd_outputs = [moved.get(v, v) for v in bwd_outputs]
+        live_nodes = _live(live_nodes, bwd_outputs)
+        graph = Graph(graph.name, graph.inputs, j.forward.nodes, graph.outputs)
     needed = _needed(live_nodes, g_inputs, bwd_outputs)
     producer = graph.producers()
     # Every value read here is read by j.backward too (the same VJPs, fewer of them), so
@@ -513,7 +603,7 @@ def _not_saved_by_eager(graph: Graph, diff) -> frozenset:
 
 
 def _partition(graph, bwd_nodes, g_inputs, bwd_outputs, grad_outputs, grad_inputs,
-               checkpointed, unsaved=frozenset()) -> Joint:
+               checkpointed, unsaved=frozenset(), stats=frozenset()) -> Joint:
     producer = graph.producers()
 
     def forced(node: Node) -> bool:  # See Note [Checkpointed values]
@@ -532,6 +622,8 @@ def _partition(graph, bwd_nodes, g_inputs, bwd_outputs, grad_outputs, grad_input
         # output eager's nodes do not save would make the backward read (and
         # version-check) it.
         reads_unsaved = not node.op.aliases and any(v in unsaved for v in node.inputs)
+        if node.outputs[0] in stats and node.op.category != LAYOUT:
+            return False  # Note [Row statistics saved by the forward]
         return recomputable(node) and not reads_unsaved and node.outputs[0] not in unbound_ok
 
     order = {node: k for k, node in enumerate(graph.nodes)}

@@ -98,3 +98,93 @@ def test_nothing_is_recomputed_from_a_tensor_eager_does_not_save():
     g, e = graph(True)
     j = joint(g, wants_grad=[True], grad_outputs=[0, 1])
     assert j.n_saved == 0 and j.saved_inputs == [0]
+
+
+def _normed(two_outputs=False):
+    """gelu(x @ w) through layer_norm, then tanh: layer_norm's VJP reads its row statistics."""
+    b = GraphBuilder("f")
+    x = b.input("x", TensorType(f64, (4, 8)))
+    w = b.input("w", TensorType(f64, (8, 8)))
+    lw = b.input("lw", TensorType(f64, (8,)))
+    lb = b.input("lb", TensorType(f64, (8,)))
+    h = b.gelu(b.matmul(x, w))
+    y = b.sum(b.tanh(b.layer_norm(h, lw, lb, normalized_ndim=1, eps=1e-5)))
+    return b.build([y, b.sum(b.mul(h, h))] if two_outputs else [y])
+
+
+def _inputs():
+    rng = np.random.default_rng(1)
+    return [rng.standard_normal(s) for s in ((4, 8), (8, 8), (8,), (8,))]
+
+
+def _gradient_free_reductions(graph, g_inputs) -> list:
+    reached = set(g_inputs)
+    found = []
+    for node in graph.nodes:
+        if any(v in reached for v in node.inputs):
+            reached.update(node.outputs)
+        elif node.op.name in ("mean", "sum"):
+            found.append(node)
+    return found
+
+
+def test_row_statistics_are_saved_by_the_forward(monkeypatch):
+    # Note [Row statistics saved by the forward]: the backward recomputes no statistics (it
+    # recomputed gelu and two row sums); the forward saves x-hat and rstd; same gradients.
+    import ir.autodiff as autodiff
+
+    graph = _normed()
+    j = joint(graph, wants_grad=[True] * 4, grad_outputs=[0])
+    g_inputs = j.backward.inputs[len(j.backward.inputs) - 1:]
+    assert _gradient_free_reductions(j.backward, g_inputs) == []
+    assert "gelu" not in {n.op.name for n in j.backward.nodes}
+    assert {v.type.shape for v in j.forward.outputs[j.n_outputs:]} >= {(4, 1), (4, 8)}
+    monkeypatch.setattr(autodiff, "_row_statistics", lambda nodes, g: ([], frozenset()))
+    old = joint(graph, wants_grad=[True] * 4, grad_outputs=[0])
+    assert _gradient_free_reductions(old.backward, old.backward.inputs[-1:])  # the old way
+    xs = _inputs()
+    for a, b in zip(_grads(j, xs), _grads(old, xs)):
+        np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-14)
+
+
+def test_a_backward_for_fewer_gradients_reads_the_saved_statistics(monkeypatch):
+    # backward_for derives the VJPs again: its statistics nodes read the forward's values
+    import ir.autodiff as autodiff
+    from ir.autodiff import backward_for
+
+    graph = _normed(two_outputs=True)
+
+    def grads(j):
+        backward, grad_inputs = backward_for(j, frozenset({0}))
+        outs = run(j.forward, xs)
+        saved = outs[j.n_outputs:]
+        ins = [xs[i] for i in j.saved_inputs] + list(saved) + [np.array(1.0), np.array(0.0)]
+        return backward, grad_inputs, run(backward, ins)
+
+    xs = _inputs()
+    j = joint(graph, wants_grad=[True] * 4, grad_outputs=[0, 1])
+    assert j.hoisted
+    backward, grad_inputs, new = grads(j)
+    assert _gradient_free_reductions(backward, backward.inputs[-2:]) == []
+    monkeypatch.setattr(autodiff, "_row_statistics", lambda nodes, g: ([], frozenset()))
+    _, old_inputs, old = grads(joint(graph, wants_grad=[True] * 4, grad_outputs=[0, 1]))
+    assert grad_inputs == old_inputs
+    for a, b in zip(new, old):
+        np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-14)
+
+
+def test_statistics_of_a_widened_half_input_are_not_moved():
+    # under autocast the norm's VJP computes in f32 from the bf16 x (`_in_opmath`): an f32
+    # x-hat saved in place of the bf16 x would double its bytes, so the backward keeps the
+    # statistics (Note [Row statistics saved by the forward])
+    from ir.types import bf16, f32
+
+    b = GraphBuilder("f")
+    x = b.input("x", TensorType(bf16, (4, 8)))
+    lw = b.input("lw", TensorType(bf16, (8,)))
+    lb = b.input("lb", TensorType(bf16, (8,)))
+    y = b.sum(b.cast(b.layer_norm(b.gelu(x), lw, lb, normalized_ndim=1, eps=1e-5), dtype=f32))
+    j = joint(b.build([y]), wants_grad=[True] * 3, grad_outputs=[0])
+    assert not j.hoisted
+    assert all(v.type.dtype == bf16 for v in j.forward.outputs[j.n_outputs:]
+               if len(v.type.shape) == 2)
