@@ -48,6 +48,7 @@ from refcomp.tracer.values import (
     ContextTokenVar,
     DictIteratorVar,
     DictVar,
+    DictViewVar,
     EnumerateVar,
     ExitVar,
     FunctionVar,
@@ -94,7 +95,8 @@ class Recipes:
     ("const", v) an immutable constant; ("copy", v) a fresh copy of a list/dict the
     trace built from constants; ("null",); containers and ("iter", items) of recipes;
     ("list_iter", list or dict recipe, steps taken, exhausted, "keys"/"values"/"items"):
-    that object's own iterator (of a dict's view); ("enumerate", iterator recipe, next
+    that object's own iterator (of a dict's view); ("dict_view", dict recipe, "keys"/
+    "values"/"items"): the dict's view; ("enumerate", iterator recipe, next
     count); ("raising_iter", message): a dict iterator after its dict changed size;
     ("method", self recipe, function or None, name); ("shared", slot, recipe): a mutable
     object built once per rebuild, however many live values hold it (("object", cls,
@@ -160,6 +162,8 @@ class Recipes:
             raise Refused(f"a {type(vt.value).__name__} built while tracing")
         if isinstance(vt, TupleVar):
             return ("tuple", [self.of(i) for i in vt.items], vt.cls)
+        if isinstance(vt, DictViewVar):  # the dict's own view, as eager's
+            return ("dict_view", self.of(vt.seq), vt.kind)
         if isinstance(vt, ListVar):
             return ("list", [self.of(i) for i in vt.items])
         if isinstance(vt, ModelOutputVar):  # Note [Model outputs] (refcomp/tracer/constructors.py)
@@ -333,6 +337,8 @@ def make(r, outs, L, G, C, B, memo):
         for _ in range(r[2]):
             next(it)
         return it
+    if kind == "dict_view":
+        return getattr(make(r[1], outs, L, G, C, B, memo), r[2])()
     if kind == "enumerate":
         return enumerate(make(r[1], outs, L, G, C, B, memo), r[2])
     if kind == "raising_iter":

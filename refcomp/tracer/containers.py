@@ -65,6 +65,8 @@ from refcomp.tracer.values import (
 
 # --- subscripts -----------------------------------------------------------------------------
 def getitem(tx, obj: VT, index: VT) -> VT:
+    if isinstance(obj, DictViewVar):  # eager raises TypeError: run it there (a break)
+        raise Unsupported(INEXPRESSIBLE_OP, f"a subscript of {obj.python_type().__name__}")
     if isinstance(obj, TensorVar):
         return tensor_layout.tensor_getitem(tx.ctx, obj, index)
     if isinstance(index, TensorVar) and isinstance(obj, ConstVar) and \
@@ -348,8 +350,8 @@ def container_method(tx, obj, name, args, kwargs) -> VT:
             return ConstVar(items.index(as_python(concrete_vt(tx.ctx, args[0]))))
         if name == "count" and not kwargs:
             return ConstVar(items.count(as_python(concrete_vt(tx.ctx, args[0]))))
-    if isinstance(obj, ListVar) and name in ("append", "extend", "insert", "pop", "clear",
-                                             "reverse") and not kwargs:
+    if isinstance(obj, ListVar) and not isinstance(obj, DictViewVar) and \
+            name in ("append", "extend", "insert", "pop", "clear", "reverse") and not kwargs:
         if name == "extend":
             args = [ListVar(iterate(tx, args[0]))]
         if obj.source is not None:  # Note [Replayed side effects]

@@ -347,6 +347,9 @@ class DictViewVar(ListVar):
         self.kind = kind
         self.source = None
 
+    def python_type(self):
+        return type(getattr({}, self.kind)())  # dict_keys, dict_values, dict_items
+
     @property
     def items(self) -> list:
         return DictIteratorVar(self.seq, self.kind).items

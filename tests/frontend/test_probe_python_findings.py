@@ -254,3 +254,39 @@ def test_dict_views_and_enumerate_iterate_live(backend):
     refcomp.reset()
     torch.testing.assert_close(refcomp.compile(_enumerate_grown, backend=backend)(x),
                                _enumerate_grown(x))
+
+
+def _view_appended(x):
+    d = {"a": x}
+    d.keys().append(1)
+    return x
+
+
+def _view_indexed(x):
+    d = {"a": x}
+    return d.keys()[0]
+
+
+def _view_queries(x):
+    d = {"a": x, "b": x * 2}
+    ks = d.keys()
+    facts = [isinstance(ks, list), type(d.items()).__name__, len(d.values()), "a" in ks,
+             sorted(ks), list(d.items())[1][0]]
+    return x + len(facts), facts
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_dict_views_are_views_not_lists(backend):
+    """A dict view is not a list: no append, no subscript (eager's errors), its own type."""
+    x = torch.randn(3)
+    for fn, err in [(_view_appended, AttributeError), (_view_indexed, TypeError)]:
+        refcomp.reset()
+        with pytest.raises(err) as want:
+            fn(x)
+        with pytest.raises(err) as got:
+            refcomp.compile(fn, backend=backend)(x)
+        assert str(got.value) == str(want.value)
+    refcomp.reset()
+    got, want = refcomp.compile(_view_queries, backend=backend)(x), _view_queries(x)
+    assert got[1] == want[1]
+    torch.testing.assert_close(got[0], want[0])
