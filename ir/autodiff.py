@@ -109,7 +109,7 @@ def joint(graph: Graph, wants_grad, grad_outputs, checkpointed=frozenset()) -> J
                    if wants_grad[i] and v in grads]
     bwd_outputs = [grads[graph.inputs[i]] for i in grad_inputs]
     # Note [Row statistics saved by the forward]
-    hoisted, stats = _row_statistics(live_nodes, g_inputs)
+    hoisted, stats = _row_statistics(live_nodes, g_inputs, frozenset(checkpointed))
     forward = graph
     if hoisted:
         moved = set(hoisted)
@@ -140,7 +140,9 @@ def joint(graph: Graph, wants_grad, grad_outputs, checkpointed=frozenset()) -> J
 # fewer given gradients (`backward_for`) derives its VJPs again: its gradient-free nodes
 # with the structural key of a moved one read the forward's value.  Not for statistics of
 # a half-precision input widened to f32 (the norms' VJP under autocast, `_in_opmath`): the
-# f32 x-hat saved would take twice the bytes of the bf16 x it replaces.
+# f32 x-hat saved would take twice the bytes of the bf16 x it replaces; nor of a
+# checkpointed value (Note [Checkpointed values]: the backward recomputes it, and saving
+# its x-hat would keep what checkpointing frees).
 _STAT_REDUCTIONS = frozenset({"mean", "sum"})
 
 
@@ -157,15 +159,17 @@ def _forward_only(nodes: list[Node], g_inputs) -> list[Node]:
     return out
 
 
-def _row_statistics(nodes: list[Node], g_inputs) -> tuple[list[Node], frozenset]:
+def _row_statistics(nodes: list[Node], g_inputs,
+                    checkpointed=frozenset()) -> tuple[list[Node], frozenset]:
     """Note [Row statistics saved by the forward]: the backward nodes to move into the
     forward, in order, and the values among them never recomputed."""
     free = _forward_only(nodes, g_inputs)
     below: set = set()
-    widened: set = set()  # values computed from a half-precision value widened
+    widened: set = set()  # from a widened half-precision value, or a checkpointed one
     for node in free:
         (out,) = node.outputs
-        if any(v in widened for v in node.inputs) or (node.op.name == "cast" and (
+        if any(v in widened or v in checkpointed for v in node.inputs) or \
+                (node.op.name == "cast" and (
                 node.inputs[0].type.dtype.is_float and
                 node.inputs[0].type.dtype.itemsize < out.type.dtype.itemsize)):
             widened.add(out)  # saving the f32 x-hat of a bf16 x would double its bytes

@@ -139,7 +139,7 @@ def test_row_statistics_are_saved_by_the_forward(monkeypatch):
     assert _gradient_free_reductions(j.backward, g_inputs) == []
     assert "gelu" not in {n.op.name for n in j.backward.nodes}
     assert {v.type.shape for v in j.forward.outputs[j.n_outputs:]} >= {(4, 1), (4, 8)}
-    monkeypatch.setattr(autodiff, "_row_statistics", lambda nodes, g: ([], frozenset()))
+    monkeypatch.setattr(autodiff, "_row_statistics", lambda nodes, g, c=(): ([], frozenset()))
     old = joint(graph, wants_grad=[True] * 4, grad_outputs=[0])
     assert _gradient_free_reductions(old.backward, old.backward.inputs[-1:])  # the old way
     xs = _inputs()
@@ -166,7 +166,7 @@ def test_a_backward_for_fewer_gradients_reads_the_saved_statistics(monkeypatch):
     assert j.hoisted
     backward, grad_inputs, new = grads(j)
     assert _gradient_free_reductions(backward, backward.inputs[-2:]) == []
-    monkeypatch.setattr(autodiff, "_row_statistics", lambda nodes, g: ([], frozenset()))
+    monkeypatch.setattr(autodiff, "_row_statistics", lambda nodes, g, c=(): ([], frozenset()))
     _, old_inputs, old = grads(joint(graph, wants_grad=[True] * 4, grad_outputs=[0, 1]))
     assert grad_inputs == old_inputs
     for a, b in zip(new, old):
@@ -188,3 +188,18 @@ def test_statistics_of_a_widened_half_input_are_not_moved():
     assert not j.hoisted
     assert all(v.type.dtype == bf16 for v in j.forward.outputs[j.n_outputs:]
                if len(v.type.shape) == 2)
+
+
+def test_statistics_of_a_checkpointed_value_are_not_moved():
+    # Note [Checkpointed values]: the backward recomputes the norm's checkpointed input and
+    # its statistics; saving x-hat would keep the bytes checkpointing frees
+    graph = _normed()
+    region = {n.outputs[0] for n in graph.nodes if n.op.name in ("matmul", "gelu")}
+    j = joint(graph, wants_grad=[True] * 4, grad_outputs=[0], checkpointed=region)
+    assert not j.hoisted
+    assert (4, 1) not in {v.type.shape for v in j.forward.outputs[j.n_outputs:]}
+    assert _gradient_free_reductions(j.backward, j.backward.inputs[-1:])
+    plain = joint(graph, wants_grad=[True] * 4, grad_outputs=[0])
+    xs = _inputs()
+    for a, b in zip(_grads(j, xs), _grads(plain, xs)):
+        np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-14)
