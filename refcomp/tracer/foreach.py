@@ -118,6 +118,11 @@ def _one(tx, name, base, inplace, args, kwargs) -> VT:
         if not isinstance(args[0], TensorVar):
             raise Unsupported(INEXPRESSIBLE_OP, f"torch.{name} of a list item that is not a"
                                                 " tensor")
+        if not hasattr(torch.Tensor, base + "_") and hasattr(torch, base):
+            # `_foreach_maximum_` (Adam's amsgrad, Adamax): no `Tensor.maximum_`, so the
+            # out-of-place op written into the tensor
+            out = tx.call_function(ConstVar(getattr(torch, base)), args, kwargs)
+            return tx.call_function(MethodVar("copy_", args[0], "copy_"), [out], {})
         return tx.call_function(MethodVar(base + "_", args[0], base + "_"), args[1:], kwargs)
     fn = getattr(torch, base, None)
     if fn is None:

@@ -167,6 +167,10 @@ STEPS = {
     "adamw": lambda ps: torch.optim.AdamW(ps, lr=1e-2, weight_decay=0.1),
     "adamw_foreach": lambda ps: torch.optim.AdamW(ps, lr=1e-2, foreach=True),
     "adam_amsgrad": lambda ps: torch.optim.Adam(ps, lr=1e-2, amsgrad=True),
+    # `_foreach_maximum_` has no `Tensor.maximum_`: the out-of-place op copied in
+    "adam_amsgrad_foreach": lambda ps: torch.optim.Adam(ps, lr=1e-2, amsgrad=True,
+                                                        foreach=True),
+    "adamax_foreach": lambda ps: torch.optim.Adamax(ps, lr=1e-2, foreach=True),
     "sgd_momentum": lambda ps: torch.optim.SGD(ps, lr=0.1, momentum=0.9, nesterov=True),
 }
 
