@@ -31,6 +31,7 @@ from ir.ops.opaque import parse_layouts
 from ir.passes.manager import run_pipeline
 from ir.passes.pipelines import optimize_passes
 from ir.passes.registry import all_passes
+from ir.plan import views_in
 from refcomp import global_state, logs
 from refcomp.aliasing import (
     fold_clone_copies,
@@ -107,6 +108,10 @@ class Entry:
     # Inputs written in place under grad (Note [In-place on a graph input under grad],
     # refcomp/tracer/mutation.py): the graph gets a clone, the write-back records autograd.
     grad_written: frozenset = frozenset()
+    # Note [Write-back sources]: outputs written back into one input that are another
+    # written input's old value or a view of it (`x1.copy_(x0); x0.add_(x0)`): copied
+    # before any write-back, else the copy into x1 read x0's new value.
+    snapshot: frozenset = frozenset()
 
     def __post_init__(self):
         fixes = self.outputs
@@ -143,6 +148,10 @@ class Entry:
             for fix in self._settle:
                 outs[fix.index] = fix.settle(outs[fix.index], call_inputs)
         if self._writeback:
+            if self.snapshot:
+                outs = list(outs)
+                for o in self.snapshot:
+                    outs[o] = outs[o].clone()
             for i, o in self._writeback:
                 target = inputs[i]
                 if outs[o] is target:  # stored in place (Note [Inputs written in place])
@@ -662,6 +671,7 @@ def build_entry(ctx: TraceContext, output: VT, backend_name: str, options: dict,
     graph = ctx.builder.build(outs.values)
     if not any(outs.requires_grad):  # Note [Clones under grad] (spec/autograd.md)
         graph = fold_clone_copies(graph, ctx.clone_copies)
+    snapshot = _written_input_sources(graph, writeback)
     captured = graph  # before any pass: the joint graph differentiates the captured ops
     frozen = None
     if options["freeze"]:  # before decompose: it folds the batch_norm composite
@@ -763,11 +773,28 @@ def build_entry(ctx: TraceContext, output: VT, backend_name: str, options: dict,
     entry = Entry(guards, graph, fn, spec, fixes, contiguous=contiguous,
                   keep_layout=keep_layout, backend=backend.name,
                   notes=notes, views=outs.views, training=training,
-                  version_plan=version_plan, grad_written=frozenset(grad_written))
+                  version_plan=version_plan, grad_written=frozenset(grad_written),
+                  snapshot=snapshot)
     if spec[0] == "out" and not (fixes or contiguous or version_plan or grad_written):
         entry.lone = spec[1]
     entry.compile_time_s = time.perf_counter() - start
     return entry
+
+
+def _written_input_sources(graph: Graph, writeback) -> frozenset:
+    """Note [Write-back sources]: the write-back outputs that are the old value of another
+    input written back (or a view of it): the backend hands back that input's tensor
+    (or its view), which an earlier write-back may already have changed."""
+    views = views_in(graph)
+    written = {graph.inputs[i]: i for i, _ in writeback}
+    out = set()
+    for i, o in writeback:
+        v = graph.outputs[o]
+        while v in views:
+            v = views[v]
+        if written.get(v, i) != i:
+            out.add(o)
+    return frozenset(out)
 
 
 def _without_autocast(fn):

@@ -206,3 +206,41 @@ def test_dynamic_sizes():
         torch.testing.assert_close(cf(a, b), f(a2, b))
         torch.testing.assert_close(a, a2)
     assert [why for *_, why in into_entries()] == [""]
+
+
+def _copy_then_source_written(x0, x1):
+    x1.copy_(x0)
+    x0.add_(x0)
+    return x0
+
+
+def _copy_of_view_then_source_written(x0, x1):
+    x1.copy_(x0.t())
+    x0.mul_(3)
+    return x1.sum()
+
+
+def _swap(x0, x1):
+    old = x0.clone()
+    x0.copy_(x1)
+    x1.copy_(old)
+    return x0 + x1
+
+
+@pytest.mark.parametrize("backend", ["interp", "eager", "llvm"])
+@pytest.mark.parametrize("fn", [_copy_then_source_written, _copy_of_view_then_source_written,
+                                _swap])
+def test_write_back_source_that_is_another_written_input(fn, backend):
+    """Note [Write-back sources]: x1's new value is x0's old value (or its view); x0 is
+    written back too, and x1 got x0's new value (corpus
+    copy_into_input_then_source_written)."""
+    refcomp.reset()
+    a = torch.arange(9.0).reshape(3, 3)
+    b = torch.zeros(3, 3) - 1
+    want = fn(a.clone(), b.clone())
+    a2, b2 = a.clone(), b.clone()
+    fn(a, b)
+    got = refcomp.compile(fn, backend=backend)(a2, b2)
+    torch.testing.assert_close(got, want)
+    torch.testing.assert_close(a2, a)
+    torch.testing.assert_close(b2, b)
