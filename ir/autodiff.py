@@ -58,9 +58,9 @@ class Joint:
     diff: frozenset = frozenset()  # its differentiable values
     # of saved_inputs, those the backward reads for their sizes only (Note [Recomputed sizes])
     sizes_only: list[int] = field(default_factory=list)
-    # structural key -> forward value of each VJP node moved into the forward (Note [Row
-    # statistics saved by the forward])
-    hoisted: dict = field(default_factory=dict)
+    # the forward values of the VJP nodes moved into the forward (Note [Row statistics
+    # saved by the forward])
+    hoisted: tuple = ()
 
     @property
     def n_saved(self) -> int:
@@ -109,17 +109,19 @@ def joint(graph: Graph, wants_grad, grad_outputs, checkpointed=frozenset()) -> J
                    if wants_grad[i] and v in grads]
     bwd_outputs = [grads[graph.inputs[i]] for i in grad_inputs]
     # Note [Row statistics saved by the forward]
-    hoisted, stats = _row_statistics(live_nodes, g_inputs, frozenset(checkpointed))
+    # With one differentiable output only, so that no backward for fewer given gradients
+    # (`backward_for`) needs a value the moved nodes read (an amax's tie count moved
+    # beside two other outputs made invalid IR: corpus grad_max_dim_ties)
+    hoisted, stats = _row_statistics(live_nodes, g_inputs, frozenset(checkpointed)) \
+        if len(kept_outputs) == 1 else ([], frozenset())
     forward = graph
     if hoisted:
         moved = set(hoisted)
-        keys = _structural_keys(live_nodes, g_inputs)
         live_nodes = [n for n in live_nodes if n not in moved]
         forward = Graph(graph.name, graph.inputs, graph.nodes + hoisted, graph.outputs)
     j = _partition(forward, live_nodes, g_inputs, bwd_outputs, kept_outputs, grad_inputs,
                    frozenset(checkpointed), _not_saved_by_eager(graph, diff), stats)
-    if hoisted:
-        j.hoisted = {keys[n.outputs[0]]: n.outputs[0] for n in hoisted}
+    j.hoisted = tuple(n.outputs[0] for n in hoisted)
     j.source, j.diff = graph, frozenset(diff)
     return j
 
@@ -185,16 +187,6 @@ def _row_statistics(nodes: list[Node], g_inputs,
             moved.add(node)
             stack.extend(producer[u] for u in node.inputs if u in producer)
     return [node for node in free if node in moved], frozenset(below)
-
-
-def _structural_keys(nodes: list[Node], g_inputs) -> dict:
-    """A key per gradient-free node's value: its op, attributes and inputs' keys (a
-    forward value keys as itself)."""
-    keys: dict = {}
-    for node in _forward_only(nodes, g_inputs):
-        keys[node.outputs[0]] = (node.op.name, repr(sorted(node.attrs.items())),
-                                 tuple(keys.get(u, ("value", id(u))) for u in node.inputs))
-    return keys
 
 
 # Note [Gradients in the leaf's layout]: autograd's AccumulateGrad keeps ("steals") the
@@ -342,14 +334,6 @@ def backward_for(j: Joint, given: frozenset) -> tuple[Graph, list[int]]:
                                           {j.grad_outputs[k] for k in given})
     grad_inputs = [i for i in j.grad_inputs if graph.inputs[i] in grads]
     bwd_outputs = [grads[graph.inputs[i]] for i in grad_inputs]
-    if j.hoisted:  # Note [Row statistics saved by the forward]
-        keys = _structural_keys(live_nodes, g_inputs)
-        moved = {v: j.hoisted[k] for v, k in keys.items() if k in j.hoisted}
-        live_nodes = [Node(n.op, [moved.get(u, u) for u in n.inputs], n.attrs, n.outputs,
-                           n.body) for n in live_nodes if n.outputs[0] not in moved]
-        bwd_outputs = [moved.get(v, v) for v in bwd_outputs]
-        live_nodes = _live(live_nodes, bwd_outputs)
-        graph = Graph(graph.name, graph.inputs, j.forward.nodes, graph.outputs)
     needed = _needed(live_nodes, g_inputs, bwd_outputs)
     producer = graph.producers()
     # Every value read here is read by j.backward too (the same VJPs, fewer of them), so

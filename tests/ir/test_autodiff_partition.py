@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ir import GraphBuilder, TensorType, run
+from ir import GraphBuilder, TensorType, run, verify
 from ir.autodiff import joint
 from ir.types import f64
 
@@ -147,30 +147,22 @@ def test_row_statistics_are_saved_by_the_forward(monkeypatch):
         np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-14)
 
 
-def test_a_backward_for_fewer_gradients_reads_the_saved_statistics(monkeypatch):
-    # backward_for derives the VJPs again: its statistics nodes read the forward's values
-    import ir.autodiff as autodiff
+def test_two_differentiable_outputs_move_no_statistics():
+    # Note [Row statistics saved by the forward]: only a graph with one differentiable
+    # output moves them, so a backward for fewer given gradients (backward_for) derives
+    # its VJPs from values the forward saved as before (the moved nodes of an amax's tie
+    # count beside other outputs left one undefined: corpus grad_max_dim_ties)
     from ir.autodiff import backward_for
 
     graph = _normed(two_outputs=True)
-
-    def grads(j):
-        backward, grad_inputs = backward_for(j, frozenset({0}))
-        outs = run(j.forward, xs)
-        saved = outs[j.n_outputs:]
-        ins = [xs[i] for i in j.saved_inputs] + list(saved) + [np.array(1.0), np.array(0.0)]
-        return backward, grad_inputs, run(backward, ins)
-
     xs = _inputs()
     j = joint(graph, wants_grad=[True] * 4, grad_outputs=[0, 1])
-    assert j.hoisted
-    backward, grad_inputs, new = grads(j)
-    assert _gradient_free_reductions(backward, backward.inputs[-2:]) == []
-    monkeypatch.setattr(autodiff, "_row_statistics", lambda nodes, g, c=(): ([], frozenset()))
-    _, old_inputs, old = grads(joint(graph, wants_grad=[True] * 4, grad_outputs=[0, 1]))
-    assert grad_inputs == old_inputs
-    for a, b in zip(new, old):
-        np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-14)
+    assert not j.hoisted
+    backward, grad_inputs = backward_for(j, frozenset({0}))
+    assert verify(backward) == []
+    saved = run(j.forward, xs)[j.n_outputs:]
+    ins = [xs[i] for i in j.saved_inputs] + list(saved) + [np.array(1.0), np.array(0.0)]
+    assert len(run(backward, ins)) == len(grad_inputs) > 0
 
 
 def test_statistics_of_a_widened_half_input_are_not_moved():
