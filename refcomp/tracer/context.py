@@ -54,6 +54,7 @@ from refcomp.tracer.values import (
     VT,
     ConstVar,
     DictVar,
+    DynamicFloatVar,
     ListVar,
     MethodVar,
     TensorVar,
@@ -579,8 +580,6 @@ class TraceContext:
         """Note [Dynamic floats] (refcomp/tracer/dynamic_floats.py): a float whose value
         changed between calls is a 0-d float64 graph input, made from it by the guard check
         (`NumberAsTensor`) and guarded by its exact type instead of its value."""
-        from refcomp.tracer.dynamic_floats import DynamicFloatVar
-
         self.add_guard(G.TYPE_MATCH, source, float)
         carrier = NumberAsTensor(source)
         ttype = TensorType(ir_dtype(torch.float64), (), "cpu")

@@ -1,9 +1,11 @@
 """Python floats traced as graph values: automatic dynamic floats.
 
-Owns: `DynamicFloatVar` (a Python float whose value is a 0-d float64 graph value),
-`FloatArg` (what a torch call's builder receives for one), `PinFloat` (the request to
-trace again with the float static), the float-with-number arithmetic, and the binary
-tensor ops with such a float as their scalar operand.  Spec: spec/guards.md
+Owns: the float-with-number arithmetic and the binary tensor ops with such a float as
+their scalar operand.  The value kinds -- `DynamicFloatVar` (a Python float whose value is
+a 0-d float64 graph value), `FloatArg` (what a torch call's builder receives for one),
+`PinFloat` (the request to trace again with the float static) -- are in
+refcomp/tracer/values.py, where refcomp/tracer/context.py makes them without an import
+circle.  Spec: spec/guards.md
 ("Python float values"), spec/tracer.md Note [Optimizer steps].
 
 Note [Dynamic floats]: with dynamic=None, a miss whose failing guard is the value of a
@@ -39,54 +41,7 @@ import operator
 
 import torch
 
-from refcomp.tracer.values import ConstVar, TensorVar
-
-
-class PinFloat(BaseException):
-    """Trace again with the dynamic floats at `roots` (source names) static.  A
-    BaseException, so that no `except Exception` of the tracer takes it for a failure of
-    the program: `CompiledFunction._build_entry` catches it."""
-
-    def __init__(self, roots, why: str):
-        super().__init__(why)
-        self.roots = tuple(roots)
-        self.why = why
-
-
-class DynamicFloatVar(ConstVar):
-    """A Python float whose value is the 0-d float64 TensorVar `tensor` (Note [Dynamic
-    floats]).  `traced`: its value while tracing (for dtypes only, never for a result);
-    `roots`: the names of the dynamic float sources it is computed from."""
-
-    def __init__(self, tensor: TensorVar, traced: float, source=None, roots=()):
-        self.tensor = tensor
-        self.traced = traced
-        self.source = source
-        self.roots = tuple(roots)
-
-    @property
-    def value(self):
-        raise PinFloat(self.roots, f"a use of {self!r} that needs its value")
-
-    def python_type(self):
-        return float
-
-    def as_argument(self):
-        return FloatArg(self)
-
-    def __repr__(self):
-        if self.source is not None:
-            return self.source.name()
-        return "a float computed from " + ", ".join(self.roots)
-
-
-class FloatArg:
-    """A DynamicFloatVar as an argument of a torch call (`unwrap`): the binary builders
-    make it an operand (`binary_operands`); any other builder refuses it (PinFloat)."""
-
-    def __init__(self, var: DynamicFloatVar):
-        self.var = var
-        self.traced = var.traced
+from refcomp.tracer.values import ConstVar, DynamicFloatVar, FloatArg, PinFloat, TensorVar
 
 
 def is_dynamic(v) -> bool:

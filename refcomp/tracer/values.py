@@ -573,3 +573,51 @@ def as_python(vt: VT, keep_tensors: bool = False):
     if isinstance(vt, DictVar):
         return {k: as_python(v, keep_tensors) for k, v in vt.items.items()}
     raise TypeError(f"{vt!r} has no constant Python value")
+
+
+# --- automatic dynamic floats (Note [Dynamic floats], refcomp/tracer/dynamic_floats.py) ---
+class PinFloat(BaseException):
+    """Trace again with the dynamic floats at `roots` (source names) static.  A
+    BaseException, so that no `except Exception` of the tracer takes it for a failure of
+    the program: `CompiledFunction._build_entry` catches it."""
+
+    def __init__(self, roots, why: str):
+        super().__init__(why)
+        self.roots = tuple(roots)
+        self.why = why
+
+
+class DynamicFloatVar(ConstVar):
+    """A Python float whose value is the 0-d float64 TensorVar `tensor` (Note [Dynamic
+    floats]).  `traced`: its value while tracing (for dtypes only, never for a result);
+    `roots`: the names of the dynamic float sources it is computed from."""
+
+    def __init__(self, tensor: TensorVar, traced: float, source=None, roots=()):
+        self.tensor = tensor
+        self.traced = traced
+        self.source = source
+        self.roots = tuple(roots)
+
+    @property
+    def value(self):
+        raise PinFloat(self.roots, f"a use of {self!r} that needs its value")
+
+    def python_type(self):
+        return float
+
+    def as_argument(self):
+        return FloatArg(self)
+
+    def __repr__(self):
+        if self.source is not None:
+            return self.source.name()
+        return "a float computed from " + ", ".join(self.roots)
+
+
+class FloatArg:
+    """A DynamicFloatVar as an argument of a torch call (`unwrap`): the binary builders
+    make it an operand (`binary_operands`); any other builder refuses it (PinFloat)."""
+
+    def __init__(self, var: DynamicFloatVar):
+        self.var = var
+        self.traced = var.traced
