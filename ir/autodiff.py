@@ -161,6 +161,17 @@ def _forward_only(nodes: list[Node], g_inputs) -> list[Node]:
     return out
 
 
+def _over_rows(node: Node) -> bool:
+    """Does the reduction reduce trailing dims only (a norm's row statistics)?  A
+    BatchNorm's statistics (over N, H, W) are not: its x-hat is the whole activation,
+    which the partition recomputes from what it saves anyway (saving it made cnn_train
+    save 22.5 MB where eager saves 18.5)."""
+    rank = len(node.inputs[0].type.shape)
+    dims = sorted(d % rank for d in node.attrs.get("dims", ())) if rank else []
+    return bool(dims) and dims == list(range(rank - len(dims), rank)) and \
+        dims[0] > 0  # a full reduction is no row statistic
+
+
 def _row_statistics(nodes: list[Node], g_inputs,
                     checkpointed=frozenset()) -> tuple[list[Node], frozenset]:
     """Note [Row statistics saved by the forward]: the backward nodes to move into the
@@ -175,8 +186,8 @@ def _row_statistics(nodes: list[Node], g_inputs,
                 node.inputs[0].type.dtype.is_float and
                 node.inputs[0].type.dtype.itemsize < out.type.dtype.itemsize)):
             widened.add(out)  # saving the f32 x-hat of a bf16 x would double its bytes
-        elif (node.op.name in _STAT_REDUCTIONS and out.type.dtype.is_float) or \
-                any(v in below for v in node.inputs):
+        elif (node.op.name in _STAT_REDUCTIONS and out.type.dtype.is_float and
+              _over_rows(node)) or any(v in below for v in node.inputs):
             below.add(out)
     producer = {node.outputs[0]: node for node in free}
     moved: set = set()

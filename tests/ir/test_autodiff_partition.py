@@ -195,3 +195,4 @@ def test_statistics_of_a_checkpointed_value_are_not_moved():
     xs = _inputs()
     for a, b in zip(_grads(j, xs), _grads(plain, xs)):
         np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-14)
+
