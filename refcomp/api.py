@@ -454,7 +454,7 @@ class CompiledFunction:
                             from refused
                 entry = self._trace(ctx, L, fn)
                 err = None
-                if any(d != {FLOAT: d.get(FLOAT)} for d in pinned.values()):
+                if any(kind != FLOAT for d in pinned.values() for kind in d):  # a size
                     COUNTERS["dynamic_specialized"] += 1
                 break
             except PinFloat as p:  # a use that needs a dynamic float's value
