@@ -257,10 +257,8 @@ def iterate(tx, obj: VT) -> list:
         return list(obj.items)
     if isinstance(obj, DictVar):
         return [ConstVar(k) for k in obj.items]
-    if isinstance(obj, IteratorVar):
+    if isinstance(obj, (IteratorVar, GeneratorVar)):
         return obj.rest()  # consumed, as `list(it)` consumes it
-    if isinstance(obj, GeneratorVar):
-        return obj.rest()
     if isinstance(obj, TensorVar):
         return tensor_layout.unbind(tx.ctx, obj)
     if isinstance(obj, ConstVar):

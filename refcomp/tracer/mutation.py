@@ -55,8 +55,8 @@ def through_views(ctx, tv: TensorVar, live: list) -> Optional[Callable[[], None]
         return None
     if any(is_symbolic(d) for d in base_value.type.shape):
         return None
-    if tv.alias in ctx.input_aliases and (not _input_base(ctx, base) or any(
-            v is not base and v.alias is base.alias and _input_base(ctx, v) for v in live)):
+    if tv.alias in ctx.input_aliases and (not input_base(ctx, base) or any(
+            v is not base and v.alias is base.alias and input_base(ctx, v) for v in live)):
         return None
     others = []
     for v in live:
@@ -109,7 +109,7 @@ def through_views(ctx, tv: TensorVar, live: list) -> Optional[Callable[[], None]
 # argument, or two arguments sharing storage, keeps the break), and only where nothing
 # in the group requires grad: an input's history under grad is Note [In-place on a graph
 # input under grad]'s, which writes the whole input and no view of it.
-def _input_base(ctx, base: TensorVar) -> bool:
+def input_base(ctx, base: TensorVar) -> bool:
     """Is `base` a graph input argument itself (not a view the caller passed alongside),
     each of whose elements has its own memory?  (The write-back `copy_` into an expanded
     input raises where eager's write through a view of it need not: corpus

@@ -633,8 +633,7 @@ def _check_writable(ctx, tv: TensorVar, name: str):
         if propagate is None:
             raise Unsupported(INPLACE_ON_ALIAS, f"{name} writes a tensor that shares storage with"
                                        " another live tensor")
-        if tv.alias in ctx.input_aliases and ctx.input_vars.get(
-                getattr(tv.source, "name", lambda: None)()) is not tv:
+        if tv.alias in ctx.input_aliases and not mutation.input_base(ctx, tv):
             # an opaque write through a view of a graph input (`x.view(s).uniform_()`):
             # its views then came back fresh where eager's are the input's (corpus
             # view_of_input_after_random_fill_returned): the break stays, as before

@@ -232,10 +232,15 @@ class IteratorVar(VT):
 
     def rest(self) -> list:
         """Every remaining item, consumed (`list(it)`, `sum(it)`...)."""
-        items = []
-        while (item := self.next()) is not None:
-            items.append(item)
-        return items
+        return drain(self)
+
+
+def drain(it) -> list:
+    """Every item `it.next()` still gives (an IteratorVar or a GeneratorVar), consumed."""
+    items = []
+    while (item := it.next()) is not None:
+        items.append(item)
+    return items
 
 
 class ListIteratorVar(IteratorVar):
@@ -259,9 +264,6 @@ class ListIteratorVar(IteratorVar):
             return None
         self.pos += 1
         return self.seq.items[self.pos - 1]
-
-    def remaining(self) -> list:
-        return self.items[self.pos:]
 
 
 class DictIteratorVar(IteratorVar):
@@ -381,10 +383,7 @@ class GeneratorVar(VT):
         return item
 
     def rest(self) -> list:
-        items = []
-        while (item := self.next()) is not None:
-            items.append(item)
-        return items
+        return drain(self)
 
 
 class OpaqueVar(VT):
